@@ -1,0 +1,165 @@
+"""The numbers every run reports, and the files they go into.
+
+Definitions (seconds unless named):
+
+* ``jct`` = end time - submit time, over completed jobs;
+* ``queue_time`` = time a job spent without an allocation (JCT minus time held, so a
+  preempted job's second wait counts too);
+* ``responsiveness`` = first start - submit (time to first service);
+* ``makespan`` = last completion - first submission;
+* ``gpu_utilization`` = allocated GPU-seconds / (cluster GPUs x makespan), restart
+  pauses included, since the GPUs are held during them.
+
+``summary.json`` keeps a fixed key order and rounds floats to 6 decimals, so the same
+run gives byte-identical files (only ``sim_wall_seconds`` varies).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shapeshift.engine.state import JobState
+from shapeshift.sim.simulator import SimulationResult
+
+SUMMARY_KEYS = (
+    "policy",
+    "workload",
+    "cluster_gpus",
+    "jobs_total",
+    "jobs_completed",
+    "jobs_rejected",
+    "avg_jct",
+    "p50_jct",
+    "p99_jct",
+    "avg_queue",
+    "p99_queue",
+    "avg_responsiveness",
+    "makespan",
+    "gpu_utilization",
+    "preemptions",
+    "reconfigurations",
+    "sim_wall_seconds",
+)
+JOB_COLUMNS = (
+    "job_id",
+    "submit_time",
+    "first_start_time",
+    "end_time",
+    "jct",
+    "queue_time",
+    "num_gpus",
+    "preemptions",
+    "reconfigurations",
+    "status",
+)
+#: Fields that measure the machine, not the schedule; excluded from determinism checks.
+WALL_TIME_KEYS = ("sim_wall_seconds",)
+
+
+def _stat(values: np.ndarray, fn: str) -> float | None:
+    if values.size == 0:
+        return None
+    if fn == "mean":
+        return float(values.mean())
+    return float(np.percentile(values, float(fn[1:])))
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if not math.isfinite(value) else round(value, 6)
+    return value
+
+
+def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``summary.json`` mapping (contract keys first, in a fixed order)."""
+    done = [j for j in result.jobs if j.state is JobState.COMPLETED]
+    jct = np.array([j.end_time - j.spec.submit_time for j in done], dtype=float)
+    queue = np.array([(j.end_time - j.spec.submit_time) - j.run_seconds for j in done], dtype=float)
+    started = [j for j in result.jobs if j.first_start is not None]
+    response = np.array([j.first_start - j.spec.submit_time for j in started], dtype=float)
+    accepted = [j for j in result.jobs if j.state is not JobState.REJECTED]
+    gpus = result.cluster.total_gpus
+    if done:
+        makespan = max(j.end_time for j in done) - min(j.spec.submit_time for j in accepted)
+    else:
+        makespan = 0.0
+    attained = float(sum(j.attained for j in result.jobs))
+    summary: dict[str, Any] = {
+        "policy": result.policy,
+        "workload": result.workload,
+        "cluster_gpus": gpus,
+        "jobs_total": len(result.jobs),
+        "jobs_completed": len(done),
+        "jobs_rejected": len(result.rejections),
+        "avg_jct": _stat(jct, "mean"),
+        "p50_jct": _stat(jct, "p50"),
+        "p99_jct": _stat(jct, "p99"),
+        "avg_queue": _stat(queue, "mean"),
+        "p99_queue": _stat(queue, "p99"),
+        "avg_responsiveness": _stat(response, "mean"),
+        "makespan": makespan,
+        "gpu_utilization": attained / (gpus * makespan) if makespan > 0 else 0.0,
+        "preemptions": int(sum(j.preemptions for j in result.jobs)),
+        "reconfigurations": int(sum(j.reconfigurations for j in result.jobs)),
+        "sim_wall_seconds": result.wall_seconds,
+        "jobs_unfinished": sum(1 for j in result.jobs if j.state is JobState.UNFINISHED),
+        "events": result.events,
+        "decisions": result.decisions,
+    }
+    summary.update(extra or {})
+    return {k: _clean(v) for k, v in summary.items()}
+
+
+def job_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
+    rows = []
+    for j in result.jobs:
+        submit = j.spec.submit_time
+        end = j.end_time if j.state is JobState.COMPLETED else None
+        jct = end - submit if end is not None else None
+        queue = jct - j.run_seconds if jct is not None else None
+        rows.append(
+            (
+                j.job_id,
+                submit,
+                j.first_start,
+                end,
+                jct,
+                queue,
+                j.spec.num_gpus,
+                j.preemptions,
+                j.reconfigurations,
+                j.state.value,
+            )
+        )
+    return rows
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    return str(value)
+
+
+def write_outputs(result: SimulationResult, out: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``summary.json``, ``jobs.csv`` and ``rejected.csv`` into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize(result, extra)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    with (out / "jobs.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(JOB_COLUMNS)
+        writer.writerows([_fmt(v) for v in row] for row in job_rows(result))
+    with (out / "rejected.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(("job_id", "reason"))
+        writer.writerows((r.job_id, r.reason) for r in result.rejections)
+    return summary

@@ -1,0 +1,69 @@
+"""What every command shares: turning input errors into one line and exit code 2, and a
+progress bar that only appears on an interactive terminal."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from shapeshift.errors import InputError
+from shapeshift.model import ModelError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+console = Console()
+err_console = Console(stderr=True)
+
+#: Exit status for bad user input (as argparse and click use for usage errors).
+EXIT_INPUT = 2
+
+
+def fail(message: str) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_INPUT)
+
+
+def guarded(fn: F) -> F:
+    """Report ``InputError``/``ModelError`` as one clear line and exit 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (InputError, ModelError) as exc:
+            raise fail(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def show_progress(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+@contextmanager
+def progress_bar(description: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """Yield ``update(done, total)``; a no-op unless ``enabled``."""
+    if not enabled:
+        yield lambda done, total: None
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update

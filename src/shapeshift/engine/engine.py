@@ -1,0 +1,225 @@
+"""The clock-agnostic scheduling engine.
+
+The engine keeps the cluster's actual state, asks the policy for the desired state
+when something changed, and reconciles the two into launch / stop / reconfigure
+actions on an executor. It is driven from outside with explicit timestamps
+(``submit``, ``complete``, ``step``), so it neither knows nor cares whether time is
+simulated or read from a wall clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from shapeshift.engine.executor import Executor
+from shapeshift.engine.overheads import Overheads
+from shapeshift.engine.state import FreeResources, JobState, JobStatus
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
+from shapeshift.policies.base import ARRIVAL, COMPLETION, Policy, PolicyError
+
+
+@dataclass(frozen=True)
+class Rejection:
+    job_id: str
+    reason: str
+
+
+class Engine:
+    """Actual state + policy + executor. One instance per run."""
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        policy: Policy,
+        executor: Executor,
+        overheads: Overheads | None = None,
+        on_decision: Callable[[float, Schedule], None] | None = None,
+    ):
+        self.cluster = cluster
+        self.policy = policy
+        self.executor = executor
+        self.overheads = overheads or Overheads()
+        self.on_decision = on_decision
+        self.partition_nodes: dict[str, np.ndarray] = {
+            p: np.asarray(nodes, dtype=np.int64) for p, nodes in cluster.partition_nodes().items()
+        }
+        self._node_partition = {int(n): p for p, nodes in self.partition_nodes.items() for n in nodes}
+        self.partition_gpus = {p: int(sum(cluster.nodes[n].gpus for n in nodes)) for p, nodes in self.partition_nodes.items()}
+        self._partition_cpus = {p: float(sum(cluster.nodes[n].cpus for n in nodes)) for p, nodes in self.partition_nodes.items()}
+        self._partition_mem = {p: float(sum(cluster.nodes[n].mem_gb for n in nodes)) for p, nodes in self.partition_nodes.items()}
+        self._node_max_gpus = {p: max((cluster.nodes[n].gpus for n in nodes), default=0) for p, nodes in self.partition_nodes.items()}
+        self.free = FreeResources.of(cluster)
+        self.jobs: dict[str, JobStatus] = {}
+        # Insertion-ordered dicts used as ordered sets: O(1) add/remove, stable order.
+        self.pending: dict[str, dict[str, None]] = {p: {} for p in self.partition_nodes}
+        self.running: dict[str, dict[str, None]] = {p: {} for p in self.partition_nodes}
+        self.allocations: dict[str, Allocation] = {}
+        self.rejections: list[Rejection] = []
+        self._dirty: set[str] = set()
+        self._timer_fired = False
+        self._wants_arrivals = ARRIVAL in policy.triggers
+        self._wants_completions = COMPLETION in policy.triggers
+        self.decisions = 0
+
+    # ----------------------------------------------------------------- inputs
+    def submit(self, spec: JobSpec, now: float) -> JobStatus:
+        """A job arrives. Jobs that can never fit are rejected here, with a reason."""
+        if spec.job_id in self.jobs:
+            raise ValueError(f"job {spec.job_id!r} submitted twice")
+        partition = self._partition_of(spec)
+        status = JobStatus(spec=spec, partition=partition, last_update=now, queued_since=now)
+        self.jobs[spec.job_id] = status
+        reason = self._never_fits(spec, partition)
+        if reason:
+            status.state = JobState.REJECTED
+            status.reject_reason = reason
+            self.rejections.append(Rejection(spec.job_id, reason))
+            return status
+        self.executor.on_submit(status)
+        self.pending[partition][spec.job_id] = None
+        if self._wants_arrivals:
+            self._dirty.add(partition)
+        return status
+
+    def complete(self, job_id: str, now: float) -> None:
+        """The executor reports that a job finished all its work."""
+        status = self.jobs[job_id]
+        if status.state is not JobState.RUNNING or status.allocation is None:
+            raise PolicyError(f"job {job_id} reported complete but is {status.state}")
+        status.advance(now)
+        status.work_done = status.work_total
+        self._release(status)
+        status.state = JobState.COMPLETED
+        status.end_time = now
+        status.version += 1
+        if self._wants_completions:
+            self._dirty.add(status.partition)
+
+    def fire_timer(self) -> None:
+        """A scheduling round is due: every partition is up for a new decision."""
+        self._timer_fired = True
+        self._dirty.update(self.partition_nodes)
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.allocations) or any(self.pending.values())
+
+    @property
+    def needs_decision(self) -> bool:
+        return bool(self._dirty)
+
+    # ------------------------------------------------------------- decisions
+    def step(self, now: float) -> Schedule | None:
+        """Ask the policy for the desired state if anything changed, and reconcile."""
+        if not self._dirty:
+            return None
+        view = ClusterView(self, now, frozenset(self._dirty), self._timer_fired)
+        self._dirty.clear()
+        self._timer_fired = False
+        schedule = self.policy.decide(view)
+        self.decisions += 1
+        self.reconcile(schedule, now)
+        if self.on_decision is not None:
+            self.on_decision(now, schedule)
+        return schedule
+
+    def reconcile(self, schedule: Schedule, now: float) -> None:
+        """Turn the desired state into actions: first everything that frees resources,
+        then everything that takes them, so a schedule that moves resources from one job
+        to another in the same decision is valid."""
+        launches: list[tuple[JobStatus, Allocation]] = []
+        moves: list[tuple[JobStatus, Allocation]] = []
+        for job_id, desired in schedule.changes.items():
+            status = self.jobs.get(job_id)
+            if status is None:
+                raise PolicyError(f"{self.policy.name}: schedule names unknown job {job_id!r}")
+            current = status.allocation
+            if desired is None:
+                if current is not None:
+                    self._preempt(status, now)
+            elif current is None:
+                if status.state is not JobState.PENDING:
+                    raise PolicyError(f"{self.policy.name}: cannot run job {job_id} in state {status.state}")
+                launches.append((status, desired))
+            elif desired is not current and desired != current:
+                status.advance(now)
+                self._release(status, keep_state=True)
+                moves.append((status, desired))
+        for status, desired in moves:
+            self._check(status, desired)
+            self._hold(status, desired)
+            status.reconfigurations += 1
+            status.version += 1
+            self.executor.reconfigure(status, desired, now, self.overheads.restore(desired.gpus))
+        for status, desired in launches:
+            self._check(status, desired)
+            pause = self.overheads.launch_delay
+            if status.has_checkpoint:
+                pause += self.overheads.restore(desired.gpus)
+            del self.pending[status.partition][status.job_id]
+            self._hold(status, desired)
+            status.state = JobState.RUNNING
+            status.last_update = now
+            status.has_checkpoint = True
+            status.version += 1
+            if status.first_start is None:
+                status.first_start = now
+            self.executor.launch(status, desired, now, pause)
+
+    # -------------------------------------------------------------- helpers
+    def _partition_of(self, spec: JobSpec) -> str:
+        if not self.cluster.partitions:
+            return ""
+        return spec.vc
+
+    def _never_fits(self, spec: JobSpec, partition: str) -> str:
+        if partition not in self.partition_nodes:
+            if not partition:
+                return "job names no partition (vc) and every node belongs to a named partition"
+            known = ", ".join(sorted(p for p in self.partition_nodes if p))
+            return f"unknown partition (vc) {partition!r}; known: {known}"
+        where = f" in vc {partition}" if partition else ""
+        if spec.requested.is_zero():
+            return "job requests no resources"
+        if spec.num_gpus > self.partition_gpus[partition]:
+            return f"needs {spec.num_gpus} GPUs but the cluster has {self.partition_gpus[partition]}{where}"
+        if spec.num_cpus > self._partition_cpus[partition] or spec.mem_gb > self._partition_mem[partition]:
+            return f"needs more CPUs or memory than the cluster has{where}"
+        return ""
+
+    def _check(self, status: JobStatus, desired: Allocation) -> None:
+        for node, _ in desired.placement:
+            if self._node_partition.get(node) != status.partition:
+                raise PolicyError(
+                    f"{self.policy.name}: job {status.job_id} placed on node {node} outside its partition"
+                )
+        if not self.free.fits(desired):
+            raise PolicyError(f"{self.policy.name}: allocation for job {status.job_id} over-allocates a node")
+
+    def _hold(self, status: JobStatus, alloc: Allocation) -> None:
+        self.free.take(alloc)
+        status.allocation = alloc
+        self.allocations[status.job_id] = alloc
+        self.running[status.partition][status.job_id] = None
+
+    def _release(self, status: JobStatus, keep_state: bool = False) -> None:
+        assert status.allocation is not None
+        self.free.give(status.allocation)
+        del self.allocations[status.job_id]
+        if not keep_state:
+            del self.running[status.partition][status.job_id]
+            status.allocation = None
+
+    def _preempt(self, status: JobStatus, now: float) -> None:
+        status.advance(now)
+        self.executor.stop(status, now)
+        self._release(status)
+        status.state = JobState.PENDING
+        status.preemptions += 1
+        status.version += 1
+        status.queued_since = now
+        self.pending[status.partition][status.job_id] = None

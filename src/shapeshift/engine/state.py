@@ -1,0 +1,134 @@
+"""Mutable runtime state owned by the engine: per-job status and per-node free resources.
+
+These are the only mutable objects in the scheduling core. Policies see them through
+``ClusterView`` and must treat them as read-only; the engine alone changes them, in
+``Engine.reconcile`` and on arrivals and completions.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from shapeshift.model import Allocation, ClusterSpec, JobSpec
+
+
+class JobState(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    REJECTED = "rejected"
+    UNFINISHED = "unfinished"
+
+
+@dataclass(slots=True, eq=False)
+class JobStatus:
+    """Runtime state of one job.
+
+    Work is measured in *work units*, whatever the executor's throughput model counts
+    (seconds at the requested resources for trace replays, iterations for plan-aware
+    jobs). Progress is stored as of ``last_update`` and extrapolated in closed form:
+    between events a running job advances at ``rate`` units per second once its
+    restart pause (``stall_until``) is over. Nothing ticks.
+    """
+
+    spec: JobSpec
+    partition: str
+    state: JobState = JobState.PENDING
+    allocation: Allocation | None = None
+    work_total: float = 0.0
+    work_done: float = 0.0
+    rate: float = 0.0
+    last_update: float = 0.0
+    stall_until: float = 0.0
+    #: GPU-seconds of allocation held so far (the "attained service" of LAS/Tiresias).
+    attained: float = 0.0
+    #: Seconds spent holding an allocation (restart pauses included).
+    run_seconds: float = 0.0
+    first_start: float | None = None
+    end_time: float | None = None
+    queued_since: float = 0.0
+    preemptions: int = 0
+    reconfigurations: int = 0
+    #: True once the job has run: its next launch restores from a checkpoint.
+    has_checkpoint: bool = False
+    #: Bumped whenever the completion time may change, to invalidate stale events.
+    version: int = 0
+    reject_reason: str = ""
+
+    @property
+    def job_id(self) -> str:
+        return self.spec.job_id
+
+    def progress_at(self, now: float) -> float:
+        """Work done by ``now`` (closed form; does not mutate)."""
+        if self.state is not JobState.RUNNING:
+            return self.work_done
+        active = now - max(self.last_update, self.stall_until)
+        done = self.work_done + self.rate * active if active > 0 else self.work_done
+        return min(done, self.work_total)
+
+    def remaining_at(self, now: float) -> float:
+        return max(self.work_total - self.progress_at(now), 0.0)
+
+    def attained_at(self, now: float) -> float:
+        if self.state is not JobState.RUNNING or self.allocation is None:
+            return self.attained
+        return self.attained + self.allocation.gpus * (now - self.last_update)
+
+    def advance(self, now: float) -> None:
+        """Fold the time since ``last_update`` into the stored counters."""
+        if self.state is JobState.RUNNING and self.allocation is not None:
+            self.work_done = self.progress_at(now)
+            dt = now - self.last_update
+            self.attained += self.allocation.gpus * dt
+            self.run_seconds += dt
+        self.last_update = now
+
+
+@dataclass
+class FreeResources:
+    """Free GPUs, CPUs and memory per node, as numpy arrays indexed by node.
+
+    Policies get a private copy (``ClusterView.scratch``) to try placements on, so a
+    whole decision can be planned without touching the engine's state.
+    """
+
+    gpus: np.ndarray
+    cpus: np.ndarray
+    mem: np.ndarray
+    gpu_capacity: np.ndarray = field(repr=False)
+
+    @classmethod
+    def of(cls, cluster: ClusterSpec) -> FreeResources:
+        gpus = np.array([n.gpus for n in cluster.nodes], dtype=np.int64)
+        return cls(
+            gpus=gpus.copy(),
+            cpus=np.array([n.cpus for n in cluster.nodes], dtype=np.float64),
+            mem=np.array([n.mem_gb for n in cluster.nodes], dtype=np.float64),
+            gpu_capacity=gpus,
+        )
+
+    def copy(self) -> FreeResources:
+        return FreeResources(self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.gpu_capacity)
+
+    def fits(self, alloc: Allocation) -> bool:
+        eps = 1e-9
+        return all(
+            self.gpus[n] >= r.gpus and self.cpus[n] + eps >= r.cpus and self.mem[n] + eps >= r.mem_gb
+            for n, r in alloc.placement
+        )
+
+    def take(self, alloc: Allocation) -> None:
+        for n, r in alloc.placement:
+            self.gpus[n] -= r.gpus
+            self.cpus[n] -= r.cpus
+            self.mem[n] -= r.mem_gb
+
+    def give(self, alloc: Allocation) -> None:
+        for n, r in alloc.placement:
+            self.gpus[n] += r.gpus
+            self.cpus[n] += r.cpus
+            self.mem[n] += r.mem_gb

@@ -1,0 +1,87 @@
+"""``ClusterView``: what a policy may see when it decides.
+
+The view is a thin read-only façade over the engine's live state, not a copy, so
+building one costs nothing per event. Policies must not mutate what it returns;
+to try placements they take ``scratch()``, a private copy of the free resources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from shapeshift.engine.state import FreeResources, JobStatus
+from shapeshift.model import Allocation, ClusterSpec
+
+if TYPE_CHECKING:
+    from shapeshift.engine.engine import Engine
+
+
+class ClusterView:
+    """Read-only access to cluster and job state at ``now``."""
+
+    __slots__ = ("_engine", "dirty_partitions", "now", "timer_fired")
+
+    def __init__(self, engine: Engine, now: float, dirty_partitions: frozenset[str], timer_fired: bool):
+        self._engine = engine
+        self.now = now
+        #: Partitions where something happened since the last decision. A policy whose
+        #: decision depends only on queue contents and free resources may skip the rest.
+        self.dirty_partitions = dirty_partitions
+        self.timer_fired = timer_fired
+
+    @property
+    def cluster(self) -> ClusterSpec:
+        return self._engine.cluster
+
+    @property
+    def partitions(self) -> Mapping[str, np.ndarray]:
+        """Node indexes per partition (``""`` is the unpartitioned pool)."""
+        return self._engine.partition_nodes
+
+    @property
+    def allocations(self) -> Mapping[str, Allocation]:
+        """Current allocation of every running job."""
+        return MappingProxyType(self._engine.allocations)
+
+    def pending(self, partition: str) -> Iterable[str]:
+        """Waiting job ids of a partition, in the order they (re-)entered the queue."""
+        return self._engine.pending[partition].keys()
+
+    def running(self, partition: str) -> Iterable[str]:
+        return self._engine.running[partition].keys()
+
+    def pending_count(self, partition: str) -> int:
+        return len(self._engine.pending[partition])
+
+    def job(self, job_id: str) -> JobStatus:
+        return self._engine.jobs[job_id]
+
+    def free(self) -> FreeResources:
+        """The engine's free resources. Read-only: use ``scratch()`` to plan."""
+        return self._engine.free
+
+    def scratch(self) -> FreeResources:
+        return self._engine.free.copy()
+
+    def free_gpus(self, partition: str) -> int:
+        return int(self._engine.free.gpus[self._engine.partition_nodes[partition]].sum())
+
+    def capacity_gpus(self, partition: str) -> int:
+        return self._engine.partition_gpus[partition]
+
+    def remaining(self, job_id: str) -> float:
+        """Work units left (the executor's throughput model defines the unit)."""
+        return self._engine.jobs[job_id].remaining_at(self.now)
+
+    def attained(self, job_id: str) -> float:
+        """GPU-seconds of service received so far."""
+        return self._engine.jobs[job_id].attained_at(self.now)
+
+    def expected_duration(self, job_id: str) -> float:
+        """Run time at the requested resources, from the trace (oracle knowledge)."""
+        status = self._engine.jobs[job_id]
+        return status.spec.duration if status.spec.duration is not None else status.work_total

@@ -1,0 +1,368 @@
+"""Domain types shared by every part of Shapeshift.
+
+Everything here is a frozen dataclass that validates itself on construction, so a
+value that exists is a value that makes sense: no negative resources, no execution
+plan whose parallel sizes disagree with its GPU count. This module imports nothing
+from the rest of the package (dependencies point inward).
+
+Units: time in seconds, memory in GB (10^9 bytes), bandwidth in GB/s.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+
+class ModelError(ValueError):
+    """A domain value violates one of its invariants."""
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ModelError(message)
+
+
+def _frozen_mapping(value: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """An amount of GPUs, CPU cores and host memory (GB).
+
+    Comparisons are component-wise: ``a <= b`` means ``a`` fits inside ``b`` in every
+    dimension, which is the question placement asks all the time.
+    """
+
+    gpus: int = 0
+    cpus: float = 0.0
+    mem_gb: float = 0.0
+
+    def __post_init__(self) -> None:
+        _require(
+            self.gpus >= 0 and self.cpus >= 0 and self.mem_gb >= 0,
+            f"resources must be non-negative, got {self}",
+        )
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(self.gpus + other.gpus, self.cpus + other.cpus, self.mem_gb + other.mem_gb)
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(self.gpus - other.gpus, self.cpus - other.cpus, self.mem_gb - other.mem_gb)
+
+    def __le__(self, other: Resources) -> bool:  # type: ignore[override]
+        return self.gpus <= other.gpus and self.cpus <= other.cpus and self.mem_gb <= other.mem_gb
+
+    def __ge__(self, other: Resources) -> bool:  # type: ignore[override]
+        return other <= self
+
+    def is_zero(self) -> bool:
+        return self.gpus == 0 and self.cpus == 0 and self.mem_gb == 0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """One server: its capacity, GPU model and the bandwidths its GPUs see."""
+
+    name: str
+    gpus: int
+    cpus: float
+    mem_gb: float
+    gpu_type: str = "generic"
+    gpu_mem_gb: float = 80.0
+    intra_bw_gb_s: float = 300.0
+    inter_bw_gb_s: float = 12.5
+    pcie_bw_gb_s: float = 32.0
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name), "node name must not be empty")
+        _require(self.gpus >= 0, f"node {self.name}: gpus must be >= 0")
+        _require(self.cpus >= 0 and self.mem_gb >= 0, f"node {self.name}: cpus and mem_gb must be >= 0")
+        _require(self.gpu_mem_gb > 0, f"node {self.name}: gpu_mem_gb must be > 0")
+        for bw in (self.intra_bw_gb_s, self.inter_bw_gb_s, self.pcie_bw_gb_s):
+            _require(bw > 0, f"node {self.name}: bandwidths must be > 0")
+
+    @property
+    def capacity(self) -> Resources:
+        return Resources(self.gpus, self.cpus, self.mem_gb)
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A set of nodes, optionally split into partitions (virtual clusters) and with tenant quotas.
+
+    Partitions never share nodes. When a cluster has partitions, every job must name one
+    (its ``vc``); nodes not listed in any partition form the default partition ``""``,
+    which takes jobs that name no partition. Without partitions the whole cluster is one
+    pool and job ``vc`` labels are ignored.
+    """
+
+    nodes: tuple[NodeSpec, ...]
+    partitions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    tenants: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        parts = {name: tuple(members) for name, members in (self.partitions or {}).items()}
+        object.__setattr__(self, "partitions", MappingProxyType(parts))
+        object.__setattr__(self, "tenants", _frozen_mapping(self.tenants))
+        _require(len(self.nodes) > 0, "a cluster needs at least one node")
+        names = [n.name for n in self.nodes]
+        _require(len(set(names)) == len(names), "node names must be unique")
+        known = set(names)
+        seen: dict[str, str] = {}
+        for part, members in parts.items():
+            _require(bool(part), "partition names must not be empty")
+            for node in members:
+                _require(node in known, f"partition {part!r} names unknown node {node!r}")
+                _require(node not in seen, f"node {node!r} is in partitions {seen.get(node)!r} and {part!r}")
+                seen[node] = part
+        for tenant, quota in self.tenants.items():
+            _require(quota >= 0, f"tenant {tenant!r}: quota must be >= 0")
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(n.gpus for n in self.nodes)
+
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        return tuple(sorted({n.gpu_type for n in self.nodes}))
+
+    def partition_nodes(self) -> dict[str, tuple[int, ...]]:
+        """Node indexes per partition name; the whole cluster is partition ``""`` when unpartitioned."""
+        if not self.partitions:
+            return {"": tuple(range(len(self.nodes)))}
+        index = {n.name: i for i, n in enumerate(self.nodes)}
+        result = {p: tuple(sorted(index[m] for m in members)) for p, members in self.partitions.items()}
+        assigned = {i for members in result.values() for i in members}
+        rest = tuple(i for i in range(len(self.nodes)) if i not in assigned)
+        if rest:
+            result[""] = rest
+        return result
+
+
+class ZeroMode(enum.StrEnum):
+    """Which ZeRO stage the data-parallel group uses."""
+
+    NONE = "none"
+    DP = "dp"  # ZeRO-2: optimizer states and gradients partitioned over data-parallel ranks
+    OFFLOAD = "offload"  # ZeRO-Offload: states and the optimizer step live on the host CPU
+
+
+_PLAN_KEYS = {"dp", "tp", "pp", "zero", "ga", "gc", "mb"}
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPlan:
+    """How a training job is parallelised on its GPUs.
+
+    ``dp * tp * pp`` is the number of GPUs. The global batch size is a property of the
+    job, not of the plan: a reconfiguration changes the plan but keeps
+    ``global batch = dp * micro-batch * grad_accum``.
+    """
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    zero: ZeroMode = ZeroMode.NONE
+    grad_accum: int = 1
+    grad_ckpt: bool = False
+    micro_batches: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "zero", ZeroMode(self.zero))
+        for name in ("dp", "tp", "pp", "grad_accum", "micro_batches"):
+            value = getattr(self, name)
+            _require(isinstance(value, int) and value >= 1, f"plan {name} must be an integer >= 1, got {value!r}")
+
+    @property
+    def gpus(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    @property
+    def family(self) -> str:
+        """Coarse plan family, the unit in which profiling coverage is counted."""
+        if self.tp > 1 or self.pp > 1:
+            return "3d"
+        if self.zero is ZeroMode.OFFLOAD:
+            return "zero-offload"
+        if self.zero is ZeroMode.DP:
+            return "zero-dp"
+        if self.grad_ckpt:
+            return "gc"
+        return "ga" if self.grad_accum > 1 else "dp"
+
+    def __str__(self) -> str:
+        return (
+            f"dp={self.dp},tp={self.tp},pp={self.pp},zero={self.zero.value},"
+            f"ga={self.grad_accum},gc={int(self.grad_ckpt)},mb={self.micro_batches}"
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> ExecutionPlan:
+        """Parse ``dp=2,tp=4,zero=offload,ga=2,gc=1`` (any subset of keys; the rest default)."""
+        values: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, raw = part.partition("=")
+            key = key.strip().lower()
+            _require(bool(sep) and key in _PLAN_KEYS, f"bad plan item {part!r}; expected key=value with keys {sorted(_PLAN_KEYS)}")
+            raw = raw.strip()
+            if key == "zero":
+                _require(raw in {z.value for z in ZeroMode}, f"bad zero mode {raw!r}; expected none, dp or offload")
+                values["zero"] = ZeroMode(raw)
+            elif key == "gc":
+                _require(raw in {"0", "1", "true", "false"}, f"bad gc value {raw!r}; expected 0 or 1")
+                values["grad_ckpt"] = raw in {"1", "true"}
+            else:
+                _require(raw.isdigit(), f"plan {key} must be a positive integer, got {raw!r}")
+                values[{"ga": "grad_accum", "mb": "micro_batches"}.get(key, key)] = int(raw)
+        return cls(**values)
+
+    @classmethod
+    def data_parallel(cls, gpus: int) -> ExecutionPlan:
+        return cls(dp=gpus)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a user submitted. Immutable; runtime state lives in the engine's ``JobStatus``.
+
+    ``duration`` is the job's run time at its requested resources (what a trace records);
+    ``iterations`` is its total work when it is known in steps (plan-aware workloads).
+    """
+
+    job_id: str
+    submit_time: float
+    num_gpus: int
+    duration: float | None = None
+    name: str = ""
+    user: str = ""
+    vc: str = ""
+    tenant: str = ""
+    guaranteed: bool = False
+    model: str = ""
+    num_cpus: float = 0.0
+    mem_gb: float = 0.0
+    iterations: int | None = None
+    plan: ExecutionPlan | None = None
+
+    def __post_init__(self) -> None:
+        _require(bool(self.job_id), "job_id must not be empty")
+        _require(math.isfinite(self.submit_time) and self.submit_time >= 0, f"job {self.job_id}: submit_time must be >= 0")
+        _require(self.num_gpus >= 0, f"job {self.job_id}: num_gpus must be >= 0")
+        _require(self.num_cpus >= 0 and self.mem_gb >= 0, f"job {self.job_id}: num_cpus and mem_gb must be >= 0")
+        _require(
+            self.duration is not None or self.iterations is not None,
+            f"job {self.job_id}: needs a duration or a number of iterations",
+        )
+        if self.duration is not None:
+            _require(math.isfinite(self.duration) and self.duration >= 0, f"job {self.job_id}: duration must be >= 0")
+        if self.iterations is not None:
+            _require(self.iterations >= 0, f"job {self.job_id}: iterations must be >= 0")
+        if self.plan is not None:
+            _require(
+                self.plan.gpus == self.num_gpus,
+                f"job {self.job_id}: plan uses {self.plan.gpus} GPUs but the job asks for {self.num_gpus}",
+            )
+
+    @property
+    def requested(self) -> Resources:
+        return Resources(self.num_gpus, self.num_cpus, self.mem_gb)
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """Resources on specific nodes (by node index) plus the execution plan that uses them.
+
+    ``placement`` is a tuple of ``(node_index, Resources)`` pairs sorted by node index, so
+    two allocations of the same resources compare equal.
+    """
+
+    placement: tuple[tuple[int, Resources], ...]
+    plan: ExecutionPlan | None = None
+
+    def __post_init__(self) -> None:
+        merged: dict[int, Resources] = {}
+        for node, res in self.placement:
+            _require(node >= 0, "node index must be >= 0")
+            merged[node] = merged[node] + res if node in merged else res
+        placement = tuple(sorted((n, r) for n, r in merged.items() if not r.is_zero()))
+        object.__setattr__(self, "placement", placement)
+        _require(len(placement) > 0, "an allocation must hold some resources")
+        if self.plan is not None:
+            gpus = sum(r.gpus for _, r in placement)
+            _require(self.plan.gpus == gpus, f"plan uses {self.plan.gpus} GPUs but the allocation holds {gpus}")
+
+    @classmethod
+    def on_nodes(cls, shares: Mapping[int, Resources] | Iterable[tuple[int, Resources]], plan: ExecutionPlan | None = None) -> Allocation:
+        items = shares.items() if isinstance(shares, Mapping) else shares
+        return cls(tuple(items), plan)
+
+    @property
+    def gpus(self) -> int:
+        return sum(r.gpus for _, r in self.placement)
+
+    @property
+    def total(self) -> Resources:
+        total = Resources()
+        for _, res in self.placement:
+            total = total + res
+        return total
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        return tuple(n for n, _ in self.placement)
+
+    def same_placement(self, other: Allocation) -> bool:
+        return self.placement == other.placement
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The desired state a policy returns: an allocation per job that should run.
+
+    To keep reconciliation proportional to what changed, a schedule is the allocations
+    at decision time (``base``) overlaid with ``changes``: a job mapped to an
+    ``Allocation`` should run with it, a job mapped to ``None`` should not run. Jobs not
+    in ``changes`` keep their current state. ``reasons`` explains, for waiting jobs the
+    policy looked at, why they wait; ``default_reason`` covers the rest.
+    """
+
+    base: Mapping[str, Allocation]
+    changes: Mapping[str, Allocation | None] = field(default_factory=dict)
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    default_reason: str = "waiting for resources"
+
+    @classmethod
+    def replace(
+        cls,
+        current: Mapping[str, Allocation],
+        desired: Mapping[str, Allocation],
+        reasons: Mapping[str, str] | None = None,
+    ) -> Schedule:
+        """Build a schedule from a complete desired state (what joint policies compute)."""
+        changes: dict[str, Allocation | None] = {j: None for j in current if j not in desired}
+        for job, alloc in desired.items():
+            if current.get(job) != alloc:
+                changes[job] = alloc
+        return cls(base=current, changes=changes, reasons=dict(reasons or {}))
+
+    def allocation(self, job_id: str) -> Allocation | None:
+        if job_id in self.changes:
+            return self.changes[job_id]
+        return self.base.get(job_id)
+
+    @property
+    def allocations(self) -> dict[str, Allocation]:
+        """The complete desired state (materialised; O(running jobs))."""
+        result = {j: a for j, a in self.base.items() if j not in self.changes}
+        result.update({j: a for j, a in self.changes.items() if a is not None})
+        return result
+
+    def reason(self, job_id: str) -> str:
+        return self.reasons.get(job_id, self.default_reason)

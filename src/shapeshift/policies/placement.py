@@ -1,0 +1,151 @@
+"""Placement strategies: on which nodes of a partition a job's GPUs go.
+
+Each strategy answers one question, ``find(job, nodes, free)``, against a scratch copy
+of free resources, and returns an ``Allocation`` or ``None``. A job's CPUs and memory
+follow its GPUs: they are split over nodes in proportion to the GPUs on each node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+from shapeshift.engine.state import FreeResources
+from shapeshift.model import Allocation, JobSpec, Resources
+
+
+class Placement(Protocol):
+    name: str
+
+    def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None: ...
+
+
+def allocation_for(job: JobSpec, gpus_by_node: dict[int, int], free: FreeResources) -> Allocation | None:
+    """Build the allocation giving ``gpus_by_node`` GPUs, with CPUs/memory in proportion;
+    ``None`` if some node lacks the CPUs or memory for its share."""
+    total = sum(gpus_by_node.values())
+    shares = []
+    for node, gpus in gpus_by_node.items():
+        fraction = gpus / total if total else 1.0
+        res = Resources(gpus, job.num_cpus * fraction, job.mem_gb * fraction)
+        if free.cpus[node] + 1e-9 < res.cpus or free.mem[node] + 1e-9 < res.mem_gb:
+            return None
+        shares.append((node, res))
+    # Keep the requested plan when the GPU count matches; plan-aware policies choose plans themselves.
+    plan = job.plan if job.plan is not None and job.plan.gpus == total else None
+    return Allocation(tuple(shares), plan)
+
+
+def _host_fits(job: JobSpec, node: int, free: FreeResources) -> bool:
+    return free.cpus[node] + 1e-9 >= job.num_cpus and free.mem[node] + 1e-9 >= job.mem_gb
+
+
+def _cpu_only(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
+    for node in nodes.tolist():
+        if _host_fits(job, node, free):
+            return Allocation(((node, Resources(0, job.num_cpus, job.mem_gb)),))
+    return None
+
+
+class Consolidated:
+    """Fewest nodes, best fit (the Helios / Tiresias consolidation rule).
+
+    A job that fits on one node goes to the node with the *fewest* free GPUs that still
+    fit it, keeping emptier nodes whole for large jobs. A larger job takes whole free
+    nodes and puts any remainder on the best-fitting other node.
+    """
+
+    name = "consolidated"
+
+    def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
+        g = job.num_gpus
+        if g == 0:
+            return _cpu_only(job, nodes, free)
+        fg = free.gpus[nodes]
+        cap = free.gpu_capacity[nodes]
+        if g <= int(cap.max()):
+            candidates = np.flatnonzero(fg >= g)
+            if candidates.size == 0:
+                return None
+            order = candidates[np.argsort(fg[candidates], kind="stable")]
+            for i in order.tolist():
+                node = int(nodes[i])
+                if _host_fits(job, node, free):
+                    return allocation_for(job, {node: g}, free)
+            return None
+        whole = np.flatnonzero((fg == cap) & (cap > 0))
+        if int(fg[whole].sum()) < g and int(fg.sum()) < g:
+            return None
+        picked: dict[int, int] = {}
+        need = g
+        for i in whole[np.argsort(-cap[whole], kind="stable")].tolist():
+            if need <= 0 or int(cap[i]) > need:
+                break
+            picked[int(nodes[i])] = int(cap[i])
+            need -= int(cap[i])
+        if need > 0:
+            rest = [i for i in np.flatnonzero(fg >= need).tolist() if int(nodes[i]) not in picked]
+            if not rest:
+                return None
+            best = min(rest, key=lambda i: (int(fg[i]), i))
+            picked[int(nodes[best])] = need
+        return allocation_for(job, picked, free)
+
+
+class FirstFit:
+    """The first node (in index order) that fits the whole job; a job larger than every
+    node takes free GPUs from nodes in index order."""
+
+    name = "first-fit"
+
+    def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
+        g = job.num_gpus
+        if g == 0:
+            return _cpu_only(job, nodes, free)
+        fg = free.gpus[nodes]
+        for i in np.flatnonzero(fg >= g).tolist():
+            node = int(nodes[i])
+            if _host_fits(job, node, free):
+                return allocation_for(job, {node: g}, free)
+        if g <= int(free.gpu_capacity[nodes].max()) or int(fg.sum()) < g:
+            return None
+        picked: dict[int, int] = {}
+        need = g
+        for i in np.flatnonzero(fg > 0).tolist():
+            take = min(int(fg[i]), need)
+            picked[int(nodes[i])] = take
+            need -= take
+            if need == 0:
+                break
+        return allocation_for(job, picked, free)
+
+
+class Scattered:
+    """Spread a job's GPUs one at a time over the nodes with the most free GPUs (worst
+    fit): the opposite of consolidation, useful to measure what locality is worth."""
+
+    name = "scattered"
+
+    def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
+        g = job.num_gpus
+        if g == 0:
+            return _cpu_only(job, nodes, free)
+        fg = free.gpus[nodes].copy()
+        if int(fg.sum()) < g:
+            return None
+        picked: dict[int, int] = {}
+        for _ in range(g):
+            i = int(np.argmax(fg))  # first index among ties: deterministic
+            fg[i] -= 1
+            node = int(nodes[i])
+            picked[node] = picked.get(node, 0) + 1
+        return allocation_for(job, dict(sorted(picked.items())), free)
+
+
+PLACEMENTS: dict[str, Callable[[], Placement]] = {
+    Consolidated.name: Consolidated,
+    FirstFit.name: FirstFit,
+    Scattered.name: Scattered,
+}
