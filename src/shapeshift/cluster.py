@@ -26,11 +26,11 @@ _SCALE = {"": 1e-9, "K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}
 
 def parse_bandwidth(value: Any) -> float:
     """Parse ``"400 GB/s"`` or ``"100 Gb/s"`` into GB/s. Bytes are ``B``, bits are ``b``."""
-    if isinstance(value, bool) or isinstance(value, int | float):
-        raise ValueError(f"bandwidth {value!r} has no unit; write it with units, e.g. \"400 GB/s\" or \"100 Gb/s\"")
+    if isinstance(value, (bool, int | float)):
+        raise ValueError(f'bandwidth {value!r} has no unit; write it with units, e.g. "400 GB/s" or "100 Gb/s"')
     match = _BANDWIDTH.match(str(value))
     if not match:
-        raise ValueError(f"cannot read bandwidth {value!r}; write e.g. \"400 GB/s\" (bytes) or \"100 Gb/s\" (bits)")
+        raise ValueError(f'cannot read bandwidth {value!r}; write e.g. "400 GB/s" (bytes) or "100 Gb/s" (bits)')
     number, prefix, unit = match.groups()
     gb_s = float(number) * _SCALE[prefix]
     if unit == "b":

@@ -210,7 +210,10 @@ class ExecutionPlan:
         for part in filter(None, (p.strip() for p in text.split(","))):
             key, sep, raw = part.partition("=")
             key = key.strip().lower()
-            _require(bool(sep) and key in _PLAN_KEYS, f"bad plan item {part!r}; expected key=value with keys {sorted(_PLAN_KEYS)}")
+            _require(
+                bool(sep) and key in _PLAN_KEYS,
+                f"bad plan item {part!r}; expected key=value with keys {sorted(_PLAN_KEYS)}",
+            )
             raw = raw.strip()
             if key == "zero":
                 _require(raw in {z.value for z in ZeroMode}, f"bad zero mode {raw!r}; expected none, dp or offload")
@@ -253,7 +256,9 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         _require(bool(self.job_id), "job_id must not be empty")
-        _require(math.isfinite(self.submit_time) and self.submit_time >= 0, f"job {self.job_id}: submit_time must be >= 0")
+        _require(
+            math.isfinite(self.submit_time) and self.submit_time >= 0, f"job {self.job_id}: submit_time must be >= 0"
+        )
         _require(self.num_gpus >= 0, f"job {self.job_id}: num_gpus must be >= 0")
         _require(self.num_cpus >= 0 and self.mem_gb >= 0, f"job {self.job_id}: num_cpus and mem_gb must be >= 0")
         _require(
@@ -299,7 +304,9 @@ class Allocation:
             _require(self.plan.gpus == gpus, f"plan uses {self.plan.gpus} GPUs but the allocation holds {gpus}")
 
     @classmethod
-    def on_nodes(cls, shares: Mapping[int, Resources] | Iterable[tuple[int, Resources]], plan: ExecutionPlan | None = None) -> Allocation:
+    def on_nodes(
+        cls, shares: Mapping[int, Resources] | Iterable[tuple[int, Resources]], plan: ExecutionPlan | None = None
+    ) -> Allocation:
         items = shares.items() if isinstance(shares, Mapping) else shares
         return cls(tuple(items), plan)
 

@@ -85,10 +85,7 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
     response = np.array([j.first_start - j.spec.submit_time for j in started], dtype=float)
     accepted = [j for j in result.jobs if j.state is not JobState.REJECTED]
     gpus = result.cluster.total_gpus
-    if done:
-        makespan = max(j.end_time for j in done) - min(j.spec.submit_time for j in accepted)
-    else:
-        makespan = 0.0
+    makespan = max(j.end_time for j in done) - min(j.spec.submit_time for j in accepted) if done else 0.0
     attained = float(sum(j.attained for j in result.jobs))
     summary: dict[str, Any] = {
         "policy": result.policy,

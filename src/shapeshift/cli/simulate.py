@@ -97,7 +97,9 @@ def simulate_command(
     workload: Annotated[
         Path | None, typer.Option(help="Trace file (CSV/Parquet). Default: a seeded synthetic demo workload.")
     ] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="Trace format (default: detected from the header).")] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="Trace format (default: detected from the header).")
+    ] = None,
     cluster: Annotated[
         str | None, typer.Option(help=f"NxG (N nodes of G GPUs) or a cluster YAML file. Default: {DEMO_CLUSTER}.")
     ] = None,

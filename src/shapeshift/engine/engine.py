@@ -48,10 +48,18 @@ class Engine:
             p: np.asarray(nodes, dtype=np.int64) for p, nodes in cluster.partition_nodes().items()
         }
         self._node_partition = {int(n): p for p, nodes in self.partition_nodes.items() for n in nodes}
-        self.partition_gpus = {p: int(sum(cluster.nodes[n].gpus for n in nodes)) for p, nodes in self.partition_nodes.items()}
-        self._partition_cpus = {p: float(sum(cluster.nodes[n].cpus for n in nodes)) for p, nodes in self.partition_nodes.items()}
-        self._partition_mem = {p: float(sum(cluster.nodes[n].mem_gb for n in nodes)) for p, nodes in self.partition_nodes.items()}
-        self._node_max_gpus = {p: max((cluster.nodes[n].gpus for n in nodes), default=0) for p, nodes in self.partition_nodes.items()}
+        self.partition_gpus = {
+            p: int(sum(cluster.nodes[n].gpus for n in nodes)) for p, nodes in self.partition_nodes.items()
+        }
+        self._partition_cpus = {
+            p: float(sum(cluster.nodes[n].cpus for n in nodes)) for p, nodes in self.partition_nodes.items()
+        }
+        self._partition_mem = {
+            p: float(sum(cluster.nodes[n].mem_gb for n in nodes)) for p, nodes in self.partition_nodes.items()
+        }
+        self._node_max_gpus = {
+            p: max((cluster.nodes[n].gpus for n in nodes), default=0) for p, nodes in self.partition_nodes.items()
+        }
         self.free = FreeResources.of(cluster)
         self.jobs: dict[str, JobStatus] = {}
         # Insertion-ordered dicts used as ordered sets: O(1) add/remove, stable order.

@@ -140,7 +140,9 @@ class ComposedPolicy:
                 chosen.append(job_id)
                 capacity -= gpus
             elif job_id not in running:
-                reasons[job_id] = f"needs {gpus} GPUs{_where(view, partition)}, {capacity} left after higher-priority jobs"
+                reasons[job_id] = (
+                    f"needs {gpus} GPUs{_where(view, partition)}, {capacity} left after higher-priority jobs"
+                )
         keep = set(chosen)
         current = view.allocations
         for job_id in running - keep:
@@ -161,5 +163,7 @@ class ComposedPolicy:
 
     def _explain(self, view: ClusterView, partition: str, gpus: int, free_gpus: int) -> str:
         if gpus <= free_gpus:
-            return f"needs {gpus} GPUs{_where(view, partition)}: {free_gpus} free but fragmented ({self.placement.name})"
+            return (
+                f"needs {gpus} GPUs{_where(view, partition)}: {free_gpus} free but fragmented ({self.placement.name})"
+            )
         return f"needs {gpus} GPUs{_where(view, partition)}, {free_gpus} free"

@@ -52,7 +52,9 @@ _REGISTRY: dict[str, PolicyInfo] = {}
 _loaded = False
 
 
-def register(name: str, description: str, params: type[PolicyParams]) -> Callable[[Callable[[Any], Policy]], Callable[[Any], Policy]]:
+def register(
+    name: str, description: str, params: type[PolicyParams]
+) -> Callable[[Callable[[Any], Policy]], Callable[[Any], Policy]]:
     def wrap(factory: Callable[[Any], Policy]) -> Callable[[Any], Policy]:
         if name in _REGISTRY:
             raise ValueError(f"policy {name!r} registered twice")

@@ -1,0 +1,123 @@
+"""Workload readers: happy paths and every error path, located by file, line and column."""
+
+from __future__ import annotations
+
+import pytest
+
+from shapeshift.errors import InputError
+from shapeshift.model import ExecutionPlan
+from shapeshift.workloads.readers import detect_format, read_workload
+from shapeshift.workloads.synthetic import PoissonSpec, poisson_workload
+from tests.conftest import shared_file
+
+HEADER = "job_id,submit_time,num_gpus,duration"
+
+
+def _csv(tmp_path, text, name="w.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_generic_reader_sorts_and_fills_defaults(tmp_path):
+    path = _csv(tmp_path, f"{HEADER},vc,guaranteed,plan\nb,20,2,100,x,1,dp=2\na,10,1,50,,0,\n")
+    workload = read_workload(path)
+    jobs = workload.jobs()
+    assert [j.job_id for j in jobs] == ["a", "b"]
+    assert jobs[1].vc == "x" and jobs[1].guaranteed and jobs[1].plan == ExecutionPlan(dp=2)
+    assert jobs[0].plan is None and jobs[0].num_cpus == 0
+
+
+def test_iso_timestamps_become_seconds_after_first(tmp_path):
+    path = _csv(tmp_path, f"{HEADER}\na,2024-01-01T00:01:00,1,5\nb,2024-01-01T00:00:00,1,5\n")
+    jobs = read_workload(path).jobs()
+    assert [(j.job_id, j.submit_time) for j in jobs] == [("b", 0.0), ("a", 60.0)]
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "field", "fragment"),
+    [
+        ("a,0,x,10\n", 2, "num_gpus", "expected a number"),
+        ("a,0,1,10\nb,0,1,-5\n", 3, "duration", ">= 0"),
+        ("a,0,1.5,10\n", 2, "num_gpus", "whole number"),
+        ("a,yesterday,1,10\n", 2, "submit_time", "cannot read time"),
+        ("a,0,1,\n", 2, "duration", "missing"),
+        ("a,0,1,10\na,5,1,10\n", 3, "job_id", "duplicate"),
+        ("a,0,1,inf\n", 2, "duration", "finite"),
+    ],
+)
+def test_bad_values_are_located(tmp_path, body, line, field, fragment):
+    path = _csv(tmp_path, f"{HEADER}\n{body}")
+    with pytest.raises(InputError) as err:
+        read_workload(path)
+    assert (err.value.path, err.value.line, err.value.field) == (str(path), line, field)
+    assert fragment in err.value.message
+
+
+def test_bad_plan_is_located(tmp_path):
+    path = _csv(tmp_path, f"{HEADER},plan\na,0,4,10,dp=2\n")
+    with pytest.raises(InputError, match="plan uses 2 GPUs") as err:
+        read_workload(path)
+    assert err.value.line == 2 and err.value.field == "plan"
+
+
+def test_missing_column_lists_what_was_found(tmp_path):
+    path = _csv(tmp_path, "job_id,submit_time,num_gpus\na,0,1\n")
+    with pytest.raises(InputError, match="cannot tell the trace format"):
+        read_workload(path)
+    with pytest.raises(InputError, match="missing required column.*duration") as err:
+        read_workload(path, "generic")
+    assert err.value.field == "duration" and err.value.line == 1
+
+
+def test_missing_empty_and_unknown_format(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        read_workload(tmp_path / "nope.csv")
+    with pytest.raises(InputError, match="empty"):
+        read_workload(_csv(tmp_path, ""), "generic")
+    with pytest.raises(InputError, match="unknown workload format"):
+        read_workload(_csv(tmp_path, f"{HEADER}\n"), "nope")
+
+
+def test_round_trip_csv_and_parquet(tmp_path):
+    original = poisson_workload(PoissonSpec(jobs=50, seed=3))
+    for name in ("w.csv", "w.parquet"):
+        path = tmp_path / name
+        original.write(path)
+        again = read_workload(path)
+        assert again.jobs() == original.jobs()
+
+
+def test_generator_is_seeded():
+    assert poisson_workload(PoissonSpec(seed=1)).jobs() == poisson_workload(PoissonSpec(seed=1)).jobs()
+    assert poisson_workload(PoissonSpec(seed=1)).jobs() != poisson_workload(PoissonSpec(seed=2)).jobs()
+
+
+def test_philly_fixture(tmp_path):
+    path = _csv(
+        tmp_path,
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-09 07:01:55,66.0,1,66.0,11cb48\n"
+        "2017-10-09 06:13:03,2951.0,8,23608.0,6214e9\n",
+    )
+    assert detect_format(path) == "philly"
+    jobs = read_workload(path).jobs()
+    assert [(j.job_id, j.submit_time, j.num_gpus, j.vc) for j in jobs] == [
+        ("1", 0.0, 8, "6214e9"),
+        ("0", 2932.0, 1, "11cb48"),
+    ]
+
+
+def test_philly_bad_row_is_located(tmp_path):
+    path = _csv(tmp_path, "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,abc,1,66.0,x\n")
+    with pytest.raises(InputError) as err:
+        read_workload(path)
+    assert (err.value.line, err.value.field) == (2, "duration")
+
+
+def test_real_philly_trace():
+    workload = read_workload(shared_file("data/philly/philly_jobs.csv"))
+    assert len(workload) == 82247
+    frame = workload.frame
+    assert frame["submit_time"].iloc[0] == 0 and frame["submit_time"].is_monotonic_increasing
+    assert frame["vc"].nunique() == 15 and frame["num_gpus"].max() == 128
