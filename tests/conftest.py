@@ -30,7 +30,9 @@ def job(job_id: str, submit: float, gpus: int, duration: float, **kw) -> JobSpec
     return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, duration=duration, **kw)
 
 
-def run(jobs: Iterable[JobSpec], cluster: ClusterSpec | str = "1x4", policy="fifo", args=None, **kw) -> SimulationResult:
+def run(
+    jobs: Iterable[JobSpec], cluster: ClusterSpec | str = "1x4", policy="fifo", args=None, **kw
+) -> SimulationResult:
     if isinstance(cluster, str):
         n, g = cluster.split("x")
         cluster = shorthand_cluster(int(n), int(g))

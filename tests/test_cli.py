@@ -49,7 +49,9 @@ def _strip_wall(path):
 def test_same_seed_gives_byte_identical_outputs(tmp_path):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for out, seed in ((a, "7"), (b, "7"), (c, "8")):
-        assert invoke("simulate", "--seed", seed, "--policy-arg", "backfill=true", "--out", str(out), "-q").exit_code == 0
+        assert (
+            invoke("simulate", "--seed", seed, "--policy-arg", "backfill=true", "--out", str(out), "-q").exit_code == 0
+        )
     text_a = (a / "summary.json").read_text().splitlines()
     text_b = (b / "summary.json").read_text().splitlines()
     assert [line for line in text_a if "sim_wall_seconds" not in line] == [
@@ -110,7 +112,9 @@ def test_philly_on_its_virtual_clusters_small_slice(tmp_path):
     head = source.read_text().splitlines()[:2001]
     sliced = tmp_path / "philly2k.csv"
     sliced.write_text("\n".join(head) + "\n")
-    result = invoke("simulate", "--workload", str(sliced), "--cluster", str(cluster), "--out", str(tmp_path / "o"), "-q")
+    result = invoke(
+        "simulate", "--workload", str(sliced), "--cluster", str(cluster), "--out", str(tmp_path / "o"), "-q"
+    )
     assert result.exit_code == 0
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["jobs_completed"] + summary["jobs_rejected"] == 2000

@@ -25,7 +25,7 @@ def test_bandwidth_units(text, gb_s):
 
 @pytest.mark.parametrize("value", [100, 12.5, "100", "fast"])
 def test_bandwidth_without_units_is_refused(value):
-    with pytest.raises(ValueError, match="unit|GB/s"):
+    with pytest.raises(ValueError, match=r"unit|GB/s"):
         parse_bandwidth(value)
 
 

@@ -60,7 +60,9 @@ def traces(draw):
 POLICY_VARIANTS = [
     (name, args)
     for name in registry()
-    for args in ([{}] if name != "fifo" else [{}, {"backfill": "true"}, {"placement": "scattered"}, {"placement": "first-fit"}])
+    for args in (
+        [{}] if name != "fifo" else [{}, {"backfill": "true"}, {"placement": "scattered"}, {"placement": "first-fit"}]
+    )
 ]
 
 

@@ -65,7 +65,7 @@ def test_missing_column_lists_what_was_found(tmp_path):
     path = _csv(tmp_path, "job_id,submit_time,num_gpus\na,0,1\n")
     with pytest.raises(InputError, match="cannot tell the trace format"):
         read_workload(path)
-    with pytest.raises(InputError, match="missing required column.*duration") as err:
+    with pytest.raises(InputError, match=r"missing required column.*duration") as err:
         read_workload(path, "generic")
     assert err.value.field == "duration" and err.value.line == 1
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 import typer
 from rich.table import Table
 
@@ -33,16 +36,41 @@ def policies_command() -> None:
     console.print(table)
 
 
-def _mount_optional() -> None:
-    """Sub-command groups living in their own modules."""
+#: Sub-command groups, each a module exposing ``app`` (a ``typer.Typer``), and single
+#: commands, each a module exposing ``command``. A module that is not there yet is skipped;
+#: any other import error surfaces.
+SUBCOMMAND_GROUPS = {
+    "perf": "shapeshift.cli.perf_cmd",
+    "workload": "shapeshift.cli.workload_cmd",
+    "analyze": "shapeshift.cli.analyze_cmd",
+    "energy": "shapeshift.cli.energy_cmd",
+}
+SINGLE_COMMANDS = {
+    "compare": "shapeshift.cli.compare_cmd",
+}
+
+
+def _import_optional(module: str) -> ModuleType | None:
     try:
-        from shapeshift.cli.perf_cmd import app as perf_app
-    except ImportError:
-        return
-    app.add_typer(perf_app, name="perf")
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None
+        raise
 
 
-_mount_optional()
+def _mount_subcommands() -> None:
+    for name, module_name in SUBCOMMAND_GROUPS.items():
+        module = _import_optional(module_name)
+        if module is not None:
+            app.add_typer(module.app, name=name)
+    for name, module_name in SINGLE_COMMANDS.items():
+        module = _import_optional(module_name)
+        if module is not None:
+            app.command(name)(module.command)
+
+
+_mount_subcommands()
 
 
 def main() -> None:
