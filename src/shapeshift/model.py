@@ -44,10 +44,10 @@ class Resources:
     mem_gb: float = 0.0
 
     def __post_init__(self) -> None:
-        _require(
-            self.gpus >= 0 and self.cpus >= 0 and self.mem_gb >= 0,
-            f"resources must be non-negative, got {self}",
-        )
+        # Checked inline (not via _require) so the message is only formatted on failure:
+        # resources are built on every placement attempt.
+        if self.gpus < 0 or self.cpus < 0 or self.mem_gb < 0:
+            raise ModelError(f"resources must be non-negative, got {self}")
 
     def __add__(self, other: Resources) -> Resources:
         return Resources(self.gpus + other.gpus, self.cpus + other.cpus, self.mem_gb + other.mem_gb)
@@ -178,7 +178,8 @@ class ExecutionPlan:
         object.__setattr__(self, "zero", ZeroMode(self.zero))
         for name in ("dp", "tp", "pp", "grad_accum", "micro_batches"):
             value = getattr(self, name)
-            _require(isinstance(value, int) and value >= 1, f"plan {name} must be an integer >= 1, got {value!r}")
+            if not (isinstance(value, int) and value >= 1):
+                raise ModelError(f"plan {name} must be an integer >= 1, got {value!r}")
 
     @property
     def gpus(self) -> int:
@@ -255,25 +256,28 @@ class JobSpec:
     plan: ExecutionPlan | None = None
 
     def __post_init__(self) -> None:
-        _require(bool(self.job_id), "job_id must not be empty")
-        _require(
-            math.isfinite(self.submit_time) and self.submit_time >= 0, f"job {self.job_id}: submit_time must be >= 0"
-        )
-        _require(self.num_gpus >= 0, f"job {self.job_id}: num_gpus must be >= 0")
-        _require(self.num_cpus >= 0 and self.mem_gb >= 0, f"job {self.job_id}: num_cpus and mem_gb must be >= 0")
-        _require(
-            self.duration is not None or self.iterations is not None,
-            f"job {self.job_id}: needs a duration or a number of iterations",
-        )
-        if self.duration is not None:
-            _require(math.isfinite(self.duration) and self.duration >= 0, f"job {self.job_id}: duration must be >= 0")
-        if self.iterations is not None:
-            _require(self.iterations >= 0, f"job {self.job_id}: iterations must be >= 0")
-        if self.plan is not None:
-            _require(
-                self.plan.gpus == self.num_gpus,
-                f"job {self.job_id}: plan uses {self.plan.gpus} GPUs but the job asks for {self.num_gpus}",
-            )
+        problem = self._problem()
+        if problem:
+            raise ModelError(f"job {self.job_id}: {problem}")
+
+    def _problem(self) -> str:
+        if not self.job_id:
+            return "job_id must not be empty"
+        if not (math.isfinite(self.submit_time) and self.submit_time >= 0):
+            return "submit_time must be >= 0"
+        if self.num_gpus < 0:
+            return "num_gpus must be >= 0"
+        if self.num_cpus < 0 or self.mem_gb < 0:
+            return "num_cpus and mem_gb must be >= 0"
+        if self.duration is None and self.iterations is None:
+            return "needs a duration or a number of iterations"
+        if self.duration is not None and not (math.isfinite(self.duration) and self.duration >= 0):
+            return "duration must be >= 0"
+        if self.iterations is not None and self.iterations < 0:
+            return "iterations must be >= 0"
+        if self.plan is not None and self.plan.gpus != self.num_gpus:
+            return f"plan uses {self.plan.gpus} GPUs but the job asks for {self.num_gpus}"
+        return ""
 
     @property
     def requested(self) -> Resources:
@@ -290,18 +294,29 @@ class Allocation:
 
     placement: tuple[tuple[int, Resources], ...]
     plan: ExecutionPlan | None = None
+    #: Total GPUs, derived once: the engine and executors ask for it on every event.
+    gpus: int = field(init=False, compare=False, repr=False, default=0)
 
     def __post_init__(self) -> None:
-        merged: dict[int, Resources] = {}
-        for node, res in self.placement:
-            _require(node >= 0, "node index must be >= 0")
-            merged[node] = merged[node] + res if node in merged else res
-        placement = tuple(sorted((n, r) for n, r in merged.items() if not r.is_zero()))
+        if len(self.placement) == 1:
+            node, res = self.placement[0]
+            if node < 0:
+                raise ModelError("node index must be >= 0")
+            placement = self.placement if not res.is_zero() else ()
+        else:
+            merged: dict[int, Resources] = {}
+            for node, res in self.placement:
+                if node < 0:
+                    raise ModelError("node index must be >= 0")
+                merged[node] = merged[node] + res if node in merged else res
+            placement = tuple(sorted((n, r) for n, r in merged.items() if not r.is_zero()))
         object.__setattr__(self, "placement", placement)
-        _require(len(placement) > 0, "an allocation must hold some resources")
-        if self.plan is not None:
-            gpus = sum(r.gpus for _, r in placement)
-            _require(self.plan.gpus == gpus, f"plan uses {self.plan.gpus} GPUs but the allocation holds {gpus}")
+        if not placement:
+            raise ModelError("an allocation must hold some resources")
+        gpus = sum(r.gpus for _, r in placement)
+        object.__setattr__(self, "gpus", gpus)
+        if self.plan is not None and self.plan.gpus != gpus:
+            raise ModelError(f"plan uses {self.plan.gpus} GPUs but the allocation holds {gpus}")
 
     @classmethod
     def on_nodes(
@@ -309,10 +324,6 @@ class Allocation:
     ) -> Allocation:
         items = shares.items() if isinstance(shares, Mapping) else shares
         return cls(tuple(items), plan)
-
-    @property
-    def gpus(self) -> int:
-        return sum(r.gpus for _, r in self.placement)
 
     @property
     def total(self) -> Resources:

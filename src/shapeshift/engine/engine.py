@@ -191,7 +191,7 @@ class Engine:
             known = ", ".join(sorted(p for p in self.partition_nodes if p))
             return f"unknown partition (vc) {partition!r}; known: {known}"
         where = f" in vc {partition}" if partition else ""
-        if spec.requested.is_zero():
+        if spec.num_gpus == 0 and spec.num_cpus == 0 and spec.mem_gb == 0:
             return "job requests no resources"
         if spec.num_gpus > self.partition_gpus[partition]:
             return f"needs {spec.num_gpus} GPUs but the cluster has {self.partition_gpus[partition]}{where}"
