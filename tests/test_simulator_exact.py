@@ -189,3 +189,16 @@ def test_round_timer_triggers_round_based_policies():
     result = run([job("a", 5, 1, 100)], "1x1", policy, round_seconds=60)
     a = by_id(result)["a"]
     assert a.first_start == 60 and a.end_time == 160
+
+
+def test_slo_attainment_counts_restore_pauses_as_missed():
+    # g is guaranteed (100 s on 1 GPU). It runs 0-10 at full speed, is preempted by b,
+    # relaunches at 30, restores for 30 s (no progress) and runs 60-150.
+    # Held: 10 + 120 = 130 s; at target speed: 10 + 90 = 100 s.
+    from shapeshift.analysis.metrics import summarize
+
+    result = run([job("g", 0, 1, 100, guaranteed=True), job("b", 10, 1, 20)], "1x1", _srtf())
+    g = by_id(result)["g"]
+    assert (g.run_seconds, g.slo_met_seconds) == (130, 100)
+    assert summarize(result)["slo_attainment"] == pytest.approx(100 / 130, abs=1e-6)
+    assert summarize(run([job("b", 0, 1, 10)], "1x1"))["slo_attainment"] is None

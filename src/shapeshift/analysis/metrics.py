@@ -8,7 +8,10 @@ Definitions (seconds unless named):
 * ``responsiveness`` = first start - submit (time to first service);
 * ``makespan`` = last completion - first submission;
 * ``gpu_utilization`` = allocated GPU-seconds / (cluster GPUs x makespan), restart
-  pauses included, since the GPUs are held during them.
+  pauses included, since the GPUs are held during them;
+* ``slo_attainment`` = over guaranteed jobs, the share of their running time (time
+  holding an allocation) in which they progressed at least at the throughput of their
+  requested plan on their requested resources (``null`` without guaranteed jobs).
 
 ``summary.json`` keeps a fixed key order and rounds floats to 6 decimals, so the same
 run gives byte-identical files (only ``sim_wall_seconds`` varies).
@@ -105,12 +108,19 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
         "preemptions": int(sum(j.preemptions for j in result.jobs)),
         "reconfigurations": int(sum(j.reconfigurations for j in result.jobs)),
         "sim_wall_seconds": result.wall_seconds,
+        "slo_attainment": _slo_attainment(result),
         "jobs_unfinished": sum(1 for j in result.jobs if j.state is JobState.UNFINISHED),
         "events": result.events,
         "decisions": result.decisions,
     }
     summary.update(extra or {})
     return {k: _clean(v) for k, v in summary.items()}
+
+
+def _slo_attainment(result: SimulationResult) -> float | None:
+    held = [j for j in result.jobs if j.spec.guaranteed and j.target_rate is not None and j.run_seconds > 0]
+    total = sum(j.run_seconds for j in held)
+    return sum(j.slo_met_seconds for j in held) / total if total > 0 else None
 
 
 def job_rows(result: SimulationResult) -> list[tuple[Any, ...]]:

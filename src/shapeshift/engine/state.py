@@ -47,6 +47,12 @@ class JobStatus:
     attained: float = 0.0
     #: Seconds spent holding an allocation (restart pauses included).
     run_seconds: float = 0.0
+    #: Work units per second the job is promised (its requested plan on its requested
+    #: resources), when the throughput model knows it; ``None`` = no target.
+    target_rate: float | None = None
+    #: Seconds of held time during which the job progressed at least at ``target_rate``
+    #: (restart pauses never count: no progress is made during them).
+    slo_met_seconds: float = 0.0
     first_start: float | None = None
     end_time: float | None = None
     queued_since: float = 0.0
@@ -85,6 +91,8 @@ class JobStatus:
             dt = now - self.last_update
             self.attained += self.allocation.gpus * dt
             self.run_seconds += dt
+            if self.target_rate is not None and self.rate >= self.target_rate * (1 - 1e-9):
+                self.slo_met_seconds += max(now - max(self.last_update, self.stall_until), 0.0)
         self.last_update = now
 
 

@@ -26,6 +26,11 @@ class ThroughputModel(Protocol):
         """Work units per second for ``job`` running on ``allocation`` (0 = cannot run)."""
         ...
 
+    def target_rate(self, job: JobSpec) -> float | None:
+        """The rate ``job`` is promised (its requested plan on its requested resources) if it
+        is a guaranteed job, else ``None``. Used to measure SLO attainment."""
+        ...
+
 
 @dataclass(frozen=True)
 class TraceSpeedModel:
@@ -49,6 +54,9 @@ class TraceSpeedModel:
                 f"job {job.job_id} has no duration; iteration-based jobs need a plan-aware throughput model"
             )
         return job.duration
+
+    def target_rate(self, job: JobSpec) -> float | None:
+        return 1.0 if job.guaranteed else None
 
     def rate(self, job: JobSpec, allocation: Allocation) -> float:
         gpus = allocation.gpus

@@ -45,6 +45,7 @@ class SimulatedExecutor:
 
     def on_submit(self, job: JobStatus) -> None:
         job.work_total = self.throughput.total_work(job.spec)
+        job.target_rate = self.throughput.target_rate(job.spec)
 
     def launch(self, job: JobStatus, allocation: Allocation, now: float, pause: float) -> None:
         self._start(job, allocation, now, pause)
