@@ -11,7 +11,9 @@ says so in :attr:`FittedModel.notes`:
 * the three ZeRO-Offload coefficients need at least 3 Offload rows;
 * a forward time needs a row of its framework (with no 3D rows the 3D forward equals the
   data-parallel one and vice versa);
-* ``k_sync`` needs a non-Offload row with DP > 1, ``k_opt`` a non-Offload row.
+* ``k_sync`` needs a non-Offload row with DP > 1, ``k_opt`` a non-Offload row;
+* ``k_net`` (effective inter-node bandwidth) needs a row whose DP group crosses nodes,
+  ``k_stage`` a pipeline row.
 
 A small ridge pull (weight :data:`PRIOR_WEIGHT`) towards the starting guess in log
 space keeps few-shot fits (7 rows, 9 parameters) from wandering along flat directions;
@@ -36,6 +38,7 @@ from shapeshift.perf.arch import ModelArch, get_arch
 from shapeshift.perf.measurements import Measurement
 from shapeshift.perf.rubick import (
     A800_NODE,
+    DEFAULT_OPTIONS,
     OFFLOAD_PARAMS,
     PARAM_SPECS,
     Config,
@@ -48,7 +51,7 @@ from shapeshift.perf.rubick import (
 
 MIN_POINTS = 7
 MIN_OFFLOAD_POINTS = 3
-PRIOR_WEIGHT = 1e-3
+PRIOR_WEIGHT = 1e-2
 FORMAT_VERSION = 1
 _NAMES = [s.name for s in PARAM_SPECS]
 _IDX = {n: i for i, n in enumerate(_NAMES)}
@@ -66,7 +69,7 @@ class FittedModel:
 
     arch: ModelArch
     params: RubickParams
-    options: ModelOptions = ModelOptions()
+    options: ModelOptions = DEFAULT_OPTIONS
     node: NodeSpec = A800_NODE
     n_points: int = 0
     rmsle: float = float("nan")
@@ -116,7 +119,12 @@ class FittedModel:
                 "inter_bw_gb_s": n.inter_bw_gb_s,
                 "pcie_bw_gb_s": n.pcie_bw_gb_s,
             },
-            "fit": {"n_points": self.n_points, "rmsle": self.rmsle, "free": list(self.free), "notes": list(self.notes)},
+            "fit": {
+                "n_points": self.n_points,
+                "rmsle": None if math.isnan(self.rmsle) else self.rmsle,
+                "free": list(self.free),
+                "notes": list(self.notes),
+            },
         }
 
     @classmethod
@@ -137,7 +145,7 @@ class FittedModel:
             options,
             node,
             int(fit.get("n_points", 0)),
-            float(fit.get("rmsle", math.nan)),
+            math.nan if fit.get("rmsle") is None else float(fit["rmsle"]),
             tuple(fit.get("free", ())),
             tuple(fit.get("notes", ())),
         )
@@ -205,6 +213,12 @@ def _free_parameters(rows: Sequence[Measurement], f: Features, options: ModelOpt
         free.append("t_fwd_3d")
     if options.split_forward and not (has_3d and has_dp):
         notes.append("one framework only: the 3D and data-parallel forward times are tied")
+    if (f.t_dp_inter > 0).any():
+        free.append("k_net")
+    else:
+        notes.append("k_net kept at its default: no row whose DP group crosses nodes")
+    if (f.stages > 0).any():
+        free.append("k_stage")
     return free, notes
 
 
@@ -240,7 +254,7 @@ class _Objective:
 def fit(
     measurements: Sequence[Measurement],
     arch: ModelArch | None = None,
-    options: ModelOptions = ModelOptions(),
+    options: ModelOptions = DEFAULT_OPTIONS,
     node: NodeSpec = A800_NODE,
     starts: int = 6,
     seed: int = 0,

@@ -100,7 +100,8 @@ def parse_trace_plan(text: str, gpus: int, micro_batches: int = 1) -> ExecutionP
         if min(pp, tp, dp) < 1:
             raise ValueError(f"bad 3D plan {text!r}: PP, TP and DP digits must be >= 1")
         if pp * tp * dp != gpus:
-            raise ValueError(f"3D plan {text!r} (PP {pp} x TP {tp} x DP {dp}) needs {pp * tp * dp} GPUs, placement has {gpus}")
+            need = pp * tp * dp
+            raise ValueError(f"3D plan {text!r} (PP {pp} x TP {tp} x DP {dp}) needs {need} GPUs, placement has {gpus}")
         return ExecutionPlan(dp=dp, tp=tp, pp=pp, micro_batches=micro_batches if pp > 1 else 1)
     tokens = [t.strip() for t in raw.split("+") if t.strip()]
     if not tokens or any(t not in _TOKENS for t in tokens):
@@ -158,7 +159,8 @@ def read_placements(path: str | Path, model: str | None = None, micro_batches: i
         header = [h.strip() for h in (reader.fieldnames or [])]
         missing = [c for c in REQUIRED_COLUMNS if c not in header]
         if missing:
-            raise MeasurementError(f"{path}:1: missing column(s) {', '.join(missing)}; found {', '.join(header) or 'none'}")
+            found = ", ".join(header) or "none"
+            raise MeasurementError(f"{path}:1: missing column(s) {', '.join(missing)}; found {found}")
         for lineno, row in enumerate(reader, start=2):
             where = f"{path}:{lineno}"
             row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}
@@ -189,7 +191,8 @@ def read_trace_dir(root: str | Path) -> dict[str, list[Measurement]]:
     root = Path(root)
     if not root.is_dir():
         raise MeasurementError(f"{root}: no such directory")
-    found = {d.name: read_placements(d / "placements.csv") for d in sorted(root.iterdir()) if (d / "placements.csv").is_file()}
+    dirs = [d for d in sorted(root.iterdir()) if (d / "placements.csv").is_file()]
+    found = {d.name: read_placements(d / "placements.csv") for d in dirs}
     if not found:
         raise MeasurementError(f"{root}: no <model>/placements.csv files found")
     return found

@@ -30,7 +30,7 @@ Units: seconds, bytes, GB/s; ``P`` in billions of parameters for the ``k_opt`` t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -70,18 +70,22 @@ class ParamSpec:
     upper: float
 
 
-#: Fittable parameters, their documented defaults (used when data cannot identify them)
-#: and optimisation bounds. The first seven are the paper's.
+#: Fittable parameters, their documented defaults (used when data cannot identify them,
+#: and as the centre of the fit's weak prior) and optimisation bounds. The first seven are
+#: the paper's. Defaults are typical values of full-data fits on the Rubick traces
+#: (bert, gpt2, t5, roberta, vit, llama7, llama30; see docs/perf-model.md).
 PARAM_SPECS: tuple[ParamSpec, ...] = (
-    ParamSpec("k_bwd", 2.0, 0.5, 6.0),  # backward / forward time; ~2 (twice the FLOPs)
-    ParamSpec("k_sync", 2.0, 1.0, 30.0),  # overlap of backward and DP all-reduce; 1 = none, large = max()
-    ParamSpec("k_opt", 0.05, 1e-6, 20.0),  # s per 1e9 parameters per optimizer shard (GPU Adam)
-    ParamSpec("k_opt_off", 4.0, 1e-3, 2e3),  # s x CPU per 1e9 parameters (CPU Adam)
-    ParamSpec("k_off", 2.0, 1.0, 30.0),  # overlap of DP comm and PCIe offload
+    ParamSpec("k_bwd", 1.5, 0.5, 6.0),  # backward / forward time; ~2 (twice the FLOPs)
+    ParamSpec("k_sync", 1.5, 1.0, 30.0),  # overlap of backward and DP all-reduce; 1 = none, large = max()
+    ParamSpec("k_opt", 0.01, 1e-6, 20.0),  # s per 1e9 parameters per optimizer shard (GPU Adam)
+    ParamSpec("k_opt_off", 5.5, 1e-3, 2e3),  # s x CPU per 1e9 parameters (CPU Adam)
+    ParamSpec("k_off", 1.2, 1.0, 30.0),  # overlap of DP comm and PCIe offload
     ParamSpec("k_swap", 2.0, 1.0, 30.0),  # overlap of CPU optimizer and PCIe swap
-    ParamSpec("k_const", 0.02, 1e-5, 5.0),  # s per iteration, fixed (launch, data loading)
+    ParamSpec("k_const", 0.15, 1e-5, 5.0),  # s per iteration, fixed (launch, data loading)
     ParamSpec("t_fwd", 5e-3, 1e-6, 20.0),  # s per sample, whole model, one GPU (data-parallel framework)
     ParamSpec("t_fwd_3d", 5e-3, 1e-6, 20.0),  # same for the 3D (Megatron) framework
+    ParamSpec("k_net", 1.5, 0.25, 8.0),  # inter-node time / nominal (12.5 GB/s per NIC -> ~8 GB/s effective)
+    ParamSpec("k_stage", 0.02, 1e-5, 2.0),  # s per pipeline stage boundary per step (PP without micro-batching)
 )
 PAPER_PARAMS = tuple(s.name for s in PARAM_SPECS[:7])
 OFFLOAD_PARAMS = ("k_opt_off", "k_off", "k_swap")
@@ -91,15 +95,17 @@ OFFLOAD_PARAMS = ("k_opt_off", "k_off", "k_swap")
 class RubickParams:
     """Coefficients of one model; see :data:`PARAM_SPECS` for meaning and bounds."""
 
-    k_bwd: float = 2.0
-    k_sync: float = 2.0
-    k_opt: float = 0.05
-    k_opt_off: float = 4.0
-    k_off: float = 2.0
+    k_bwd: float = 1.5
+    k_sync: float = 1.5
+    k_opt: float = 0.01
+    k_opt_off: float = 5.5
+    k_off: float = 1.2
     k_swap: float = 2.0
-    k_const: float = 0.02
+    k_const: float = 0.15
     t_fwd: float = 5e-3
     t_fwd_3d: float = 5e-3
+    k_net: float = 1.5
+    k_stage: float = 0.02
 
     def as_array(self) -> np.ndarray:
         return np.array([getattr(self, s.name) for s in PARAM_SPECS], dtype=float)
@@ -126,6 +132,11 @@ class ModelOptions:
 
     spread: bool = True
     split_forward: bool = True
+    stage_overhead: bool = True
+
+
+#: The default options (module-level so it can serve as an argument default).
+DEFAULT_OPTIONS = ModelOptions()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,32 +159,33 @@ class Features:
     accum: np.ndarray
     gc: np.ndarray
     offload: np.ndarray
-    t_dp: np.ndarray  # s, DP gradient all-reduce (per iteration)
+    t_dp_intra: np.ndarray  # s, DP gradient all-reduce, intra-node part (nominal bandwidth)
+    t_dp_inter: np.ndarray  # s, DP gradient all-reduce, inter-node part (nominal bandwidth)
     t_tp: np.ndarray  # s, TP all-reduces per accumulation step
     t_pp: np.ndarray  # s, PP sends per accumulation step
     t_off: np.ndarray  # s, PCIe transfer under offload
     opt_scale: np.ndarray  # P_b / x for the GPU optimizer
     off_scale: np.ndarray  # P_b / (d c) for the CPU optimizer
-    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    stages: np.ndarray  # p - 1 pipeline stage boundaries (0 when the stage term is off)
 
     def __len__(self) -> int:
         return len(self.fwd_work)
 
 
-def _dp_comm_time(cfg: Config, spread: bool) -> float:
+def _dp_comm_times(cfg: Config, spread: bool) -> tuple[float, float]:
+    """(intra-node, inter-node) seconds of the DP gradient all-reduce at nominal bandwidths."""
     plan, arch, node = cfg.plan, cfg.arch, cfg.node
     d = plan.dp
     if d <= 1:
-        return 0.0
+        return 0.0, 0.0
     volume = GRAD_BYTES * arch.params / (plan.tp * plan.pp) / 1e9  # GB per rank
     ring = 2.0 * (d - 1) / d
-    span = plan_topology(d, plan.tp, plan.pp, cfg.placement).dp
-    if not span.crosses:
-        return ring * volume / node.intra_bw_gb_s
+    topo = plan_topology(d, plan.tp, plan.pp, cfg.placement)
+    if not topo.dp.crosses:
+        return ring * volume / node.intra_bw_gb_s, 0.0
     if not spread:
-        return ring * volume / node.inter_bw_gb_s
-    n, k = span.nodes, span.min_per_node
-    return ring * volume / node.intra_bw_gb_s + 2.0 * (n - 1) / n * volume / (k * node.inter_bw_gb_s)
+        return 0.0, ring * volume / node.inter_bw_gb_s
+    return ring * volume / node.intra_bw_gb_s, topo.dp_inter_load * volume / node.inter_bw_gb_s
 
 
 def config_terms(cfg: Config, options: ModelOptions) -> tuple[float, ...]:
@@ -183,7 +195,7 @@ def config_terms(cfg: Config, options: ModelOptions) -> tuple[float, ...]:
     batch = arch.global_batch / (d * a)  # samples per GPU per accumulation step
     fwd_work = batch / (m * t * p) * (m + p - 1)
     topo = plan_topology(d, t, p, cfg.placement)
-    t_dp = _dp_comm_time(cfg, options.spread)
+    t_dp_intra, t_dp_inter = _dp_comm_times(cfg, options.spread)
     sh = arch.seq_len * arch.hidden
     t_tp = 0.0
     if t > 1:
@@ -199,13 +211,31 @@ def config_terms(cfg: Config, options: ModelOptions) -> tuple[float, ...]:
     opt_scale = arch.params_b / shards
     off_scale = arch.params_b / (d * t * p * max(cfg.cpus, 1e-9)) if offload else 0.0
     is_3d = float(t > 1 or p > 1) if options.split_forward else 0.0
-    return (fwd_work, is_3d, float(a), float(plan.grad_ckpt), float(offload), t_dp, t_tp, t_pp, t_off, opt_scale, off_scale)
+    stages = float(p - 1) if options.stage_overhead else 0.0
+    return (
+        fwd_work,
+        is_3d,
+        float(a),
+        float(plan.grad_ckpt),
+        float(offload),
+        t_dp_intra,
+        t_dp_inter,
+        t_tp,
+        t_pp,
+        t_off,
+        opt_scale,
+        off_scale,
+        stages,
+    )
 
 
-def build_features(configs: Sequence[Config], options: ModelOptions = ModelOptions()) -> Features:
+_N_TERMS = 13
+
+
+def build_features(configs: Sequence[Config], options: ModelOptions = DEFAULT_OPTIONS) -> Features:
     """Compute the parameter-independent terms of many configurations at once."""
-    cols = np.array([config_terms(c, options) for c in configs], dtype=float).reshape(len(configs), 11)
-    return Features(*(cols[:, i].copy() for i in range(11)))
+    cols = np.array([config_terms(c, options) for c in configs], dtype=float).reshape(len(configs), _N_TERMS)
+    return Features(*(cols[:, i].copy() for i in range(_N_TERMS)))
 
 
 def soft_sum(x: np.ndarray, y: np.ndarray, k: float | np.ndarray) -> np.ndarray:
@@ -234,17 +264,18 @@ class Breakdown:
 
 def predict_breakdown(theta: np.ndarray, f: Features) -> Breakdown:
     """The model proper, over arrays: ``theta`` in :data:`PARAM_SPECS` order."""
-    k_bwd, k_sync, k_opt, k_opt_off, k_off, k_swap, k_const, t_fwd, t_fwd_3d = theta
+    k_bwd, k_sync, k_opt, k_opt_off, k_off, k_swap, k_const, t_fwd, t_fwd_3d, k_net, k_stage = theta
     rate = np.where(f.is_3d > 0, t_fwd_3d, t_fwd)
     fwd = rate * f.fwd_work
     bwd = k_bwd * fwd + f.gc * fwd
-    dp_in_cc = np.where(f.offload > 0, 0.0, f.t_dp)
+    t_dp = f.t_dp_intra + k_net * f.t_dp_inter
+    dp_in_cc = np.where(f.offload > 0, 0.0, t_dp)
     sync = soft_sum(bwd, dp_in_cc, k_sync)
     cc_offload = f.accum * (fwd + bwd)
     cc_plain = f.accum * fwd + (f.accum - 1) * bwd + sync
-    cc = np.where(f.offload > 0, cc_offload, cc_plain) + f.accum * (f.t_tp + f.t_pp)
+    cc = np.where(f.offload > 0, cc_offload, cc_plain) + f.accum * (f.t_tp + f.t_pp + k_stage * f.stages)
     t_opt_gpu = k_opt * f.opt_scale
-    oo_offload = soft_sum(f.t_dp, f.t_off, k_off) + soft_sum(k_opt_off * f.off_scale, f.t_off, k_swap)
+    oo_offload = soft_sum(t_dp, f.t_off, k_off) + soft_sum(k_opt_off * f.off_scale, f.t_off, k_swap)
     oo = np.where(f.offload > 0, oo_offload, t_opt_gpu)
     return Breakdown(fwd, bwd, cc, oo, cc + oo + k_const)
 
@@ -253,6 +284,6 @@ def predict_times(theta: np.ndarray, f: Features) -> np.ndarray:
     return predict_breakdown(theta, f).total
 
 
-def iteration_time(params: RubickParams, config: Config, options: ModelOptions = ModelOptions()) -> float:
+def iteration_time(params: RubickParams, config: Config, options: ModelOptions = DEFAULT_OPTIONS) -> float:
     """Predicted seconds per iteration of one configuration."""
     return float(predict_times(params.as_array(), build_features([config], options))[0])

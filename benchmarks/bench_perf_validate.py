@@ -1,0 +1,66 @@
+"""Validation figures of the Rubick performance model on the shared traces (issue 5).
+
+Run: python benchmarks/bench_perf_validate.py [TRACE_DIR]
+Prints, per model: full-data fit error, planner few-shot (7 rows) error, random few-shot
+(7 rows, 5 seeds) error, and the ablation of each addition (full-data fit).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from shapeshift.perf.fitting import abs_pct_errors, fit
+from shapeshift.perf.measurements import read_trace_dir
+from shapeshift.perf.rubick import ModelOptions
+from shapeshift.perf.validate import VIT_CLEAN, is_odd_multinode, validate_model
+
+DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rubick" / "traces"
+VARIANTS = {
+    "paper": ModelOptions(spread=False, split_forward=False, stage_overhead=False),
+    "+spread": ModelOptions(spread=True, split_forward=False, stage_overhead=False),
+    "+split fwd": ModelOptions(spread=True, split_forward=True, stage_overhead=False),
+    "+stage (all)": ModelOptions(spread=True, split_forward=True, stage_overhead=True),
+}
+
+
+def main() -> None:
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    data = read_trace_dir(root)
+    if "vit" in data:
+        data[VIT_CLEAN] = [r for r in data["vit"] if not is_odd_multinode(r)]
+    start = time.perf_counter()
+    print("| model | rows | full fit avg/max | planner 7 avg/max | random 7 (5 seeds) avg / worst max |")
+    print("|---|---|---|---|---|")
+    for name, rows in data.items():
+        if len(rows) <= 7:
+            print(f"| {name} | {len(rows)} | skipped: too few rows | | |")
+            continue
+        rep = validate_model(rows, 7, 5)
+        ra = np.mean([s.avg_err for s in rep.random])
+        rm = np.max([s.max_err for s in rep.random])
+        p = rep.planner
+        assert p is not None
+        print(
+            f"| {name} | {len(rows)} | {rep.full.avg_err:.1%} / {rep.full.max_err:.1%} | "
+            f"{p.avg_err:.1%} / {p.max_err:.1%} | {ra:.1%} / {rm:.1%} |"
+        )
+    print("\nAblation, full-data fit avg/max error:")
+    print("| model | " + " | ".join(VARIANTS) + " |")
+    print("|---|" + "---|" * len(VARIANTS))
+    for name, rows in data.items():
+        if len(rows) <= 7:
+            continue
+        cells = []
+        for opt in VARIANTS.values():
+            e = abs_pct_errors(fit(rows, options=opt), rows)
+            cells.append(f"{e.mean():.1%} / {e.max():.1%}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"\n({time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
