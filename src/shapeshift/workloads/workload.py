@@ -19,6 +19,9 @@ from shapeshift.model import ExecutionPlan, JobSpec
 
 #: Canonical columns and their dtypes. ``duration`` is NaN and ``iterations`` is <NA>
 #: when unknown; ``plan`` is the canonical plan string or "".
+#:
+#: ``cpu_only`` marks a CPU-only job of a mixed datacenter log (Helios): kept for
+#: characterization, left out of GPU simulation unless ``jobs(include_cpu_only=True)``.
 COLUMNS: dict[str, str] = {
     "job_id": "object",
     "submit_time": "float64",
@@ -34,6 +37,20 @@ COLUMNS: dict[str, str] = {
     "mem_gb": "float64",
     "iterations": "Int64",
     "plan": "object",
+    "cpu_only": "bool",
+}
+#: Columns only a datacenter log has (Helios schema): they describe what happened to the
+#: job in the real cluster, never reach ``JobSpec``, and are kept only when the source
+#: has them, so "column present" means "the trace records it" (what trace
+#: characterization relies on). ``state`` is the final state (COMPLETED, CANCELLED,
+#: FAILED, TIMEOUT, NODE_FAIL); ``start_time``/``end_time`` are seconds on the same
+#: clock as ``submit_time`` (NaN for a job that never started); ``queue`` is the
+#: recorded queueing delay in seconds.
+OPTIONAL_COLUMNS: dict[str, str] = {
+    "state": "object",
+    "start_time": "float64",
+    "end_time": "float64",
+    "queue": "float64",
 }
 REQUIRED = ("job_id", "submit_time", "num_gpus", "duration")
 _DEFAULTS = {
@@ -47,6 +64,7 @@ _DEFAULTS = {
     "mem_gb": 0.0,
     "iterations": pd.NA,
     "plan": "",
+    "cpu_only": False,
 }
 
 
@@ -59,12 +77,16 @@ class Workload:
 
     @classmethod
     def from_frame(cls, name: str, frame: pd.DataFrame) -> Workload:
-        """Fill optional columns with defaults, fix dtypes and sort by submit time."""
+        """Fill optional columns with defaults, fix dtypes and sort by submit time. Trace-log
+        columns (``OPTIONAL_COLUMNS``) are kept only when ``frame`` has them; any other
+        column is dropped."""
         frame = frame.copy()
         for column, default in _DEFAULTS.items():
             if column not in frame.columns:
                 frame[column] = default
-        frame = frame[list(COLUMNS)].astype(COLUMNS)
+        dtypes = dict(COLUMNS)
+        dtypes.update({c: t for c, t in OPTIONAL_COLUMNS.items() if c in frame.columns})
+        frame = frame[list(dtypes)].astype(dtypes)
         frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
         return cls(name=name, frame=frame)
 
@@ -86,6 +108,7 @@ class Workload:
                 "mem_gb": j.mem_gb,
                 "iterations": pd.NA if j.iterations is None else j.iterations,
                 "plan": "" if j.plan is None else str(j.plan),
+                "cpu_only": False,
             }
             for j in jobs
         ]
@@ -95,9 +118,19 @@ class Workload:
     def __len__(self) -> int:
         return len(self.frame)
 
-    def jobs(self) -> list[JobSpec]:
-        """Materialise ``JobSpec`` objects (column arrays first: row iteration is slow)."""
+    @property
+    def cpu_only_count(self) -> int:
+        return int(self.frame["cpu_only"].sum())
+
+    def jobs(self, include_cpu_only: bool = False) -> list[JobSpec]:
+        """Materialise ``JobSpec`` objects (column arrays first: row iteration is slow).
+
+        Jobs flagged ``cpu_only`` are left out unless ``include_cpu_only`` is true: a GPU
+        simulation has nothing to say about them.
+        """
         f = self.frame
+        if not include_cpu_only and f["cpu_only"].any():
+            f = f[~f["cpu_only"]]
         duration = f["duration"].to_numpy()
         iterations = f["iterations"].to_numpy(dtype=object, na_value=None)
         plans: dict[str, ExecutionPlan | None] = {"": None}
