@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from shapeshift.model import Allocation, ClusterSpec, JobSpec
+from shapeshift.workloads.catalog import ModelInfo, lookup
 
 
 class ThroughputModel(Protocol):
@@ -32,6 +33,19 @@ class ThroughputModel(Protocol):
         ...
 
 
+def linear_speedup(gpus: int, efficiency: float = 1.0) -> float:
+    """Throughput at ``gpus`` GPUs relative to one: ``1 + efficiency * (gpus - 1)``."""
+    return 0.0 if gpus <= 0 else 1.0 + efficiency * (gpus - 1)
+
+
+def job_speedup(info: ModelInfo | None, gpus: int, efficiency: float = 1.0) -> float:
+    """Throughput at ``gpus`` GPUs relative to one GPU: the catalog curve when the model is
+    catalogued with a scaling figure, else linear with ``efficiency``."""
+    if info is not None and info.scaling_efficiency is not None:
+        return info.speedup(gpus)
+    return linear_speedup(gpus, efficiency)
+
+
 @dataclass(frozen=True)
 class TraceSpeedModel:
     """Replay trace durations.
@@ -39,14 +53,26 @@ class TraceSpeedModel:
     * work = ``duration`` (seconds at the requested GPUs);
     * rate = 1 at the requested GPU count on reference GPUs;
     * a different GPU count g scales as ``(g / requested) ** scaling_exponent``
-      (1.0 = linear, the optimistic default of elastic-scheduling simulators);
+      (1.0 = linear, the optimistic default of elastic-scheduling simulators), or, when
+      ``scaling_efficiency`` is set, as ``S(g) / S(requested)`` with
+      ``S(g) = 1 + scaling_efficiency * (g - 1)``;
     * the slowest GPU type of the placement sets the pace (synchronous training waits for
       the straggler), scaled by ``gpu_speed[type] / gpu_speed[reference]``.
+
+    With ``catalog=True`` (the default), a job whose ``model`` is in the model catalog
+    uses the catalog instead: its own speed per GPU type relative to ``reference_gpu``
+    (types the catalog has no figure for count as the reference) and its own scaling
+    curve. Jobs without a catalogued model (every Philly job) behave exactly as above, and
+    so does any job on a cluster of GPU types the catalog does not cover when it runs on
+    the GPU count it asked for.
     """
 
     cluster: ClusterSpec
     gpu_speed: Mapping[str, float] = field(default_factory=dict)
     scaling_exponent: float = 1.0
+    scaling_efficiency: float | None = None
+    catalog: bool = True
+    reference_gpu: str = "V100"
 
     def total_work(self, job: JobSpec) -> float:
         if job.duration is None:
@@ -60,13 +86,23 @@ class TraceSpeedModel:
 
     def rate(self, job: JobSpec, allocation: Allocation) -> float:
         gpus = allocation.gpus
+        info = lookup(job.model) if self.catalog and job.model else None
         if job.num_gpus == 0 or gpus == job.num_gpus:
             scale = 1.0
         elif gpus == 0:
             return 0.0
+        elif info is not None and info.scaling_efficiency is not None:
+            scale = info.speedup(gpus) / info.speedup(job.num_gpus)
+        elif self.scaling_efficiency is not None:
+            eff = self.scaling_efficiency
+            scale = linear_speedup(gpus, eff) / linear_speedup(job.num_gpus, eff)
         else:
             scale = (gpus / job.num_gpus) ** self.scaling_exponent
-        if self.gpu_speed:
+        if info is not None and info.gpu_speed:
+            nodes = self.cluster.nodes
+            speeds = [info.relative_speed(nodes[n].gpu_type, self.reference_gpu) for n, _ in allocation.placement]
+            scale *= min(1.0 if s is None else s for s in speeds)
+        elif self.gpu_speed:
             speed = min(self.gpu_speed.get(self.cluster.nodes[n].gpu_type, 1.0) for n, _ in allocation.placement)
             scale *= speed
         return scale

@@ -8,12 +8,21 @@
 
 Non-preemptive orderings place waiting jobs on what is free, with strict
 head-of-line blocking unless backfilling. Preemptive orderings pick the highest-ranked
-jobs that fit the partition's capacity, evict running jobs that lost their rank and
-place the newcomers.
+jobs that fit the partition's capacity and place the newcomers, evicting running jobs
+that lost their rank only as far as a newcomer needs their GPUs: the lowest-ranked go
+first, and a running job whose eviction would not let any newcomer start (fragmentation)
+keeps running.
+
+Orderings whose key for a *waiting* job never changes while it waits (SJF, SRTF, LAS)
+can say so (``static_keys = True`` plus a ``key(view, job_id)`` method); with an
+admission that admits every waiting job, the waiting jobs are then kept in an
+incremental heap per partition (``StaticKeyQueue``) instead of being re-sorted at every
+event. Both paths give the same decisions.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -22,6 +31,7 @@ from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.base import EVENT_TRIGGERS
 from shapeshift.policies.placement import Placement
+from shapeshift.policies.queues import StaticKeyQueue
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -49,6 +59,8 @@ class AcceptAll:
     """Every waiting job is considered."""
 
     name = "accept-all"
+    #: Admits every waiting job, in queue order (lets static-key orderings use their heap).
+    admits_all = True
 
     def admit(self, view: ClusterView, partition: str) -> Iterable[str]:
         return view.pending(partition)
@@ -83,10 +95,18 @@ class ComposedPolicy:
     triggers: frozenset[str] = field(default=EVENT_TRIGGERS)
     default_round: float | None = None
 
+    def __post_init__(self) -> None:
+        self._queues: dict[str, StaticKeyQueue] | None = None
+        if getattr(self.ordering, "static_keys", False) and getattr(self.admission, "admits_all", False):
+            self._queues = {}
+
     def decide(self, view: ClusterView) -> Schedule:
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         scratch: FreeResources | None = None
+        prepare = getattr(self.ordering, "prepare", None)
+        if prepare is not None:
+            prepare(view)
         for partition in sorted(view.dirty_partitions):
             if view.pending_count(partition) == 0 and not self.ordering.preemptive:
                 continue
@@ -98,6 +118,16 @@ class ComposedPolicy:
         default = "waiting behind higher-priority jobs"
         return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason=default)
 
+    def _queue(self, view: ClusterView, partition: str) -> StaticKeyQueue | None:
+        """The partition's incremental waiting queue, synced; ``None`` when not in use."""
+        if self._queues is None:
+            return None
+        queue = self._queues.get(partition)
+        if queue is None:
+            queue = self._queues[partition] = StaticKeyQueue(partition, self.ordering.key)  # type: ignore[attr-defined]
+        queue.sync(view)
+        return queue
+
     def _decide_greedy(
         self,
         view: ClusterView,
@@ -108,8 +138,12 @@ class ComposedPolicy:
     ) -> None:
         nodes = view.partitions[partition]
         free_gpus = int(free.gpus[nodes].sum())
-        candidates = self.admission.admit(view, partition)
-        for job_id in self.ordering.order(view, partition, candidates):
+        queue = self._queue(view, partition)
+        if queue is not None:
+            ranked: Iterable[str] = (job_id for _, job_id in queue.iterate(view))
+        else:
+            ranked = self.ordering.order(view, partition, self.admission.admit(view, partition))
+        for job_id in ranked:
             spec = view.job(job_id).spec
             alloc = self.placement.find(spec, nodes, free) if spec.num_gpus <= free_gpus else None
             if alloc is not None:
@@ -129,12 +163,19 @@ class ComposedPolicy:
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
     ) -> None:
-        nodes = view.partitions[partition]
         capacity = view.capacity_gpus(partition)
         running = set(view.running(partition))
-        candidates = [*running, *self.admission.admit(view, partition)]
+        queue = self._queue(view, partition)
+        if queue is not None:
+            key = self.ordering.key  # type: ignore[attr-defined]
+            by_rank = sorted((key(view, j), j) for j in running)
+            ranked: Iterable[str] = (j for _, j in heapq.merge(by_rank, queue.iterate(view)))
+            running_by_rank = [j for _, j in by_rank]
+        else:
+            ranked = list(self.ordering.order(view, partition, [*running, *self.admission.admit(view, partition)]))
+            running_by_rank = [j for j in ranked if j in running]
         chosen: list[str] = []
-        for job_id in self.ordering.order(view, partition, candidates):
+        for job_id in ranked:
             gpus = view.job(job_id).spec.num_gpus
             if gpus <= capacity:
                 chosen.append(job_id)
@@ -143,23 +184,53 @@ class ComposedPolicy:
                 reasons[job_id] = (
                     f"needs {gpus} GPUs{_where(view, partition)}, {capacity} left after higher-priority jobs"
                 )
-        keep = set(chosen)
+            if capacity == 0 and queue is not None:
+                break  # nothing else fits; running jobs not chosen yet rank lower
+        self._place_preemptive(view, partition, free, chosen, running, running_by_rank, changes, reasons)
+
+    def _place_preemptive(
+        self,
+        view: ClusterView,
+        partition: str,
+        free: FreeResources,
+        chosen: list[str],
+        running: set[str],
+        running_by_rank: list[str],
+        changes: dict[str, Allocation | None],
+        reasons: dict[str, str],
+    ) -> None:
+        """Place the chosen newcomers, evicting lower-ranked running jobs only as needed.
+
+        Running jobs that were not chosen are eviction candidates, worst-ranked first. A
+        newcomer that does not fit evicts candidates one at a time until it does; a
+        candidate evicted for a newcomer that still could not be placed is restored at
+        the end if its allocation is still free."""
+        nodes = view.partitions[partition]
         current = view.allocations
-        for job_id in running - keep:
-            changes[job_id] = None
-            free.give(current[job_id])
-        free_gpus = int(free.gpus[nodes].sum())
+        keep = set(chosen)
+        victims = [j for j in reversed(running_by_rank) if j not in keep]
+        evicted: list[str] = []
         for job_id in chosen:
             if job_id in running:
                 continue
             spec = view.job(job_id).spec
             alloc = self.placement.find(spec, nodes, free)
+            while alloc is None and victims:
+                victim = victims.pop(0)
+                free.give(current[victim])
+                changes[victim] = None
+                evicted.append(victim)
+                alloc = self.placement.find(spec, nodes, free)
             if alloc is None:
-                reasons[job_id] = self._explain(view, partition, spec.num_gpus, free_gpus)
+                reasons[job_id] = self._explain(view, partition, spec.num_gpus, int(free.gpus[nodes].sum()))
                 continue
             changes[job_id] = alloc
             free.take(alloc)
-            free_gpus -= alloc.gpus
+        for victim in reversed(evicted):  # best-ranked first
+            alloc = current[victim]
+            if free.fits(alloc):
+                free.take(alloc)
+                del changes[victim]
 
     def _explain(self, view: ClusterView, partition: str, gpus: int, free_gpus: int) -> str:
         if gpus <= free_gpus:

@@ -20,7 +20,15 @@ from shapeshift.errors import InputError
 from shapeshift.policies.base import Policy
 
 #: Modules whose import registers the built-in policies.
-BUILTIN_MODULES: tuple[str, ...] = ("shapeshift.policies.fifo",)
+BUILTIN_MODULES: tuple[str, ...] = (
+    "shapeshift.policies.fifo",
+    "shapeshift.policies.sjf",
+    "shapeshift.policies.las",
+    "shapeshift.policies.tiresias",
+    "shapeshift.policies.themis",
+    "shapeshift.policies.gavel",
+    "shapeshift.policies.optimus",
+)
 
 
 class PolicyParams(BaseModel):

@@ -1,0 +1,118 @@
+"""Duration estimators: how long a job will run, for size-based policies (SJF, SRTF).
+
+SJF and SRTF are only as good as their idea of a job's length. The oracle reads the
+trace's recorded duration, which no real scheduler knows; Helios-style predictors
+(noise-perturbed oracle, rolling per-user history, GBDT) learn from jobs that already
+finished. Keeping the estimate behind a small protocol lets those plug into the same
+policies by name (``estimator=NAME``) without touching them.
+
+Contract for an estimator:
+
+* ``estimate(job)`` is the expected run time in seconds at the job's requested
+  resources. It may read ``job.spec`` (submit time, user, name, GPUs, model...) and the
+  job's own progress; only the ``oracle`` may read ``spec.duration``.
+* ``observe(job)`` is called once for every job of the run that finished, with its
+  final status (``end_time``, ``run_seconds``, ``spec``), before any later estimate;
+  history-based estimators learn here. Policies call it only when ``needs_history``.
+* ``static`` says that the estimate of a job never changes while it waits (true for the
+  oracle, false for an estimator whose estimates move as history grows). Policies use it
+  to keep waiting jobs in an incremental priority queue instead of re-sorting them.
+
+Register new estimators with ``@register_estimator("name")`` on a zero-argument factory;
+``make_estimator`` builds a fresh (stateful) instance per policy instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from shapeshift.engine.state import JobState, JobStatus
+from shapeshift.errors import InputError
+
+if TYPE_CHECKING:
+    from shapeshift.engine.view import ClusterView
+
+
+@runtime_checkable
+class DurationEstimator(Protocol):
+    name: str
+    #: True when ``observe`` must be fed finished jobs.
+    needs_history: bool
+    #: True when a waiting job's estimate never changes.
+    static: bool
+
+    def estimate(self, job: JobStatus) -> float:
+        """Expected run time (seconds at the requested resources) of ``job``."""
+        ...
+
+    def observe(self, job: JobStatus) -> None:
+        """Learn from a finished job."""
+        ...
+
+
+class OracleEstimator:
+    """The trace's recorded duration (perfect knowledge; the upper bound for SJF/SRTF).
+
+    Jobs given in iterations rather than seconds fall back to their total work units."""
+
+    name = "oracle"
+    needs_history = False
+    static = True
+
+    def estimate(self, job: JobStatus) -> float:
+        duration = job.spec.duration
+        return float(duration) if duration is not None else float(job.work_total)
+
+    def observe(self, job: JobStatus) -> None:
+        return None
+
+
+ESTIMATORS: dict[str, Callable[[], DurationEstimator]] = {}
+
+
+def register_estimator(name: str) -> Callable[[Callable[[], DurationEstimator]], Callable[[], DurationEstimator]]:
+    def wrap(factory: Callable[[], DurationEstimator]) -> Callable[[], DurationEstimator]:
+        if name in ESTIMATORS:
+            raise ValueError(f"estimator {name!r} registered twice")
+        ESTIMATORS[name] = factory
+        return factory
+
+    return wrap
+
+
+register_estimator(OracleEstimator.name)(OracleEstimator)
+
+
+def check_estimator(name: str) -> str:
+    """Validate an estimator name (for policy parameter models)."""
+    if name not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {name!r}; known: {', '.join(sorted(ESTIMATORS))}")
+    return name
+
+
+def make_estimator(name: str) -> DurationEstimator:
+    try:
+        return ESTIMATORS[check_estimator(name)]()
+    except ValueError as exc:
+        raise InputError(str(exc), field="estimator") from None
+
+
+class CompletionFeed:
+    """Finds the jobs that finished since the last call, for history-based estimators.
+
+    The policy ``watch``es every job it ranks (a job can only run after being ranked) and
+    the feed reports those now completed, oldest end time first. O(watched jobs) per
+    call; only used when ``needs_history``."""
+
+    def __init__(self) -> None:
+        self._watch: dict[str, None] = {}
+
+    def watch(self, job_id: str) -> None:
+        self._watch[job_id] = None
+
+    def finished(self, view: ClusterView) -> list[JobStatus]:
+        done = [view.job(j) for j in self._watch if view.job(j).state is JobState.COMPLETED]
+        for status in done:
+            del self._watch[status.job_id]
+        return sorted(done, key=lambda s: (s.end_time or 0.0, s.job_id))

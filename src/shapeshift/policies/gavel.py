@@ -1,0 +1,305 @@
+"""``gavel``: heterogeneity-aware max-min fairness over GPU types, in rounds.
+
+Gavel (Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep
+Learning Workloads", OSDI 2020) expresses a policy as an optimisation over an
+*allocation* ``X[j, k]``: the fraction of time job ``j`` spends on GPU type ``k``. The
+effective throughput of job ``j`` is ``sum_k T[j, k] X[j, k]``, where ``T`` is the
+job's throughput on each type. This module implements its max-min fairness ("LAS")
+policy:
+
+    maximise  min_j  sum_k T[j, k] X[j, k] / max_k T[j, k]
+    s.t.      sum_k X[j, k] <= 1                 (a job runs on one type at a time)
+              sum_j g_j X[j, k] <= G_k           (type k has G_k GPUs; job j needs g_j)
+              0 <= X <= 1
+
+plus a small secondary term that maximises total normalised throughput among max-min
+optimal allocations (so spare capacity is not left idle). The LP is solved with
+``scipy.optimize.linprog`` (HiGHS) for every partition with more than one GPU type; with
+a single type its solution is closed-form (everyone gets ``min(1, G / sum g)``).
+
+Throughputs come from the model catalog (relative speed per GPU type, approximate,
+after Gavel Fig. 1); a job whose model has no figures uses the catalog-wide mean
+speed of each type, and a GPU type the catalog does not know counts as 1.
+
+Gavel's round-based mechanism turns the time fractions into placements: every round
+(default 360 s) each (job, type) pair gets priority ``X[j, k] / f[j, k]``, where
+``f[j, k]`` is the fraction of its time in the system the job has actually spent on
+type ``k``; pairs are granted in priority order, one type per job, while the type has
+GPUs. A job granted the type it already runs on keeps its GPUs; jobs not granted are
+preempted at the round boundary. Between rounds, arrivals and completions only hand
+free GPUs to waiting jobs (first come, first served, no preemption), each on the free
+type where it is fastest relative to the catalog-wide mean speed of that type (its
+comparative advantage).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pydantic import Field
+from scipy.optimize import linprog
+
+from shapeshift.engine.state import FreeResources
+from shapeshift.model import Allocation, ClusterSpec, Schedule
+from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
+from shapeshift.policies.placement import Consolidated
+from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.workloads.catalog import lookup, mean_gpu_speed
+
+if TYPE_CHECKING:
+    from shapeshift.engine.view import ClusterView
+
+_EPS = 1e-6
+
+
+@functools.lru_cache(maxsize=4096)
+def type_speed(model: str, gpu_type: str) -> float:
+    """Relative throughput (K80 = 1) of ``model`` on ``gpu_type``; see the module docstring."""
+    info = lookup(model)
+    if info is not None and gpu_type in info.gpu_speed:
+        return info.gpu_speed[gpu_type]
+    mean = mean_gpu_speed(gpu_type)
+    return mean if mean is not None else 1.0
+
+
+def max_min_allocation(speed: np.ndarray, demand: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Solve Gavel's max-min fairness LP.
+
+    ``speed``: (jobs x types) throughput (0 where a job cannot run on a type);
+    ``demand``: GPUs per job; ``capacity``: GPUs per type. Returns X (jobs x types)."""
+    jobs, types = speed.shape
+    if jobs == 0:
+        return np.zeros((0, types))
+    best = speed.max(axis=1, keepdims=True)
+    norm = np.divide(speed, best, out=np.zeros_like(speed), where=best > 0)
+    if types == 1:
+        share = min(1.0, float(capacity[0]) / max(float(demand[norm[:, 0] > 0].sum()), 1.0))
+        return np.where(norm > 0, share, 0.0)
+    n = jobs * types
+    # Variables: X flattened row-major (job, type), then t. Minimise -(t + w * sum norm X).
+    weight = 1e-3 / jobs
+    c = np.concatenate([-weight * norm.ravel(), [-1.0]])
+    rows, cols, vals = [], [], []
+    # t - sum_k norm[j,k] X[j,k] <= 0
+    for j in range(jobs):
+        for k in range(types):
+            rows.append(j)
+            cols.append(j * types + k)
+            vals.append(-norm[j, k])
+        rows.append(j)
+        cols.append(n)
+        vals.append(1.0)
+    # sum_k X[j,k] <= 1
+    for j in range(jobs):
+        for k in range(types):
+            rows.append(jobs + j)
+            cols.append(j * types + k)
+            vals.append(1.0)
+    # sum_j g_j X[j,k] <= G_k
+    for k in range(types):
+        for j in range(jobs):
+            rows.append(2 * jobs + k)
+            cols.append(j * types + k)
+            vals.append(float(demand[j]))
+    a = np.zeros((2 * jobs + types, n + 1))
+    a[rows, cols] = vals
+    b = np.concatenate([np.zeros(jobs), np.ones(jobs), capacity.astype(float)])
+    upper = np.where(norm.ravel() > 0, 1.0, 0.0)
+    bounds = [(0.0, float(u)) for u in upper] + [(0.0, 1.0)]
+    result = linprog(c, A_ub=a, b_ub=b, bounds=bounds, method="highs")
+    if not result.success:  # pragma: no cover - the LP is always feasible (X = 0)
+        return np.zeros((jobs, types))
+    return np.clip(result.x[:n].reshape(jobs, types), 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class _Types:
+    """The GPU types of one partition: names, node indexes per type, GPUs per type."""
+
+    names: tuple[str, ...]
+    nodes: tuple[np.ndarray, ...]
+    gpus: np.ndarray
+    node_type: Mapping[int, int]
+
+    @classmethod
+    def of(cls, cluster: ClusterSpec, nodes: np.ndarray) -> _Types:
+        names = tuple(sorted({cluster.nodes[int(n)].gpu_type for n in nodes}))
+        index = {name: i for i, name in enumerate(names)}
+        per = [np.array([int(n) for n in nodes if cluster.nodes[int(n)].gpu_type == t], dtype=np.int64) for t in names]
+        gpus = np.array([sum(cluster.nodes[int(n)].gpus for n in p) for p in per], dtype=np.int64)
+        node_type = {int(n): index[cluster.nodes[int(n)].gpu_type] for n in nodes}
+        return cls(names, tuple(per), gpus, node_type)
+
+
+class GavelPolicy:
+    name = "gavel"
+
+    def __init__(self, round_seconds: float):
+        self.triggers = frozenset({ARRIVAL, COMPLETION, ROUND})
+        self.default_round: float | None = round_seconds
+        self._placement = Consolidated()
+        self._types: dict[str, _Types] = {}
+        #: seconds each job has run on each type index (per partition's type list)
+        self._received: dict[str, dict[int, float]] = {}
+        self._last = 0.0
+        #: X of the last round, per job: type index -> fraction
+        self._share: dict[str, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _types_of(self, view: ClusterView, partition: str) -> _Types:
+        types = self._types.get(partition)
+        if types is None:
+            types = self._types[partition] = _Types.of(view.cluster, view.partitions[partition])
+        return types
+
+    def _speeds(self, view: ClusterView, types: _Types, jobs: Sequence[str]) -> np.ndarray:
+        speed = np.zeros((len(jobs), len(types.names)))
+        for i, job_id in enumerate(jobs):
+            spec = view.job(job_id).spec
+            for k, name in enumerate(types.names):
+                if spec.num_gpus <= types.gpus[k]:
+                    speed[i, k] = type_speed(spec.model, name)
+        return speed
+
+    def _account(self, view: ClusterView) -> None:
+        """Credit every running job with the time since the last decision on its GPU type."""
+        dt = view.now - self._last
+        self._last = view.now
+        if dt <= 0:
+            return
+        for job_id, alloc in view.allocations.items():
+            partition = view.job(job_id).partition
+            k = self._types_of(view, partition).node_type[alloc.placement[0][0]]
+            got = self._received.setdefault(job_id, {})
+            got[k] = got.get(k, 0.0) + dt
+
+    def _type_of(self, types: _Types, alloc: Allocation) -> int:
+        return types.node_type[alloc.placement[0][0]]
+
+    def _place_on(
+        self, view: ClusterView, job_id: str, types: _Types, k: int, free: FreeResources
+    ) -> Allocation | None:
+        return self._placement.find(view.job(job_id).spec, types.nodes[k], free)
+
+    # ----------------------------------------------------------------- decide
+    def decide(self, view: ClusterView) -> Schedule:
+        self._account(view)
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
+        free = view.scratch()
+        for partition in sorted(view.dirty_partitions):
+            if view.timer_fired:
+                self._round(view, partition, free, changes, reasons)
+            elif view.pending_count(partition):
+                self._fill(view, partition, free, changes, reasons)
+        return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason="waiting for a round")
+
+    def _round(
+        self,
+        view: ClusterView,
+        partition: str,
+        free: FreeResources,
+        changes: dict[str, Allocation | None],
+        reasons: dict[str, str],
+    ) -> None:
+        types = self._types_of(view, partition)
+        running = list(view.running(partition))
+        jobs = sorted([*running, *view.pending(partition)], key=lambda j: (view.job(j).spec.submit_time, j))
+        if not jobs:
+            return
+        speed = self._speeds(view, types, jobs)
+        demand = np.array([view.job(j).spec.num_gpus for j in jobs], dtype=float)
+        x = max_min_allocation(speed, demand, types.gpus)
+        pairs = []
+        for i, job_id in enumerate(jobs):
+            self._share[job_id] = x[i]
+            status = view.job(job_id)
+            age = max(view.now - status.spec.submit_time, _EPS)
+            got = self._received.get(job_id, {})
+            for k in range(len(types.names)):
+                if x[i, k] <= _EPS:
+                    continue
+                fraction = got.get(k, 0.0) / age
+                priority = x[i, k] / fraction if fraction > 0 else math.inf
+                pairs.append((-priority, -x[i, k], status.spec.submit_time, job_id, k))
+        pairs.sort()
+        left = types.gpus.copy()
+        granted: dict[str, int] = {}
+        for _, _, _, job_id, k in pairs:
+            gpus = view.job(job_id).spec.num_gpus
+            if job_id in granted or gpus > left[k]:
+                continue
+            granted[job_id] = k
+            left[k] -= gpus
+        current = view.allocations
+        # Free everything that is not kept in place, then place the rest in grant order.
+        for job_id in running:
+            if granted.get(job_id) != self._type_of(types, current[job_id]):
+                free.give(current[job_id])
+                changes[job_id] = None
+        for job_id, k in granted.items():
+            if job_id in current and job_id not in changes:
+                continue
+            alloc = self._place_on(view, job_id, types, k, free)
+            if alloc is None:
+                reasons[job_id] = f"granted {types.names[k]} GPUs this round but they are fragmented"
+                continue
+            free.take(alloc)
+            if job_id in current and alloc == current[job_id]:
+                del changes[job_id]
+            else:
+                changes[job_id] = alloc
+        for job_id in jobs:
+            if job_id not in granted and job_id not in current:
+                reasons[job_id] = "not granted GPUs this round (max-min fair share)"
+
+    def _fill(
+        self,
+        view: ClusterView,
+        partition: str,
+        free: FreeResources,
+        changes: dict[str, Allocation | None],
+        reasons: dict[str, str],
+    ) -> None:
+        types = self._types_of(view, partition)
+        nodes = view.partitions[partition]
+        free_gpus = int(free.gpus[nodes].sum())
+        for job_id in view.pending(partition):
+            if free_gpus == 0:
+                break
+            spec = view.job(job_id).spec
+            if spec.num_gpus > free_gpus:
+                continue
+            speed = self._speeds(view, types, [job_id])[0]
+            # Comparative advantage: prefer the type where this job is fast relative to the
+            # typical job (a3c gains little from a V100, so it should leave it to a CNN).
+            mean = [type_speed("", name) for name in types.names]
+            for k in sorted(range(len(types.names)), key=lambda k: (-speed[k] / mean[k], -speed[k], k)):
+                if speed[k] <= 0:
+                    continue
+                alloc = self._place_on(view, job_id, types, k, free)
+                if alloc is not None:
+                    changes[job_id] = alloc
+                    free.take(alloc)
+                    free_gpus -= alloc.gpus
+                    break
+            else:
+                reasons[job_id] = "no free GPUs of a usable type until the next round"
+
+
+class GavelParams(PolicyParams):
+    round: float = Field(360.0, gt=0)
+
+
+@register(
+    "gavel",
+    "Heterogeneity-aware max-min fairness: LP over GPU-type time fractions (HiGHS), per-round placements.",
+    GavelParams,
+)
+def make_gavel(params: GavelParams) -> GavelPolicy:
+    return GavelPolicy(params.round)

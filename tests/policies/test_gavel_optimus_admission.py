@@ -1,0 +1,130 @@
+"""Gavel (heterogeneity-aware LP), Optimus (marginal-gain elasticity), load-based admission,
+and the generic preemption rule that avoids useless evictions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shapeshift.engine.overheads import Overheads
+from shapeshift.model import ClusterSpec, NodeSpec
+from shapeshift.policies.composed import ADMISSIONS, ComposedPolicy, FifoOrdering
+from shapeshift.policies.gavel import max_min_allocation
+from shapeshift.policies.placement import Consolidated
+from shapeshift.policies.registry import make_policy
+from tests.conftest import by_id, jcts, job, run
+
+
+class Recorder:
+    """Wraps a policy and records the allocation it gives each job first."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.triggers, self.default_round = inner.triggers, inner.default_round
+        self.first: dict = {}
+
+    def decide(self, view):
+        schedule = self.inner.decide(view)
+        for job_id, alloc in schedule.changes.items():
+            if alloc is not None:
+                self.first.setdefault(job_id, alloc)
+        return schedule
+
+
+def _v100_k80() -> ClusterSpec:
+    return ClusterSpec(nodes=(NodeSpec("v0", 1, 8, 64, gpu_type="V100"), NodeSpec("k0", 1, 8, 64, gpu_type="K80")))
+
+
+def test_gavel_gives_each_job_the_gpu_type_where_it_is_relatively_fastest():
+    # resnet50 is ~9.6x faster on a V100 than on a K80, a3c only ~1.2x. Max-min fairness of
+    # normalised throughput puts resnet50 on the V100 and a3c on the K80 (the swap would
+    # leave resnet50 at ~1/10 of its best speed).
+    cluster = _v100_k80()
+    policy = Recorder(make_policy("gavel"))
+    trace = [job("a3c", 0, 1, 120, model="a3c"), job("res", 0, 1, 100, model="resnet50")]
+    result = run(trace, cluster, policy)
+    assert policy.first["res"].nodes == (0,) and policy.first["a3c"].nodes == (1,)
+    # Durations are at V100 speed: a3c on a K80 runs at 1/1.2 of it: 120 * 1.2 = 144 s.
+    assert jcts(result) == pytest.approx({"res": 100.0, "a3c": 144.0})
+
+
+def test_gavel_lp_is_max_min_fair():
+    # Two jobs, one GPU of each type; normalised speeds res (0.104, 1), a3c (0.833, 1).
+    speed = np.array([[1.0, 9.6], [1.0, 1.2]])  # columns K80, V100
+    x = max_min_allocation(speed, np.array([1.0, 1.0]), np.array([1, 1]))
+    norm = (speed * x).sum(axis=1) / speed.max(axis=1)
+    # Time-sharing beats the integral split: both reach (1 - 0.896 d) = 0.833 + 0.167 d, d = 0.157.
+    assert norm.min() == pytest.approx(0.859, abs=2e-3)
+    assert x[0, 1] > 0.8 and x[1, 0] > 0.8
+    assert (x.sum(axis=1) <= 1 + 1e-9).all() and (x.sum(axis=0) <= 1 + 1e-9).all()
+    # One type: everyone gets the same fraction G / sum(g).
+    single = max_min_allocation(np.ones((3, 1)), np.array([2.0, 2.0, 4.0]), np.array([4]))
+    assert single[:, 0] == pytest.approx([0.5, 0.5, 0.5])
+
+
+def test_gavel_time_shares_an_overloaded_cluster_in_rounds():
+    # 1 GPU, two 1000 s jobs: a runs the first round (360 s); at the next round b has
+    # received nothing (priority infinite) and takes over.
+    result = run([job("a", 0, 1, 1000), job("b", 0, 1, 1000)], "1x1", "gavel")
+    assert by_id(result)["b"].first_start == 360 and by_id(result)["a"].preemptions >= 1
+
+
+def test_optimus_gives_the_next_gpu_to_the_largest_marginal_gain():
+    # 3 GPUs, two jobs asking for 2 GPUs each: a has 100 s of work, b 1000 s (at 2 GPUs).
+    # Each starts at 1 GPU; the third GPU cuts b's remaining time by 1000 s (2000 -> 1000)
+    # and a's by only 100 s (200 -> 100): b gets it. a runs at half speed: 200 s.
+    result = run([job("a", 0, 2, 100), job("b", 0, 2, 1000)], "1x3", "optimus")
+    assert jcts(result) == {"a": 200, "b": 1000}
+    assert all(j.reconfigurations == 0 for j in result.jobs)
+
+
+def test_optimus_resizes_a_running_job_at_the_round_and_pays_the_restore():
+    # Same start; with max_factor 1.5 b may grow to 3 GPUs. a ends at 200; at the 600 s
+    # round b (400 s of work left) grows from 2 to 3 GPUs: a reconfiguration, 30 s restore,
+    # then 400 / 1.5 s at linear scaling: ends at 600 + 30 + 266.67.
+    result = run([job("a", 0, 2, 100), job("b", 0, 2, 1000)], "1x3", "optimus", {"max_factor": "1.5"})
+    b = by_id(result)["b"]
+    assert b.reconfigurations == 1 and b.end_time == pytest.approx(600 + 30 + 400 / 1.5)
+
+
+def test_optimus_scales_with_the_catalog_curve():
+    # vgg16 keeps 80 % of the ideal gain per doubling: S(2) = 1.6, so at 1 GPU a job that
+    # asked for 2 runs at 1 / 1.6 of its speed.
+    result = run([job("a", 0, 2, 100, model="vgg16"), job("b", 0, 2, 1000, model="vgg16")], "1x3", "optimus")
+    assert jcts(result)["a"] == pytest.approx(160.0)
+
+
+def _srtf_with(threshold: str):
+    return make_policy("srtf", {"admission": "load-based", "load_threshold": threshold})
+
+
+def test_load_based_admission_holds_a_job_until_capacity_frees():
+    # 4 GPUs. a (4 GPUs, 100 s) is admitted; b (1 GPU, 10 s) would bring demand to 5.
+    # Threshold 1.0 (4 GPUs): b is held until a finishes, so SRTF cannot preempt a for it.
+    held = run([job("a", 0, 4, 100), job("b", 1, 1, 10)], "1x4", _srtf_with("1.0"))
+    assert by_id(held)["b"].first_start == 100 and by_id(held)["a"].preemptions == 0
+    # Threshold 1.25 (5 GPUs): b is admitted at once and SRTF preempts a for it.
+    admitted = run([job("a", 0, 4, 100), job("b", 1, 1, 10)], "1x4", _srtf_with("1.25"))
+    assert by_id(admitted)["b"].first_start == 1 and by_id(admitted)["a"].preemptions == 1
+
+
+def test_load_based_admission_releases_held_jobs_first_come_first_served():
+    # Threshold 1.0 on 2 GPUs with backfilling FIFO: a (2) admitted; b (2) and c (1) held.
+    # When a ends, b is released first (FIFO), and c must wait for the threshold too.
+    policy = ComposedPolicy(
+        "fifo-admit", ADMISSIONS["load-based"](1.0), FifoOrdering(), Consolidated(), head_of_line_blocking=False
+    )
+    result = run([job("a", 0, 2, 100), job("b", 1, 2, 50), job("c", 2, 1, 10)], "1x2", policy)
+    assert jcts(result) == {"a": 100, "b": 149, "c": 158}
+
+
+def test_preemption_keeps_a_victim_whose_gpus_would_not_let_the_newcomer_start():
+    # 2 nodes x 2 GPUs, SRTF, no restore penalty. y (500 s) and x (900 s) start on node 0,
+    # w (800 s, from 1) on node 1. At 10, z (2 GPUs on one node, 10 s) ranks first; by GPU
+    # count z, y and w fill the 4 GPUs and x is the victim, but evicting x frees one GPU on
+    # node 0 next to y: z still cannot start. x keeps running; z starts when w ends (801).
+    trace = [job("y", 0, 1, 500), job("x", 0, 1, 900), job("w", 1, 1, 800), job("z", 10, 2, 10)]
+    result = run(trace, "2x2", "srtf", overheads=Overheads(0.0, 0.0))
+    jobs = by_id(result)
+    assert jobs["x"].preemptions == 0
+    assert jobs["z"].first_start == 801

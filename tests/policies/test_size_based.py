@@ -1,0 +1,152 @@
+"""SJF, SRTF and LAS on hand-computed traces; the incremental heap path equals the sort path."""
+
+from __future__ import annotations
+
+import random
+from typing import ClassVar
+
+import pytest
+
+from shapeshift.engine.overheads import Overheads
+from shapeshift.errors import InputError
+from shapeshift.policies import estimators
+from shapeshift.policies.composed import AcceptAll, ComposedPolicy
+from shapeshift.policies.estimators import OracleEstimator, make_estimator
+from shapeshift.policies.las import LeastAttainedService
+from shapeshift.policies.placement import Consolidated
+from shapeshift.policies.registry import make_policy
+from shapeshift.policies.sjf import ShortestJobFirst, ShortestRemainingFirst
+from tests.conftest import by_id, jcts, job, run
+
+
+def test_sjf_starts_the_shortest_waiting_job_and_never_preempts():
+    # 1 GPU. a runs 0-100. b (50 s) and c (10 s) wait; c is shorter: c 100-110, b 110-160.
+    result = run([job("a", 0, 1, 100), job("b", 1, 1, 50), job("c", 2, 1, 10)], "1x1", "sjf")
+    assert jcts(result) == {"a": 100, "b": 159, "c": 108}
+    assert all(j.preemptions == 0 for j in result.jobs)
+
+
+@pytest.mark.parametrize(("penalty", "expected_a"), [(30.0, 150.0), (0.0, 120.0)])
+def test_srtf_preempts_for_a_shorter_arrival_and_pays_the_penalty(penalty, expected_a):
+    # a (100 s) runs from 0; b (20 s) arrives at 10, a has 90 s left: b runs 10-30.
+    # a resumes at 30, restores for `penalty`, then runs its last 90 s.
+    result = run([job("a", 0, 1, 100), job("b", 10, 1, 20)], "1x1", "srtf", overheads=Overheads(0.0, penalty))
+    assert jcts(result) == {"a": expected_a, "b": 20}
+    assert by_id(result)["a"].preemptions == 1
+
+
+def test_srtf_does_not_preempt_for_a_longer_arrival():
+    result = run([job("a", 0, 1, 100), job("b", 10, 1, 200)], "1x1", "srtf")
+    assert jcts(result) == {"a": 100, "b": 290}
+    assert by_id(result)["a"].preemptions == 0
+
+
+def test_las_lets_a_newcomer_with_no_service_preempt():
+    # a runs 0-10 (10 GPU-s); b (0 GPU-s) arrives at 10 and preempts it: b 10-60, a 60-150.
+    result = run([job("a", 0, 1, 100), job("b", 10, 1, 50)], "1x1", "las", overheads=Overheads(0.0, 0.0))
+    assert jcts(result) == {"a": 150, "b": 50}
+    assert by_id(result)["a"].preemptions == 1
+
+
+def test_las_measures_service_in_gpu_seconds():
+    # 1 node x 4 GPUs. a (2 GPUs) and b (1 GPU) run from 0. At 10, a has 20 GPU-s and b 10.
+    # c (2 GPUs) arrives: ranking c (0) < b (10) < a (20); c and b fit the 4 GPUs, a does
+    # not, so a is evicted (by plain seconds a and b would tie and a would stay).
+    # c runs 10-20; a resumes at 20 with 90 s left (penalty 0): ends at 110.
+    trace = [job("a", 0, 2, 100), job("b", 0, 1, 100), job("c", 10, 2, 10)]
+    result = run(trace, "1x4", "las", overheads=Overheads(0.0, 0.0))
+    assert by_id(result)["a"].preemptions == 1 and by_id(result)["b"].preemptions == 0
+    assert jcts(result) == {"a": 110, "b": 100, "c": 10}
+
+
+class _Reverse:
+    """Test estimator: claims long jobs are short."""
+
+    name = "reverse"
+    needs_history = False
+    static = True
+
+    def estimate(self, job):
+        return 1000.0 - job.spec.duration
+
+    def observe(self, job):
+        return None
+
+
+class _Learner:
+    """Test estimator that records what it is fed."""
+
+    name = "learner"
+    needs_history = True
+    static = False
+    seen: ClassVar[list[str]] = []
+
+    def estimate(self, job):
+        return 1.0
+
+    def observe(self, job):
+        assert job.end_time is not None
+        _Learner.seen.append(job.job_id)
+
+
+@pytest.fixture
+def extra_estimators():
+    estimators.ESTIMATORS["reverse"] = _Reverse
+    estimators.ESTIMATORS["learner"] = _Learner
+    _Learner.seen = []
+    yield
+    del estimators.ESTIMATORS["reverse"], estimators.ESTIMATORS["learner"]
+
+
+def test_estimator_parameter_changes_the_order(extra_estimators):
+    trace = [job("a", 0, 1, 100), job("b", 1, 1, 50), job("c", 2, 1, 10)]
+    result = run(trace, "1x1", "sjf", {"estimator": "reverse"})
+    # "reverse" believes b (950) is shorter than c (990): b 100-150, c 150-160.
+    assert jcts(result) == {"a": 100, "b": 149, "c": 158}
+
+
+def test_history_estimators_are_fed_every_finished_job_in_end_order(extra_estimators):
+    trace = [job("a", 0, 1, 30), job("b", 1, 1, 20), job("c", 2, 1, 10)]
+    run(trace, "1x1", "srtf", {"estimator": "learner"})
+    assert _Learner.seen == ["a", "b", "c"]
+
+
+def test_unknown_estimator_is_an_input_error_listing_the_known_ones():
+    with pytest.raises(InputError, match="oracle"):
+        make_policy("sjf", {"estimator": "crystal-ball"})
+    with pytest.raises(InputError, match="oracle"):
+        make_estimator("crystal-ball")
+    assert make_estimator("oracle").static and isinstance(make_estimator("oracle"), OracleEstimator)
+
+
+class _AllButNotAll(AcceptAll):
+    admits_all = False  # forces the sort-every-decision path
+
+
+def _random_trace(seed: int, n: int = 60):
+    rng = random.Random(seed)
+    t = 0.0
+    jobs = []
+    for i in range(n):
+        t += rng.choice([0, 0, 5, 20, 60])
+        jobs.append(job(f"j{i:02d}", t, rng.choice([1, 1, 2, 3, 4, 8]), float(rng.randint(1, 400))))
+    return jobs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    "make_ordering",
+    [
+        lambda: ShortestJobFirst(OracleEstimator()),
+        lambda: ShortestRemainingFirst(OracleEstimator()),
+        LeastAttainedService,
+    ],
+)
+def test_incremental_queue_gives_the_same_schedule_as_sorting(seed, make_ordering):
+    trace = _random_trace(seed)
+    fast = ComposedPolicy("fast", AcceptAll(), make_ordering(), Consolidated(), head_of_line_blocking=False)
+    slow = ComposedPolicy("slow", _AllButNotAll(), make_ordering(), Consolidated(), head_of_line_blocking=False)
+    assert fast._queues is not None and slow._queues is None
+    a, b = run(trace, "2x4", fast), run(trace, "2x4", slow)
+    assert jcts(a) == jcts(b)
+    assert [j.preemptions for j in a.jobs] == [j.preemptions for j in b.jobs]
