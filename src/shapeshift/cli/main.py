@@ -44,9 +44,18 @@ SUBCOMMAND_GROUPS = {
     "workload": "shapeshift.cli.workload_cmd",
     "analyze": "shapeshift.cli.analyze_cmd",
     "energy": "shapeshift.cli.energy_cmd",
+    "experiment": "shapeshift.cli.experiment_cmd",
 }
 SINGLE_COMMANDS = {
     "compare": "shapeshift.cli.compare_cmd",
+    "serve": "shapeshift.cli.serve_cmd",
+    "submit": "shapeshift.cli.submit_cmd",
+    "queue": "shapeshift.cli.queue_cmd",
+    "cancel": "shapeshift.cli.cancel_cmd",
+    "nodes": "shapeshift.cli.nodes_cmd",
+    "logs": "shapeshift.cli.logs_cmd",
+    "reproduce": "shapeshift.cli.reproduce_cmd",
+    "report": "shapeshift.cli.report_cmd",
 }
 
 

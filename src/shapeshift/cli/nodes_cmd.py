@@ -1,0 +1,22 @@
+"""``shapeshift nodes``: GPU slots per node and who holds them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from shapeshift.cli.common import console, guarded
+from shapeshift.runtime.remote import ControllerClient
+
+
+@guarded
+def command(state: Annotated[str | None, typer.Option(help="Controller state directory.")] = None) -> None:
+    """Show every node's GPU slots, how many are used, and by which jobs."""
+    table = Table()
+    for column in ("node", "gpu type", "gpus", "used", "free", "jobs"):
+        table.add_column(column)
+    for n in ControllerClient.from_state(state).nodes():
+        table.add_row(n["name"], n["gpu_type"], str(n["gpus"]), str(n["used"]), str(n["free"]), ",".join(n["jobs"]))
+    console.print(table)

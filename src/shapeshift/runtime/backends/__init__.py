@@ -1,0 +1,1 @@
+"""Worker backends: where the controller's launch / stop / reconfigure actions become processes."""

@@ -1,0 +1,118 @@
+"""Helpers for live-runtime tests: controllers on loopback, bounded waits, and cleanup that
+kills every process a test started, even when the test fails."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from shapeshift.cluster import load_cluster
+from shapeshift.policies.registry import make_policy
+from shapeshift.runtime.backends.local import LocalBackend
+from shapeshift.runtime.controller import Controller
+from shapeshift.runtime.remote import ControllerClient
+
+PYTHON = sys.executable
+
+
+def demo_job(name: str, iterations: int = 10, iter_time: float = 0.1, gpus: int = 1, extra: str = "") -> str:
+    command = f"{{python}} -m shapeshift.client.demo --iterations {{iterations}} --iter-time {iter_time} {extra}"
+    return json.dumps({"name": name, "command": command, "iterations": iterations, "resources": {"gpus": gpus}})
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def kill_processes_under(path: Path) -> None:
+    """SIGKILL every process whose command line mentions ``path`` (wrappers and their groups)."""
+    marker = str(path).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker in cmdline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(entry.name), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[Callable[..., tuple[Controller, ControllerClient]]]:
+    """Start in-process controllers on loopback; all are shut down and their jobs killed at the end."""
+    started: list[Controller] = []
+
+    def start(cluster: str = "1x2", policy: str = "fifo", **kw: object) -> tuple[Controller, ControllerClient]:
+        controller = Controller(
+            tmp_path / "state",
+            load_cluster(cluster),
+            kw.pop("policy_obj", None) or make_policy(policy, {}),  # type: ignore[arg-type]
+            kw.pop("backend", None) or LocalBackend(),  # type: ignore[arg-type]
+            poll_interval=0.05,
+            **kw,  # type: ignore[arg-type]
+        )
+        controller.start()
+        started.append(controller)
+        return controller, ControllerClient(controller.url, controller.token)
+
+    try:
+        yield start
+    finally:
+        for controller in started:
+            with contextlib.suppress(Exception):
+                controller.shutdown()
+        kill_processes_under(tmp_path)
+
+
+@pytest.fixture
+def serve_process(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Start ``shapeshift serve`` as a real process (so a test can SIGKILL it)."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*args: str) -> subprocess.Popen[bytes]:
+        state = tmp_path / "state"
+        address = state / "controller.json"
+        with contextlib.suppress(FileNotFoundError):
+            address.unlink()
+        log = open(tmp_path / f"serve{len(procs)}.log", "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [PYTHON, "-m", "shapeshift.cli.main", "serve", "--state", str(state), "--poll-interval", "0.05", *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        procs.append(proc)
+        wait_for(lambda: address.exists() or proc.poll() is not None, 30, "the controller to start")
+        assert proc.poll() is None, (tmp_path / f"serve{len(procs) - 1}.log").read_text()
+        return proc
+
+    try:
+        yield start
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        kill_processes_under(tmp_path)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: real training processes (torch); still run by plain pytest")

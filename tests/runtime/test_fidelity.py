@@ -1,0 +1,49 @@
+"""Must-show test 5: ten short jobs run live and in simulation with the live-measured
+iteration times; the average per-job JCT difference stays under the 10% goal."""
+
+from __future__ import annotations
+
+import time
+
+from shapeshift.cluster import shorthand_cluster
+from shapeshift.policies.registry import make_policy
+from shapeshift.runtime.fidelity import compare, measured_launch_delay
+from tests.runtime.conftest import demo_job, wait_for
+
+#: (submit offset s, iterations, iteration time s)
+WORKLOAD = [
+    (0.0, 12, 0.1),
+    (0.0, 8, 0.15),
+    (0.2, 10, 0.1),
+    (0.5, 6, 0.2),
+    (0.8, 14, 0.08),
+    (1.0, 10, 0.1),
+    (1.5, 8, 0.12),
+    (2.0, 12, 0.1),
+    (2.2, 6, 0.15),
+    (2.5, 10, 0.1),
+]
+
+
+def run_live(live) -> list[dict]:
+    _, client = live("1x2")
+    t0 = time.monotonic()
+    for i, (offset, iterations, iter_time) in enumerate(WORKLOAD):
+        time.sleep(max(0.0, t0 + offset - time.monotonic()))
+        client.submit(demo_job(f"f{i}", iterations=iterations, iter_time=iter_time))
+    wait_for(lambda: all(j["state"] == "completed" for j in client.jobs()), 60, "the workload to finish")
+    return client.jobs()
+
+
+def test_simulated_jcts_match_the_live_run(live):
+    jobs = run_live(live)
+    assert all(j["iter_time"] for j in jobs)
+    cluster, policy = shorthand_cluster(1, 2), make_policy("fifo", {})
+    naive = compare(jobs, cluster, policy)
+    delay = measured_launch_delay(jobs)
+    fidelity = compare(jobs, cluster, make_policy("fifo", {}), launch_delay=delay)
+    print(f"\nmean JCT difference, iteration times only: {100 * naive.mean_error:.1f}%")
+    print(f"mean JCT difference, plus measured launch delay {delay:.2f} s: {100 * fidelity.mean_error:.1f}%")
+    for job_id, err in fidelity.errors.items():
+        print(f"  job {job_id}: live {fidelity.live[job_id]:.2f} s, sim {fidelity.simulated[job_id]:.2f} s, {err:.1%}")
+    assert fidelity.mean_error < 0.10
