@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +14,7 @@ from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
+from shapeshift.policies.base import Policy
 from shapeshift.policies.registry import make_policy, parse_policy_args
 from shapeshift.sim.simulator import SimulationResult, simulate
 from shapeshift.workloads.readers import read_workload
@@ -42,8 +44,11 @@ def run_simulation(
     round_seconds: float | None,
     overheads: Overheads,
     quiet: bool = True,
+    wrap: Callable[[Policy], Policy] | None = None,
 ) -> SimulationResult:
     policy = make_policy(policy_name, policy_args)
+    if wrap is not None:
+        policy = wrap(policy)
     try:
         with progress_bar(f"{policy_name}", show_progress(quiet)) as update:
             return simulate(
@@ -115,6 +120,13 @@ def simulate_command(
     restore_penalty: Annotated[
         str, typer.Option(help="Checkpoint-restore pause per preemption/reconfiguration: seconds or 'helios'.")
     ] = "30",
+    energy: Annotated[
+        str, typer.Option(help="Cluster energy management: none, or ces (Helios CES: idle nodes powered down).")
+    ] = "none",
+    energy_arg: Annotated[
+        list[str] | None,
+        typer.Option("--energy-arg", help="CES parameter key=value (repeatable), e.g. buffer=4, boot_delay=300."),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write summary.json, jobs.csv and rejected.csv here.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
@@ -126,13 +138,40 @@ def simulate_command(
         overheads = Overheads(launch_delay, Overheads.parse_penalty(restore_penalty))
     except ValueError as exc:
         raise InputError(str(exc), field="--restore-penalty/--launch-delay") from None
+    if energy not in ("none", "ces"):
+        raise InputError(f"unknown energy mode {energy!r}; known: none, ces", field="--energy")
     data, spec = load_inputs(workload, fmt, cluster, seed)
-    result = run_simulation(data, spec, policy, args, round_seconds=round_seconds, overheads=overheads, quiet=quiet)
-    extra = {"seed": seed}
+    wrap = None
+    if energy == "ces":
+        from shapeshift.energy.sim_component import CESWrapper, parse_ces_args
+
+        try:
+            wrap = CESWrapper(spec, parse_ces_args(energy_arg))
+        except ValueError as exc:
+            raise InputError(str(exc), field="--energy-arg") from None
+    result = run_simulation(
+        data, spec, policy, args, round_seconds=round_seconds, overheads=overheads, quiet=quiet, wrap=wrap
+    )
+    extra: dict[str, Any] = {"seed": seed}
+    if wrap is not None and wrap.policy is not None:
+        from shapeshift.energy.sim_component import energy_extra
+
+        baseline = run_simulation(data, spec, policy, args, round_seconds=round_seconds, overheads=overheads)
+        extra.update(energy_extra(result, baseline, wrap.policy))
     summary = write_outputs(result, out, extra) if out is not None else summarize(result, extra)
     if quiet:
         return
     console.print(summary_table(summary))
+    if "energy_node_hours_saved" in summary:
+        change = summary["energy_avg_jct_change_pct"]
+        console.print(
+            f"CES: {summary['energy_node_hours_saved']:,.1f} node-hours powered down "
+            f"({summary['energy_kwh_saved']:,.1f} kWh), {summary['energy_wakeups']} wake-ups, "
+            f"{summary['energy_jobs_waited_for_boot']} job(s) waited for a boot; average JCT "
+            + ("-" if change is None else f"{change:+.2f} %")
+            + " vs. no CES",
+            highlight=False,
+        )
     if result.rejections:
         shown = ", ".join(f"{r.job_id} ({r.reason})" for r in result.rejections[:5])
         more = f" and {len(result.rejections) - 5} more" if len(result.rejections) > 5 else ""
