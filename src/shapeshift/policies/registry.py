@@ -28,6 +28,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "shapeshift.policies.themis",
     "shapeshift.policies.gavel",
     "shapeshift.policies.optimus",
+    "shapeshift.policies.auto",
 )
 
 

@@ -1,0 +1,309 @@
+"""Run an experiment: build each distinct workload and cluster once, hash the run inputs,
+skip runs already finished, execute the rest in worker processes (or on Ray), and write
+the tidy results table.
+
+Each run writes ``runs/<run-id>/`` with ``summary.json``, ``jobs.csv``,
+``rejected.csv``, ``intervals.csv`` (exact GPU-holding intervals), ``run.json`` (its
+inputs and labels) and, for the ``auto`` policy, ``auto_timeline.csv``. It is written
+under ``runs/.partial-*`` and renamed into place only when complete, so an interrupted
+experiment resumes where it stopped: finished runs are reused, partial ones redone.
+
+A run that raises does not stop the others; the outcome lists it and the results table
+holds the runs that finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from shapeshift.analysis.metrics import write_outputs
+from shapeshift.cluster import load_cluster
+from shapeshift.errors import InputError
+from shapeshift.experiments.cache import (
+    PARTIAL_PREFIX,
+    clean_partials,
+    cluster_fingerprint,
+    is_finished,
+    run_id,
+    run_inputs,
+)
+from shapeshift.experiments.expand import RunPlan, expand
+from shapeshift.experiments.recording import IntervalRecorder, write_intervals
+from shapeshift.experiments.results import write_results
+from shapeshift.experiments.schema import Experiment, _policy_args
+from shapeshift.experiments.window import windowed_summary
+from shapeshift.experiments.workloads import build_workload, content_hash
+from shapeshift.model import ClusterSpec
+from shapeshift.policies.registry import make_policy
+from shapeshift.sim.simulator import simulate
+from shapeshift.workloads.workload import Workload
+
+Backend = Literal["processes", "ray"]
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """What a worker needs for one run (picklable)."""
+
+    run_id: str
+    plan: RunPlan
+    workload: Workload
+    #: The cluster as written (NxG or a file path): ``ClusterSpec`` holds mapping proxies,
+    #: which do not pickle, and re-reading it costs next to nothing.
+    cluster: str
+    runs_dir: str
+    inputs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    ok: bool
+    error: str = ""
+    wall_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ExperimentOutcome:
+    out: Path
+    total: int
+    distinct: int
+    executed: int
+    cached: int
+    failed: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    wall_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def execute_run(task: RunTask) -> RunOutcome:
+    """Simulate one run and move its directory into place. Never raises: failures are returned."""
+    started = time.perf_counter()
+    runs_dir = Path(task.runs_dir)
+    final = runs_dir / task.run_id
+    tmp = runs_dir / f"{PARTIAL_PREFIX}{task.run_id}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        plan = task.plan
+        policy = make_policy(plan.policy, _policy_args(dict(plan.params)))
+        recorder = IntervalRecorder(policy)
+        jobs = task.workload.jobs()
+        result = simulate(
+            jobs,
+            load_cluster(task.cluster),
+            recorder,
+            workload_name=plan.workload.name,
+            overheads=plan.overheads,
+            round_seconds=plan.round,
+        )
+        intervals = recorder.finish(result)
+        extra: dict[str, Any] = {"run_id": task.run_id, "seed": plan.seed}
+        timeline = getattr(policy, "timeline", None)
+        if timeline is not None:
+            extra["auto_switches"] = getattr(policy, "switches", None)
+            extra["auto_evaluations"] = len(timeline)
+        summary = write_outputs(result, tmp, extra)
+        if plan.window is not None:
+            tracked = task.workload.frame["job_id"].iloc[plan.window[0] : plan.window[1]].tolist()
+            summary = windowed_summary(result, tracked, plan.window, intervals, extra)
+            (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_intervals(intervals, tmp / "intervals.csv")
+        if timeline is not None:
+            write_timeline = getattr(policy, "write_timeline", None)
+            if write_timeline is not None:
+                write_timeline(tmp / "auto_timeline.csv")
+        record = {"run_id": task.run_id, "labels": plan.labels(), "inputs": task.inputs}
+        (tmp / "run.json").write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+        if final.exists():  # a stale, incomplete directory under the final name
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+    except Exception as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        at = f" (at {Path(where.filename).name}:{where.lineno})" if where else ""
+        return RunOutcome(task.run_id, False, f"{type(exc).__name__}: {exc}{at}", time.perf_counter() - started)
+    return RunOutcome(task.run_id, True, "", time.perf_counter() - started)
+
+
+class _Inputs:
+    """Builds each distinct workload and cluster once per experiment."""
+
+    def __init__(self, experiment: Experiment):
+        self.experiment = experiment
+        self._workloads: dict[str, tuple[Workload, str]] = {}
+        self._clusters: dict[str, tuple[ClusterSpec, str]] = {}
+
+    def workload(self, plan: RunPlan) -> tuple[Workload, str]:
+        key = plan.workload.key()
+        if key not in self._workloads:
+            data = build_workload(plan.workload)
+            window = self.experiment.window
+            if window is not None and window[0] >= len(data):
+                raise InputError(
+                    f"window starts at job {window[0]} but workload {plan.workload.name!r} has {len(data)} jobs",
+                    path=self.experiment.path,
+                    field="window.start",
+                )
+            self._workloads[key] = (data, content_hash(data))
+        return self._workloads[key]
+
+    def cluster(self, plan: RunPlan) -> tuple[ClusterSpec, str]:
+        if plan.cluster not in self._clusters:
+            spec = load_cluster(plan.cluster)
+            self._clusters[plan.cluster] = (spec, cluster_fingerprint(spec))
+        return self._clusters[plan.cluster]
+
+
+def _tasks(experiment: Experiment, plans: list[RunPlan], runs_dir: Path) -> tuple[list[str], list[RunTask]]:
+    """The run id of every plan, and one task per distinct run id."""
+    inputs = _Inputs(experiment)
+    ids: list[str] = []
+    tasks: dict[str, RunTask] = {}
+    for plan in plans:
+        workload, wl_hash = inputs.workload(plan)
+        _, cl_hash = inputs.cluster(plan)
+        record = run_inputs(
+            workload_hash=wl_hash,
+            cluster_hash=cl_hash,
+            policy=plan.policy,
+            params=dict(plan.params),
+            overheads=asdict(plan.overheads),
+            round_seconds=plan.round,
+            seed=plan.seed,
+            window=plan.window,
+        )
+        rid = run_id(record)
+        ids.append(rid)
+        if rid not in tasks:
+            tasks[rid] = RunTask(rid, plan, workload, plan.cluster, str(runs_dir), record)
+    return ids, list(tasks.values())
+
+
+def _check_backend(backend: str) -> None:
+    if backend == "processes":
+        return
+    if backend != "ray":
+        raise InputError(f"unknown backend {backend!r}; use processes or ray", field="--backend")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise InputError(
+            "--backend ray needs the 'ray' package, which is not installed; install it (pip install 'ray[default]') "
+            "or use --backend processes",
+            field="--backend",
+        ) from None
+
+
+def _run_processes(tasks: list[RunTask], workers: int, on_done: Callable[[RunOutcome], None]) -> None:
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            on_done(execute_run(task))
+        return
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)))
+    try:
+        futures: dict[Future[RunOutcome], str] = {pool.submit(execute_run, t): t.run_id for t in tasks}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                try:
+                    on_done(future.result())
+                except Exception as exc:  # the worker died (killed, out of memory) or could not pickle
+                    on_done(RunOutcome(futures[future], False, f"{type(exc).__name__}: {exc}"))
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
+def _run_ray(tasks: list[RunTask], on_done: Callable[[RunOutcome], None]) -> None:  # pragma: no cover - needs ray
+    """Spread runs over a Ray cluster (``RAY_ADDRESS`` or a local one). The output
+    directory must be on a file system every Ray node can write."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False)
+    remote = ray.remote(execute_run)
+    pending = [remote.remote(t) for t in tasks]
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        on_done(ray.get(done[0]))
+
+
+def run_experiment(
+    experiment: Experiment,
+    out: str | Path,
+    *,
+    workers: int = 1,
+    backend: Backend | str = "processes",
+    progress: ProgressCallback | None = None,
+    only: Iterable[int] | None = None,
+) -> ExperimentOutcome:
+    """Run every run of ``experiment`` not already finished in ``out``; write the results table.
+
+    ``only`` restricts the run set to the given plan indexes (for tests and debugging).
+    """
+    started = time.perf_counter()
+    _check_backend(backend)
+    if workers < 1:
+        raise InputError("--workers must be >= 1", field="--workers")
+    out = Path(out)
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    clean_partials(runs_dir)
+    (out / "experiment.yaml").write_text(experiment.text)
+    plans = expand(experiment)
+    if only is not None:
+        keep = set(only)
+        plans = [p for p in plans if p.index in keep]
+    ids, tasks = _tasks(experiment, plans, runs_dir)
+    todo = [t for t in tasks if not is_finished(runs_dir / t.run_id)]
+    cached = len(tasks) - len(todo)
+    done = cached
+    failed: list[tuple[str, str]] = []
+    if progress is not None:
+        progress(done, len(tasks))
+
+    def on_done(outcome: RunOutcome) -> None:
+        nonlocal done
+        done += 1
+        if not outcome.ok:
+            failed.append((outcome.run_id, outcome.error))
+        if progress is not None:
+            progress(done, len(tasks))
+
+    if backend == "ray":
+        _run_ray(todo, on_done)
+    else:
+        _run_processes(todo, workers, on_done)
+    write_results(out, plans, ids)
+    failed_ids = {f[0] for f in failed}
+    labels = {rid: plan for plan, rid in zip(plans, ids, strict=True)}
+    described = tuple(
+        (f"{rid} ({_describe(labels[rid])})", error) for rid, error in sorted(failed) if rid in failed_ids
+    )
+    return ExperimentOutcome(
+        out=out,
+        total=len(plans),
+        distinct=len(tasks),
+        executed=len(todo) - len(failed),
+        cached=cached,
+        failed=described,
+        wall_seconds=time.perf_counter() - started,
+    )
+
+
+def _describe(plan: RunPlan) -> str:
+    return ", ".join(f"{k}={v}" for k, v in plan.labels().items() if v is not None)

@@ -1,0 +1,115 @@
+"""The ``auto`` meta-policy switches combinations when the workload calls for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+from shapeshift.policies.composed import ORDERINGS
+from shapeshift.policies.registry import make_policy
+from tests.conftest import jcts, job, run
+
+
+class ShortestFirst:
+    """Test ordering: shortest expected duration first (non-preemptive)."""
+
+    name = "test-shortest"
+    preemptive = False
+
+    def order(self, view, partition: str, jobs: Iterable[str]) -> Iterable[str]:
+        return sorted(jobs, key=lambda j: (view.expected_duration(j), j))
+
+
+@pytest.fixture
+def shortest(monkeypatch):
+    monkeypatch.setitem(ORDERINGS, ShortestFirst.name, ShortestFirst)
+    return ShortestFirst.name
+
+
+def bursty_trace():
+    """Two bursts on one 4-GPU node, each won by a different ordering.
+
+    Burst 1 (t=0): a 1000 s job, then three 10 s jobs, all 4 GPUs. FIFO: JCTs 1000, 1010,
+    1020, 1030; shortest-first: 10, 20, 30, 1030. Shortest-first wins.
+    Burst 2 (t=20000): three 1-GPU 60 s jobs, then a 4-GPU 50 s job. FIFO starts the
+    three narrow jobs and the wide one waits: 60, 60, 60, 110 (avg 72.5). Shortest-first
+    starts the wide one first: 50, 110, 110, 110 (avg 95). FIFO wins.
+    """
+    burst1 = [job("a0", 0, 4, 1000), *(job(f"a{i}", 0, 4, 10) for i in (1, 2, 3))]
+    burst2 = [*(job(f"b{i}", 20000, 1, 60) for i in (1, 2, 3)), job("b4", 20000, 4, 50)]
+    return burst1 + burst2
+
+
+def test_auto_switches_on_a_bursty_trace(shortest):
+    policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "round": 60, "k": 1})
+    result = run(bursty_trace(), "1x4", policy)
+    chosen = [(e.time, e.chosen.ordering) for e in policy.timeline if e.switched]
+    assert chosen == [(0.0, shortest), (20000.0, "fifo")]
+    assert policy.switches == 2
+    jct = jcts(result)
+    assert [jct[f"a{i}"] for i in range(4)] == [1030, 10, 20, 30]
+    assert [jct[j] for j in ("b1", "b2", "b3", "b4")] == [60, 60, 60, 110]
+    # better than either fixed ordering on this trace (hand-computed: 172.5 vs 543.75 and 183.75)
+    assert sum(jct.values()) / len(jct) == pytest.approx(172.5)
+    fixed_fifo = jcts(run(bursty_trace(), "1x4", "fifo"))
+    assert sum(fixed_fifo.values()) / 8 == pytest.approx(543.75)
+
+
+def test_auto_keeps_the_incumbent_on_ties(shortest):
+    policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "round": 60, "k": 1})
+    # one job at a time: every ordering gives the same schedule, so no switch ever happens
+    run([job("x", 0, 4, 100), job("y", 500, 4, 100)], "1x4", policy)
+    assert policy.timeline == [] or policy.switches == 0
+
+
+def test_auto_scores_candidates_in_parallel_processes(shortest):
+    policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "round": 60, "k": 1, "workers": 2})
+    run(bursty_trace(), "1x4", policy)
+    assert [e.chosen.ordering for e in policy.timeline if e.switched] == [shortest, "fifo"]
+
+
+def test_auto_is_deterministic(shortest):
+    def timeline():
+        policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "round": 60, "k": 1, "seed": 3})
+        run(bursty_trace(), "1x4", policy)
+        return policy.timeline
+
+    assert timeline() == timeline()
+
+
+def test_auto_rejects_unknown_orderings():
+    from shapeshift.errors import InputError
+
+    with pytest.raises(InputError, match=r"unknown ordering 'nope'; known: .*fifo"):
+        make_policy("auto", {"orderings": "fifo,nope"})
+
+
+def test_runner_writes_the_timeline_and_the_report_shows_it(shortest, tmp_path):
+    from shapeshift.experiments.report import build_report
+    from shapeshift.experiments.runner import run_experiment
+    from shapeshift.experiments.schema import load_experiment
+    from shapeshift.workloads.workload import Workload
+    from tests.experiments.conftest import write
+
+    Workload.from_jobs("bursty", bursty_trace()).write(tmp_path / "bursty.csv")
+    path = write(
+        tmp_path,
+        f"""
+        workloads: [{{file: bursty.csv}}]
+        clusters: [1x4]
+        policies:
+          - {{policy: auto, params: {{orderings: [fifo, {shortest}], round: 60, k: 1}}}}
+        """,
+    )
+    out = tmp_path / "out"
+    run_experiment(load_experiment(path), out)
+    (run,) = [p for p in (out / "runs").iterdir()]
+    timeline = (run / "auto_timeline.csv").read_text().splitlines()
+    assert timeline[0] == "time,ordering,admission,score,switched,candidates"
+    switched = [line.split(",")[:2] for line in timeline[1:] if line.split(",")[4] == "1"]
+    assert switched == [["0.0", shortest], ["20000.0", "fifo"]]
+    row = __import__("pandas").read_csv(out / "results.csv").iloc[0]
+    assert row["auto_switches"] == 2 and row["avg_jct"] == pytest.approx(172.5)
+    report = build_report(out, tmp_path / "report.html")
+    assert any(p.name.startswith("auto-timeline-") and p.stat().st_size > 5000 for p in report.figures)
