@@ -43,3 +43,22 @@ def test_transformations(tmp_path):
     assert data.frame["submit_time"].tolist() == [0, 5, 10, 15]
     assert data.frame["duration"].tolist() == [50] * 4
     assert data.name == "t"
+
+
+def test_trace_transformations_from_the_workloads_package(tmp_path):
+    # 8 jobs, 10 s apart, alternating between vc a and vc b.
+    trace = tmp_path / "t.csv"
+    rows = "".join(f"j{i},{10 * i},1,100,{'ab'[i % 2]}\n" for i in range(8))
+    trace.write_text("job_id,submit_time,num_gpus,duration,vc\n" + rows)
+    spec = WorkloadSpec(name="t", file=str(trace), transforms=(("window", {"start": 20, "end": 60}), ("vc", ["a"])))
+    data = build_workload(spec)
+    # window keeps submits 20..50 (j2..j5) re-based to 0; vc a keeps j2 and j4.
+    assert data.frame["job_id"].tolist() == ["j2", "j4"]
+    assert data.frame["submit_time"].tolist() == [0, 20]
+    half = build_workload(
+        WorkloadSpec(name="t", file=str(trace), transforms=(("downsample", {"target_gpus": 1, "source_gpus": 2}),))
+    )
+    again = build_workload(
+        WorkloadSpec(name="t", file=str(trace), transforms=(("downsample", {"target_gpus": 1, "source_gpus": 2}),))
+    )
+    assert 0 < len(half) < 8 and half.frame["job_id"].tolist() == again.frame["job_id"].tolist()

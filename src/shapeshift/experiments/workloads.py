@@ -16,7 +16,10 @@ Generators:
   sizes and durations do not depend on the spike, so runs with and without it are paired.
 
 Transformations (applied in order): ``head`` (first N jobs), ``load_scale`` (divide
-submit times by a factor: 2 = twice the load), ``duration_scale`` (multiply durations).
+submit times by a factor: 2 = twice the load), ``duration_scale`` (multiply durations),
+``window`` (jobs submitted in ``[start, end)`` seconds), ``vc`` (jobs of the named
+virtual clusters), ``downsample`` (busiest ``hours``, then keep each job with
+probability ``target_gpus / source_gpus``, seeded).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shapeshift.workloads import transforms
 from shapeshift.workloads.readers import read_workload
 from shapeshift.workloads.synthetic import DEFAULT_SIZE_MIX, PoissonSpec, poisson_workload
 from shapeshift.workloads.workload import Workload
@@ -197,6 +201,31 @@ def _duration_scale(frame: pd.DataFrame, p: FactorParams) -> pd.DataFrame:
     return frame
 
 
+class WindowParams(_Params):
+    start: float | None = Field(None, ge=0)
+    end: float | None = Field(None, gt=0)
+
+
+class VcParams(_Params):
+    names: list[str] = Field(..., min_length=1)
+
+
+class DownsampleParams(_Params):
+    target_gpus: int = Field(..., gt=0)
+    source_gpus: int = Field(..., gt=0)
+    hours: float | None = Field(None, gt=0)
+    seed: int = 0
+
+
+def _on_workload(fn: Callable[..., Workload]) -> Callable[[pd.DataFrame, Any], pd.DataFrame]:
+    """Adapt a ``shapeshift.workloads.transforms`` function (Workload in, Workload out)."""
+
+    def apply(frame: pd.DataFrame, p: Any) -> pd.DataFrame:
+        return fn(Workload("transform", frame), **p.model_dump()).frame
+
+    return apply
+
+
 @dataclass(frozen=True)
 class Transform:
     params: type[BaseModel]
@@ -209,6 +238,9 @@ TRANSFORMS: dict[str, Transform] = {
     "head": Transform(HeadParams, "jobs", _head),
     "load_scale": Transform(FactorParams, "factor", _load_scale),
     "duration_scale": Transform(FactorParams, "factor", _duration_scale),
+    "window": Transform(WindowParams, "end", _on_workload(transforms.time_window)),
+    "vc": Transform(VcParams, "names", _on_workload(transforms.filter_vc)),
+    "downsample": Transform(DownsampleParams, "target_gpus", _on_workload(transforms.downsample)),
 }
 
 
