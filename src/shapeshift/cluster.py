@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec, ModelError, NodeSpec
+from shapeshift.yaml_lines import line_of
 
 DEFAULT_CPUS_PER_GPU = 8
 DEFAULT_MEM_GB_PER_GPU = 64
@@ -91,28 +92,6 @@ def shorthand_cluster(nodes: int, gpus_per_node: int) -> ClusterSpec:
     )
 
 
-def _yaml_line(path: Path, loc: tuple[Any, ...]) -> int | None:
-    """Best-effort 1-based line of a key path in a YAML file, for error messages."""
-    try:
-        node = yaml.compose(path.read_text())
-    except (OSError, yaml.YAMLError):
-        return None
-    line = None
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if str(k.value) == str(key)), None)
-            if match is None:
-                break
-            line = match[0].start_mark.line + 1
-            node = match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 def load_cluster_file(path: str | Path) -> ClusterSpec:
     """Read and validate a cluster YAML file; every problem becomes an ``InputError``."""
     path = Path(path)
@@ -138,7 +117,7 @@ def load_cluster_file(path: str | Path) -> ClusterSpec:
         loc = tuple(err["loc"])
         message = err["msg"].removeprefix("Value error, ")
         raise InputError(
-            message, path=str(path), line=_yaml_line(path, loc), field=".".join(str(p) for p in loc)
+            message, path=str(path), line=line_of(path.read_text(), loc), field=".".join(str(p) for p in loc)
         ) from None
     try:
         return _build_cluster(parsed)

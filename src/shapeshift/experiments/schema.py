@@ -37,6 +37,7 @@ from shapeshift.errors import InputError
 from shapeshift.experiments.workloads import GENERATORS, TRANSFORMS, transform_params
 from shapeshift.policies.registry import make_policy, registry
 from shapeshift.workloads.readers import READERS
+from shapeshift.yaml_lines import line_of
 
 Loc = tuple[str | int, ...]
 
@@ -171,28 +172,6 @@ AXIS_FORMS = "workload.<parameter or transformation>, policy.<parameter>, round,
 )
 
 
-def _yaml_line(text: str, loc: Loc) -> int | None:
-    """Best-effort 1-based line of a key path, for error messages."""
-    try:
-        node = yaml.compose(text)
-    except yaml.YAMLError:
-        return None
-    line = None
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if str(k.value) == str(key)), None)
-            if match is None:
-                break
-            line = match[0].start_mark.line + 1
-            node = match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 def _dotted(loc: Loc) -> str:
     out = ""
     for part in loc:
@@ -232,7 +211,7 @@ def load_experiment(path: str | Path) -> Experiment:
     try:
         return _build(path, text, raw)
     except _SchemaError as exc:
-        raise InputError(exc.message, path=str(path), line=_yaml_line(text, exc.loc), field=_dotted(exc.loc)) from None
+        raise InputError(exc.message, path=str(path), line=line_of(text, exc.loc), field=_dotted(exc.loc)) from None
 
 
 def _build(path: Path, text: str, raw: dict[str, Any]) -> Experiment:
