@@ -21,7 +21,17 @@ from rich.console import Console
 from rich.table import Table
 
 from shapeshift.cli.common import console, guarded, progress_bar, show_progress
-from shapeshift.cli.simulate import DEMO_CLUSTER, load_inputs, run_simulation
+from shapeshift.cli.options import (
+    ClusterOption,
+    FormatOption,
+    LaunchDelayOption,
+    QuietOption,
+    RestorePenaltyOption,
+    SeedOption,
+    WorkloadOption,
+    parse_overheads,
+)
+from shapeshift.cli.simulate import load_inputs, run_simulation
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy
@@ -183,15 +193,9 @@ def command(
     policies: Annotated[
         str, typer.Option(help="Comma-separated policy names (see `shapeshift policies`).")
     ] = "fifo,sjf,srtf,las,tiresias",
-    workload: Annotated[
-        Path | None, typer.Option(help="Trace file (CSV/Parquet). Default: the seeded demo workload of `simulate`.")
-    ] = None,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="Trace format (default: detected from the header).")
-    ] = None,
-    cluster: Annotated[
-        str | None, typer.Option(help=f"NxG (N nodes of G GPUs) or a cluster YAML file. Default: {DEMO_CLUSTER}.")
-    ] = None,
+    workload: WorkloadOption = None,
+    fmt: FormatOption = None,
+    cluster: ClusterOption = None,
     policy_arg: Annotated[
         list[str] | None,
         typer.Option("--policy-arg", help="Policy parameter policy.key=value, e.g. sjf.backfill=false (repeatable)."),
@@ -199,18 +203,16 @@ def command(
     round_seconds: Annotated[
         float | None, typer.Option("--round", help="Scheduling round in seconds for every policy.")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed for every random choice.")] = 0,
-    launch_delay: Annotated[float, typer.Option(help="Seconds from launch until a job makes progress.")] = 0.0,
-    restore_penalty: Annotated[
-        str, typer.Option(help="Checkpoint-restore pause per preemption/reconfiguration: seconds or 'helios'.")
-    ] = "30",
+    seed: SeedOption = 0,
+    launch_delay: LaunchDelayOption = 0.0,
+    restore_penalty: RestorePenaltyOption = "30",
     out: Annotated[
         Path | None, typer.Option(help="Write compare.csv and <policy>/summary.json, jobs.csv here.")
     ] = None,
     jobs: Annotated[
         int | None, typer.Option("--jobs", "-j", help="Worker processes (default: one per policy, up to CPUs).")
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Run several policies on the same workload and cluster and print one comparison table."""
     names = parse_policies(policies)
@@ -219,11 +221,7 @@ def command(
         make_policy(name, per_policy[name])
     if jobs is not None and jobs < 1:
         raise InputError("--jobs must be >= 1", field="--jobs")
-    try:
-        penalty = Overheads.parse_penalty(restore_penalty)
-        Overheads(launch_delay, penalty)
-    except ValueError as exc:
-        raise InputError(str(exc), field="--restore-penalty/--launch-delay") from None
+    penalty = parse_overheads(launch_delay, restore_penalty).restore_penalty
     if round_seconds is not None and round_seconds <= 0:
         raise InputError("--round must be > 0 seconds", field="--round")
     data, spec = load_inputs(workload, fmt, cluster, seed)  # validates the inputs once, up front

@@ -10,6 +10,17 @@ import typer
 from rich.table import Table
 
 from shapeshift.cli.common import console, guarded, progress_bar, show_progress
+from shapeshift.cli.options import (
+    DEMO_CLUSTER,
+    ClusterOption,
+    FormatOption,
+    LaunchDelayOption,
+    QuietOption,
+    RestorePenaltyOption,
+    SeedOption,
+    WorkloadOption,
+    parse_overheads,
+)
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
@@ -21,8 +32,7 @@ from shapeshift.workloads.readers import read_workload
 from shapeshift.workloads.synthetic import PoissonSpec, poisson_workload
 from shapeshift.workloads.workload import Workload
 
-#: The built-in demo: 300 Poisson jobs (12/hour, Philly-like sizes) on 4 nodes x 8 GPUs.
-DEMO_CLUSTER = "4x8"
+#: The built-in demo: 300 Poisson jobs (12/hour, Philly-like sizes) on DEMO_CLUSTER.
 DEMO_JOBS = 300
 
 
@@ -99,15 +109,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
 
 @guarded
 def simulate_command(
-    workload: Annotated[
-        Path | None, typer.Option(help="Trace file (CSV/Parquet). Default: a seeded synthetic demo workload.")
-    ] = None,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="Trace format (default: detected from the header).")
-    ] = None,
-    cluster: Annotated[
-        str | None, typer.Option(help=f"NxG (N nodes of G GPUs) or a cluster YAML file. Default: {DEMO_CLUSTER}.")
-    ] = None,
+    workload: WorkloadOption = None,
+    fmt: FormatOption = None,
+    cluster: ClusterOption = None,
     policy: Annotated[str, typer.Option(help="Policy name (see `shapeshift policies`).")] = "fifo",
     policy_arg: Annotated[
         list[str] | None, typer.Option("--policy-arg", help="Policy parameter key=value (repeatable).")
@@ -115,11 +119,9 @@ def simulate_command(
     round_seconds: Annotated[
         float | None, typer.Option("--round", help="Scheduling round in seconds (round-based policies).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed for every random choice.")] = 0,
-    launch_delay: Annotated[float, typer.Option(help="Seconds from launch until a job makes progress.")] = 0.0,
-    restore_penalty: Annotated[
-        str, typer.Option(help="Checkpoint-restore pause per preemption/reconfiguration: seconds or 'helios'.")
-    ] = "30",
+    seed: SeedOption = 0,
+    launch_delay: LaunchDelayOption = 0.0,
+    restore_penalty: RestorePenaltyOption = "30",
     energy: Annotated[
         str, typer.Option(help="Cluster energy management: none, or ces (Helios CES: idle nodes powered down).")
     ] = "none",
@@ -128,16 +130,13 @@ def simulate_command(
         typer.Option("--energy-arg", help="CES parameter key=value (repeatable), e.g. buffer=4, boot_delay=300."),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write summary.json, jobs.csv and rejected.csv here.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Simulate one policy on a workload and cluster, and report JCT, queueing and utilization."""
     from shapeshift.analysis.metrics import summarize, write_outputs
 
     args = parse_policy_args(policy_arg)
-    try:
-        overheads = Overheads(launch_delay, Overheads.parse_penalty(restore_penalty))
-    except ValueError as exc:
-        raise InputError(str(exc), field="--restore-penalty/--launch-delay") from None
+    overheads = parse_overheads(launch_delay, restore_penalty)
     if energy not in ("none", "ces"):
         raise InputError(f"unknown energy mode {energy!r}; known: none, ces", field="--energy")
     data, spec = load_inputs(workload, fmt, cluster, seed)

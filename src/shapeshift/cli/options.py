@@ -1,0 +1,37 @@
+"""Command-line options shared by the commands that run simulations, declared once so
+``simulate``, ``compare`` and friends spell, document and validate them the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shapeshift.engine.overheads import Overheads
+from shapeshift.errors import InputError
+
+#: The built-in demo cluster (4 nodes x 8 GPUs), used when no --cluster is given.
+DEMO_CLUSTER = "4x8"
+
+WorkloadOption = Annotated[
+    Path | None, typer.Option(help="Trace file (CSV/Parquet). Default: a seeded synthetic demo workload.")
+]
+FormatOption = Annotated[str | None, typer.Option("--format", help="Trace format (default: detected from the header).")]
+ClusterOption = Annotated[
+    str | None, typer.Option(help=f"NxG (N nodes of G GPUs) or a cluster YAML file. Default: {DEMO_CLUSTER}.")
+]
+SeedOption = Annotated[int, typer.Option(help="Seed for every random choice.")]
+LaunchDelayOption = Annotated[float, typer.Option(help="Seconds from launch until a job makes progress.")]
+RestorePenaltyOption = Annotated[
+    str, typer.Option(help="Checkpoint-restore pause per preemption/reconfiguration: seconds or 'helios'.")
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
+
+
+def parse_overheads(launch_delay: float, restore_penalty: str) -> Overheads:
+    """``--launch-delay`` and ``--restore-penalty`` as ``Overheads``, or one clear error."""
+    try:
+        return Overheads(launch_delay, Overheads.parse_penalty(restore_penalty))
+    except ValueError as exc:
+        raise InputError(str(exc), field="--restore-penalty/--launch-delay") from None
