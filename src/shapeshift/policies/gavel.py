@@ -45,10 +45,10 @@ from pydantic import Field
 from scipy.optimize import linprog
 
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, ClusterSpec, Schedule
-from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
+from shapeshift.model import Allocation, ClusterSpec
 from shapeshift.policies.placement import Consolidated
 from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.rounds import RoundOrFillPolicy
 from shapeshift.workloads.catalog import lookup, mean_gpu_speed
 
 if TYPE_CHECKING:
@@ -136,12 +136,12 @@ class _Types:
         return cls(names, tuple(per), gpus, node_type)
 
 
-class GavelPolicy:
+class GavelPolicy(RoundOrFillPolicy):
     name = "gavel"
+    waiting_reason = "waiting for a round"
 
     def __init__(self, round_seconds: float):
-        self.triggers = frozenset({ARRIVAL, COMPLETION, ROUND})
-        self.default_round: float | None = round_seconds
+        super().__init__(round_seconds)
         self._placement = Consolidated()
         self._types: dict[str, _Types] = {}
         #: seconds each job has run on each type index (per partition's type list)
@@ -166,7 +166,7 @@ class GavelPolicy:
                     speed[i, k] = type_speed(spec.model, name)
         return speed
 
-    def _account(self, view: ClusterView) -> None:
+    def before_decision(self, view: ClusterView) -> None:
         """Credit every running job with the time since the last decision on its GPU type."""
         dt = view.now - self._last
         self._last = view.now
@@ -187,19 +187,7 @@ class GavelPolicy:
         return self._placement.find(view.job(job_id).spec, types.nodes[k], free)
 
     # ----------------------------------------------------------------- decide
-    def decide(self, view: ClusterView) -> Schedule:
-        self._account(view)
-        changes: dict[str, Allocation | None] = {}
-        reasons: dict[str, str] = {}
-        free = view.scratch()
-        for partition in sorted(view.dirty_partitions):
-            if view.timer_fired:
-                self._round(view, partition, free, changes, reasons)
-            elif view.pending_count(partition):
-                self._fill(view, partition, free, changes, reasons)
-        return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason="waiting for a round")
-
-    def _round(
+    def plan_round(
         self,
         view: ClusterView,
         partition: str,
@@ -258,7 +246,7 @@ class GavelPolicy:
             if job_id not in granted and job_id not in current:
                 reasons[job_id] = "not granted GPUs this round (max-min fair share)"
 
-    def _fill(
+    def fill_free(
         self,
         view: ClusterView,
         partition: str,

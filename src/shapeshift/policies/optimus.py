@@ -34,23 +34,23 @@ import numpy as np
 from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, Schedule
+from shapeshift.model import Allocation
 from shapeshift.perf.throughput import job_speedup
-from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.placement import Consolidated, allocation_for
 from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.rounds import RoundOrFillPolicy
 from shapeshift.workloads.catalog import lookup
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
 
 
-class OptimusPolicy:
+class OptimusPolicy(RoundOrFillPolicy):
     name = "optimus"
+    waiting_reason = "no GPU left"
 
     def __init__(self, efficiency: float, max_factor: float, round_seconds: float):
-        self.triggers = frozenset({ARRIVAL, COMPLETION, ROUND})
-        self.default_round: float | None = round_seconds
+        super().__init__(round_seconds)
         self.efficiency = efficiency
         self.max_factor = max_factor
         self._placement = Consolidated()
@@ -113,21 +113,10 @@ class OptimusPolicy:
         spec = dataclasses.replace(view.job(job_id).spec, num_gpus=gpus, plan=None)
         return self._placement.find(spec, nodes, free)
 
-    def decide(self, view: ClusterView) -> Schedule:
-        changes: dict[str, Allocation | None] = {}
-        reasons: dict[str, str] = {}
-        free = view.scratch()
-        for partition in sorted(view.dirty_partitions):
-            if view.timer_fired:
-                self._rebalance(view, partition, free, changes, reasons)
-            elif view.pending_count(partition):
-                self._fill(view, partition, free, changes, reasons)
-        return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason="no GPU left")
-
     def _order(self, view: ClusterView, jobs: list[str]) -> list[str]:
         return sorted(jobs, key=lambda j: (view.job(j).spec.submit_time, j))
 
-    def _rebalance(
+    def plan_round(
         self,
         view: ClusterView,
         partition: str,
@@ -163,7 +152,7 @@ class OptimusPolicy:
                 changes[job_id] = alloc
         self._start(view, [j for j in waiting if j in target], target, nodes, free, changes, reasons)
 
-    def _fill(
+    def fill_free(
         self,
         view: ClusterView,
         partition: str,
