@@ -23,11 +23,9 @@ def make_backend(name: str, address: str | None, cluster: ClusterSpec) -> Backen
 
         return LocalBackend()
     if name == "ray":
-        try:
-            from shapeshift.runtime.backends.ray_backend import RayBackend  # type: ignore[import-not-found]
-        except ModuleNotFoundError:
-            raise InputError("the ray backend is not available yet; use --backend local", field="--backend") from None
-        return RayBackend(cluster, address=address or "auto")  # type: ignore[no-any-return]
+        from shapeshift.runtime.backends.ray_backend import RayBackend
+
+        return RayBackend(cluster, address=address or "auto")
     raise InputError(f"unknown backend {name!r}; use local or ray", field="--backend")
 
 
