@@ -116,3 +116,17 @@ class CompletionFeed:
         for status in done:
             del self._watch[status.job_id]
         return sorted(done, key=lambda s: (s.end_time or 0.0, s.job_id))
+
+
+def _register_predictors() -> None:
+    """The Helios predictors of ``shapeshift.predict``: ``noise``, ``rolling``, ``gbdt``, ``helios``."""
+    from shapeshift.predict.blend import HeliosEstimator
+    from shapeshift.predict.gbdt import GbdtEstimator
+    from shapeshift.predict.noise import NoiseEstimator
+    from shapeshift.predict.rolling import RollingEstimator
+
+    for factory in (NoiseEstimator, RollingEstimator, GbdtEstimator, HeliosEstimator):
+        register_estimator(factory.name)(factory)
+
+
+_register_predictors()

@@ -23,6 +23,7 @@ from shapeshift.policies.base import Policy
 BUILTIN_MODULES: tuple[str, ...] = (
     "shapeshift.policies.fifo",
     "shapeshift.policies.sjf",
+    "shapeshift.policies.qssf",
     "shapeshift.policies.las",
     "shapeshift.policies.tiresias",
     "shapeshift.policies.themis",

@@ -10,20 +10,31 @@
   Tiresias paper (Gu et al., NSDI 2019, §6) and of Helios (Hu et al., SC 2021).
 
 Both take ``estimator=NAME`` (see ``shapeshift.policies.estimators``; built in:
-``oracle``). Ties go to the earlier submission. Waiting jobs keep a fixed key while they
-wait (a job's estimate and progress do not move while it waits), so with a static
-estimator they live in an incremental heap, not re-sorted per event.
+``oracle``, ``noise``, ``rolling``, ``gbdt``, ``helios``). Ties go to the earlier
+submission. Waiting jobs keep a fixed key while they wait (a job's estimate and progress
+do not move while it waits), so with a static estimator they live in an incremental heap,
+not re-sorted per event.
+
+SRTF with a static estimator decides through ``SrtfPolicy``, which gives exactly the
+decisions of ``ComposedPolicy``'s preemptive path at a fraction of the cost on large
+traces (the full Philly trace went from ~60 s to the time SJF takes): a partition with no
+waiting job is skipped (all its running jobs fit, nothing can change); running jobs'
+remaining times are computed inline from their status (no per-job method chain), sorted
+once in C and merged with the waiting heap by hand; and the eviction pass runs only when
+a waiting job was actually chosen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import field_validator
 
+from shapeshift.engine.state import FreeResources, JobState, JobStatus
+from shapeshift.model import Allocation
 from shapeshift.policies.admission import AdmissionParams, make_admission
-from shapeshift.policies.composed import ComposedPolicy
+from shapeshift.policies.composed import ComposedPolicy, _where
 from shapeshift.policies.estimators import CompletionFeed, DurationEstimator, check_estimator, make_estimator
 from shapeshift.policies.placement import PLACEMENTS
 from shapeshift.policies.registry import register
@@ -77,10 +88,115 @@ class ShortestRemainingFirst(_EstimatedOrdering):
     name = "srtf"
     preemptive = True
 
+    def __init__(self, estimator: DurationEstimator):
+        super().__init__(estimator)
+        #: job id -> (status, estimate, submit time, GPUs), filled when a job is first ranked.
+        #: Only used with a static estimator, whose estimate of a job never changes.
+        self._known: dict[str, tuple[JobStatus, float, float, int]] = {}
+
     def _key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
         status = view.job(job_id)
         remaining = max(self.estimator.estimate(status) - status.progress_at(view.now), 0.0)
         return (remaining, status.spec.submit_time)
+
+    def _facts(self, view: ClusterView, job_id: str) -> tuple[JobStatus, float, float, int]:
+        facts = self._known.get(job_id)
+        if facts is None:
+            status = view.job(job_id)
+            spec = status.spec
+            facts = self._known[job_id] = (status, self.estimator.estimate(status), spec.submit_time, spec.num_gpus)
+        return facts
+
+    def ranked_running(self, view: ClusterView, partition: str) -> list[tuple[tuple[float, float], str, int]]:
+        """``((remaining, submit), job_id, gpus)`` of the partition's running jobs, best first.
+
+        The same keys as ``key`` (``max(estimate - progress_at(now), 0)``, with the same
+        floating-point operations in the same order), computed without the method chain.
+        Every running job was ranked (and watched by the completion feed) when it waited."""
+        now = view.now
+        running_state = JobState.RUNNING
+        known = self._known
+        out = []
+        for job_id in view.running(partition):
+            facts = known.get(job_id)
+            if facts is None:
+                facts = self._facts(view, job_id)
+            status, estimate, submit, gpus = facts
+            done = status.work_done
+            if status.state is running_state:
+                last, stall = status.last_update, status.stall_until
+                active = now - (stall if stall > last else last)
+                if active > 0:
+                    done = done + status.rate * active
+                total = status.work_total
+                if total < done:
+                    done = total
+            remaining = estimate - done
+            if remaining < 0.0:
+                remaining = 0.0
+            out.append(((remaining, submit), job_id, gpus))
+        out.sort()
+        return out
+
+
+class SrtfPolicy(ComposedPolicy):
+    """``ComposedPolicy`` with a faster preemptive decision for SRTF and a static estimator.
+
+    Same decisions (allocations, evictions and waiting reasons) as the generic path; see
+    the module docstring for what it avoids."""
+
+    def _decide_preemptive(
+        self,
+        view: ClusterView,
+        partition: str,
+        free: FreeResources,
+        changes: dict[str, Allocation | None],
+        reasons: dict[str, str],
+    ) -> None:
+        queue = self._queue(view, partition)
+        ordering = self.ordering
+        if queue is None or not isinstance(ordering, ShortestRemainingFirst):
+            super()._decide_preemptive(view, partition, free, changes, reasons)
+            return
+        if view.pending_count(partition) == 0:
+            return  # every running job fits its partition: nothing to start, nobody to evict
+        by_rank = ordering.ranked_running(view, partition)
+        capacity = view.capacity_gpus(partition)
+        waiting = queue.iterate(view)
+        entry: Any = next(waiting, None)
+        n = len(by_rank)
+        i = 0
+        chosen: list[str] = []
+        newcomers = False
+        while True:
+            # Two-way merge of the running ranking and the waiting heap (keys are unique).
+            if i < n and (entry is None or (by_rank[i][0], by_rank[i][1]) < entry):
+                _, job_id, gpus = by_rank[i]
+                i += 1
+                if gpus <= capacity:
+                    chosen.append(job_id)
+                    capacity -= gpus
+            elif entry is not None:
+                job_id = entry[1]
+                entry = next(waiting, None)
+                gpus = ordering._facts(view, job_id)[3]
+                if gpus <= capacity:
+                    chosen.append(job_id)
+                    capacity -= gpus
+                    newcomers = True
+                else:
+                    reasons[job_id] = (
+                        f"needs {gpus} GPUs{_where(view, partition)}, {capacity} left after higher-priority jobs"
+                    )
+            else:
+                break
+            if capacity == 0:
+                break
+        if not newcomers:
+            return  # only running jobs chosen: nothing is placed, so nothing is evicted
+        running = {job_id for _, job_id, _ in by_rank}
+        running_by_rank = [job_id for _, job_id, _ in by_rank]
+        self._place_preemptive(view, partition, free, chosen, running, running_by_rank, changes, reasons)
 
 
 class SizeParams(AdmissionParams):
@@ -118,7 +234,7 @@ def make_sjf(params: SjfParams) -> ComposedPolicy:
     SizeParams,
 )
 def make_srtf(params: SizeParams) -> ComposedPolicy:
-    return ComposedPolicy(
+    return SrtfPolicy(
         name="srtf",
         admission=make_admission(params),
         ordering=ShortestRemainingFirst(make_estimator(params.estimator)),

@@ -1,0 +1,105 @@
+"""Helios' Philly comparison: FIFO, SJF, SRTF and QSSF over the whole Philly trace on its VCs.
+
+    python benchmarks/bench_helios_philly.py [--trace PATH] [--cluster YAML] [--seed 0] [--noise-ape 0.5]
+
+Reproduces the shape of Hu et al. (SC 2021, Table 6 / Figure 13): FIFO; SJF and SRTF with
+oracle durations (SRTF preemptive, every restart paying Helios' checkpoint rule: 7 s for
+1 GPU, 30 s up to 8 GPUs, 60 s above); and QSSF with the ``noise`` estimator (the Philly
+file has no users or job names to learn from), all consolidated, per VC
+(``../shared/examples/cluster-philly-vcs.yaml``). Prints per-VC and overall average JCT
+and queueing delay, the wall time of each simulation, and whether the expected ordering
+of overall average JCT, SRTF <= SJF <= QSSF < FIFO, holds. Goal: under 3 minutes in all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from shapeshift.cluster import load_cluster
+from shapeshift.engine.overheads import Overheads
+from shapeshift.engine.state import JobState
+from shapeshift.policies.registry import make_policy
+from shapeshift.sim.simulator import SimulationResult, simulate
+from shapeshift.workloads.readers import read_workload
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+GOAL_SECONDS = 180.0
+
+
+def per_vc(result: SimulationResult) -> dict[str, tuple[int, float, float]]:
+    """vc -> (completed jobs, average JCT, average queueing delay); ``"all"`` for the whole run."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for status in result.jobs:
+        if status.state is not JobState.COMPLETED or status.end_time is None:
+            continue
+        jct = status.end_time - status.spec.submit_time
+        queue = jct - status.run_seconds
+        for key in (status.partition, "all"):
+            acc = sums[key]
+            acc[0] += 1
+            acc[1] += jct
+            acc[2] += queue
+    return {k: (int(n), jct / n, q / n) for k, (n, jct, q) in sums.items() if n}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
+    parser.add_argument("--cluster", default=SHARED / "examples/cluster-philly-vcs.yaml", type=Path)
+    parser.add_argument("--seed", default=0, type=int)
+    parser.add_argument("--noise-ape", default=0.5, type=float)
+    args = parser.parse_args()
+    for path in (args.trace, args.cluster):
+        if not path.exists():
+            print(f"{path} not found (needs ../shared)", file=sys.stderr)
+            return 2
+
+    started = time.perf_counter()
+    jobs = read_workload(args.trace).jobs()
+    cluster = load_cluster(args.cluster)
+    runs = [
+        ("FIFO", "fifo", {}, Overheads()),
+        ("SJF", "sjf", {"estimator": "oracle"}, Overheads()),
+        ("SRTF", "srtf", {"estimator": "oracle"}, Overheads(restore_penalty="helios")),
+        ("QSSF", "qssf", {"estimator": "noise", "seed": args.seed, "noise_ape": args.noise_ape}, Overheads()),
+    ]
+    print(f"{len(jobs)} Philly jobs on {len(cluster.nodes)} nodes in {len(cluster.partitions)} VCs")
+    tables: dict[str, dict[str, tuple[int, float, float]]] = {}
+    walls: dict[str, float] = {}
+    for label, name, policy_args, overheads in runs:
+        t = time.perf_counter()
+        result = simulate(jobs, cluster, make_policy(name, policy_args), overheads=overheads)
+        walls[label] = time.perf_counter() - t
+        tables[label] = per_vc(result)
+        preempted = sum(s.preemptions for s in result.jobs)
+        print(f"  {label:5} {walls[label]:6.1f} s wall, {result.decisions} decisions, {preempted} preemptions")
+
+    labels = [r[0] for r in runs]
+    vcs = [*sorted(k for k in tables["FIFO"] if k != "all"), "all"]
+    print("\naverage JCT / average queueing delay, hours")
+    header = f"{'vc':8} {'jobs':>6} " + " ".join(f"{lab + ' JCT':>9} {lab + ' q':>8}" for lab in labels)
+    print(header)
+    print("-" * len(header))
+    for vc in vcs:
+        cells = " ".join(f"{tables[lab][vc][1] / 3600:9.3f} {tables[lab][vc][2] / 3600:8.3f}" for lab in labels)
+        print(f"{vc:8} {tables['FIFO'][vc][0]:6d} {cells}")
+    overall = {lab: tables[lab]["all"][1] for lab in labels}
+    holds = overall["SRTF"] <= overall["SJF"] <= overall["QSSF"] < overall["FIFO"]
+    order = " < ".join(sorted(labels, key=overall.__getitem__))
+    total = time.perf_counter() - started
+    print(
+        "\noverall average JCT / queueing, seconds: "
+        + ", ".join(f"{lab} {tables[lab]['all'][1]:.1f} / {tables[lab]['all'][2]:.1f}" for lab in labels)
+    )
+    print(f"overall average JCT order: {order}")
+    print(f"expected SRTF <= SJF <= QSSF < FIFO: {'holds' if holds else 'does NOT hold'}")
+    print(f"total wall time {total:.1f} s (goal < {GOAL_SECONDS:.0f} s: {'met' if total < GOAL_SECONDS else 'missed'})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
