@@ -186,3 +186,10 @@ def test_fast_srtf_makes_the_same_decisions_as_the_generic_path(tmp_path, seed):
 
 def test_srtf_registry_policy_uses_the_fast_path():
     assert isinstance(make_policy("srtf"), SrtfPolicy)
+
+
+def test_policies_listing_shows_the_name_users_type():
+    from shapeshift.policies.registry import registry
+
+    names = [name for name, _, _ in registry()["qssf"].parameters()]
+    assert "lambda" in names and "lambda_" not in names

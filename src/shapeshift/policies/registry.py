@@ -54,7 +54,7 @@ class PolicyInfo:
                 kind = "|".join(str(a) for a in get_args(f.annotation))
             else:
                 kind = getattr(f.annotation, "__name__", None) or str(f.annotation).replace("typing.", "")
-            result.append((key, kind, f.default))
+            result.append((f.alias or key, kind, f.default))  # the alias is what users type
         return result
 
 
