@@ -22,6 +22,10 @@ from shapeshift.policies.base import Policy
 #: Modules whose import registers the built-in policies.
 BUILTIN_MODULES: tuple[str, ...] = (
     "shapeshift.policies.fifo",
+    "shapeshift.policies.planaware.rubick",
+    "shapeshift.policies.planaware.antman",
+    "shapeshift.policies.planaware.synergy",
+    "shapeshift.policies.planaware.sia",
     "shapeshift.policies.sjf",
     "shapeshift.policies.qssf",
     "shapeshift.policies.las",

@@ -1,0 +1,86 @@
+"""Decision time of the plan-aware policies: one ``decide`` with 400 jobs on 64 GPUs.
+
+Builds an engine on the 8 x 8 A800 cluster, submits 400 jobs drawn (seeded) from
+``workload-mt`` (guaranteed and best-effort, every model), lets the policy place the first
+ones, then times repeated decisions over the same state (a fresh arrival each time, so
+the policy sees a new pending job). Curves are warm after the first decision, which is
+what a running scheduler sees; the cold first decision (fitting the 7-row samples) is
+printed separately.
+
+    python benchmarks/bench_rubick_decision.py [--policy rubick] [--repeat 50]
+
+Requirement (issue 6): p50 and p99 under 200 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from shapeshift.cluster import load_cluster
+from shapeshift.engine.engine import Engine
+from shapeshift.engine.overheads import Overheads
+from shapeshift.perf.ground_truth import GroundTruthModel
+from shapeshift.policies.registry import make_policy
+from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
+from shapeshift.workloads.readers import read_workload
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--policy", default="rubick")
+    ap.add_argument("--jobs", type=int, default=400)
+    ap.add_argument("--repeat", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    data = SHARED / "data/rubick"
+    cluster = load_cluster(SHARED / "examples/cluster-a800-8x8.yaml")
+    trace = read_workload(data / "workloads/workload-mt.csv", "rubick").jobs()
+    rng = random.Random(args.seed)
+    jobs = [replace(rng.choice(trace), job_id=f"j{i}", submit_time=0.0) for i in range(args.jobs + args.repeat)]
+    truth = GroundTruthModel.from_dir(data / "traces")
+    policy = make_policy(args.policy, {"traces": str(data / "traces")})
+    engine = Engine(cluster, policy, SimulatedExecutor(truth, CompletionQueue()), Overheads(0.0, 78.0))
+    for spec in jobs[: args.jobs]:
+        engine.submit(spec, 0.0)
+    t0 = time.perf_counter()
+    engine.step(0.0)
+    cold = time.perf_counter() - t0
+    times = []
+    refit_flags = []
+    knowledge = getattr(policy, "knowledge", None)
+    for k, spec in enumerate(jobs[args.jobs :]):
+        now = 1.0 + k
+        engine.submit(spec, now)
+        engine.fire_timer()
+        refits = knowledge.refits if knowledge is not None else 0
+        t0 = time.perf_counter()
+        engine.step(now)
+        times.append(time.perf_counter() - t0)
+        refit_flags.append(knowledge is not None and knowledge.refits > refits)
+    ms = np.array(times) * 1000
+    running = len(engine.allocations)
+    pending = sum(len(p) for p in engine.pending.values())
+    print(f"{args.policy}: {running} running + {pending} pending jobs on {cluster.total_gpus} GPUs")
+    print(f"cold first decision (fits 7-row samples, builds curves): {cold * 1000:.0f} ms")
+    print(
+        f"decision time over {len(ms)} decisions: "
+        f"p50 {np.percentile(ms, 50):.1f} ms, p99 {np.percentile(ms, 99):.1f} ms"
+    )
+    plain = ms[~np.array(refit_flags, dtype=bool)]
+    n_refit = int(np.sum(refit_flags))
+    print(
+        f"without the {n_refit} decision(s) that refit a model online: "
+        f"p50 {np.percentile(plain, 50):.1f} ms, p99 {np.percentile(plain, 99):.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

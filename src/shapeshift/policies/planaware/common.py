@@ -1,0 +1,26 @@
+"""Parameters every plan-aware policy accepts (where its knowledge comes from)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from shapeshift.policies.planaware.knowledge import Knowledge
+from shapeshift.policies.registry import PolicyParams
+
+
+class PlanAwareParams(PolicyParams):
+    """``traces``: directory of ``<model>/placements.csv`` profiling rows (default
+    ``$SHAPESHIFT_RUBICK_TRACES`` or ``../shared/data/rubick/traces``); the policy fits on
+    ``sample`` 7 of them per model (planner's choice or seeded random rows) and refits
+    online when its recent relative error exceeds ``refit_threshold``."""
+
+    traces: str | None = None
+    sample: Literal["planner", "random"] = "planner"
+    seed: int = 0
+    refit_threshold: float = Field(0.15, gt=0)
+    restore_penalty: float = Field(78.0, ge=0)
+
+    def knowledge(self) -> Knowledge:
+        return Knowledge(self.traces, self.sample, self.seed, self.refit_threshold)

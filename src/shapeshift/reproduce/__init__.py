@@ -1,0 +1,1 @@
+"""Reproductions of published experiments (the Rubick paper's cluster experiment and sweeps)."""

@@ -1,0 +1,282 @@
+"""The Rubick paper's cluster experiment (Table 4) and its two sweeps, in simulation.
+
+* ``base``: rubick, rubick-e, rubick-r, rubick-n, sia, synergy on ``workload-base``;
+* ``bp``: rubick, sia, synergy on ``workload-bp`` (requested plans are the best plans);
+* ``mt``: rubick, antman on ``workload-mt`` (tenant A with a 64-GPU quota owns the
+  guaranteed jobs, B has none);
+
+on 8 nodes x 8 A800 (``../shared/examples/cluster-a800-8x8.yaml``), jobs running their
+``steps`` iterations, charged by :class:`~shapeshift.perf.ground_truth.GroundTruthModel`
+(measured tables, fitted-model fallback), restore pause 78 s. Outputs: ``results.csv``
+(one row per run), ``table4.md`` (the table next to the paper's ratios) and the ratio of
+every policy to ``rubick`` on the same workload.
+
+Sweeps: ``load`` scales the arrival rate of the base trace (``rate`` x jobs per hour:
+submit times divided by ``rate``; the paper's down-sampling rate), ``llm`` redraws the
+base trace's jobs so that a given share are LLaMA jobs (each arrival slot takes, with a
+seeded draw, a LLaMA job of the trace with probability ``share``, another job otherwise;
+arrival times are kept).
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shapeshift.analysis.metrics import summarize
+from shapeshift.cluster import load_cluster
+from shapeshift.engine.overheads import Overheads
+from shapeshift.engine.state import JobState
+from shapeshift.errors import InputError
+from shapeshift.model import ClusterSpec, JobSpec
+from shapeshift.perf.ground_truth import GroundTruthModel
+from shapeshift.policies.registry import make_policy
+from shapeshift.sim.simulator import simulate
+from shapeshift.workloads.readers import read_workload
+
+EXPERIMENTS: dict[str, tuple[str, ...]] = {
+    "base": ("rubick", "rubick-e", "rubick-r", "rubick-n", "sia", "synergy"),
+    "bp": ("rubick", "sia", "synergy"),
+    "mt": ("rubick", "antman"),
+}
+#: Ratios of avg JCT to Rubick's reported by the paper (Table 4 / Sec. 6.2), for the table.
+PAPER_RATIOS: dict[tuple[str, str], float] = {
+    ("base", "rubick"): 1.0,
+    ("base", "sia"): 2.6,
+    ("base", "synergy"): 3.23,
+    ("base", "rubick-e"): 2.5,
+    ("base", "rubick-r"): 1.67,
+    ("base", "rubick-n"): 3.23,
+    ("mt", "rubick"): 1.0,
+    ("mt", "antman"): 1.6,
+}
+PAPER_RUBICK_AVG_JCT_H = 0.96
+RESTORE_PENALTY = 78.0
+COLUMNS = (
+    "workload",
+    "variant",
+    "policy",
+    "jobs",
+    "completed",
+    "avg_jct_h",
+    "p99_jct_h",
+    "makespan_h",
+    "avg_jct_guaranteed_h",
+    "avg_jct_besteffort_h",
+    "slo_attainment",
+    "ratio_to_rubick",
+    "paper_ratio",
+    "preemptions",
+    "reconfigurations",
+    "policy_refits",
+    "gt_table",
+    "gt_table_cpu_scaled",
+    "gt_fallback",
+    "gt_infeasible",
+    "sim_wall_s",
+)
+
+
+@dataclass(frozen=True)
+class Paths:
+    data: Path  # ../shared/data/rubick
+    cluster: Path  # cluster YAML
+
+    @classmethod
+    def default(cls, data: str | Path | None = None, cluster: str | Path | None = None) -> Paths:
+        root = Path(data) if data else _find_shared() / "data/rubick"
+        spec = Path(cluster) if cluster else _find_shared() / "examples/cluster-a800-8x8.yaml"
+        for p, what in ((root / "traces", "traces directory"), (root / "workloads", "workloads directory")):
+            if not p.is_dir():
+                raise InputError(f"{p}: {what} not found (pass --data DIR pointing at shared/data/rubick)")
+        if not spec.is_file():
+            raise InputError(f"{spec}: cluster file not found (pass --cluster FILE)")
+        return cls(root, spec)
+
+
+def _find_shared() -> Path:
+    for c in (Path.cwd().parent / "shared", Path(__file__).resolve().parents[4] / "shared"):
+        if c.is_dir():
+            return c
+    return Path.cwd().parent / "shared"
+
+
+def load_jobs(paths: Paths, workload: str) -> list[JobSpec]:
+    return read_workload(paths.data / "workloads" / f"workload-{workload}.csv", "rubick").jobs()
+
+
+def cluster_for(paths: Paths, workload_jobs: Sequence[JobSpec]) -> ClusterSpec:
+    """The experiment cluster; tenants only when the trace has guaranteed jobs."""
+    cluster = load_cluster(paths.cluster)
+    if not any(j.guaranteed for j in workload_jobs):
+        cluster = replace(cluster, tenants={})
+    return cluster
+
+
+def run_one(
+    paths: Paths,
+    jobs: Sequence[JobSpec],
+    policy: str,
+    workload: str,
+    variant: str = "",
+    policy_args: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One simulation; returns a results row (hours for times)."""
+    cluster = cluster_for(paths, jobs)
+    truth = GroundTruthModel.from_dir(paths.data / "traces")
+    args = {"traces": str(paths.data / "traces"), **(policy_args or {})}
+    pol = make_policy(policy, args)
+    result = simulate(
+        list(jobs),
+        cluster,
+        pol,
+        workload_name=workload,
+        throughput=truth,
+        overheads=Overheads(0.0, RESTORE_PENALTY),
+    )
+    s = summarize(result)
+    done = [j for j in result.jobs if j.state is JobState.COMPLETED]
+
+    def avg_h(sel: Callable[[JobSpec], bool]) -> float | None:
+        v = [j.end_time - j.spec.submit_time for j in done if sel(j.spec)]
+        return float(np.mean(v)) / 3600 if v else None
+
+    calls = truth.stats.as_dict()["calls"]
+    knowledge = getattr(pol, "knowledge", None)
+    return {
+        "workload": workload,
+        "variant": variant or workload,
+        "policy": policy,
+        "jobs": len(jobs),
+        "completed": s["jobs_completed"],
+        "avg_jct_h": (s["avg_jct"] or 0) / 3600,
+        "p99_jct_h": (s["p99_jct"] or 0) / 3600,
+        "makespan_h": s["makespan"] / 3600,
+        "avg_jct_guaranteed_h": avg_h(lambda j: j.guaranteed),
+        "avg_jct_besteffort_h": avg_h(lambda j: not j.guaranteed),
+        "slo_attainment": s["slo_attainment"],
+        "preemptions": s["preemptions"],
+        "reconfigurations": s["reconfigurations"],
+        "policy_refits": knowledge.refits if knowledge is not None else 0,
+        "gt_table": calls["table"],
+        "gt_table_cpu_scaled": calls["table_cpu_scaled"],
+        "gt_fallback": calls["fallback"],
+        "gt_infeasible": calls["infeasible"],
+        "sim_wall_s": result.wall_seconds,
+    }
+
+
+def add_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Avg JCT of every policy relative to rubick's on the same workload variant."""
+    base = {r["variant"]: r["avg_jct_h"] for r in rows if r["policy"] == "rubick"}
+    for r in rows:
+        ref = base.get(r["variant"])
+        r["ratio_to_rubick"] = r["avg_jct_h"] / ref if ref else None
+        r["paper_ratio"] = PAPER_RATIOS.get((r["workload"], r["policy"])) if r["variant"] == r["workload"] else None
+    return rows
+
+
+def run_table4(
+    paths: Paths,
+    workloads: Sequence[str] = ("base", "bp", "mt"),
+    policies: dict[str, Sequence[str]] | None = None,
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    rows = []
+    for wl in workloads:
+        if wl not in EXPERIMENTS:
+            raise InputError(f"unknown workload {wl!r}; expected one of {', '.join(EXPERIMENTS)}")
+        jobs = load_jobs(paths, wl)[:limit] if limit else load_jobs(paths, wl)
+        for pol in (policies or EXPERIMENTS).get(wl, EXPERIMENTS[wl]):
+            if progress:
+                progress(f"{wl}: {pol}")
+            rows.append(run_one(paths, jobs, pol, wl))
+    return add_ratios(rows)
+
+
+def scale_load(jobs: Sequence[JobSpec], rate: float) -> list[JobSpec]:
+    """``rate`` times as many arrivals per hour: submit times divided by ``rate``."""
+    if rate <= 0:
+        raise InputError("load rate must be > 0")
+    return [replace(j, submit_time=j.submit_time / rate) for j in jobs]
+
+
+def llm_share(jobs: Sequence[JobSpec], share: float, seed: int = 0) -> list[JobSpec]:
+    """Redraw jobs so that about ``share`` of them are LLaMA jobs (arrival slots kept)."""
+    if not 0 <= share <= 1:
+        raise InputError("LLaMA share must be within 0..1")
+    llm = [j for j in jobs if j.model.lower().startswith("llama")]
+    other = [j for j in jobs if not j.model.lower().startswith("llama")]
+    rng = random.Random(seed)
+    out = []
+    for i, slot in enumerate(jobs):
+        pool = llm if (rng.random() < share and llm) or not other else other
+        src = rng.choice(pool)
+        out.append(replace(src, job_id=f"{src.job_id}@{i}", name=f"{src.job_id}@{i}", submit_time=slot.submit_time))
+    return out
+
+
+def run_sweep(
+    paths: Paths,
+    kind: str,
+    points: Sequence[float],
+    policies: Sequence[str] = ("rubick", "sia", "synergy"),
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    base = load_jobs(paths, "base")
+    rows = []
+    for x in points:
+        jobs = scale_load(base, x) if kind == "load" else llm_share(base, x)
+        jobs = sorted(jobs, key=lambda j: j.submit_time)[:limit] if limit else jobs
+        for pol in policies:
+            if progress:
+                progress(f"{kind}={x}: {pol}")
+            rows.append(run_one(paths, jobs, pol, "base", variant=f"{kind}={x:g}"))
+    return add_ratios(rows)
+
+
+def write_results(rows: Sequence[dict[str, Any]], path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        w = csv.writer(handle)
+        w.writerow(COLUMNS)
+        for r in rows:
+            w.writerow([_fmt(r.get(c)) for c in COLUMNS])
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Table 4 as markdown: ours next to the paper's ratio."""
+    head = (
+        "| workload | policy | avg JCT (h) | P99 JCT (h) | makespan (h) | guaranteed / best-effort avg (h) "
+        "| SLO attainment | ratio to rubick | paper ratio |\n|---|---|---|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for r in rows:
+        ge = ""
+        if r.get("avg_jct_guaranteed_h") is not None:
+            ge = f"{r['avg_jct_guaranteed_h']:.2f} / {r['avg_jct_besteffort_h'] or 0:.2f}"
+        slo = "" if r.get("slo_attainment") is None else f"{r['slo_attainment']:.4f}"
+        ratio = "" if r.get("ratio_to_rubick") is None else f"{r['ratio_to_rubick']:.2f}x"
+        paper = "" if r.get("paper_ratio") is None else f"{r['paper_ratio']:.2f}x"
+        lines.append(
+            f"| {r['variant']} | {r['policy']} | {r['avg_jct_h']:.2f} | {r['p99_jct_h']:.2f} | {r['makespan_h']:.2f} "
+            f"| {ge} | {slo} | {ratio} | {paper} |"
+        )
+    return head + "\n".join(lines) + "\n"

@@ -1,0 +1,184 @@
+"""Plan-aware policies on hand-built scenarios whose answers are computed by hand.
+
+Knowledge and truth come from :mod:`tests.planaware.stubs` (throughput as a function of
+GPU count and of whether the plan is the requested one), so every expected JCT below is
+arithmetic: iterations x batch (32) / throughput, plus 78 s per restore.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from shapeshift.analysis.metrics import summarize
+from shapeshift.engine.engine import Engine
+from shapeshift.engine.overheads import Overheads
+from shapeshift.policies.planaware.antman import antman_variant
+from shapeshift.policies.planaware.core import PlanAwareScheduler
+from shapeshift.policies.planaware.rubick import rubick_variant
+from shapeshift.policies.planaware.sia import SiaParams, SiaPolicy
+from shapeshift.policies.planaware.synergy import SynergyParams, synergy_variant
+from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
+from shapeshift.sim.simulator import simulate
+from tests.conftest import jcts
+from tests.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
+
+PAUSE = Overheads(0.0, 78.0)
+
+
+def rubick(name: str = "rubick", thr=None, observed: bool = True) -> PlanAwareScheduler:
+    return PlanAwareScheduler(rubick_variant(name), StubKnowledge(thr or _linear, observed))
+
+
+def _linear(g: int, requested: bool) -> float:
+    return 10.0 * g
+
+
+def _saturating(g: int, requested: bool) -> float:
+    return 10.0 * min(g, 4)
+
+
+def test_antman_preempts_best_effort_for_guaranteed_job():
+    c = cluster(2, 8, {"A": 16, "B": 0})
+    jobs = [pjob("be", 0, 16, 5000, tenant="B"), pjob("g", 10, 8, 800, guaranteed=True, tenant="A")]
+    pol = PlanAwareScheduler(antman_variant(), StubKnowledge())
+    r = simulate(jobs, c, pol, throughput=StubTruth(), overheads=PAUSE)
+    t = jcts(r)
+    # g: 800 it at 80/32 it/s = 320 s, no pause (first launch)
+    assert t["g"] == pytest.approx(320.0)
+    # be: 50 it done in 10 s, preempted, relaunched at 330 with a 78 s restore, 4950 it at 5 it/s
+    assert t["be"] == pytest.approx(330 + 78 + 990)
+    s = summarize(r)
+    assert s["slo_attainment"] == pytest.approx(1.0)
+    assert s["preemptions"] == 1
+
+
+def test_rubick_min_res_takes_fewest_gpus_reaching_requested_throughput():
+    # requested plan: 3.75 x g samples/s (30 at 8 GPUs); best plan: 10 x min(g, 4)
+    def thr(g: int, requested: bool) -> float:
+        return 3.75 * g if requested else 10.0 * min(g, 4)
+
+    pol = rubick(thr=thr)
+    spec = pjob("g", 0, 8, 400, guaranteed=True, tenant="A")
+    g_min, choice = pol.min_res(spec, 8)
+    assert g_min == 4  # 3 GPUs give 30 < 30 * 1.02; 4 give 40
+    assert choice is not None and choice.plan.gpus == 4
+    # a merely predicted (never observed) configuration needs a 25% margin: 40 >= 37.5 still holds
+    assert PlanAwareScheduler(rubick_variant("rubick"), StubKnowledge(thr, observed=False)).min_res(spec, 8)[0] == 4
+
+    c = cluster(1, 8, {"A": 8})
+    r = simulate([spec], c, pol, throughput=StubTruth(thr), overheads=PAUSE)
+    assert jcts(r)["g"] == pytest.approx(400 * 32 / 40)  # ran on 4 GPUs with the better plan
+    assert summarize(r)["slo_attainment"] == pytest.approx(1.0)
+
+
+def test_rubick_min_res_keeps_request_when_margin_not_met():
+    def thr(g: int, requested: bool) -> float:
+        return 3.75 * g if requested else 8.0 * min(g, 4)  # best 32 at 4: below 30 * 1.25
+
+    pol = PlanAwareScheduler(rubick_variant("rubick"), StubKnowledge(thr, observed=False))
+    assert pol.min_res(pjob("g", 0, 8, 10, guaranteed=True, tenant="A"), 8)[0] == 8
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("rubick", 320.0), ("rubick-r", 320.0), ("rubick-e", 640.0), ("rubick-n", 640.0)],
+)
+def test_elastic_variants_scale_best_effort_job_up_to_max_scale(name, expected):
+    # alone on 8 GPUs, linear speed-up, request 2: elastic variants grow it to 2 x 2 = 4 GPUs
+    r = simulate([pjob("a", 0, 2, 400)], cluster(1, 8), rubick(name), throughput=StubTruth(), overheads=PAUSE)
+    assert jcts(r)["a"] == pytest.approx(expected)
+
+
+def test_rubick_gives_unused_gpus_to_a_newcomer_instead_of_a_saturated_job():
+    # a asks 8 GPUs but saturates at 4; rubick gives it 4 and b the other 4 at once
+    jobs = [pjob("a", 0, 8, 400), pjob("b", 10, 4, 400)]
+    r = simulate(jobs, cluster(1, 8), rubick("rubick", _saturating), throughput=StubTruth(_saturating), overheads=PAUSE)
+    assert jcts(r) == pytest.approx({"a": 320.0, "b": 320.0})
+    # rubick-n holds a's 8 GPUs as requested; b waits for it
+    r = simulate(
+        jobs, cluster(1, 8), rubick("rubick-n", _saturating), throughput=StubTruth(_saturating), overheads=PAUSE
+    )
+    assert jcts(r) == pytest.approx({"a": 320.0, "b": 630.0})
+
+
+def test_slo_guard_moves_an_underperforming_guaranteed_job_to_its_request():
+    def believed(g: int, requested: bool) -> float:
+        return 3.75 * g if requested else 10.0 * min(g, 4)
+
+    def true(g: int, requested: bool) -> float:
+        return 3.75 * g if requested else 5.0 * g  # the model was wrong: 20 at 4 GPUs
+
+    pol = PlanAwareScheduler(rubick_variant("rubick"), StubKnowledge(believed))
+    spec = pjob("g", 0, 8, 1000, guaranteed=True, tenant="A")
+    r = simulate([spec], cluster(1, 8, {"A": 8}), pol, throughput=StubTruth(true), overheads=PAUSE)
+    status = r.jobs[0]
+    assert status.reconfigurations == 1
+    # 60 s at 20/32 it/s, the first guard round, a 78 s restore, then 962.5 it at 30/32 it/s
+    rest = (1000 - 60 * 20 / 32) * 32 / 30
+    assert jcts(r)["g"] == pytest.approx(60 + 78 + rest)
+    assert summarize(r)["slo_attainment"] == pytest.approx(rest / (60 + 78 + rest))
+
+
+def test_guaranteed_job_beyond_quota_waits():
+    c = cluster(2, 8, {"A": 8})
+    jobs = [pjob("g1", 0, 8, 320, guaranteed=True, tenant="A"), pjob("g2", 0, 8, 320, guaranteed=True, tenant="A")]
+    pol = PlanAwareScheduler(antman_variant(), StubKnowledge())
+    r = simulate(jobs, c, pol, throughput=StubTruth(), overheads=PAUSE)
+    assert jcts(r) == pytest.approx({"g1": 128.0, "g2": 256.0})  # 8 free GPUs stay idle: quota is 8
+
+
+def test_sia_integer_program_maximises_normalised_goodput():
+    def thr_a(g: int) -> float:
+        return 10.0 * g if g <= 4 else 40.0 + 5.0 * (g - 4)
+
+    def thr(g: int, requested: bool) -> float:
+        return thr_a(g)
+
+    class TwoJobs(StubKnowledge):
+        def best(self, model, place, cpus, space=("all",)):
+            c = super().best(model, place, cpus, space)
+            if model == "roberta" and c is not None:  # b does not scale: 10 samples/s at any size
+                return type(c)(c.plan, 10.0, 3.2)
+            return c
+
+    pol = SiaPolicy(SiaParams(), TwoJobs(thr))
+    eng = Engine(cluster(1, 8), pol, SimulatedExecutor(StubTruth(thr), CompletionQueue()), PAUSE)
+    eng.submit(pjob("a", 0, 2, 100), 0.0)
+    b = pjob("b", 0, 1, 100)
+    eng.submit(type(b)(**{**{f: getattr(b, f) for f in b.__slots__}, "model": "roberta"}), 0.0)
+    eng.step(0.0)
+    # a at 7 GPUs (5.5) + b at 1 (1.0) beats a at 8 (6.0) alone
+    assert {j: a.gpus for j, a in eng.allocations.items()} == {"a": 7, "b": 1}
+
+
+def test_synergy_tune_gives_cpu_insensitive_jobs_fewer_cpus():
+    for mode, cpus in (("tune", 2.0 * 4), ("proportional", 8.0 * 4)):
+        pol = PlanAwareScheduler(synergy_variant(SynergyParams(mode=mode)), StubKnowledge())
+        eng = Engine(cluster(1, 8), pol, SimulatedExecutor(StubTruth(), CompletionQueue()), PAUSE)
+        eng.submit(pjob("a", 0, 4, 100), 0.0)
+        eng.step(0.0)
+        alloc = eng.allocations["a"]
+        assert alloc.gpus == 4 and alloc.total.cpus == pytest.approx(cpus)
+        assert alloc.plan == pjob("a", 0, 4, 100).plan  # fixed plan
+
+
+def test_every_policy_respects_node_capacity_and_is_deterministic():
+    c = cluster(2, 8, {"A": 8, "B": 0})
+    jobs = [
+        pjob(f"j{i}", 7.0 * i, g, 300 + 37 * i, guaranteed=(i % 3 == 0), tenant="A" if i % 3 == 0 else "B")
+        for i, g in enumerate([1, 2, 4, 8, 2, 1, 4, 2, 8, 1, 2, 4])
+    ]
+    makers = {
+        "rubick": lambda: rubick("rubick", _saturating),
+        "rubick-r": lambda: rubick("rubick-r", _saturating),
+        "antman": lambda: PlanAwareScheduler(antman_variant(), StubKnowledge(_saturating)),
+        "sia": lambda: SiaPolicy(SiaParams(), StubKnowledge(_saturating)),
+    }
+    for name, make in makers.items():
+        first = simulate(jobs, c, make(), throughput=StubTruth(_saturating), overheads=PAUSE)
+        again = simulate(jobs, c, make(), throughput=StubTruth(_saturating), overheads=PAUSE)
+        assert len(jcts(first)) == len(jobs), name  # the engine raised on any over-allocation
+        assert jcts(first) == jcts(again), name
+        assert all(math.isfinite(v) for v in jcts(first).values())
