@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.stats import qmc
 
 from shapeshift.model import NodeSpec, ZeroMode
 from shapeshift.perf.arch import ModelArch, get_arch
@@ -261,6 +259,10 @@ def fit(
     prior: float = PRIOR_WEIGHT,
 ) -> FittedModel:
     """Fit one model's coefficients to its measurements (RMSLE, bounded, multi-start)."""
+    # scipy's optimizer and samplers cost ~0.7 s to import; only fitting needs them.
+    from scipy.optimize import minimize
+    from scipy.stats import qmc
+
     rows = list(measurements)
     if len(rows) < MIN_POINTS:
         raise FitError(f"need at least {MIN_POINTS} measurements to fit, got {len(rows)}")

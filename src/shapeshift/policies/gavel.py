@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
-from scipy.optimize import linprog
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, ClusterSpec
@@ -72,6 +71,9 @@ def max_min_allocation(speed: np.ndarray, demand: np.ndarray, capacity: np.ndarr
 
     ``speed``: (jobs x types) throughput (0 where a job cannot run on a type);
     ``demand``: GPUs per job; ``capacity``: GPUs per type. Returns X (jobs x types)."""
+    # Imported here: scipy.optimize costs ~0.5 s at start-up and only this step needs it.
+    from scipy.optimize import linprog
+
     jobs, types = speed.shape
     if jobs == 0:
         return np.zeros((0, types))

@@ -28,8 +28,6 @@ import itertools
 
 import numpy as np
 from pydantic import Field
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_array
 
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
@@ -114,6 +112,10 @@ class SiaPolicy:
     def _decide_partition(
         self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]
     ) -> None:
+        # Imported here: scipy.optimize costs ~0.5 s at start-up and only this step needs it.
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import coo_array
+
         nodes = [int(n) for n in view.partitions[part]]
         cluster = view.cluster
         gpn = max(cluster.nodes[n].gpus for n in nodes)
