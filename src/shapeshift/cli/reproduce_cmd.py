@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from shapeshift.cli.common import console, guarded
+from shapeshift.cli.options import QuietOption
 from shapeshift.errors import InputError
 from shapeshift.reproduce.experiment import (
     EXPERIMENTS,
@@ -34,15 +35,21 @@ def command(
     ] = "none",
     points: Annotated[str | None, typer.Option(help="Comma-separated sweep points (overrides the defaults).")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N jobs of each trace (smoke runs).")] = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Run the paper's cluster experiment (or a sweep) in simulation and write results.csv."""
     paths = Paths.default(data, cluster)
+
+    def progress(message: str) -> None:
+        if not quiet:
+            console.print(f"running {message}")
+
     if sweep == "none":
         names = [w.strip() for w in workloads.split(",") if w.strip()]
         bad = [w for w in names if w not in EXPERIMENTS]
         if bad:
             raise InputError(f"unknown workload(s) {', '.join(bad)}; expected {', '.join(EXPERIMENTS)}")
-        rows = run_table4(paths, names, limit=limit, progress=lambda m: console.print(f"running {m}"))
+        rows = run_table4(paths, names, limit=limit, progress=progress)
         name = "results.csv"
     elif sweep in ("load", "llm"):
         default = "0.5,1,1.5,2" if sweep == "load" else "0,0.25,0.5"
@@ -50,7 +57,7 @@ def command(
             xs = [float(x) for x in (points or default).split(",") if x.strip()]
         except ValueError:
             raise InputError(f"--points must be comma-separated numbers, got {points!r}") from None
-        rows = run_sweep(paths, sweep, xs, limit=limit, progress=lambda m: console.print(f"running {m}"))
+        rows = run_sweep(paths, sweep, xs, limit=limit, progress=progress)
         name = f"sweep-{sweep}.csv"
     else:
         raise InputError(f"unknown sweep {sweep!r}; expected none, load or llm")
@@ -58,5 +65,6 @@ def command(
     write_results(rows, out / name)
     table = markdown_table(rows)
     (out / name.replace(".csv", ".md")).write_text(table, encoding="utf-8")
-    console.print(table)
-    console.print(f"wrote {out / name}")
+    if not quiet:
+        console.print(table)
+        console.print(f"wrote {out / name}")
