@@ -257,8 +257,14 @@ def fit(
     starts: int = 6,
     seed: int = 0,
     prior: float = PRIOR_WEIGHT,
+    warm_start: RubickParams | None = None,
+    max_iterations: int | None = None,
 ) -> FittedModel:
-    """Fit one model's coefficients to its measurements (RMSLE, bounded, multi-start)."""
+    """Fit one model's coefficients to its measurements (RMSLE, bounded, multi-start).
+
+    ``warm_start`` begins from known coefficients instead of the data-driven guess, and
+    ``max_iterations`` caps each L-BFGS-B run: an online refit starts close to its answer
+    and must fit inside one scheduling decision."""
     # scipy's optimizer and samplers cost ~0.7 s to import; only fitting needs them.
     from scipy.optimize import minimize
     from scipy.stats import qmc
@@ -287,7 +293,8 @@ def fit(
         prior=prior,
     )
     lo, hi = _LO[objective.free_idx], _HI[objective.free_idx]
-    z0 = np.clip(np.log(guess[objective.free_idx]), lo, hi)
+    start = warm_start.as_array() if warm_start is not None else guess
+    z0 = np.clip(np.log(np.maximum(start[objective.free_idx], 1e-12)), lo, hi)
     candidates = [z0]
     if starts > 1:
         sampler = qmc.LatinHypercube(d=len(free), seed=seed)
@@ -296,7 +303,8 @@ def fit(
             candidates.append(np.clip(z0 + (u - 0.5) * spread, lo, hi))
     best = None
     for z in candidates:
-        res = minimize(objective, z, method="L-BFGS-B", bounds=list(zip(lo, hi, strict=True)))
+        limits = {"maxiter": max_iterations} if max_iterations is not None else None
+        res = minimize(objective, z, method="L-BFGS-B", bounds=list(zip(lo, hi, strict=True)), options=limits)
         if best is None or res.fun < best.fun:
             best = res
     assert best is not None

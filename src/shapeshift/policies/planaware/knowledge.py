@@ -51,6 +51,9 @@ ALL: PlanSpace = ("all",)
 #: them (every experiment builds several policies over the same profiling rows).
 _INITIAL_FITS: dict[tuple[object, ...], FittedModel] = {}
 
+#: L-BFGS-B iterations allowed to an online refit (warm-started, so few are needed).
+REFIT_ITERATIONS = 40
+
 
 def default_traces() -> Path | None:
     """``$SHAPESHIFT_RUBICK_TRACES``, else ``../shared/data/rubick/traces`` next to the checkout."""
@@ -218,16 +221,23 @@ class Knowledge:
             mk.since_refit += 1
             self._invalidate(mk, curves=False)
             touched.add(mk.arch.name)
+        due = []
         for name in sorted(touched):
             mk = self._models.get(name) or self.knowledge(name)
             if mk is None or not mk.recent_errors:
                 continue
             if float(np.mean(mk.recent_errors)) <= self.refit_threshold or mk.since_refit < 2 + 2 * mk.refits:
                 continue
+            due.append((-float(np.mean(mk.recent_errors)), name, mk))
+        # At most one refit per decision, the worst model first (the others stay due and are
+        # refit by later decisions): a decision must stay well under 200 ms.
+        for _, _, mk in sorted(due, key=lambda d: (d[0], d[1]))[:1]:
             rows = mk.sample + list(mk.observed.values())
             try:
-                # one start from the data-driven guess: a refit must fit in a decision
-                mk.model = fit(rows, mk.arch, starts=1, seed=self.seed)
+                # one bounded start from the current coefficients: close to the answer already
+                mk.model = fit(
+                    rows, mk.arch, starts=1, seed=self.seed, warm_start=mk.model.params, max_iterations=REFIT_ITERATIONS
+                )
             except (FitError, ValueError):
                 continue
             mk.refits += 1
