@@ -182,3 +182,19 @@ def test_every_policy_respects_node_capacity_and_is_deterministic():
         assert len(jcts(first)) == len(jobs), name  # the engine raised on any over-allocation
         assert jcts(first) == jcts(again), name
         assert all(math.isfinite(v) for v in jcts(first).values())
+
+
+def test_a_job_below_its_minimum_keeps_growing_across_a_plateau_of_its_curve():
+    # The monotone curve of an 8-GPU job is already flat from 7 GPUs (a 7-GPU plan is as
+    # fast). Part-grown to 7, the job still cannot run: the 8th GPU is worth all of c[8].
+    # (Reading it as c[8] - c[7] = 0 once stranded such jobs forever in rubick-e.)
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    curve = np.array([0, 10, 19, 27, 34, 40, 45, 48, 48], dtype=float)
+    job = SimpleNamespace(g=7, g_min=8, g_max=8, unit=1, curve=curve, req_thr=48.0)
+    gain, target = PlanAwareScheduler._gain(None, job)  # type: ignore[arg-type]
+    assert target == 8 and gain == pytest.approx(48.0 / 1 / 48.0)
+    job.g = 0
+    assert PlanAwareScheduler._gain(None, job) == (pytest.approx(48.0 / 8 / 48.0), 8)  # type: ignore[arg-type]

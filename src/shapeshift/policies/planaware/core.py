@@ -42,7 +42,7 @@ from shapeshift.perf.arch import get_arch
 from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.perf.plans import packed_placement
 from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
-from shapeshift.policies.planaware.knowledge import ALL, Choice, Knowledge, PlanSpace, fixed_space, job_space
+from shapeshift.policies.planaware.knowledge import Choice, Knowledge, PlanSpace, fixed_space, job_space
 
 CpuMode = Literal["requested", "elastic", "tune", "proportional"]
 DEFAULT_CPUS_PER_GPU = 4.0
@@ -131,7 +131,7 @@ class PlanAwareScheduler:
         spec = status.spec
         v = self.variant
         space = job_space(spec, v.replan, v.elastic)
-        unit = 1 if space == ALL or spec.plan is None else spec.plan.tp
+        unit = 1 if space[0] == "all" or spec.plan is None else spec.plan.tp
         req = max(spec.num_gpus, 1)
         cpu_per_gpu = spec.num_cpus / req if spec.num_cpus > 0 else DEFAULT_CPUS_PER_GPU
         kn = self.knowledge
@@ -205,8 +205,11 @@ class PlanAwareScheduler:
         """(normalised throughput gain per GPU, target GPU count) of growing ``j``."""
         g, c = j.g, j.curve
         if g < j.g_min:
+            # Below its minimum a job cannot run: it gains all of c[g_min], not the step from
+            # c[g] (the monotone curve may already plateau below g_min, which read as "no
+            # gain" stranded such jobs part-grown forever).
             h = j.g_min
-            return (c[h] - c[g]) / (h - g) / j.req_thr, h
+            return c[h] / (h - g) / j.req_thr, h
         best, target = 0.0, g
         h = g + j.unit
         while h <= min(j.g_max, g + 8 * j.unit) and h < len(c):

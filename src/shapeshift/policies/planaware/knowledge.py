@@ -42,8 +42,9 @@ from shapeshift.perf.validate import planner_sample, random_sample
 TRACES_ENV = "SHAPESHIFT_RUBICK_TRACES"
 SAMPLE_SIZE = 7
 
-#: A plan space: ("all",) every plan; ("fixed", plan) the requested plan only;
-#: ("dp", tp, pp, zero, gc) data-parallel scaling of the requested plan's shape.
+#: A plan space: ("all",) every plan; ("all", plan) every plan plus the requested one;
+#: ("fixed", plan) the requested plan only; ("dp", tp, pp, zero, gc) data-parallel
+#: scaling of the requested plan's shape.
 PlanSpace = tuple[object, ...]
 ALL: PlanSpace = ("all",)
 
@@ -97,7 +98,17 @@ def plans_in_space(arch: ModelArch, place: tuple[int, ...], space: PlanSpace) ->
     seen: dict[ExecutionPlan, None] = {}
     for plan in enumerate_plans(arch, place):
         seen[normalise_plan(arch.name, plan)] = None
+    requested = _requested(space)
+    if requested is not None:
+        # The plan the user submitted stays a candidate even where the enumerated space
+        # would not produce it (gpt2's TP=5 does not divide its 19 heads, yet it ran).
+        seen.update(dict.fromkeys(plans_in_space(arch, place, fixed_space(requested))))
     return list(seen)
+
+
+def _requested(space: PlanSpace) -> ExecutionPlan | None:
+    plan = space[1] if len(space) > 1 and space[0] in ("all", "fixed") else None
+    return plan if isinstance(plan, ExecutionPlan) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,8 +288,11 @@ class Knowledge:
         if key in self._best:
             return self._best[key]
         plans = plans_in_space(mk.arch, pk, space)
+        requested = _requested(space)
         if space[0] != "fixed":
-            plans = [p for p in plans if fits_memory(mk.arch, p, pk, mk.model.node)]
+            # The memory estimator vetoes enumerated plans, never the submitted one: that
+            # plan ran on the user's resources, so it is known to fit.
+            plans = [p for p in plans if p == requested or fits_memory(mk.arch, p, pk, mk.model.node)]
         result = None
         if plans:
             times = mk.model.predict([Config(mk.arch, p, pk, max(cpus, 1.0), mk.model.node) for p in plans])
@@ -315,5 +329,5 @@ def job_space(job: JobSpec, replan: bool, elastic: bool) -> PlanSpace:
     if job.plan is None:
         return ALL
     if replan:
-        return ALL
+        return ("all", job.plan)
     return dp_space(job.plan) if elastic else fixed_space(replace(job.plan))
