@@ -45,3 +45,12 @@ def test_cli_reports_bad_input_without_traceback(tmp_path):
     assert res.exit_code == 2 and "Traceback" not in res.output
     res = runner.invoke(app, ["simulate", "--policy", "rubick", "--policy-arg", "max_scale=0.5"])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_table_flags_policies_that_left_jobs_unfinished():
+    from shapeshift.reproduce.experiment import markdown_table
+
+    done = dict(variant="base", policy="rubick", jobs=406, completed=406, avg_jct_h=0.3, p99_jct_h=3.0, makespan_h=15.0)
+    short = {**done, "policy": "rubick-e", "completed": 361}
+    lines = markdown_table([done, short]).splitlines()
+    assert "unfinished" not in lines[-2] and "rubick-e (45 of 406 jobs unfinished)" in lines[-1]

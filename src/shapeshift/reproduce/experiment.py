@@ -275,8 +275,11 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
         slo = "" if r.get("slo_attainment") is None else f"{r['slo_attainment']:.4f}"
         ratio = "" if r.get("ratio_to_rubick") is None else f"{r['ratio_to_rubick']:.2f}x"
         paper = "" if r.get("paper_ratio") is None else f"{r['paper_ratio']:.2f}x"
+        # Averages cover completed jobs only: say so loudly when some never finished.
+        missing = int(r["jobs"]) - int(r["completed"])
+        policy = r["policy"] + (f" ({missing} of {r['jobs']} jobs unfinished)" if missing else "")
         lines.append(
-            f"| {r['variant']} | {r['policy']} | {r['avg_jct_h']:.2f} | {r['p99_jct_h']:.2f} | {r['makespan_h']:.2f} "
+            f"| {r['variant']} | {policy} | {r['avg_jct_h']:.2f} | {r['p99_jct_h']:.2f} | {r['makespan_h']:.2f} "
             f"| {ge} | {slo} | {ratio} | {paper} |"
         )
     return head + "\n".join(lines) + "\n"
