@@ -9,6 +9,7 @@ from shapeshift.engine.state import JobState
 from shapeshift.model import Allocation, ClusterSpec, NodeSpec, Resources, Schedule
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.placement import Consolidated
+from shapeshift.policies.registry import make_policy
 from tests.conftest import by_id, jcts, job, run
 
 
@@ -202,3 +203,21 @@ def test_slo_attainment_counts_restore_pauses_as_missed():
     assert (g.run_seconds, g.slo_met_seconds) == (130, 100)
     assert summarize(result)["slo_attainment"] == pytest.approx(100 / 130, abs=1e-6)
     assert summarize(run([job("b", 0, 1, 10)], "1x1"))["slo_attainment"] is None
+
+
+def test_each_completion_is_reported_once_to_the_next_decision():
+    # FIFO on 1 GPU: a ends at 10, b at 30, c at 35. Every decision sees exactly the jobs
+    # that completed since the previous one, in completion order.
+    seen = []
+    fifo = make_policy("fifo")
+
+    class Spy:
+        name, triggers, default_round = "spy", fifo.triggers, None
+
+        def decide(self, view):
+            seen.append((view.now, view.finished))
+            return fifo.decide(view)
+
+    run([job("a", 0, 1, 10), job("b", 0, 1, 20), job("c", 5, 1, 5)], "1x1", Spy())
+    assert [(t, f) for t, f in seen if f] == [(10, ("a",)), (30, ("b",)), (35, ("c",))]
+    assert sum(len(f) for _, f in seen) == 3

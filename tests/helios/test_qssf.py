@@ -16,7 +16,7 @@ from shapeshift.errors import InputError
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.estimators import OracleEstimator
 from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.qssf import QssfOrdering, QssfPolicy
+from shapeshift.policies.qssf import QssfOrdering
 from shapeshift.policies.registry import make_policy
 from shapeshift.policies.sjf import ShortestRemainingFirst, SrtfPolicy
 from shapeshift.predict.rolling import RollingEstimator
@@ -106,10 +106,12 @@ def _vc_trace(seed: int, n: int = 80, poison: float | None = None):
 def test_the_history_feed_shows_exactly_the_jobs_finished_before_each_submission(tmp_path):
     cluster = _vc_cluster(tmp_path)
     trace = _vc_trace(3)
-    reference = run(trace, cluster, QssfPolicy("qssf", AcceptAll(), QssfOrdering(RollingEstimator()), Consolidated()))
+    reference = run(
+        trace, cluster, ComposedPolicy("qssf", AcceptAll(), QssfOrdering(RollingEstimator()), Consolidated())
+    )
     ends = {j.job_id: j.end_time for j in reference.jobs}
     spy = _Spy(ends)
-    result = run(trace, cluster, QssfPolicy("qssf", AcceptAll(), QssfOrdering(spy), Consolidated()))
+    result = run(trace, cluster, ComposedPolicy("qssf", AcceptAll(), QssfOrdering(spy), Consolidated()))
     assert jcts(result) == jcts(reference)
     assert spy.checked == len(trace) and sorted(spy.seen) == sorted(ends)
     assert spy.seen == [j for _, j in sorted((e, j) for j, e in ends.items())]  # end-time order

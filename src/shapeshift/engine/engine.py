@@ -68,6 +68,8 @@ class Engine:
         self.allocations: dict[str, Allocation] = {}
         self.rejections: list[Rejection] = []
         self._dirty: set[str] = set()
+        #: Jobs completed since the last decision, in completion order.
+        self._finished: list[str] = []
         self._timer_fired = False
         self._wants_arrivals = ARRIVAL in policy.triggers
         self._wants_completions = COMPLETION in policy.triggers
@@ -104,6 +106,7 @@ class Engine:
         status.state = JobState.COMPLETED
         status.end_time = now
         status.version += 1
+        self._finished.append(job_id)
         if self._wants_completions:
             self._dirty.add(status.partition)
 
@@ -125,8 +128,9 @@ class Engine:
         """Ask the policy for the desired state if anything changed, and reconcile."""
         if not self._dirty:
             return None
-        view = ClusterView(self, now, frozenset(self._dirty), self._timer_fired)
+        view = ClusterView(self, now, frozenset(self._dirty), self._timer_fired, tuple(self._finished))
         self._dirty.clear()
+        self._finished.clear()
         self._timer_fired = False
         schedule = self.policy.decide(view)
         self.decisions += 1

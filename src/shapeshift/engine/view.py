@@ -23,15 +23,25 @@ if TYPE_CHECKING:
 class ClusterView:
     """Read-only access to cluster and job state at ``now``."""
 
-    __slots__ = ("_engine", "dirty_partitions", "now", "timer_fired")
+    __slots__ = ("_engine", "dirty_partitions", "finished", "now", "timer_fired")
 
-    def __init__(self, engine: Engine, now: float, dirty_partitions: frozenset[str], timer_fired: bool):
+    def __init__(
+        self,
+        engine: Engine,
+        now: float,
+        dirty_partitions: frozenset[str],
+        timer_fired: bool,
+        finished: tuple[str, ...] = (),
+    ):
         self._engine = engine
         self.now = now
         #: Partitions where something happened since the last decision. A policy whose
         #: decision depends only on queue contents and free resources may skip the rest.
         self.dirty_partitions = dirty_partitions
         self.timer_fired = timer_fired
+        #: Jobs that completed since the previous decision, in completion order: what
+        #: history-based predictors learn from, without scanning every job.
+        self.finished = finished
 
     @property
     def cluster(self) -> ClusterSpec:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from shapeshift.engine.state import JobState, JobStatus
+from shapeshift.engine.state import JobStatus
 from shapeshift.errors import InputError
 
 if TYPE_CHECKING:
@@ -98,24 +98,11 @@ def make_estimator(name: str) -> DurationEstimator:
         raise InputError(str(exc), field="estimator") from None
 
 
-class CompletionFeed:
-    """Finds the jobs that finished since the last call, for history-based estimators.
-
-    The policy ``watch``es every job it ranks (a job can only run after being ranked) and
-    the feed reports those now completed, oldest end time first. O(watched jobs) per
-    call; only used when ``needs_history``."""
-
-    def __init__(self) -> None:
-        self._watch: dict[str, None] = {}
-
-    def watch(self, job_id: str) -> None:
-        self._watch[job_id] = None
-
-    def finished(self, view: ClusterView) -> list[JobStatus]:
-        done = [view.job(j) for j in self._watch if view.job(j).state is JobState.COMPLETED]
-        for status in done:
-            del self._watch[status.job_id]
-        return sorted(done, key=lambda s: (s.end_time or 0.0, s.job_id))
+def finished_jobs(view: ClusterView) -> list[JobStatus]:
+    """Jobs that completed since the previous decision, oldest end time first: the order in
+    which history-based estimators must learn them (never a job that ends later)."""
+    done = [view.job(j) for j in view.finished]
+    return sorted(done, key=lambda s: (s.end_time or 0.0, s.job_id))
 
 
 def _register_predictors() -> None:

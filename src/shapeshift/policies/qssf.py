@@ -23,9 +23,8 @@ duration: shortest-service-first with perfect knowledge).
 
 A job's priority is fixed at submission (the estimators fix each job's estimate the first
 time they are asked), so waiting jobs live in an incremental per-VC heap. Learned
-estimators are fed each finished job once, in end-time order, before any later decision;
-the policy tracks the jobs it launched, so finding the finished ones costs O(running
-jobs of the VCs where something happened), not O(all jobs).
+estimators are fed each finished job once, in end-time order, before any later decision,
+from the engine's list of jobs finished since the last decision (``view.finished``).
 """
 
 from __future__ import annotations
@@ -35,11 +34,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import ConfigDict, Field
 
-from shapeshift.engine.state import JobState
 from shapeshift.errors import InputError
-from shapeshift.model import Schedule
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
-from shapeshift.policies.estimators import DurationEstimator, OracleEstimator
+from shapeshift.policies.estimators import DurationEstimator, OracleEstimator, finished_jobs
 from shapeshift.policies.placement import PLACEMENTS
 from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.predict.blend import HeliosEstimator
@@ -60,8 +57,6 @@ class QssfOrdering:
     def __init__(self, estimator: DurationEstimator):
         self.estimator = estimator
         self.static_keys = estimator.static
-        #: partition -> jobs launched there and not yet reported finished (insertion-ordered).
-        self._launched: dict[str, dict[str, None]] = {}
 
     def priority(self, view: ClusterView, job_id: str) -> float:
         status = view.job(job_id)
@@ -75,37 +70,9 @@ class QssfOrdering:
 
     def prepare(self, view: ClusterView) -> None:
         """Feed the estimator the jobs that finished since the last decision, oldest end first."""
-        if not self.estimator.needs_history:
-            return
-        done = []
-        for partition in sorted(view.dirty_partitions):
-            launched = self._launched.get(partition)
-            if not launched:
-                continue
-            for job_id in [j for j in launched if view.job(j).state is not JobState.RUNNING]:
-                del launched[job_id]
-                status = view.job(job_id)
-                if status.state is JobState.COMPLETED:
-                    done.append(status)
-        done.sort(key=lambda s: (s.end_time or 0.0, s.job_id))
-        for status in done:
-            self.estimator.observe(status)
-
-    def launched(self, view: ClusterView, job_ids: Iterable[str]) -> None:
-        if not self.estimator.needs_history:
-            return
-        for job_id in job_ids:
-            self._launched.setdefault(view.job(job_id).partition, {})[job_id] = None
-
-
-class QssfPolicy(ComposedPolicy):
-    """``ComposedPolicy`` that tells its ordering which jobs it launched (for the history feed)."""
-
-    def decide(self, view: ClusterView) -> Schedule:
-        schedule = super().decide(view)
-        if isinstance(self.ordering, QssfOrdering):
-            self.ordering.launched(view, [j for j, alloc in schedule.changes.items() if alloc is not None])
-        return schedule
+        if self.estimator.needs_history:
+            for status in finished_jobs(view):
+                self.estimator.observe(status)
 
 
 class QssfParams(PolicyParams):
@@ -143,7 +110,7 @@ def qssf_estimator(params: QssfParams) -> DurationEstimator:
     QssfParams,
 )
 def make_qssf(params: QssfParams) -> ComposedPolicy:
-    return QssfPolicy(
+    return ComposedPolicy(
         name="qssf",
         admission=AcceptAll(),
         ordering=QssfOrdering(qssf_estimator(params)),

@@ -35,7 +35,7 @@ from shapeshift.engine.state import FreeResources, JobState, JobStatus
 from shapeshift.model import Allocation
 from shapeshift.policies.admission import AdmissionParams, make_admission
 from shapeshift.policies.composed import ComposedPolicy, _where
-from shapeshift.policies.estimators import CompletionFeed, DurationEstimator, check_estimator, make_estimator
+from shapeshift.policies.estimators import DurationEstimator, check_estimator, finished_jobs, make_estimator
 from shapeshift.policies.placement import PLACEMENTS
 from shapeshift.policies.registry import register
 
@@ -52,19 +52,13 @@ class _EstimatedOrdering:
     def __init__(self, estimator: DurationEstimator):
         self.estimator = estimator
         self.static_keys = estimator.static
-        self._feed = CompletionFeed() if estimator.needs_history else None
 
     def prepare(self, view: ClusterView) -> None:
-        if self._feed is not None:
-            for status in self._feed.finished(view):
+        if self.estimator.needs_history:
+            for status in finished_jobs(view):
                 self.estimator.observe(status)
 
     def key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
-        if self._feed is not None:
-            self._feed.watch(job_id)
-        return self._key(view, job_id)
-
-    def _key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
         raise NotImplementedError
 
     def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
@@ -77,7 +71,7 @@ class ShortestJobFirst(_EstimatedOrdering):
     name = "sjf"
     preemptive = False
 
-    def _key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
+    def key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
         status = view.job(job_id)
         return (self.estimator.estimate(status), status.spec.submit_time)
 
@@ -94,7 +88,7 @@ class ShortestRemainingFirst(_EstimatedOrdering):
         #: Only used with a static estimator, whose estimate of a job never changes.
         self._known: dict[str, tuple[JobStatus, float, float, int]] = {}
 
-    def _key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
+    def key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
         status = view.job(job_id)
         remaining = max(self.estimator.estimate(status) - status.progress_at(view.now), 0.0)
         return (remaining, status.spec.submit_time)
