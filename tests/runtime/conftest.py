@@ -29,13 +29,21 @@ def demo_job(name: str, iterations: int = 10, iter_time: float = 0.1, gpus: int 
     return json.dumps({"name": name, "command": command, "iterations": iterations, "resources": {"gpus": gpus}})
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
+def wait_for(
+    predicate: Callable[[], bool],
+    timeout: float,
+    what: str,
+    interval: float = 0.05,
+    detail: Callable[[], object] | None = None,
+) -> None:
+    """Poll ``predicate``; on time-out fail with ``detail()`` (the state worth seeing)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    extra = f"; state: {detail()}" if detail is not None else ""
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{extra}")
 
 
 def kill_processes_under(path: Path) -> None:

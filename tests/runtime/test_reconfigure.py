@@ -49,7 +49,12 @@ def _job(name: str, seed: int) -> str:
 def test_reconfigured_run_matches_the_unreconfigured_one_within_the_seed_spread(live, tmp_path):
     controller, client = live("1x6", policy_obj=ShrinkPolicy(), stop_grace=60.0)
     ids = {name: client.submit(_job(name, seed)) for name, seed in (("reconf", 0), ("base0", 0), ("base1", 1))}
-    wait_for(lambda: all(j["state"] in ("completed", "failed") for j in client.jobs()), 300, "the training jobs")
+    wait_for(
+        lambda: all(j["state"] in ("completed", "failed") for j in client.jobs()),
+        300,
+        "the training jobs",
+        detail=lambda: [(j["id"], j["state"], client.job(j["id"])["events"][-3:]) for j in client.jobs()],
+    )
     jobs = {name: client.job(job_id) for name, job_id in ids.items()}
     assert all(j["state"] == "completed" for j in jobs.values()), {n: j["result"] for n, j in jobs.items()}
 

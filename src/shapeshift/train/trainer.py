@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -216,8 +217,23 @@ def _train(args: argparse.Namespace, env: WorkerEnv, plan: ExecutionPlan, micro:
         report(step, loss=final)
     flush()
     if distributed:
-        dist.destroy_process_group()
+        dist.barrier()  # rank 0 has written the result: leave the group together
+        _leave_group(dist)
     return 0
+
+
+def _leave_group(dist: Any, grace: float = 10.0) -> None:
+    """Tear down the process group without risking a hang at exit.
+
+    ``destroy_process_group`` can block when a peer (rank 0 hosts gloo's TCP store) is
+    already gone. Everything is saved and reported by now, so a rank that cannot leave
+    cleanly within ``grace`` seconds exits anyway: a finished job must never look running.
+    """
+    leaving = threading.Thread(target=dist.destroy_process_group, daemon=True)
+    leaving.start()
+    leaving.join(grace)
+    if leaving.is_alive():
+        os._exit(0)
 
 
 def _eval_loss(model: Any, data: Any, context: int, vocab: int) -> float:
