@@ -297,6 +297,11 @@ class PlanAwareScheduler:
 
     # ------------------------------------------------------------ moves
     def _move(self, j: _Job, node: int, delta: int) -> None:
+        """Give ``j`` ``delta`` more GPUs on ``node`` (negative: take them), undoably."""
+        self._apply(j, node, delta)
+        self.log.append((j, node, delta))
+
+    def _apply(self, j: _Job, node: int, delta: int) -> None:
         new = j.nodes.get(node, 0) + delta
         if new:
             j.nodes[node] = new
@@ -305,7 +310,6 @@ class PlanAwareScheduler:
             j.nodes.pop(node, None)
             self.on_node[node].pop(j.id, None)
         self.free[node] -= delta
-        self.log.append((j, node, delta))
 
     def _release(self, j: _Job) -> None:
         for n, g in sorted(j.nodes.items()):
@@ -314,14 +318,7 @@ class PlanAwareScheduler:
     def _rollback(self, mark: int) -> None:
         while len(self.log) > mark:
             j, node, delta = self.log.pop()
-            new = j.nodes.get(node, 0) - delta
-            if new:
-                j.nodes[node] = new
-                self.on_node[node][j.id] = None
-            else:
-                j.nodes.pop(node, None)
-                self.on_node[node].pop(j.id, None)
-            self.free[node] += delta
+            self._apply(j, node, -delta)
 
     def _shrink(self, w: _Job, node: int) -> None:
         """Take one unit of ``w`` on ``node``; below its minimum, ``w`` is preempted."""
