@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -318,13 +318,6 @@ class Allocation:
         if self.plan is not None and self.plan.gpus != gpus:
             raise ModelError(f"plan uses {self.plan.gpus} GPUs but the allocation holds {gpus}")
 
-    @classmethod
-    def on_nodes(
-        cls, shares: Mapping[int, Resources] | Iterable[tuple[int, Resources]], plan: ExecutionPlan | None = None
-    ) -> Allocation:
-        items = shares.items() if isinstance(shares, Mapping) else shares
-        return cls(tuple(items), plan)
-
     @property
     def total(self) -> Resources:
         total = Resources()
@@ -335,9 +328,6 @@ class Allocation:
     @property
     def nodes(self) -> tuple[int, ...]:
         return tuple(n for n, _ in self.placement)
-
-    def same_placement(self, other: Allocation) -> bool:
-        return self.placement == other.placement
 
 
 @dataclass(frozen=True)

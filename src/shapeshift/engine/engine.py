@@ -57,9 +57,6 @@ class Engine:
         self._partition_mem = {
             p: float(sum(cluster.nodes[n].mem_gb for n in nodes)) for p, nodes in self.partition_nodes.items()
         }
-        self._node_max_gpus = {
-            p: max((cluster.nodes[n].gpus for n in nodes), default=0) for p, nodes in self.partition_nodes.items()
-        }
         self.free = FreeResources.of(cluster)
         self.jobs: dict[str, JobStatus] = {}
         # Insertion-ordered dicts used as ordered sets: O(1) add/remove, stable order.
@@ -118,10 +115,6 @@ class Engine:
     @property
     def has_work(self) -> bool:
         return bool(self.allocations) or any(self.pending.values())
-
-    @property
-    def needs_decision(self) -> bool:
-        return bool(self._dirty)
 
     # ------------------------------------------------------------- decisions
     def step(self, now: float) -> Schedule | None:

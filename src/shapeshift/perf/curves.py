@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from shapeshift.model import ExecutionPlan, ZeroMode
+from shapeshift.model import ExecutionPlan
 from shapeshift.perf.fitting import FittedModel
 from shapeshift.perf.memory import fits_memory
 from shapeshift.perf.plans import enumerate_plans, packed_placement
@@ -93,7 +93,3 @@ def cpu_curve(model: FittedModel, placement: tuple[int, ...], max_cpus: int = 32
     plans = [p for p in enumerate_plans(model.arch, placement) if fits_memory(model.arch, p, placement, model.node)]
     options = [[Config(model.arch, p, placement, float(c), model.node) for p in plans] for c in range(1, max_cpus + 1)]
     return _envelope(model, "cpus", options)
-
-
-def uses_cpus(plan: ExecutionPlan | None) -> bool:
-    return plan is not None and plan.zero is ZeroMode.OFFLOAD

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -359,8 +359,3 @@ class OnlineModel:
         self.refits += 1
         self.recent_errors = list(abs_pct_errors(self.model, self.measurements[-self.window :]))
         return True
-
-
-def with_params(model: FittedModel, **changes: float) -> FittedModel:
-    """A copy with some coefficients replaced (handy for what-if studies and tests)."""
-    return replace(model, params=replace(model.params, **changes))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,7 +196,3 @@ def read_trace_dir(root: str | Path) -> dict[str, list[Measurement]]:
     if not found:
         raise MeasurementError(f"{root}: no <model>/placements.csv files found")
     return found
-
-
-def families(rows: Iterable[Measurement]) -> set[str]:
-    return {r.family for r in rows}
