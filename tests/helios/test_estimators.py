@@ -17,7 +17,7 @@ from shapeshift.policies.estimators import ESTIMATORS, make_estimator
 from shapeshift.predict import gbdt as gbdt_module
 from shapeshift.predict.blend import HeliosEstimator
 from shapeshift.predict.gbdt import GbdtEstimator
-from shapeshift.predict.noise import NoiseEstimator, sigma_for_median_ape
+from shapeshift.predict.noise import HELIOS_ERROR_BANDS, NoiseEstimator, sigma_for_median_ape
 from shapeshift.predict.rolling import DecayedMean, RollingEstimator
 from shapeshift.predict.similarity import NameClusters, name_stem
 from tests.conftest import job
@@ -37,11 +37,32 @@ def test_noise_sigma_gives_the_stated_median_absolute_percentage_error():
     sigma = sigma_for_median_ape(0.5)
     # P(|e^{sZ} - 1| <= 0.5) = Phi(ln 1.5 / s) - Phi(ln 0.5 / s) = 1/2 at s ~ 0.8014.
     assert sigma == pytest.approx(0.8014, abs=1e-3)
-    est = NoiseEstimator(median_ape=0.5, seed=3)
+    est = NoiseEstimator("lognormal", median_ape=0.5, seed=3)
     apes = [abs(est.factor(f"j{i}") - 1.0) for i in range(4000)]
     assert statistics.median(apes) == pytest.approx(0.5, abs=0.04)
     with pytest.raises(InputError):
         sigma_for_median_ape(1.0)
+
+
+def test_helios_noise_follows_the_measured_error_bands():
+    est = NoiseEstimator(seed=5)  # the default distribution is Helios'
+    assert est.distribution == "helios"
+    factors = [est.factor(f"j{i}") for i in range(20000)]
+    errors = [max(f, 1.0 / f) - 1.0 for f in factors]  # relative error e, whichever the side
+    cumulative = 0.0
+    for share, _low, high in HELIOS_ERROR_BANDS:
+        cumulative += share
+        within = sum(e <= high for e in errors) / len(errors)
+        assert within == pytest.approx(cumulative, abs=0.015), high
+    assert statistics.median(errors) == pytest.approx(0.5, abs=0.03)
+    over = sum(f > 1.0 for f in factors) / len(factors)
+    assert over == pytest.approx(0.5, abs=0.015)  # as many over- as under-estimates
+    assert min(factors) >= 1.0 / 101.0 and max(factors) <= 101.0  # positive, bounded by the last band
+
+
+def test_unknown_noise_distribution_is_an_input_error():
+    with pytest.raises(InputError, match="helios or lognormal"):
+        NoiseEstimator("gaussian")  # type: ignore[arg-type]
 
 
 def test_noise_is_deterministic_per_job_and_never_negative():

@@ -16,8 +16,9 @@ larger one waits (``backfill``, on by default, as in Helios' simulator). Ties go
 earlier submission.
 
 ``estimator`` picks the prediction: ``helios`` (the blend above), ``rolling`` (P_R
-alone), ``gbdt`` (P_M alone), ``noise`` (recorded duration x a seeded log-normal error,
-for traces such as the Philly file that have no users or names to learn from; its
+alone), ``gbdt`` (P_M alone), ``noise`` (recorded duration x a seeded random error,
+for traces such as the Philly file that have no users or names to learn from: by default
+Helios' measured error distribution, ``noise=lognormal`` for a log-normal error whose
 median absolute percentage error is ``noise_ape``) or ``oracle`` (the recorded
 duration: shortest-service-first with perfect knowledge).
 
@@ -81,6 +82,8 @@ class QssfParams(PolicyParams):
     #: Weight of P_R in the blend (``lambda=0.1`` on the command line).
     lambda_: float = Field(0.1, alias="lambda", ge=0.0, le=1.0)
     estimator: Literal["helios", "rolling", "gbdt", "noise", "oracle"] = "helios"
+    #: Error distribution of the ``noise`` estimator (``shapeshift.predict.noise``).
+    noise: Literal["helios", "lognormal"] = "helios"
     noise_ape: float = Field(0.5, gt=0.0, lt=1.0)
     seed: int = 0
     backfill: bool = True
@@ -97,7 +100,7 @@ def qssf_estimator(params: QssfParams) -> DurationEstimator:
         if params.estimator == "gbdt":
             return GbdtEstimator(seed=params.seed)
         if params.estimator == "noise":
-            return NoiseEstimator(median_ape=params.noise_ape, seed=params.seed)
+            return NoiseEstimator(params.noise, median_ape=params.noise_ape, seed=params.seed)
         return OracleEstimator()
     except ValueError as exc:
         raise InputError(f"policy qssf: {exc}", field="estimator") from None
@@ -106,7 +109,7 @@ def qssf_estimator(params: QssfParams) -> DurationEstimator:
 @register(
     "qssf",
     "Quasi-shortest-service-first (Helios): GPUs x predicted duration, smallest first; non-preemptive, per VC. "
-    "estimator=helios|rolling|gbdt|noise|oracle, lambda=0.1.",
+    "estimator=helios|rolling|gbdt|noise|oracle, lambda=0.1, noise=helios|lognormal.",
     QssfParams,
 )
 def make_qssf(params: QssfParams) -> ComposedPolicy:
