@@ -16,22 +16,24 @@ import numpy as np
 from shapeshift.perf.fitting import abs_pct_errors, fit
 from shapeshift.perf.measurements import read_trace_dir
 from shapeshift.perf.rubick import ModelOptions
-from shapeshift.perf.validate import VIT_CLEAN, is_odd_multinode, validate_model
+from shapeshift.perf.validate import ANOMALIES, validate_model
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rubick" / "traces"
 VARIANTS = {
-    "paper": ModelOptions(spread=False, split_forward=False, stage_overhead=False),
-    "+spread": ModelOptions(spread=True, split_forward=False, stage_overhead=False),
-    "+split fwd": ModelOptions(spread=True, split_forward=True, stage_overhead=False),
-    "+stage (all)": ModelOptions(spread=True, split_forward=True, stage_overhead=True),
+    "paper": ModelOptions(spread=False, split_forward=False, stage_overhead=False, host_contention=False),
+    "+spread": ModelOptions(spread=True, split_forward=False, stage_overhead=False, host_contention=False),
+    "+split fwd": ModelOptions(spread=True, split_forward=True, stage_overhead=False, host_contention=False),
+    "+stage": ModelOptions(spread=True, split_forward=True, stage_overhead=True, host_contention=False),
+    "+host (all)": ModelOptions(spread=True, split_forward=True, stage_overhead=True, host_contention=True),
 }
 
 
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     data = read_trace_dir(root)
-    if "vit" in data:
-        data[VIT_CLEAN] = [r for r in data["vit"] if not is_odd_multinode(r)]
+    for name, (clean_name, anomalous) in ANOMALIES.items():
+        if name in data:
+            data[clean_name] = [r for r in data[name] if not anomalous(r)]
     start = time.perf_counter()
     print("| model | rows | full fit avg/max | planner 7 avg/max | random 7 (5 seeds) avg / worst max |")
     print("|---|---|---|---|---|")

@@ -113,6 +113,20 @@ def test_offload_terms_hand_computed() -> None:
     assert more_cpus < iteration_time(p, cfg)
 
 
+def test_host_contention_slows_the_cpu_optimizer_per_offloading_rank_on_a_node() -> None:
+    p = _params(k_opt_off=4.0, k_off=1.0, k_swap=1.0, k_host=0.5)
+    plan = ExecutionPlan(dp=4, zero=ZeroMode.OFFLOAD)
+    packed = build_features([Config(TOY, plan, (4,), cpus=8)])
+    spread = build_features([Config(TOY, plan, (1, 1, 1, 1), cpus=8)])
+    assert packed.host_share[0] == 3.0 and spread.host_share[0] == 0.0
+    assert build_features([Config(TOY, plan, (3, 1), cpus=8)]).host_share[0] == 2.0  # the busiest node
+    # per rank: T_off = 4 B * 0.25e9 / 25 GB/s = 0.04; CPU Adam 4 * 0.25 / 8 = 0.125, x (1 + 0.5 * 3) packed
+    packed_t = iteration_time(p, Config(TOY, plan, (4,), cpus=8))
+    without = iteration_time(p, Config(TOY, plan, (4,), cpus=8), ModelOptions(host_contention=False))
+    assert packed_t - without == pytest.approx(0.125 * 1.5)
+    assert build_features([Config(TOY, ExecutionPlan(dp=4), (4,))]).host_share[0] == 0.0  # Offload only
+
+
 def test_split_forward_uses_3d_rate() -> None:
     cfg = Config(TOY, ExecutionPlan(tp=2), (2,))
     a = iteration_time(_params(t_fwd_3d=0.02), cfg)
@@ -182,14 +196,15 @@ def _synthetic(truth: RubickParams, arch: ModelArch) -> list[Measurement]:
 def test_fit_recovers_known_parameters() -> None:
     truth = RubickParams(
         k_bwd=2.2, k_sync=3.0, k_opt=0.05, k_opt_off=8.0, k_off=2.5, k_swap=3.0,
-        k_const=0.05, t_fwd=0.004, t_fwd_3d=0.009, k_net=1.6, k_stage=0.03,
+        k_const=0.05, t_fwd=0.004, t_fwd_3d=0.009, k_net=1.6, k_stage=0.03, k_host=0.4,
     )  # fmt: skip
     arch = ModelArch("synthetic", 2e9, 2048, 24, 16, 1024, 32)
     rows = _synthetic(truth, arch)
     fitted = fit(rows, arch=arch, starts=3, prior=0.0)
     assert fitted.rmsle < 1e-3
     got = fitted.params.to_dict()
-    for name in ("k_bwd", "k_opt", "k_opt_off", "t_fwd", "t_fwd_3d", "k_net", "k_const"):
+    assert "k_host" in fitted.free
+    for name in ("k_bwd", "k_opt", "k_opt_off", "t_fwd", "t_fwd_3d", "k_net", "k_const", "k_host"):
         assert got[name] == pytest.approx(getattr(truth, name), rel=0.05), name
 
 
@@ -253,6 +268,55 @@ def test_planner_covers_families_and_offload() -> None:
     assert set(fams) >= {"3d", "ga", "gc", "zero-dp", "zero-offload"}
     assert {"single", "even"} <= {c.spread for c in chosen} or {"single", "uneven"} <= {c.spread for c in chosen}
     assert plan_profiling(arch, cands, 7) == chosen  # deterministic
+
+
+def _brute_force_gain(arch: ModelArch, pool: list[Candidate], chosen: list[Candidate]) -> np.ndarray:
+    """Mean over the prior coefficient sets of log det(M + j j^T) - log det(M), computed directly."""
+    from shapeshift.perf.planner import RIDGE, log_sensitivities, prior_coefficients
+    from shapeshift.perf.rubick import A800_NODE
+
+    gains = []
+    for theta in prior_coefficients(arch, A800_NODE):
+        jac = log_sensitivities(arch, pool, theta, A800_NODE)
+        rows = [pool.index(c) for c in chosen]
+        m = RIDGE * np.eye(jac.shape[1]) + jac[rows].T @ jac[rows]
+        base = np.linalg.slogdet(m)[1]
+        gains.append([np.linalg.slogdet(m + np.outer(j, j))[1] - base for j in jac])
+    return np.mean(gains, axis=0)
+
+
+def test_planner_takes_the_most_informative_eligible_run() -> None:
+    # With the family quotas met, each further pick maximises the information gain plus the
+    # coverage bonus; checked against a direct log-determinant computation.
+    from shapeshift.perf.planner import COVERAGE_BONUS
+
+    arch = get_arch("gpt2")
+    places = [(1,), (2,), (4,), (8,), (4, 4), (2, 3, 3), (1,) * 8]
+    pool = sorted(
+        (Candidate(p, pl) for pl in places for p in enumerate_plans(arch, pl, max_accum=1)), key=Candidate.key
+    )
+    chosen = plan_profiling(arch, pool, 9, check_memory=False)
+    assert len(set(chosen)) == 9
+    before, last = chosen[:8], chosen[8]
+    gain = _brute_force_gain(arch, pool, before)
+    gain += COVERAGE_BONUS * np.array(
+        [(c.gpus not in {b.gpus for b in before}) + (c.spread not in {b.spread for b in before}) for c in pool]
+    )
+    gain[[pool.index(c) for c in before]] = -np.inf
+    assert pool[int(np.argmax(gain))] == last
+
+
+def test_planner_quota_keeps_offload_runs_even_when_others_are_more_informative() -> None:
+    arch = get_arch("t5")
+    places = [(1,), (2,), (4,), (8,), (4, 4), (2, 3, 3)]
+    cands = [Candidate(p, pl) for pl in places for p in enumerate_plans(arch, pl, max_accum=1)]
+    four = plan_profiling(arch, cands, 4)
+    assert [c.family for c in four].count("zero-offload") <= 3
+    seven = plan_profiling(arch, cands, 7)
+    assert [c.family for c in seven].count("zero-offload") == 3
+    assert plan_profiling(arch, [], 7) == []
+    with pytest.raises(ValueError):
+        plan_profiling(arch, cands, 0)
 
 
 # ---- CLI error paths -------------------------------------------------------------------

@@ -13,7 +13,8 @@ says so in :attr:`FittedModel.notes`:
   data-parallel one and vice versa);
 * ``k_sync`` needs a non-Offload row with DP > 1, ``k_opt`` a non-Offload row;
 * ``k_net`` (effective inter-node bandwidth) needs a row whose DP group crosses nodes,
-  ``k_stage`` a pipeline row.
+  ``k_stage`` a pipeline row, ``k_host`` Offload rows with two different numbers of
+  offloading GPUs on their busiest node.
 
 A small ridge pull (weight :data:`PRIOR_WEIGHT`) towards the starting guess in log
 space keeps few-shot fits (7 rows, 9 parameters) from wandering along flat directions;
@@ -25,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,7 @@ class FittedModel:
                 "global_batch": a.global_batch,
             },
             "params": self.params.to_dict(),
-            "options": {"spread": self.options.spread, "split_forward": self.options.split_forward},
+            "options": asdict(self.options),
             "node": {
                 "name": n.name,
                 "gpus": n.gpus,
@@ -217,6 +218,10 @@ def _free_parameters(rows: Sequence[Measurement], f: Features, options: ModelOpt
         notes.append("k_net kept at its default: no row whose DP group crosses nodes")
     if (f.stages > 0).any():
         free.append("k_stage")
+    if "k_opt_off" in free and len(set(f.host_share[f.offload > 0].tolist())) >= 2:
+        free.append("k_host")
+    elif options.host_contention:
+        notes.append("k_host kept at its default: no two Offload rows with different GPUs per node")
     return free, notes
 
 

@@ -23,6 +23,13 @@ Two additions beyond the paper, each switchable so its effect can be measured:
   4+4 (k=4, n=2) is then 7x faster than 1x8 (k=1, n=8), as measured.
 * ``split_forward``: Megatron (3D) and DeepSpeed (data-parallel) rows come from different
   frameworks, so the per-sample forward time is a separate parameter for each.
+* ``stage_overhead``: ``k_stage`` seconds per pipeline stage boundary per step (the
+  traces' PP rows run without micro-batching, so stages add latency, not overlap).
+* ``host_contention``: under ZeRO-Offload every rank on a node runs its CPU Adam against
+  the same host memory, so a rank's CPU optimizer step slows with the number of
+  offloading ranks ``g`` on its node: ``k_opt_off P/(d c) x (1 + k_host (g - 1))``, taken
+  on the most loaded node. Without it, the model over-predicts 1-GPU Offload runs and
+  under-predicts full-node ones (t5: +27% and -27%).
 
 Units: seconds, bytes, GB/s; ``P`` in billions of parameters for the ``k_opt`` terms.
 """
@@ -86,6 +93,7 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("t_fwd_3d", 5e-3, 1e-6, 20.0),  # same for the 3D (Megatron) framework
     ParamSpec("k_net", 1.5, 0.25, 8.0),  # inter-node time / nominal (12.5 GB/s per NIC -> ~8 GB/s effective)
     ParamSpec("k_stage", 0.02, 1e-5, 2.0),  # s per pipeline stage boundary per step (PP without micro-batching)
+    ParamSpec("k_host", 0.3, 1e-3, 4.0),  # CPU-optimizer slowdown per extra offloading rank on a node
 )
 PAPER_PARAMS = tuple(s.name for s in PARAM_SPECS[:7])
 OFFLOAD_PARAMS = ("k_opt_off", "k_off", "k_swap")
@@ -106,6 +114,7 @@ class RubickParams:
     t_fwd_3d: float = 5e-3
     k_net: float = 1.5
     k_stage: float = 0.02
+    k_host: float = 0.3
 
     def as_array(self) -> np.ndarray:
         return np.array([getattr(self, s.name) for s in PARAM_SPECS], dtype=float)
@@ -128,11 +137,12 @@ class RubickParams:
 
 @dataclass(frozen=True, slots=True)
 class ModelOptions:
-    """Which extensions of the paper's formulation are on (both by default)."""
+    """Which extensions of the paper's formulation are on (all by default)."""
 
     spread: bool = True
     split_forward: bool = True
     stage_overhead: bool = True
+    host_contention: bool = True
 
 
 #: The default options (module-level so it can serve as an argument default).
@@ -167,6 +177,7 @@ class Features:
     opt_scale: np.ndarray  # P_b / x for the GPU optimizer
     off_scale: np.ndarray  # P_b / (d c) for the CPU optimizer
     stages: np.ndarray  # p - 1 pipeline stage boundaries (0 when the stage term is off)
+    host_share: np.ndarray  # g - 1 other offloading ranks on the busiest node (0 when off / not Offload)
 
     def __len__(self) -> int:
         return len(self.fwd_work)
@@ -212,6 +223,7 @@ def config_terms(cfg: Config, options: ModelOptions) -> tuple[float, ...]:
     off_scale = arch.params_b / (d * t * p * max(cfg.cpus, 1e-9)) if offload else 0.0
     is_3d = float(t > 1 or p > 1) if options.split_forward else 0.0
     stages = float(p - 1) if options.stage_overhead else 0.0
+    host_share = float(max(cfg.placement) - 1) if offload and options.host_contention else 0.0
     return (
         fwd_work,
         is_3d,
@@ -226,10 +238,11 @@ def config_terms(cfg: Config, options: ModelOptions) -> tuple[float, ...]:
         opt_scale,
         off_scale,
         stages,
+        host_share,
     )
 
 
-_N_TERMS = 13
+_N_TERMS = 14
 
 
 def build_features(configs: Sequence[Config], options: ModelOptions = DEFAULT_OPTIONS) -> Features:
@@ -264,7 +277,7 @@ class Breakdown:
 
 def predict_breakdown(theta: np.ndarray, f: Features) -> Breakdown:
     """The model proper, over arrays: ``theta`` in :data:`PARAM_SPECS` order."""
-    k_bwd, k_sync, k_opt, k_opt_off, k_off, k_swap, k_const, t_fwd, t_fwd_3d, k_net, k_stage = theta
+    k_bwd, k_sync, k_opt, k_opt_off, k_off, k_swap, k_const, t_fwd, t_fwd_3d, k_net, k_stage, k_host = theta
     rate = np.where(f.is_3d > 0, t_fwd_3d, t_fwd)
     fwd = rate * f.fwd_work
     bwd = k_bwd * fwd + f.gc * fwd
@@ -275,7 +288,8 @@ def predict_breakdown(theta: np.ndarray, f: Features) -> Breakdown:
     cc_plain = f.accum * fwd + (f.accum - 1) * bwd + sync
     cc = np.where(f.offload > 0, cc_offload, cc_plain) + f.accum * (f.t_tp + f.t_pp + k_stage * f.stages)
     t_opt_gpu = k_opt * f.opt_scale
-    oo_offload = soft_sum(t_dp, f.t_off, k_off) + soft_sum(k_opt_off * f.off_scale, f.t_off, k_swap)
+    t_opt_cpu = k_opt_off * f.off_scale * (1.0 + k_host * f.host_share)
+    oo_offload = soft_sum(t_dp, f.t_off, k_off) + soft_sum(t_opt_cpu, f.t_off, k_swap)
     oo = np.where(f.offload > 0, oo_offload, t_opt_gpu)
     return Breakdown(fwd, bwd, cc, oo, cc + oo + k_const)
 
