@@ -315,6 +315,10 @@ def test_planner_quota_keeps_offload_runs_even_when_others_are_more_informative(
     seven = plan_profiling(arch, cands, 7)
     assert [c.family for c in seven].count("zero-offload") == 3
     assert plan_profiling(arch, [], 7) == []
+    three = plan_profiling(arch, cands, 3)  # just enough runs: each must add a spread
+    assert {c.spread for c in three} == {"single", "even", "uneven"}
+    one_node = [c for c in cands if len(c.placement) == 1]
+    assert len({c.gpus for c in plan_profiling(arch, one_node, 3)}) == 3  # ... or a GPU count
     with pytest.raises(ValueError):
         plan_profiling(arch, cands, 0)
 

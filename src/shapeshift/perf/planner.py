@@ -6,6 +6,10 @@ Two layers, so the choice is both complete and informative:
   ZeRO-Offload runs when Offload is feasible, because only Offload runs identify
   ``k_opt_off``/``k_off``/``k_swap`` (:data:`~shapeshift.perf.fitting.MIN_OFFLOAD_POINTS`).
   While a family is short of its quota, only that family's candidates are eligible.
+* **Spread and size coverage** (hard, at the end): when the runs left are only just
+  enough to cover every spread the pool offers (single node, even, uneven) or
+  :data:`MIN_GPU_COUNTS` different GPU counts, only candidates that add a missing one
+  are eligible (as long as one exists within the family constraint).
 * **Information** (soft): among eligible candidates, the one that most increases the
   determinant of the fit's information matrix ``sum_i j_i j_i^T`` (a greedy D-optimal
   design), where ``j_i`` is the sensitivity of the candidate's log iteration time to
@@ -51,6 +55,8 @@ DEFAULT_PEAK_TFLOPS = 312.0
 RIDGE = 1e-2
 #: Bonus (in log-determinant units) for a GPU count, and for a spread, not yet chosen.
 COVERAGE_BONUS = 1.0
+#: Different GPU counts the chosen runs must span (fewer when the pool has fewer).
+MIN_GPU_COUNTS = 3
 _T_FWD = [i for i, s in enumerate(PARAM_SPECS) if s.name in ("t_fwd", "t_fwd_3d")]
 
 
@@ -112,6 +118,23 @@ def _quotas(pool: Sequence[Candidate]) -> dict[str, int]:
     return {f: OFFLOAD_RUNS if f == "zero-offload" and offload_ok else 1 for f in families}
 
 
+def _cover_the_rest(pool: Sequence[Candidate], chosen: list[int], eligible: np.ndarray, left: int) -> np.ndarray:
+    """Narrow ``eligible`` to runs adding a missing spread or GPU count once ``left`` runs are only just enough."""
+    spreads = {pool[i].spread for i in chosen}
+    missing_spreads = {c.spread for c in pool} - spreads
+    if missing_spreads and left <= len(missing_spreads):
+        narrowed = eligible & np.array([c.spread in missing_spreads for c in pool])
+        if narrowed.any():
+            eligible = narrowed
+    counts = {pool[i].gpus for i in chosen}
+    missing_counts = min(MIN_GPU_COUNTS, len({c.gpus for c in pool})) - len(counts)
+    if missing_counts > 0 and left <= missing_counts:
+        narrowed = eligible & np.array([c.gpus not in counts for c in pool])
+        if narrowed.any():
+            eligible = narrowed
+    return eligible
+
+
 def plan_profiling(
     arch: ModelArch,
     candidates: Sequence[Candidate],
@@ -141,6 +164,7 @@ def plan_profiling(
         counts = {f: sum(pool[i].family == f for i in chosen) for f in quota}
         short = {f for f, q in quota.items() if counts[f] < q}
         eligible = left & np.array([not short or c.family in short for c in pool])
+        eligible = _cover_the_rest(pool, chosen, eligible, budget - len(chosen))
         # log det(M + j j^T) - log det(M) = log(1 + j^T M^-1 j)  (matrix determinant lemma)
         gain = np.mean(
             [np.log1p(np.einsum("ij,jk,ik->i", jac, inv, jac)) for jac, inv in zip(jacobians, inverses, strict=True)],
