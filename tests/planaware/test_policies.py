@@ -198,3 +198,38 @@ def test_a_job_below_its_minimum_keeps_growing_across_a_plateau_of_its_curve():
     assert target == 8 and gain == pytest.approx(48.0 / 1 / 48.0)
     job.g = 0
     assert PlanAwareScheduler._gain(None, job) == (pytest.approx(48.0 / 8 / 48.0), 8)  # type: ignore[arg-type]
+
+
+def _even_only(g: int, requested: bool) -> float:
+    """A model whose plans need an even GPU count (TP 2): odd counts have no plan."""
+    return 0.0 if g % 2 else 10.0 * g
+
+
+def _settle_state(gpus_taken: int):
+    from shapeshift.policies.planaware.core import _Job
+
+    pol = rubick(thr=_even_only)
+    spec = pjob("x", 0, 4, 100)
+    curve = StubKnowledge(_even_only).curve("bert", ("all",), 8, 8, 8.0)
+    job = _Job("x", spec, None, ("all",), 1, curve, 40.0, 2, 8, False, 0, 8.0)  # type: ignore[arg-type]
+    pol.free, pol.on_node, pol.log, pol.jobs = {0: 8}, {0: {}}, [], {"x": job}
+    mark = len(pol.log)
+    pol._move(job, 0, gpus_taken)
+    return pol, job, mark
+
+
+def test_settle_returns_the_gpus_the_best_plan_cannot_use():
+    # Grown to 3 GPUs, the job's best plan runs on 2: the third goes back to the free pool
+    # at once, so a job visited later can take it (it used to sit idle until the next decision).
+    pol, job, mark = _settle_state(3)
+    assert pol._settle(job, mark) and job.nodes == {0: 2} and pol.free[0] == 6
+
+
+def test_settle_undoes_growth_when_no_plan_fits():
+    class NoPlan(StubKnowledge):
+        def best(self, model, place, cpus, space=("all",)):
+            return None
+
+    pol, job, mark = _settle_state(4)
+    pol.knowledge = NoPlan()
+    assert not pol._settle(job, mark) and job.nodes == {} and pol.free[0] == 8

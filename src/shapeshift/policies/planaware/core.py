@@ -286,11 +286,16 @@ class PlanAwareScheduler:
         for j in visitors:
             if j.running and j.g == 0:
                 continue  # preempted earlier in this decision
+            mark = len(self.log)
             if not j.running:
                 if not self._grow(j, nodes, gpn, steal=v.steal):
                     reasons.setdefault(j.id, f"needs {j.g_min} GPUs; {sum(self.free.values())} free")
+                elif not self._settle(j, mark):
+                    reasons[j.id] = "no plan fits the GPUs found"
             elif v.elastic and j.g < j.g_max:
                 self._grow_running(j, nodes, gpn)
+                if len(self.log) > mark:
+                    self._settle(j, mark)
 
         # -- 3. plans, CPUs and host memory
         self._materialise(view, nodes, jobs, desired, reasons)
@@ -402,6 +407,27 @@ class PlanAwareScheduler:
         if j.g < j.g_min or j.g == 0:
             self._rollback(mark)
             return False
+        return True
+
+    def _settle(self, j: _Job, mark: int) -> bool:
+        """Keep only the GPUs ``j``'s best plan can use, or undo its growth when no plan fits.
+
+        Growth follows the packed-placement curve, but the GPUs a job actually gets may be
+        spread so that no plan fits (host memory, TP inside a node) or the best plan uses
+        fewer of them. Settling here, not when plans are materialised, returns those GPUs
+        while later visitors can still take them; otherwise they sat idle until the next
+        decision while jobs behind were told nothing was free.
+        """
+        if not j.nodes or self.knowledge.knowledge(j.spec.model) is None:
+            return True
+        choice, place = self._choose_plan(j)
+        if choice is None:
+            self._rollback(mark)
+            return False
+        for n in sorted(j.nodes):
+            extra = j.nodes[n] - place.get(n, 0)
+            if extra > 0:
+                self._move(j, n, -extra)
         return True
 
     def _grow_running(self, j: _Job, nodes: list[int], gpn: int) -> None:
