@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +182,7 @@ def validate_dir(
             clean_name, anomalous = ANOMALIES[name]
             clean = [r for r in rows if not anomalous(r)]
             report = validate_model(clean, sample, seeds, options, planner, full)
-            reports[clean_name] = ModelReport(clean_name, *list(report.__dict__.values())[1:])
+            reports[clean_name] = replace(report, model=clean_name)
     return reports, skipped
 
 

@@ -24,7 +24,7 @@ Register new estimators with ``@register_estimator("name")`` on a zero-argument 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from shapeshift.engine.state import JobStatus
@@ -103,6 +103,32 @@ def finished_jobs(view: ClusterView) -> list[JobStatus]:
     which history-based estimators must learn them (never a job that ends later)."""
     done = [view.job(j) for j in view.finished]
     return sorted(done, key=lambda s: (s.end_time or 0.0, s.job_id))
+
+
+class EstimatedOrdering:
+    """Base of the orderings that rank jobs by an estimator (SJF, SRTF, QSSF).
+
+    Holds the estimator, feeds it the jobs finished since the last decision when it
+    learns from them, and sorts by ``key`` (ties by job id). Subclasses define ``key``."""
+
+    name = "estimated"
+    preemptive = False
+
+    def __init__(self, estimator: DurationEstimator):
+        self.estimator = estimator
+        self.static_keys = estimator.static
+
+    def prepare(self, view: ClusterView) -> None:
+        """Feed the estimator the jobs that finished since the last decision, oldest end first."""
+        if self.estimator.needs_history:
+            for status in finished_jobs(view):
+                self.estimator.observe(status)
+
+    def key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
+        raise NotImplementedError
+
+    def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
+        return sorted(jobs, key=lambda j: (self.key(view, j), j))
 
 
 def _register_predictors() -> None:

@@ -30,14 +30,13 @@ from the engine's list of jobs finished since the last decision (``view.finished
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import ConfigDict, Field
 
 from shapeshift.errors import InputError
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
-from shapeshift.policies.estimators import DurationEstimator, OracleEstimator, finished_jobs
+from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, OracleEstimator
 from shapeshift.policies.placement import PLACEMENTS
 from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.predict.blend import HeliosEstimator
@@ -49,15 +48,11 @@ if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
 
 
-class QssfOrdering:
+class QssfOrdering(EstimatedOrdering):
     """GPUs x estimated duration, smallest first; non-preemptive."""
 
     name = "qssf"
     preemptive = False
-
-    def __init__(self, estimator: DurationEstimator):
-        self.estimator = estimator
-        self.static_keys = estimator.static
 
     def priority(self, view: ClusterView, job_id: str) -> float:
         status = view.job(job_id)
@@ -65,15 +60,6 @@ class QssfOrdering:
 
     def key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
         return (self.priority(view, job_id), view.job(job_id).spec.submit_time)
-
-    def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
-        return sorted(jobs, key=lambda j: (self.key(view, j), j))
-
-    def prepare(self, view: ClusterView) -> None:
-        """Feed the estimator the jobs that finished since the last decision, oldest end first."""
-        if self.estimator.needs_history:
-            for status in finished_jobs(view):
-                self.estimator.observe(status)
 
 
 class QssfParams(PolicyParams):

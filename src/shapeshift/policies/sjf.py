@@ -26,7 +26,6 @@ a waiting job was actually chosen.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import field_validator
@@ -35,7 +34,7 @@ from shapeshift.engine.state import FreeResources, JobState, JobStatus
 from shapeshift.model import Allocation
 from shapeshift.policies.admission import AdmissionParams, make_admission
 from shapeshift.policies.composed import ComposedPolicy, _where
-from shapeshift.policies.estimators import DurationEstimator, check_estimator, finished_jobs, make_estimator
+from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, check_estimator, make_estimator
 from shapeshift.policies.placement import PLACEMENTS
 from shapeshift.policies.registry import register
 
@@ -43,29 +42,7 @@ if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
 
 
-class _EstimatedOrdering:
-    """Shared by SJF and SRTF: an estimator, fed finished jobs when it learns from them."""
-
-    name = "estimated"
-    preemptive = False
-
-    def __init__(self, estimator: DurationEstimator):
-        self.estimator = estimator
-        self.static_keys = estimator.static
-
-    def prepare(self, view: ClusterView) -> None:
-        if self.estimator.needs_history:
-            for status in finished_jobs(view):
-                self.estimator.observe(status)
-
-    def key(self, view: ClusterView, job_id: str) -> tuple[float, float]:
-        raise NotImplementedError
-
-    def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
-        return sorted(jobs, key=lambda j: (self.key(view, j), j))
-
-
-class ShortestJobFirst(_EstimatedOrdering):
+class ShortestJobFirst(EstimatedOrdering):
     """Estimated duration, shortest first; non-preemptive."""
 
     name = "sjf"
@@ -76,7 +53,7 @@ class ShortestJobFirst(_EstimatedOrdering):
         return (self.estimator.estimate(status), status.spec.submit_time)
 
 
-class ShortestRemainingFirst(_EstimatedOrdering):
+class ShortestRemainingFirst(EstimatedOrdering):
     """Estimated remaining time (estimate - work done), shortest first; preemptive."""
 
     name = "srtf"
