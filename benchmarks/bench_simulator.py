@@ -1,25 +1,125 @@
 """FIFO + consolidated placement over the whole Philly trace on its virtual clusters.
 
-    python benchmarks/bench_simulator.py [--trace PATH] [--cluster PATH]
+    python benchmarks/bench_simulator.py [--trace PATH] [--cluster PATH] [--policy NAME]
+    python benchmarks/bench_simulator.py --against REF [--repeats 3]
 
 Prints jobs, events, wall seconds (read, build, simulate) and peak memory. Goal on a
-2-core machine: under 30 s and under 2 GB.
+2-core machine: under 30 s and under 2 GB. The run goes through ``shapeshift.runs.run``,
+the path every front door takes.
+
+``--against REF`` also measures the code at git revision ``REF`` (checked out into a
+temporary worktree) on the same machine, alternating old and new ``--repeats`` times,
+and prints the ratio of the median build + simulate times old / new (> 1: the new code is
+faster).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from shapeshift.cluster import load_cluster
-from shapeshift.policies.registry import make_policy
-from shapeshift.sim.simulator import simulate
-from shapeshift.workloads.readers import read_workload
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | int | str]:
+    """One timed run with whatever ``shapeshift`` is importable (old or new API)."""
+    from shapeshift.cluster import load_cluster
+    from shapeshift.workloads.readers import read_workload
+
+    t0 = time.perf_counter()
+    workload = read_workload(trace)
+    t1 = time.perf_counter()
+    cluster = load_cluster(cluster_path)
+    try:
+        from shapeshift.runs import RunSpec, run
+    except ImportError:  # a revision from before the run API
+        from shapeshift.policies.registry import make_policy
+        from shapeshift.sim.simulator import simulate
+
+        jobs = workload.jobs()
+        t2 = time.perf_counter()
+        result = simulate(jobs, cluster, make_policy(policy), workload_name=workload.name)
+        t3 = time.perf_counter()
+        api = "simulate()"
+    else:
+        t2 = time.perf_counter()
+        result = run(RunSpec(workload=workload, cluster=cluster, policy=policy)).simulation
+        t3 = time.perf_counter()
+        api = "run(RunSpec)"
+    return {
+        "api": api,
+        "jobs": len(result.jobs),
+        "completed": sum(1 for j in result.jobs if j.state.value == "completed"),
+        "rejected": len(result.rejections),
+        "events": result.events,
+        "decisions": result.decisions,
+        "read": t1 - t0,
+        "build": t2 - t1,
+        "simulate": t3 - t2,
+        "total": t3 - t0,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _subprocess(src: Path, args: argparse.Namespace) -> dict[str, float]:
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
+        "import bench_simulator as b; from pathlib import Path;"
+        "print(json.dumps(b.measure(Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5])))"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(src),
+            str(ROOT / "benchmarks"),
+            str(args.trace),
+            str(args.cluster),
+            args.policy,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def against(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "old"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.against],
+            check=True,
+            capture_output=True,
+        )
+        try:
+            old, new = [], []
+            for i in range(args.repeats):
+                old.append(_subprocess(tree / "src", args))
+                new.append(_subprocess(ROOT / "src", args))
+                o, n = old[-1]["build"] + old[-1]["simulate"], new[-1]["build"] + new[-1]["simulate"]
+                print(f"repeat {i + 1}: old {o:.2f} s, new {n:.2f} s", flush=True)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+    same = all(
+        o[k] == n[k] for o, n in zip(old, new, strict=True) for k in ("jobs", "completed", "events", "decisions")
+    )
+    # Building the job list moved inside run(): compare build + simulate on both sides.
+    o_med = statistics.median(r["build"] + r["simulate"] for r in old)
+    n_med = statistics.median(r["build"] + r["simulate"] for r in new)
+    print(f"old ({args.against}, {old[0]['api']}): median build + simulate {o_med:.2f} s, {args.repeats} repeats")
+    print(f"new (working tree, {new[0]['api']}): median build + simulate {n_med:.2f} s")
+    print(f"ratio old / new   {o_med / n_med:.2f} (> 1: new is faster); same events and decisions: {same}")
+    return 0
 
 
 def main() -> int:
@@ -27,31 +127,24 @@ def main() -> int:
     parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
     parser.add_argument("--cluster", default=SHARED / "examples/cluster-philly-vcs.yaml", type=Path)
     parser.add_argument("--policy", default="fifo")
+    parser.add_argument("--against", help="git revision to compare with (e.g. a commit before a change)")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if not args.trace.exists():
         print(f"trace {args.trace} not found (needs ../shared/data)", file=sys.stderr)
         return 2
-
-    t0 = time.perf_counter()
-    workload = read_workload(args.trace)
-    t1 = time.perf_counter()
-    jobs = workload.jobs()
-    cluster = load_cluster(args.cluster)
-    t2 = time.perf_counter()
-    result = simulate(jobs, cluster, make_policy(args.policy), workload_name=workload.name)
-    t3 = time.perf_counter()
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-    completed = sum(1 for j in result.jobs if j.state.value == "completed")
-    print(f"policy            {args.policy} (consolidated placement)")
-    print(f"jobs              {len(jobs)} ({completed} completed, {len(result.rejections)} rejected)")
-    print(f"events            {result.events}")
-    print(f"decisions         {result.decisions}")
-    print(f"read trace        {t1 - t0:6.2f} s")
-    print(f"build jobs        {t2 - t1:6.2f} s")
-    print(f"simulate          {t3 - t2:6.2f} s  ({result.events / (t3 - t2):,.0f} events/s)")
-    print(f"total wall        {t3 - t0:6.2f} s  (goal < 30 s: ratio {(t3 - t0) / 30:.2f})")
-    print(f"peak memory       {peak_mb:6.0f} MB (goal < 2048 MB: ratio {peak_mb / 2048:.2f})")
+    if args.against:
+        return against(args)
+    r = measure(args.trace, args.cluster, args.policy)
+    print(f"policy            {args.policy} (consolidated placement), via {r['api']}")
+    print(f"jobs              {r['jobs']} ({r['completed']} completed, {r['rejected']} rejected)")
+    print(f"events            {r['events']}")
+    print(f"decisions         {r['decisions']}")
+    print(f"read trace        {r['read']:6.2f} s")
+    print(f"build jobs        {r['build']:6.2f} s")
+    print(f"simulate          {r['simulate']:6.2f} s  ({r['events'] / r['simulate']:,.0f} events/s)")
+    print(f"total wall        {r['total']:6.2f} s  (goal < 30 s: ratio {r['total'] / 30:.2f})")
+    print(f"peak memory       {r['peak_mb']:6.0f} MB (goal < 2048 MB: ratio {r['peak_mb'] / 2048:.2f})")
     return 0
 
 

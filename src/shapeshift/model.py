@@ -125,6 +125,11 @@ class ClusterSpec:
         for tenant, quota in self.tenants.items():
             _require(quota >= 0, f"tenant {tenant!r}: quota must be >= 0")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The read-only mapping proxies do not pickle; rebuild from plain dicts, so a
+        # cluster can travel to worker processes with a run description.
+        return (ClusterSpec, (self.nodes, dict(self.partitions), dict(self.tenants)))
+
     @property
     def total_gpus(self) -> int:
         return sum(n.gpus for n in self.nodes)

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from shapeshift.cli.main import app
 from shapeshift.cluster import shorthand_cluster
 from shapeshift.energy.ces import CESConfig
-from shapeshift.energy.sim_component import CESPolicy, ces_round, parse_ces_args
+from shapeshift.energy.sim_component import CESPolicy, ces_config, ces_round, parse_energy_args
+from shapeshift.errors import InputError
 from shapeshift.model import Allocation, Resources, Schedule
 from shapeshift.policies.base import PolicyError
 from shapeshift.policies.registry import make_policy
@@ -119,11 +120,13 @@ def test_long_boot_does_not_stop_the_simulation_early():
 
 
 def test_parse_ces_args():
-    cfg = parse_ces_args(["buffer=3", "boot_delay=120", "cooling_factor=1.5"])
+    cfg = ces_config(parse_energy_args(["buffer=3", "boot_delay=120", "cooling_factor=1.5"]))
     assert (cfg.buffer, cfg.boot_delay, cfg.cooling_factor) == (3, 120.0, 1.5)
-    for bad in (["nope=1"], ["buffer"], ["buffer=2.5"], ["cooling_factor=0.5"]):
-        with pytest.raises(ValueError):
-            parse_ces_args(bad)
+    for bad in (["nope=1"], ["buffer"], ["buffer=2.5"], ["cooling_factor=0.5"], ["boot_delay=nan"], ["buffer=inf"]):
+        with pytest.raises(InputError):
+            ces_config(parse_energy_args(bad))
+    with pytest.raises(InputError):  # a YAML float where a node count is meant is not silently truncated
+        ces_config({"buffer": 2.5})
 
 
 def test_simulate_energy_ces_reports_energy_and_jct_impact(tmp_path):

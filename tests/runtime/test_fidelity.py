@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 from shapeshift.cluster import shorthand_cluster
-from shapeshift.policies.registry import make_policy
 from shapeshift.runtime.fidelity import compare, measured_launch_delay
 from tests.runtime.conftest import demo_job, wait_for
 
@@ -38,10 +37,10 @@ def run_live(live) -> list[dict]:
 def test_simulated_jcts_match_the_live_run(live):
     jobs = run_live(live)
     assert all(j["iter_time"] for j in jobs)
-    cluster, policy = shorthand_cluster(1, 2), make_policy("fifo", {})
-    naive = compare(jobs, cluster, policy)
+    cluster = shorthand_cluster(1, 2)
+    naive = compare(jobs, cluster, "fifo")
     delay = measured_launch_delay(jobs)
-    fidelity = compare(jobs, cluster, make_policy("fifo", {}), launch_delay=delay)
+    fidelity = compare(jobs, cluster, "fifo", launch_delay=delay)
     print(f"\nmean JCT difference, iteration times only: {100 * naive.mean_error:.1f}%")
     print(f"mean JCT difference, plus measured launch delay {delay:.2f} s: {100 * fidelity.mean_error:.1f}%")
     for job_id, err in fidelity.errors.items():

@@ -155,12 +155,10 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def write_outputs(result: SimulationResult, out: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``summary.json``, ``jobs.csv`` and ``rejected.csv`` into ``out``."""
+def write_job_files(result: SimulationResult, out: str | Path) -> None:
+    """Write ``jobs.csv`` and ``rejected.csv`` into ``out`` (created if needed)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(result, extra)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     with (out / "jobs.csv").open("w", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(JOB_COLUMNS)
@@ -169,4 +167,12 @@ def write_outputs(result: SimulationResult, out: str | Path, extra: dict[str, An
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(("job_id", "reason"))
         writer.writerows((r.job_id, r.reason) for r in result.rejections)
+
+
+def write_outputs(result: SimulationResult, out: str | Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``summary.json``, ``jobs.csv`` and ``rejected.csv`` into ``out``."""
+    out = Path(out)
+    summary = summarize(result, extra)
+    write_job_files(result, out)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

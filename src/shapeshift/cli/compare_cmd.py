@@ -1,18 +1,17 @@
 """``shapeshift compare``: several policies on the same workload and cluster, side by side.
 
-Each policy runs in its own process (``--jobs`` workers). Workers receive only plain
-values (paths, names, numbers) and load the inputs themselves, so nothing unpicklable
-crosses a process boundary, and every run is the same deterministic simulation it would
-be alone: the results do not depend on ``--jobs``. Wall-clock time is shown in the
-table but kept out of ``compare.csv`` for that reason.
+The inputs are read and validated once; each policy's ``RunSpec`` then goes to its own
+process (``--jobs`` workers), which calls the same ``run`` as ``simulate`` and writes that
+policy's files. Every run is the same deterministic simulation it would be alone, so the
+results do not depend on ``--jobs``. Wall-clock time is shown in the table but kept out
+of ``compare.csv`` for that reason.
 """
 
 from __future__ import annotations
 
-import csv
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,65 +30,22 @@ from shapeshift.cli.options import (
     WorkloadOption,
     parse_overheads,
 )
-from shapeshift.cli.simulate import load_inputs, run_simulation
-from shapeshift.engine.overheads import Overheads
+from shapeshift.cli.simulate import energy_spec, load_inputs
 from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy
+from shapeshift.runs import COMPARE_KEYS, RunSpec, run
+from shapeshift.runs.result import write_compare_csv
 
-#: Columns of ``compare.csv`` (seconds unless named), after ``policy``.
-COMPARE_KEYS = (
-    "jobs_completed",
-    "jobs_total",
-    "avg_jct",
-    "p50_jct",
-    "p99_jct",
-    "avg_queue",
-    "p99_queue",
-    "avg_responsiveness",
-    "makespan",
-    "gpu_utilization",
-    "preemptions",
-    "reconfigurations",
-    "jobs_unfinished",
-)
+__all__ = ["COMPARE_KEYS", "command"]
 
 
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything one worker needs, as plain picklable values."""
-
-    policy: str
-    args: tuple[tuple[str, str], ...]
-    workload: str | None
-    fmt: str | None
-    cluster: str | None
-    seed: int
-    round_seconds: float | None
-    launch_delay: float
-    restore_penalty: float | str
-    out: str | None
-
-
-def run_one(spec: RunSpec) -> tuple[str, dict[str, Any] | None, str]:
-    """Simulate one policy; returns (policy, summary, error message)."""
-    from shapeshift.analysis.metrics import summarize, write_outputs
+def run_one(spec: RunSpec, out: str | None) -> tuple[str, dict[str, Any] | None, str]:
+    """Simulate one policy (in a worker); returns (policy, summary, error message)."""
     from shapeshift.model import ModelError
 
     try:
-        data, cluster = load_inputs(Path(spec.workload) if spec.workload else None, spec.fmt, spec.cluster, spec.seed)
-        result = run_simulation(
-            data,
-            cluster,
-            spec.policy,
-            dict(spec.args),
-            round_seconds=spec.round_seconds,
-            overheads=Overheads(spec.launch_delay, spec.restore_penalty),
-        )
-        extra = {"seed": spec.seed}
-        if spec.out is not None:
-            summary = write_outputs(result, Path(spec.out) / spec.policy, extra)
-        else:
-            summary = summarize(result, extra)
+        result = run(spec)
+        summary = result.write(Path(out) / spec.policy) if out is not None else result.summary
         return spec.policy, summary, ""
     except (InputError, ModelError, ValueError) as exc:
         return spec.policy, None, f"{spec.policy}: {exc}"
@@ -121,21 +77,20 @@ def parse_policies(text: str) -> list[str]:
     return names
 
 
-def run_all(specs: list[RunSpec], workers: int, progress: bool) -> dict[str, dict[str, Any]]:
-    """Run every spec (in ``workers`` processes when > 1); results keyed by policy."""
+def run_all(specs: list[RunSpec], out: str | None, workers: int, progress: bool) -> dict[str, dict[str, Any]]:
+    """Run every spec (in ``workers`` processes when > 1); summaries keyed by policy."""
     results: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
+    outcomes = []
     with progress_bar("policies", progress) as update:
         update(0, len(specs))
         if workers <= 1:
-            outcomes = []
             for spec in specs:
-                outcomes.append(run_one(spec))
+                outcomes.append(run_one(spec, out))
                 update(len(outcomes), len(specs))
         else:
-            outcomes = []
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(run_one, spec) for spec in specs]
+                futures = [pool.submit(run_one, spec, out) for spec in specs]
                 for future in as_completed(futures):
                     outcomes.append(future.result())
                     update(len(outcomes), len(specs))
@@ -179,15 +134,6 @@ def compare_table(title: str, results: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
-def write_compare_csv(path: Path, results: dict[str, dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(("policy", *COMPARE_KEYS))
-        for policy, summary in results.items():
-            writer.writerow((policy, *("" if summary.get(k) is None else summary[k] for k in COMPARE_KEYS)))
-
-
 @guarded
 def command(
     policies: Annotated[
@@ -206,6 +152,13 @@ def command(
     seed: SeedOption = 0,
     launch_delay: LaunchDelayOption = 0.0,
     restore_penalty: RestorePenaltyOption = "30",
+    energy: Annotated[
+        str, typer.Option(help="Cluster energy management for every policy: none, or ces (Helios CES).")
+    ] = "none",
+    energy_arg: Annotated[
+        list[str] | None,
+        typer.Option("--energy-arg", help="CES parameter key=value (repeatable), e.g. buffer=4, boot_delay=300."),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="Write compare.csv and <policy>/summary.json, jobs.csv here.")
     ] = None,
@@ -221,33 +174,24 @@ def command(
         make_policy(name, per_policy[name])
     if jobs is not None and jobs < 1:
         raise InputError("--jobs must be >= 1", field="--jobs")
-    penalty = parse_overheads(launch_delay, restore_penalty).restore_penalty
-    if round_seconds is not None and round_seconds <= 0:
-        raise InputError("--round must be > 0 seconds", field="--round")
-    data, spec = load_inputs(workload, fmt, cluster, seed)  # validates the inputs once, up front
-    specs = [
-        RunSpec(
-            policy=name,
-            args=tuple(sorted(per_policy[name].items())),
-            workload=str(workload) if workload is not None else None,
-            fmt=fmt,
-            cluster=cluster,
-            seed=seed,
-            round_seconds=round_seconds,
-            launch_delay=launch_delay,
-            restore_penalty=penalty,
-            out=str(out) if out is not None else None,
-        )
-        for name in names
-    ]
+    data, cluster_spec = load_inputs(workload, fmt, cluster, seed)  # validates the inputs once, up front
+    base = RunSpec(
+        workload=data,
+        cluster=cluster_spec,
+        round_seconds=round_seconds,
+        overheads=parse_overheads(launch_delay, restore_penalty),
+        seed=seed,
+        energy=energy_spec(energy, energy_arg),
+    )
+    specs = [replace(base, policy=name, params=tuple(per_policy[name].items())) for name in names]
     workers = jobs if jobs is not None else min(len(names), os.cpu_count() or 1)
-    results = run_all(specs, min(workers, len(names)), show_progress(quiet))
+    results = run_all(specs, str(out) if out is not None else None, min(workers, len(names)), show_progress(quiet))
     if out is not None:
         write_compare_csv(out / "compare.csv", results)
     if quiet:
         return
     # A pipe or file gets the full table rather than 80 truncated columns.
     screen = console if console.is_terminal else Console(width=120)
-    screen.print(compare_table(f"{data.name} on {spec.total_gpus} GPUs", results))
+    screen.print(compare_table(f"{data.name} on {cluster_spec.total_gpus} GPUs", results))
     if out is not None:
         console.print(f"wrote {out / 'compare.csv'} and one folder per policy in {out}", highlight=False)

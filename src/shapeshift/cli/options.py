@@ -10,9 +10,7 @@ import typer
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
-
-#: The built-in demo cluster (4 nodes x 8 GPUs), used when no --cluster is given.
-DEMO_CLUSTER = "4x8"
+from shapeshift.runs.inputs import DEMO_CLUSTER
 
 WorkloadOption = Annotated[
     Path | None, typer.Option(help="Trace file (CSV/Parquet). Default: a seeded synthetic demo workload.")

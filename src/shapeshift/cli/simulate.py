@@ -1,8 +1,11 @@
-"""``shapeshift simulate``: one policy, one workload, one cluster."""
+"""``shapeshift simulate``: one policy, one workload, one cluster.
+
+The command parses its flags into a ``RunSpec`` and calls ``shapeshift.runs.run``, the
+same runner every other front door uses.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +14,6 @@ from rich.table import Table
 
 from shapeshift.cli.common import console, guarded, progress_bar, show_progress
 from shapeshift.cli.options import (
-    DEMO_CLUSTER,
     ClusterOption,
     FormatOption,
     LaunchDelayOption,
@@ -21,57 +23,38 @@ from shapeshift.cli.options import (
     WorkloadOption,
     parse_overheads,
 )
-from shapeshift.cluster import load_cluster
-from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
-from shapeshift.policies.base import Policy
-from shapeshift.policies.registry import make_policy, parse_policy_args
-from shapeshift.sim.simulator import SimulationResult, simulate
-from shapeshift.workloads.readers import read_workload
-from shapeshift.workloads.synthetic import PoissonSpec, poisson_workload
+from shapeshift.policies.registry import parse_policy_args
+from shapeshift.runs import EnergySpec, RunResult, RunSpec, run
+from shapeshift.runs.inputs import resolve_cluster, resolve_workload
 from shapeshift.workloads.workload import Workload
-
-#: The built-in demo: 300 Poisson jobs (12/hour, Philly-like sizes) on DEMO_CLUSTER.
-DEMO_JOBS = 300
 
 
 def load_inputs(workload: Path | None, fmt: str | None, cluster: str | None, seed: int) -> tuple[Workload, ClusterSpec]:
     """The workload file (or the seeded demo) and the cluster (or the demo cluster)."""
-    if workload is None:
-        data = poisson_workload(PoissonSpec(jobs=DEMO_JOBS, seed=seed), name=f"demo-poisson-seed{seed}")
-    else:
-        data = read_workload(workload, fmt)
-    return data, load_cluster(cluster or DEMO_CLUSTER)
+    return resolve_workload(workload, fmt, seed), resolve_cluster(cluster)
 
 
-def run_simulation(
-    data: Workload,
-    spec: ClusterSpec,
-    policy_name: str,
-    policy_args: dict[str, str],
-    *,
-    round_seconds: float | None,
-    overheads: Overheads,
-    quiet: bool = True,
-    wrap: Callable[[Policy], Policy] | None = None,
-) -> SimulationResult:
-    policy = make_policy(policy_name, policy_args)
-    if wrap is not None:
-        policy = wrap(policy)
-    try:
-        with progress_bar(f"{policy_name}", show_progress(quiet)) as update:
-            return simulate(
-                data.jobs(),
-                spec,
-                policy,
-                workload_name=data.name,
-                overheads=overheads,
-                round_seconds=round_seconds,
-                progress=update,
-            )
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+def energy_spec(energy: str, energy_arg: list[str] | None) -> EnergySpec | None:
+    """``--energy`` and ``--energy-arg`` as an ``EnergySpec`` (``None`` for ``none``)."""
+    from shapeshift.energy.sim_component import ces_config, parse_energy_args
+
+    if energy not in ("none", "ces"):
+        raise InputError(f"unknown energy mode {energy!r}; known: none, ces", field="--energy")
+    params = parse_energy_args(energy_arg)
+    if energy == "none":
+        if params:
+            raise InputError("--energy-arg needs --energy ces", field="--energy-arg")
+        return None
+    ces_config(params)  # validate before any simulation starts
+    return EnergySpec("ces", params)
+
+
+def run_with_progress(spec: RunSpec, quiet: bool) -> RunResult:
+    """``run(spec)`` with a progress bar on a terminal."""
+    with progress_bar(spec.policy, show_progress(quiet)) as update:
+        return run(spec, progress=update)
 
 
 def _seconds(value: Any) -> str:
@@ -133,31 +116,19 @@ def simulate_command(
     quiet: QuietOption = False,
 ) -> None:
     """Simulate one policy on a workload and cluster, and report JCT, queueing and utilization."""
-    from shapeshift.analysis.metrics import summarize, write_outputs
-
-    args = parse_policy_args(policy_arg)
-    overheads = parse_overheads(launch_delay, restore_penalty)
-    if energy not in ("none", "ces"):
-        raise InputError(f"unknown energy mode {energy!r}; known: none, ces", field="--energy")
-    data, spec = load_inputs(workload, fmt, cluster, seed)
-    wrap = None
-    if energy == "ces":
-        from shapeshift.energy.sim_component import CESWrapper, parse_ces_args
-
-        try:
-            wrap = CESWrapper(spec, parse_ces_args(energy_arg))
-        except ValueError as exc:
-            raise InputError(str(exc), field="--energy-arg") from None
-    result = run_simulation(
-        data, spec, policy, args, round_seconds=round_seconds, overheads=overheads, quiet=quiet, wrap=wrap
+    data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
+    spec = RunSpec(
+        workload=data,
+        cluster=cluster_spec,
+        policy=policy,
+        params=tuple(parse_policy_args(policy_arg).items()),
+        round_seconds=round_seconds,
+        overheads=parse_overheads(launch_delay, restore_penalty),
+        seed=seed,
+        energy=energy_spec(energy, energy_arg),
     )
-    extra: dict[str, Any] = {"seed": seed}
-    if wrap is not None and wrap.policy is not None:
-        from shapeshift.energy.sim_component import energy_extra
-
-        baseline = run_simulation(data, spec, policy, args, round_seconds=round_seconds, overheads=overheads)
-        extra.update(energy_extra(result, baseline, wrap.policy))
-    summary = write_outputs(result, out, extra) if out is not None else summarize(result, extra)
+    result = run_with_progress(spec, quiet)
+    summary = result.write(out) if out is not None else result.summary
     if quiet:
         return
     console.print(summary_table(summary))
@@ -171,9 +142,10 @@ def simulate_command(
             + " vs. no CES",
             highlight=False,
         )
-    if result.rejections:
-        shown = ", ".join(f"{r.job_id} ({r.reason})" for r in result.rejections[:5])
-        more = f" and {len(result.rejections) - 5} more" if len(result.rejections) > 5 else ""
-        console.print(f"[yellow]{len(result.rejections)} job(s) rejected:[/] {shown}{more}", highlight=False)
+    rejections = result.rejections
+    if rejections:
+        shown = ", ".join(f"{r.job_id} ({r.reason})" for r in rejections[:5])
+        more = f" and {len(rejections) - 5} more" if len(rejections) > 5 else ""
+        console.print(f"[yellow]{len(rejections)} job(s) rejected:[/] {shown}{more}", highlight=False)
     if out is not None:
         console.print(f"wrote {out / 'summary.json'}, {out / 'jobs.csv'}, {out / 'rejected.csv'}", highlight=False)

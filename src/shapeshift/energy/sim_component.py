@@ -39,10 +39,11 @@ from typing import Any
 import numpy as np
 
 from shapeshift.energy.ces import CESConfig, CESController
+from shapeshift.engine.contract import ROUND, Policy, PolicyError
 from shapeshift.engine.state import FreeResources
 from shapeshift.engine.view import ClusterView
+from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec, Schedule
-from shapeshift.policies.base import ROUND, Policy, PolicyError
 
 
 class PoweredView(ClusterView):
@@ -301,37 +302,42 @@ class CESPolicy:
         }
 
 
-def parse_ces_args(items: list[str] | None) -> CESConfig:
-    """``["buffer=2", "boot_delay=120"]`` -> ``CESConfig``; malformed items, unknown keys and
-    bad values raise ``ValueError``."""
-    defaults = CESConfig().as_dict()
-    values: dict[str, Any] = {}
+def parse_energy_args(items: list[str] | None) -> tuple[tuple[str, str], ...]:
+    """``["buffer=2", "boot_delay=120"]`` -> ``(("boot_delay", "120"), ("buffer", "2"))``;
+    malformed items raise ``InputError`` naming ``--energy-arg``."""
+    pairs: dict[str, str] = {}
     for item in items or []:
         key, sep, raw = item.partition("=")
-        key, raw = key.strip(), raw.strip()
-        if not sep or not key:
-            raise ValueError(f"--energy-arg {item!r} must look like key=value")
+        if not sep or not key.strip():
+            raise InputError(f"--energy-arg {item!r} must look like key=value", field="--energy-arg")
+        pairs[key.strip()] = raw.strip()
+    return tuple(sorted(pairs.items()))
+
+
+def ces_config(params: tuple[tuple[str, Any], ...] | dict[str, Any]) -> CESConfig:
+    """CES parameters (values as numbers or as typed on the command line) -> ``CESConfig``;
+    unknown keys and bad values raise ``InputError``."""
+    defaults = CESConfig().as_dict()
+    values: dict[str, Any] = {}
+    for key, raw in dict(params).items():
         if key not in defaults:
-            raise ValueError(f"unknown CES parameter {key!r}; known: {', '.join(defaults)}")
+            raise InputError(f"unknown CES parameter {key!r}; known: {', '.join(defaults)}", field="--energy-arg")
         kind = type(defaults[key])
         try:
-            values[key] = kind(float(raw)) if kind is int and float(raw).is_integer() else kind(raw)
-        except ValueError:
-            raise ValueError(f"CES parameter {key}: expected {kind.__name__}, got {raw!r}") from None
-    return CESConfig(**values)
-
-
-class CESWrapper:
-    """``policy -> CESPolicy`` for the CLI; remembers the wrapped policy for its report."""
-
-    def __init__(self, cluster: ClusterSpec, config: CESConfig):
-        self.cluster = cluster
-        self.config = config
-        self.policy: CESPolicy | None = None
-
-    def __call__(self, inner: Policy) -> CESPolicy:
-        self.policy = CESPolicy(inner, self.cluster, self.config)
-        return self.policy
+            if isinstance(raw, bool):
+                raise ValueError
+            number = float(raw)
+            if not math.isfinite(number) or (kind is int and not number.is_integer()):
+                raise ValueError
+            values[key] = int(number) if kind is int else number
+        except (TypeError, ValueError):
+            raise InputError(
+                f"CES parameter {key}: expected a finite {kind.__name__}, got {raw!r}", field="--energy-arg"
+            ) from None
+    try:
+        return CESConfig(**values)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--energy-arg") from None
 
 
 def _avg_jct(result: Any) -> float | None:
@@ -341,12 +347,14 @@ def _avg_jct(result: Any) -> float | None:
     return sum(jct) / len(jct) if jct else None
 
 
-def energy_extra(result: Any, baseline: Any, policy: CESPolicy) -> dict[str, Any]:
-    """Summary fields of a CES run: energy saved and the JCT impact against ``baseline``
-    (the same run without CES). Energy is counted up to the last completion."""
+def energy_extra(result: Any, baseline: Any | None, policy: CESPolicy) -> dict[str, Any]:
+    """Summary fields of a CES run: energy saved and, when ``baseline`` (the same run
+    without CES) is given, the JCT impact against it. Energy is counted up to the last
+    completion."""
     ends = [j.end_time for j in result.jobs if j.end_time is not None]
     fields = policy.summary(max(ends) if ends else None)
-    jct, base = _avg_jct(result), _avg_jct(baseline)
+    jct = _avg_jct(result)
+    base = _avg_jct(baseline) if baseline is not None else None
     fields["energy_baseline_avg_jct"] = base
     fields["energy_avg_jct_change_pct"] = 100.0 * (jct - base) / base if jct is not None and base else None
     return fields

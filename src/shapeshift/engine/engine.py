@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import FreeResources, JobState, JobStatus
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
-from shapeshift.policies.base import ARRIVAL, COMPLETION, Policy, PolicyError
 
 
 @dataclass(frozen=True)

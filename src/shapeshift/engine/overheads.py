@@ -7,6 +7,7 @@ look great in simulators that forget this, so it is on by default (30 s).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,16 +31,16 @@ class Overheads:
     restore_penalty: float | str = 30.0
 
     def __post_init__(self) -> None:
-        if self.launch_delay < 0:
-            raise ValueError("launch_delay must be >= 0")
+        if not (math.isfinite(self.launch_delay) and self.launch_delay >= 0):
+            raise ValueError("launch_delay must be a finite number of seconds >= 0")
         if isinstance(self.restore_penalty, str):
             if self.restore_penalty not in NAMED_PENALTIES:
                 raise ValueError(
                     f"unknown restore penalty rule {self.restore_penalty!r}; use seconds or one of "
                     f"{', '.join(sorted(NAMED_PENALTIES))}"
                 )
-        elif self.restore_penalty < 0:
-            raise ValueError("restore_penalty must be >= 0")
+        elif not (math.isfinite(self.restore_penalty) and self.restore_penalty >= 0):
+            raise ValueError("restore_penalty must be a finite number of seconds >= 0")
 
     def restore(self, gpus: int) -> float:
         if isinstance(self.restore_penalty, str):

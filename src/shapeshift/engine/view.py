@@ -9,15 +9,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from shapeshift.engine.state import FreeResources, JobStatus
 from shapeshift.model import Allocation, ClusterSpec
 
-if TYPE_CHECKING:
-    from shapeshift.engine.engine import Engine
+
+class EngineState(Protocol):
+    """What a view reads from the engine's live state (the engine satisfies it). Naming
+    the state rather than the ``Engine`` keeps the view free of the engine module."""
+
+    cluster: ClusterSpec
+    partition_nodes: dict[str, np.ndarray]
+    partition_gpus: dict[str, int]
+    free: FreeResources
+    jobs: dict[str, JobStatus]
+    allocations: dict[str, Allocation]
+    pending: dict[str, dict[str, None]]
+    running: dict[str, dict[str, None]]
 
 
 class ClusterView:
@@ -27,7 +38,7 @@ class ClusterView:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: EngineState,
         now: float,
         dirty_partitions: frozenset[str],
         timer_fired: bool,

@@ -50,8 +50,17 @@ def run_inputs(
     round_seconds: float | None,
     seed: int,
     window: tuple[int, int] | None,
+    throughput: dict[str, Any] | None = None,
+    energy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The canonical inputs of a run, as recorded in its ``run.json``."""
+    """The canonical inputs of a run, as recorded in its ``run.json``. ``throughput`` and
+    ``energy`` enter the record only when a run uses them, so the ids of plain runs
+    cached before they existed stay valid."""
+    extra = {}
+    if throughput is not None:
+        extra["throughput"] = throughput
+    if energy is not None:
+        extra["energy"] = energy
     return {
         "format": RUN_FORMAT,
         "shapeshift": shapeshift_version(),
@@ -63,7 +72,20 @@ def run_inputs(
         "round": round_seconds,
         "seed": seed,
         "window": list(window) if window else None,
+        **extra,
     }
+
+
+def directory_fingerprint(path: str | Path) -> str:
+    """A content hash of every file under ``path`` (names and bytes), for measured data
+    a run reads: edited tables invalidate the runs that used them."""
+    root = Path(path)
+    digest = hashlib.sha256()
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for file in files:
+        digest.update(str(file.relative_to(root) if file != root else file.name).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
 
 
 def run_id(inputs: dict[str, Any]) -> str:

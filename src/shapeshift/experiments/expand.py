@@ -23,6 +23,7 @@ from shapeshift.experiments.schema import (
     policy_accepts,
 )
 from shapeshift.experiments.workloads import TRANSFORMS, WorkloadSpec
+from shapeshift.runs.spec import EnergySpec, ThroughputSpec
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class RunPlan:
     round: float | None
     overheads: Overheads
     window: tuple[int, int] | None
+    throughput: ThroughputSpec
+    energy: EnergySpec | None
     #: Every sweep axis of the experiment with this run's value (``None`` where it does not apply).
     axes: tuple[tuple[str, Any], ...]
 
@@ -118,6 +121,8 @@ def expand(experiment: Experiment) -> list[RunPlan]:
                                 round=round_seconds,
                                 overheads=overheads,
                                 window=experiment.window,
+                                throughput=experiment.throughput,
+                                energy=experiment.energy,
                                 axes=tuple((a.key, chosen.get(a.key)) for a in experiment.axes),
                             )
                         )

@@ -25,26 +25,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from shapeshift.analysis.metrics import write_outputs
 from shapeshift.cluster import load_cluster
 from shapeshift.errors import InputError
 from shapeshift.experiments.cache import (
     PARTIAL_PREFIX,
     clean_partials,
     cluster_fingerprint,
+    directory_fingerprint,
     is_finished,
     run_id,
     run_inputs,
 )
 from shapeshift.experiments.expand import RunPlan, expand
-from shapeshift.experiments.recording import IntervalRecorder, write_intervals
 from shapeshift.experiments.results import write_results
-from shapeshift.experiments.schema import Experiment, _policy_args
-from shapeshift.experiments.window import windowed_summary
+from shapeshift.experiments.schema import Experiment, policy_args
 from shapeshift.experiments.workloads import build_workload, content_hash
 from shapeshift.model import ClusterSpec
-from shapeshift.policies.registry import make_policy
-from shapeshift.sim.simulator import simulate
+from shapeshift.runs import EnergySpec, RunSpec, ThroughputSpec, run
 from shapeshift.workloads.workload import Workload
 
 Backend = Literal["processes", "ray"]
@@ -88,6 +85,24 @@ class ExperimentOutcome:
         return not self.failed
 
 
+def run_spec(task: RunTask) -> RunSpec:
+    """The ``RunSpec`` of a task: the experiment's runs always record intervals."""
+    plan = task.plan
+    return RunSpec(
+        workload=task.workload,
+        cluster=load_cluster(task.cluster),
+        policy=plan.policy,
+        params=tuple(policy_args(dict(plan.params)).items()),
+        round_seconds=plan.round,
+        overheads=plan.overheads,
+        seed=plan.seed,
+        throughput=plan.throughput,
+        energy=plan.energy,
+        window=plan.window,
+        record=frozenset({"intervals"}),
+    )
+
+
 def execute_run(task: RunTask) -> RunOutcome:
     """Simulate one run and move its directory into place. Never raises: failures are returned."""
     started = time.perf_counter()
@@ -96,35 +111,9 @@ def execute_run(task: RunTask) -> RunOutcome:
     tmp = runs_dir / f"{PARTIAL_PREFIX}{task.run_id}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        plan = task.plan
-        policy = make_policy(plan.policy, _policy_args(dict(plan.params)))
-        recorder = IntervalRecorder(policy)
-        jobs = task.workload.jobs()
-        result = simulate(
-            jobs,
-            load_cluster(task.cluster),
-            recorder,
-            workload_name=plan.workload.name,
-            overheads=plan.overheads,
-            round_seconds=plan.round,
-        )
-        intervals = recorder.finish(result)
-        extra: dict[str, Any] = {"run_id": task.run_id, "seed": plan.seed}
-        timeline = getattr(policy, "timeline", None)
-        if timeline is not None:
-            extra["auto_switches"] = getattr(policy, "switches", None)
-            extra["auto_evaluations"] = len(timeline)
-        summary = write_outputs(result, tmp, extra)
-        if plan.window is not None:
-            tracked = task.workload.frame["job_id"].iloc[plan.window[0] : plan.window[1]].tolist()
-            summary = windowed_summary(result, tracked, plan.window, intervals, extra)
-            (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        write_intervals(intervals, tmp / "intervals.csv")
-        if timeline is not None:
-            write_timeline = getattr(policy, "write_timeline", None)
-            if write_timeline is not None:
-                write_timeline(tmp / "auto_timeline.csv")
-        record = {"run_id": task.run_id, "labels": plan.labels(), "inputs": task.inputs}
+        result = run(run_spec(task))
+        result.write(tmp, extra={"run_id": task.run_id})
+        record = {"run_id": task.run_id, "labels": task.plan.labels(), "inputs": task.inputs}
         (tmp / "run.json").write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
         if final.exists():  # a stale, incomplete directory under the final name
             shutil.rmtree(final)
@@ -144,6 +133,7 @@ class _Inputs:
         self.experiment = experiment
         self._workloads: dict[str, tuple[Workload, str]] = {}
         self._clusters: dict[str, tuple[ClusterSpec, str]] = {}
+        self._throughputs: dict[tuple[str, str | None], dict[str, Any]] = {}
 
     def workload(self, plan: RunPlan) -> tuple[Workload, str]:
         key = plan.workload.key()
@@ -158,6 +148,16 @@ class _Inputs:
                 )
             self._workloads[key] = (data, content_hash(data))
         return self._workloads[key]
+
+    def throughput(self, spec: ThroughputSpec) -> dict[str, Any] | None:
+        """The speed model's record for the cache key: its kind and its data's content."""
+        if spec.kind == "trace" and spec.path is None:
+            return None
+        key = (spec.kind, spec.path)
+        if key not in self._throughputs:
+            data = directory_fingerprint(spec.path) if spec.path else None
+            self._throughputs[key] = {"kind": spec.kind, "data_sha256": data}
+        return self._throughputs[key]
 
     def cluster(self, plan: RunPlan) -> tuple[ClusterSpec, str]:
         if plan.cluster not in self._clusters:
@@ -183,12 +183,20 @@ def _tasks(experiment: Experiment, plans: list[RunPlan], runs_dir: Path) -> tupl
             round_seconds=plan.round,
             seed=plan.seed,
             window=plan.window,
+            throughput=inputs.throughput(plan.throughput),
+            energy=_energy_record(plan.energy),
         )
         rid = run_id(record)
         ids.append(rid)
         if rid not in tasks:
             tasks[rid] = RunTask(rid, plan, workload, plan.cluster, str(runs_dir), record)
     return ids, list(tasks.values())
+
+
+def _energy_record(spec: EnergySpec | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    return {"mode": spec.mode, "params": dict(spec.params), "baseline": spec.baseline}
 
 
 def _check_backend(backend: str) -> None:

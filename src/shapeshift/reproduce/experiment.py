@@ -29,16 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from shapeshift.analysis.metrics import summarize
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec, JobSpec
-from shapeshift.perf.ground_truth import GroundTruthModel
-from shapeshift.policies.registry import make_policy
-from shapeshift.sim.simulator import simulate
+from shapeshift.runs import RunSpec, ThroughputSpec, run
 from shapeshift.workloads.readers import read_workload
+from shapeshift.workloads.workload import Workload
 
 EXPERIMENTS: dict[str, tuple[str, ...]] = {
     "base": ("rubick", "rubick-e", "rubick-r", "rubick-n", "sia", "synergy"),
@@ -128,27 +126,25 @@ def run_one(
     policy_args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One simulation; returns a results row (hours for times)."""
-    cluster = cluster_for(paths, jobs)
-    truth = GroundTruthModel.from_dir(paths.data / "traces")
-    args = {"traces": str(paths.data / "traces"), **(policy_args or {})}
-    pol = make_policy(policy, args)
-    result = simulate(
-        list(jobs),
-        cluster,
-        pol,
-        workload_name=workload,
-        throughput=truth,
+    traces = str(paths.data / "traces")
+    spec = RunSpec(
+        workload=Workload.from_jobs(workload, list(jobs)),
+        cluster=cluster_for(paths, jobs),
+        policy=policy,
+        params=tuple({"traces": traces, **(policy_args or {})}.items()),
         overheads=Overheads(0.0, RESTORE_PENALTY),
+        throughput=ThroughputSpec("ground-truth", traces),
     )
-    s = summarize(result)
-    done = [j for j in result.jobs if j.state is JobState.COMPLETED]
+    result = run(spec)
+    s = result.summary
+    done = [j for j in result.simulation.jobs if j.state is JobState.COMPLETED]
 
     def avg_h(sel: Callable[[JobSpec], bool]) -> float | None:
         v = [j.end_time - j.spec.submit_time for j in done if sel(j.spec)]
         return float(np.mean(v)) / 3600 if v else None
 
-    calls = truth.stats.as_dict()["calls"]
-    knowledge = getattr(pol, "knowledge", None)
+    calls = result.throughput.stats.as_dict()["calls"]
+    knowledge = getattr(result.policy, "knowledge", None)
     return {
         "workload": workload,
         "variant": variant or workload,
@@ -168,7 +164,7 @@ def run_one(
         "gt_table_cpu_scaled": calls["table_cpu_scaled"],
         "gt_fallback": calls["fallback"],
         "gt_infeasible": calls["infeasible"],
-        "sim_wall_s": result.wall_seconds,
+        "sim_wall_s": result.simulation.wall_seconds,
     }
 
 

@@ -10,14 +10,14 @@ which ``launch_delay`` can model.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import ClusterSpec, JobSpec
-from shapeshift.policies.base import Policy
-from shapeshift.sim.simulator import simulate
+from shapeshift.runs import RunSpec, run
+from shapeshift.workloads.workload import Workload
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,14 @@ def measured_launch_delay(jobs: Sequence[dict[str, Any]]) -> float:
 
 
 def compare(
-    jobs: Sequence[dict[str, Any]], cluster: ClusterSpec, policy: Policy, launch_delay: float = 0.0
+    jobs: Sequence[dict[str, Any]],
+    cluster: ClusterSpec,
+    policy: str,
+    params: Mapping[str, Any] | None = None,
+    launch_delay: float = 0.0,
 ) -> Fidelity:
-    """``jobs``: completed job rows from the controller API (with ``iter_time`` measured)."""
+    """``jobs``: completed job rows from the controller API (with ``iter_time`` measured),
+    replayed under the registered ``policy`` with the simulator's one run path."""
     t0 = min(j["submit_time"] for j in jobs)
     specs = [
         JobSpec(
@@ -58,7 +63,14 @@ def compare(
         )
         for j in sorted(jobs, key=lambda j: (j["submit_time"], int(j["id"])))
     ]
-    result = simulate(specs, cluster, policy, overheads=Overheads(launch_delay=launch_delay, restore_penalty=0.0))
+    spec = RunSpec(
+        workload=Workload.from_jobs("live", specs),
+        cluster=cluster,
+        policy=policy,
+        params=tuple((params or {}).items()),
+        overheads=Overheads(launch_delay=launch_delay, restore_penalty=0.0),
+    )
+    result = run(spec).simulation
     simulated = {s.job_id: s.end_time - s.spec.submit_time for s in result.jobs}
     live = {j["id"]: j["end_time"] - j["submit_time"] for j in jobs}
     return Fidelity(live=live, simulated=simulated)

@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from shapeshift.engine.contract import ROUND, Policy
 from shapeshift.engine.engine import Engine, Rejection
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import ClusterSpec, JobSpec
 from shapeshift.perf.throughput import ThroughputModel, TraceSpeedModel
-from shapeshift.policies.base import ROUND, Policy
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 
 ProgressCallback = Callable[[int, int], None]
@@ -103,9 +103,10 @@ def simulate(
         schedule = engine.step(now)
         if period is not None and next_round <= now:
             next_round = (math.floor(now / period) + 1) * period
-        if timer_only and not engine.allocations and not completions and cursor >= n:
-            # Nothing runs and nothing will arrive: a policy that keeps declining the
-            # waiting jobs would spin the timer forever.
+        if timer_only and not completions and cursor >= n:
+            # Nothing will complete (no job runs, or every running job is stuck at speed
+            # 0) and nothing will arrive: a policy that keeps its schedule unchanged
+            # would spin the timer forever.
             idle_rounds = idle_rounds + 1 if schedule is None or not schedule.changes else 0
             if idle_rounds >= 3:
                 break

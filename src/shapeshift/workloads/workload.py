@@ -68,7 +68,7 @@ _DEFAULTS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Workload:
     """A named job table sorted by submit time (ties keep input order)."""
 
@@ -114,6 +114,14 @@ class Workload:
         ]
         frame = pd.DataFrame(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
         return cls.from_frame(name, frame)
+
+    def __eq__(self, other: object) -> bool:
+        # Same name and the same table, cell for cell (a DataFrame has no truth value).
+        if not isinstance(other, Workload):
+            return NotImplemented
+        return self.name == other.name and self.frame.equals(other.frame)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __len__(self) -> int:
         return len(self.frame)

@@ -16,7 +16,7 @@ from typing import Any
 
 from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.state import JobState
-from shapeshift.experiments.recording import Interval, utilization
+from shapeshift.runs.recording import Interval, utilization
 from shapeshift.sim.simulator import SimulationResult
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shapeshift.engine.contract import Policy
 from shapeshift.engine.state import JobState
 from shapeshift.model import Schedule
-from shapeshift.policies.base import Policy
 from shapeshift.sim.simulator import SimulationResult
 
 if TYPE_CHECKING:

@@ -1,0 +1,100 @@
+"""``run(spec)``: the one place where a simulation is assembled.
+
+Assembly order, each step a composable wrapper or component of the run:
+
+1. the policy, built by name from the registry (parameters validated there);
+2. energy management (CES), a wrapper that hides powered-down nodes from the policy;
+3. the interval recorder, outermost, so it sees the schedule the engine applies;
+4. the executor's throughput model, by name (recorded durations or measured speeds);
+5. the event loop (``shapeshift.sim.simulator.simulate``);
+6. the summary, with the window, energy and policy-specific fields added.
+
+With energy management the same spec is run again without it (``EnergySpec.baseline``)
+to report the JCT cost of powering nodes down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from shapeshift.analysis.metrics import summarize
+from shapeshift.engine.contract import Policy
+from shapeshift.errors import InputError
+from shapeshift.policies.registry import make_policy
+from shapeshift.runs.models import build_throughput
+from shapeshift.runs.recording import IntervalRecorder
+from shapeshift.runs.result import RunResult
+from shapeshift.runs.spec import RunSpec
+from shapeshift.runs.window import windowed_summary
+from shapeshift.sim.simulator import simulate
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult:
+    """Simulate ``spec`` to the end and return its summary, per-job rows and recordings.
+
+    Bad inputs (an unknown policy or parameter, a round-based policy without a round, a
+    job the speed model cannot run) raise ``InputError``; the same spec always gives the
+    same result.
+    """
+    inner = make_policy(spec.policy, spec.policy_params)
+    policy: Policy = inner
+    ces = None
+    if spec.energy is not None:
+        from shapeshift.energy.sim_component import CESPolicy, ces_config
+
+        ces = CESPolicy(inner, spec.cluster, ces_config(spec.energy.params))
+        policy = ces
+    recorder = IntervalRecorder(policy) if spec.records_intervals else None
+    if recorder is not None:
+        policy = recorder
+    throughput = build_throughput(spec.throughput.kind, spec.throughput.path, spec.cluster)
+    try:
+        simulation = simulate(
+            spec.workload.jobs(),
+            spec.cluster,
+            policy,
+            workload_name=spec.workload.name,
+            throughput=throughput,
+            overheads=spec.overheads,
+            round_seconds=spec.round_seconds,
+            progress=progress,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    intervals = recorder.finish(simulation) if recorder is not None else None
+
+    extra: dict[str, Any] = {"seed": spec.seed}
+    timeline = getattr(inner, "timeline", None)
+    if timeline is not None:
+        extra["auto_switches"] = getattr(inner, "switches", None)
+        extra["auto_evaluations"] = len(timeline)
+    energy = None
+    if ces is not None:
+        from shapeshift.energy.sim_component import energy_extra
+
+        baseline = None
+        if spec.energy is not None and spec.energy.baseline:
+            plain = dataclasses.replace(spec, energy=None, record=frozenset(), window=None)
+            baseline = run(plain).simulation
+        energy = energy_extra(simulation, baseline, ces)
+        extra.update(energy)
+    if spec.window is not None:
+        assert intervals is not None
+        start, end = spec.window
+        tracked = spec.workload.frame["job_id"].iloc[start:end].tolist()
+        summary = windowed_summary(simulation, tracked, spec.window, intervals, extra)
+    else:
+        summary = summarize(simulation, extra)
+    return RunResult(
+        spec=spec,
+        summary=summary,
+        simulation=simulation,
+        intervals=tuple(intervals) if intervals is not None else None,
+        energy=energy,
+        policy=inner,
+        throughput=throughput,
+    )

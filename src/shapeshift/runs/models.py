@@ -1,0 +1,45 @@
+"""The speed models a run can simulate with, by name.
+
+A run names its throughput model (``ThroughputSpec.kind``); this table turns the name
+into the model for a cluster. Adding a measured model (another paper's profiles) is one
+entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shapeshift.model import ClusterSpec
+from shapeshift.perf.throughput import ThroughputModel
+
+
+@dataclass(frozen=True)
+class ThroughputKind:
+    description: str
+    needs_path: bool
+    build: Callable[[ClusterSpec, str | None], ThroughputModel]
+
+
+def _trace(cluster: ClusterSpec, _path: str | None) -> ThroughputModel:
+    from shapeshift.perf.throughput import TraceSpeedModel
+
+    return TraceSpeedModel(cluster)
+
+
+def _ground_truth(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
+    from shapeshift.perf.ground_truth import GroundTruthModel
+
+    assert path is not None
+    return GroundTruthModel.from_dir(path)
+
+
+THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
+    "trace": ThroughputKind("recorded durations, scaled by GPU count and type", False, _trace),
+    "ground-truth": ThroughputKind("measured Rubick speed tables (a traces/ directory)", True, _ground_truth),
+}
+
+
+def build_throughput(kind: str, path: str | None, cluster: ClusterSpec) -> ThroughputModel:
+    """The speed model named ``kind`` (reading ``path`` if it needs data) for ``cluster``."""
+    return THROUGHPUT_KINDS[kind].build(cluster, path)

