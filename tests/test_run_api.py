@@ -205,3 +205,32 @@ def test_replace_keeps_a_valid_spec():
     spec = RunSpec(workload=Workload.from_jobs("tiny", TINY), cluster=shorthand_cluster(1, 4))
     with pytest.raises(InputError):
         replace(spec, seed=-3)
+
+
+def test_slowdown_and_fairness_figures_by_hand():
+    # TINY under FIFO on 1x4 (see above): JCT / isolated run time = a 100/100, b 140/50,
+    # c 580/500 -> slowdowns 1, 2.8, 1.16 (mean 1.653333). All are above the 10 s bound.
+    # Jobs present over time: 0-10: 1, 10-20: 2, 20-100: 3, 100-150: 2, 150-600: 1, so the
+    # average presence is a 270/100 = 2.7, b 360/140, c 790/580. Ideal time on a 1/N share
+    # of 4 GPUs: a 100 x 4 x 2.7 / 4 = 270 (rho 0.37037), b 50 x 2 x (360/140) / 4 (rho
+    # 2.177778), c 500 (the share exceeds its 2 GPUs; rho 1.16). Users u1 = {a, b},
+    # u2 = {c}: mean 1/slowdown 0.678571 and 0.862069 -> Jain 0.986012.
+    users = [replace(j, user=u) for j, u in zip(TINY, ["u1", "u1", "u2"], strict=True)]
+    s = run(RunSpec(workload=Workload.from_jobs("tiny", users), cluster=shorthand_cluster(1, 4))).summary
+    assert s["avg_slowdown"] == pytest.approx((1 + 2.8 + 1.16) / 3, abs=1e-6)
+    assert s["avg_bounded_slowdown"] == pytest.approx(s["avg_slowdown"])
+    assert s["ftf_rho_max"] == pytest.approx(140 / (50 * 2 * (360 / 140) / 4), abs=1e-6)
+    assert s["ftf_rho_mean"] == pytest.approx((100 / 270 + 140 / (50 * 2 * (360 / 140) / 4) + 1.16) / 3, abs=1e-6)
+    x = [(1 + 1 / 2.8) / 2, 1 / 1.16]
+    assert s["fairness_groups"] == "user"
+    assert s["jain_fairness"] == pytest.approx(sum(x) ** 2 / (2 * sum(v * v for v in x)), abs=1e-6)
+
+
+def test_bounded_slowdown_caps_tiny_jobs():
+    # A 1 s job that waits 9 s: slowdown 10, bounded slowdown max(10, 10) / max(1, 10) = 1.
+    jobs = [job("a", 0, 1, 9), job("b", 0, 1, 1)]
+    s = run(RunSpec(workload=Workload.from_jobs("t", jobs), cluster=shorthand_cluster(1, 1))).summary
+    # FIFO: a 0..9 (slowdown 1), b 9..10 (JCT 10, slowdown 10).
+    assert s["avg_slowdown"] == pytest.approx(5.5) and s["p99_slowdown"] == pytest.approx(1 + 0.99 * 9)
+    assert s["avg_bounded_slowdown"] == pytest.approx(1.0)
+    assert s["jain_fairness"] is None  # no users or tenants

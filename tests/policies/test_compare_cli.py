@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import csv
+import json
+
+import pytest
 
 from typer.testing import CliRunner
 
@@ -24,7 +27,9 @@ def test_compare_writes_one_csv_and_a_folder_per_policy(tmp_path):
     with (tmp_path / "compare.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert [r["policy"] for r in rows] == ["fifo", "sjf", "las"]
-    assert tuple(rows[0])[1:] == COMPARE_KEYS
+    # The contract columns first, in order; the policy's name, parameters and seeds after them.
+    assert tuple(rows[0])[1 : 1 + len(COMPARE_KEYS)] == COMPARE_KEYS
+    assert rows[0]["policy_name"] == "fifo" and rows[0]["seeds"] == "0"
     for name in ("fifo", "sjf", "las"):
         assert (tmp_path / name / "summary.json").exists() and (tmp_path / name / "jobs.csv").exists()
     # The demo's FIFO queue blocks; SJF (with backfill) cuts the average JCT.
@@ -53,3 +58,43 @@ def test_bad_compare_input_is_one_line_and_exit_2():
         result = runner.invoke(app, ["compare", *args])
         assert result.exit_code == 2, (args, result.output)
         assert fragment in result.output and "Traceback" not in result.output
+
+
+def test_one_policy_twice_under_labels_and_parameters(tmp_path):
+    result = invoke(
+        "compare", "--policies", "tiresias,tiresias(queues=3),t5=tiresias:queues=5", "--out", str(tmp_path), "-q"
+    )
+    assert result.exit_code == 0, result.output
+    with (tmp_path / "compare.csv").open() as handle:
+        rows = {r["policy"]: r for r in csv.DictReader(handle)}
+    assert set(rows) == {"tiresias", "tiresias(queues=3)", "t5"}
+    assert rows["t5"]["policy_name"] == "tiresias" and rows["t5"]["params"] == "queues=5"
+    assert rows["tiresias(queues=3)"]["params"] == "queues=3" and rows["tiresias"]["params"] == ""
+    assert (tmp_path / "t5" / "summary.json").exists()
+    # Same policy, same parameters as the default (2 queues) -> the same schedule.
+    same = invoke("compare", "--policies", "tiresias,t2=tiresias:queues=2", "-q", "--json")
+    first, second = json.loads(same.output)
+    assert first["avg_jct"] == second["avg_jct"]
+
+
+def test_seeds_give_the_mean_and_a_95_percent_interval(tmp_path):
+    result = invoke("compare", "--policies", "fifo", "--seeds", "0,1,2", "--out", str(tmp_path), "-q")
+    assert result.exit_code == 0, result.output
+    per_seed = [json.loads((tmp_path / "fifo" / f"seed{s}" / "summary.json").read_text())["avg_jct"] for s in range(3)]
+    with (tmp_path / "compare.csv").open() as handle:
+        row = next(csv.DictReader(handle))
+    mean = sum(per_seed) / 3
+    sd = (sum((x - mean) ** 2 for x in per_seed) / 2) ** 0.5
+    # Student's t with 2 degrees of freedom: t(0.975, 2) = 4.302653.
+    assert float(row["avg_jct"]) == pytest.approx(mean, rel=1e-6)
+    assert float(row["avg_jct_ci95"]) == pytest.approx(4.302653 * sd / 3**0.5, rel=1e-5)
+
+
+def test_window_and_json_on_compare_and_simulate():
+    out = invoke("compare", "--policies", "fifo", "--window", "100:200", "--json")
+    (row,) = json.loads(out.output)
+    assert row["jobs_total"] == 100 and row["window_start"] == 100
+    sim = invoke("simulate", "--window", "100:200", "--json")
+    assert json.loads(sim.output)["avg_jct"] == row["avg_jct"]
+    bad = runner.invoke(app, ["compare", "--policies", "fifo", "--window", "200:100"])
+    assert bad.exit_code == 2 and "END must be greater" in bad.output

@@ -9,6 +9,8 @@ Definitions (seconds unless named):
 * ``makespan`` = last completion - first submission;
 * ``gpu_utilization`` = allocated GPU-seconds / (cluster GPUs x makespan), restart
   pauses included, since the GPUs are held during them;
+* slowdown, bounded slowdown, Jain's fairness index and finish-time fairness are
+  defined in :mod:`shapeshift.analysis.fairness`;
 * ``slo_attainment`` = over guaranteed jobs, the share of their running time (time
   holding an allocation) in which they progressed at least at the throughput of their
   requested plan on their requested resources (``null`` without guaranteed jobs).
@@ -27,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from shapeshift.analysis.fairness import fairness_summary
 from shapeshift.engine.state import JobState
 from shapeshift.sim.simulator import SimulationResult
 
@@ -113,6 +116,7 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
         "events": result.events,
         "decisions": result.decisions,
     }
+    summary.update(fairness_summary(result.jobs, result.cluster))
     summary.update(extra or {})
     return {k: _clean(v) for k, v in summary.items()}
 

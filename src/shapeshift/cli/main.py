@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import json
 from types import ModuleType
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from shapeshift.cli.common import console
+from shapeshift.cli.options import JsonOption
 from shapeshift.cli.simulate import simulate_command
 
 app = typer.Typer(
@@ -21,17 +24,55 @@ app = typer.Typer(
 app.command("simulate")(simulate_command)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"shapeshift {version('shapeshift')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+            typer.echo("shapeshift (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Schedule deep-learning training jobs on shared GPU clusters: simulate and compare policies."""
+
+
+def _default(value: Any) -> Any:
+    """A parameter default as users read it: required parameters have none."""
+    from pydantic_core import PydanticUndefined
+
+    return "(required)" if value is PydanticUndefined else value
+
+
 @app.command("policies")
-def policies_command() -> None:
+def policies_command(as_json: JsonOption = False) -> None:
     """List every registered policy with its parameters and a one-line description."""
     from shapeshift.policies.registry import registry
 
+    if as_json:
+        rows = [
+            {
+                "name": info.name,
+                "description": info.description,
+                "parameters": [{"name": n, "type": t, "default": _default(d)} for n, t, d in info.parameters()],
+            }
+            for info in registry().values()
+        ]
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
     table = Table(title="Policies")
     table.add_column("name", style="bold")
     table.add_column("parameters")
     table.add_column("description")
     for info in registry().values():
-        params = ", ".join(f"{n}: {t} = {d!r}" for n, t, d in info.parameters()) or "-"
+        params = ", ".join(f"{n}: {t} = {_default(d)!r}" for n, t, d in info.parameters()) or "-"
         table.add_row(info.name, params, info.description)
     console.print(table)
 

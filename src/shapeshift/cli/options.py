@@ -33,3 +33,24 @@ def parse_overheads(launch_delay: float, restore_penalty: str) -> Overheads:
         return Overheads(launch_delay, Overheads.parse_penalty(restore_penalty))
     except ValueError as exc:
         raise InputError(str(exc), field="--restore-penalty/--launch-delay") from None
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
+WindowOption = Annotated[
+    str | None,
+    typer.Option(help="Report metrics over jobs START:END only (submit order), as steady-state studies do."),
+]
+
+
+def parse_window(text: str | None, jobs: int) -> tuple[int, int] | None:
+    """``--window 3000:4000`` -> ``(3000, 4000)``; malformed or out-of-range windows are errors."""
+    if text is None:
+        return None
+    start, sep, end = text.partition(":")
+    if not sep or not start.strip().isdigit() or not end.strip().isdigit():
+        raise InputError(f"--window takes START:END job indexes, e.g. 3000:4000, got {text!r}", field="--window")
+    window = (int(start), int(end))
+    if window[0] >= window[1]:
+        raise InputError(f"--window {text}: END must be greater than START", field="--window")
+    if window[0] >= jobs:
+        raise InputError(f"--window {text} starts after the last job (the workload has {jobs})", field="--window")
+    return window

@@ -6,6 +6,7 @@ same runner every other front door uses.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,12 +17,15 @@ from shapeshift.cli.common import console, guarded, progress_bar, show_progress
 from shapeshift.cli.options import (
     ClusterOption,
     FormatOption,
+    JsonOption,
     LaunchDelayOption,
     QuietOption,
     RestorePenaltyOption,
     SeedOption,
+    WindowOption,
     WorkloadOption,
     parse_overheads,
+    parse_window,
 )
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
@@ -112,7 +116,9 @@ def simulate_command(
         list[str] | None,
         typer.Option("--energy-arg", help="CES parameter key=value (repeatable), e.g. buffer=4, boot_delay=300."),
     ] = None,
+    window: WindowOption = None,
     out: Annotated[Path | None, typer.Option(help="Write summary.json, jobs.csv and rejected.csv here.")] = None,
+    as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
     """Simulate one policy on a workload and cluster, and report JCT, queueing and utilization."""
@@ -126,9 +132,13 @@ def simulate_command(
         overheads=parse_overheads(launch_delay, restore_penalty),
         seed=seed,
         energy=energy_spec(energy, energy_arg),
+        window=parse_window(window, len(data)),
     )
-    result = run_with_progress(spec, quiet)
+    result = run_with_progress(spec, quiet or as_json)
     summary = result.write(out) if out is not None else result.summary
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
     if quiet:
         return
     console.print(summary_table(summary))
