@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from shapeshift.errors import InputError
 from shapeshift.model import ModelError
@@ -19,14 +20,17 @@ from shapeshift.model import ModelError
 F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, emoji=False)
 
 #: Exit status for bad user input (as argparse and click use for usage errors).
 EXIT_INPUT = 2
 
 
 def fail(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print ``error: message`` on stderr and return the exit to raise. The message is
+    shown literally: user input in it (``a:b:c``, ``[x]``) is never read as markup or
+    emoji codes."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
     return typer.Exit(EXIT_INPUT)
 
 

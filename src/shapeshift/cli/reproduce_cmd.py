@@ -28,7 +28,9 @@ def command(
     cluster: Annotated[
         Path | None, typer.Option(help="Cluster YAML (default ../shared/examples/cluster-a800-8x8.yaml).")
     ] = None,
-    out: Annotated[Path, typer.Option(help="Output directory (results.csv, table4.md).")] = Path("results/rubick"),
+    out: Annotated[
+        Path, typer.Option(help="Output directory: results.csv and results.md (sweeps: sweep-KIND.csv and .md).")
+    ] = Path("results/rubick"),
     workloads: Annotated[str, typer.Option(help="Comma-separated subset of base, bp, mt.")] = "base,bp,mt",
     sweep: Annotated[
         str, typer.Option(help="none, load (rates 0.5,1,1.5,2) or llm (LLaMA shares 0,0.25,0.5).")

@@ -8,7 +8,7 @@
 on 8 nodes x 8 A800 (``../shared/examples/cluster-a800-8x8.yaml``), jobs running their
 ``steps`` iterations, charged by :class:`~shapeshift.perf.ground_truth.GroundTruthModel`
 (measured tables, fitted-model fallback), restore pause 78 s. Outputs: ``results.csv``
-(one row per run), ``table4.md`` (the table next to the paper's ratios) and the ratio of
+(one row per run), ``results.md`` (the table next to the paper's ratios) and the ratio of
 every policy to ``rubick`` on the same workload.
 
 Sweeps: ``load`` scales the arrival rate of the base trace (``rate`` x jobs per hour:

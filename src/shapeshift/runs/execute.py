@@ -22,7 +22,7 @@ from typing import Any
 from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.contract import Policy
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.registry import make_policy, registry
 from shapeshift.runs.models import build_throughput
 from shapeshift.runs.recording import IntervalRecorder
 from shapeshift.runs.result import RunResult
@@ -33,6 +33,16 @@ from shapeshift.sim.simulator import simulate
 ProgressCallback = Callable[[int, int], None]
 
 
+def policy_params(spec: RunSpec) -> dict[str, object]:
+    """The policy's parameters, with the run's seed as its ``seed`` unless one is given: every
+    random choice of a run follows the run's seed."""
+    params = spec.policy_params
+    info = registry().get(spec.policy)
+    if info is not None and "seed" in info.params.model_fields and "seed" not in params:
+        params["seed"] = spec.seed
+    return params
+
+
 def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult:
     """Simulate ``spec`` to the end and return its summary, per-job rows and recordings.
 
@@ -40,7 +50,7 @@ def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult
     job the speed model cannot run) raise ``InputError``; the same spec always gives the
     same result.
     """
-    inner = make_policy(spec.policy, spec.policy_params)
+    inner = make_policy(spec.policy, policy_params(spec))
     policy: Policy = inner
     ces = None
     if spec.energy is not None:
