@@ -34,6 +34,18 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_INPUT)
 
 
+def os_error_message(exc: OSError) -> str:
+    """``/proc/nope: No such file or directory``: the path and what is wrong with it."""
+    where = exc.filename if exc.filename is not None else ""
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        reason = "a file is in the way where a directory is needed"
+    elif isinstance(exc, IsADirectoryError):
+        reason = "is a directory where a file is needed"
+    else:
+        reason = exc.strerror or str(exc)
+    return f"{where}: {reason}" if where else reason
+
+
 def guarded(fn: F) -> F:
     """Report ``InputError``/``ModelError`` as one clear line and exit 2, never a traceback."""
 
@@ -43,6 +55,12 @@ def guarded(fn: F) -> F:
             return fn(*args, **kwargs)
         except (InputError, ModelError) as exc:
             raise fail(str(exc)) from None
+        except BrokenPipeError:  # the reader went away (``| head``): nothing left to say
+            raise typer.Exit(0) from None
+        except OSError as exc:
+            # A path the user gave cannot be read or written (a file where a directory is
+            # expected, no permission, a full disk): name it, never a traceback.
+            raise fail(os_error_message(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -19,7 +19,7 @@ FormatOption = Annotated[str | None, typer.Option("--format", help="Trace format
 ClusterOption = Annotated[
     str | None, typer.Option(help=f"NxG (N nodes of G GPUs) or a cluster YAML file. Default: {DEMO_CLUSTER}.")
 ]
-SeedOption = Annotated[int, typer.Option(help="Seed for every random choice.")]
+SeedOption = Annotated[int, typer.Option(min=0, help="Seed for every random choice (an integer >= 0).")]
 LaunchDelayOption = Annotated[float, typer.Option(help="Seconds from launch until a job makes progress.")]
 RestorePenaltyOption = Annotated[
     str, typer.Option(help="Checkpoint-restore pause per preemption/reconfiguration: seconds or 'helios'.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, field_validator, model_validator
 
 from shapeshift.engine.overheads import NAMED_PENALTIES
 
@@ -82,7 +82,7 @@ class ExperimentFile(Strict):
     workloads: list[dict[str, Any]] = Field(..., min_length=1)
     clusters: list[ClusterItem] = Field(..., min_length=1)
     policies: list[PolicyItem] = Field(..., min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[NonNegativeInt] = Field(default_factory=lambda: [0], min_length=1)
     round: float | None = Field(None, gt=0)
     overheads: OverheadsItem = Field(default_factory=OverheadsItem)
     window: WindowItem | None = None
