@@ -118,3 +118,25 @@ def test_philly_on_its_virtual_clusters_small_slice(tmp_path):
     assert result.exit_code == 0
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["jobs_completed"] + summary["jobs_rejected"] == 2000
+
+
+def test_unfinished_jobs_are_flagged_and_exit_3():
+    """Under FIFO with the measured Rubick speeds, one job of the smoke trace asks for a plan
+    that does not fit in GPU memory: it holds its GPUs at speed 0 and never finishes. The
+    run says so and exits 3, unless --allow-unfinished."""
+    from tests.conftest import shared_file
+
+    trace = shared_file("data/rubick/workloads/naive.csv")
+    cluster = shared_file("examples/cluster-a800-8x8.yaml")
+    args = ["simulate", "--workload", str(trace), "--cluster", str(cluster)]
+    # The CLI has no flag for the speed model; the Python API does: check the summary there,
+    # the exit status on a CLI run of the same spec through the API's own CLI path below.
+    import shapeshift as ss
+
+    traces = shared_file("data/rubick/traces")
+    r = ss.simulate(str(trace), cluster=str(cluster), throughput=ss.ThroughputSpec("ground-truth", str(traces)))
+    assert r.summary["jobs_unfinished"] == 1
+    result = runner.invoke(app, [*args, "--throughput", f"ground-truth:{traces}"])
+    assert result.exit_code == 3 and "never finished" in result.output
+    allowed = runner.invoke(app, [*args, "--throughput", f"ground-truth:{traces}", "--allow-unfinished", "-q"])
+    assert allowed.exit_code == 0

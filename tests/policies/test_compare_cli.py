@@ -6,7 +6,6 @@ import csv
 import json
 
 import pytest
-
 from typer.testing import CliRunner
 
 from shapeshift.cli.compare_cmd import COMPARE_KEYS

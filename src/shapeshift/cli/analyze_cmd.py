@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from shapeshift.cli.common import console, guarded
+from shapeshift.errors import InputError
 
 app = typer.Typer(help="Characterize workloads: job traces in, figures and statistics out.", no_args_is_help=True)
 
@@ -38,6 +39,8 @@ def trace_command(
     from shapeshift.workloads.readers import read_workload
 
     workload = read_workload(path, fmt)
+    if len(workload) == 0:
+        raise InputError("the trace has a header but no jobs: nothing to characterize", path=str(path))
     spec = load_cluster(cluster) if cluster else None
     ch = characterize(workload, origin=trace_origin(path, fmt), cluster=spec, cluster_label=cluster or "")
     out.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,8 @@ err_console = Console(stderr=True, emoji=False)
 
 #: Exit status for bad user input (as argparse and click use for usage errors).
 EXIT_INPUT = 2
+#: Exit status of a simulation that left jobs unfinished (its averages cover completed jobs only).
+EXIT_UNFINISHED = 3
 
 
 def fail(message: str) -> typer.Exit:

@@ -28,8 +28,9 @@ from rich.console import Console
 from rich.table import Table
 
 from shapeshift.analysis.aggregate import mean_ci95
-from shapeshift.cli.common import console, guarded, progress_bar, show_progress
+from shapeshift.cli.common import EXIT_UNFINISHED, console, guarded, progress_bar, show_progress
 from shapeshift.cli.options import (
+    AllowUnfinishedOption,
     ClusterOption,
     FormatOption,
     JsonOption,
@@ -37,9 +38,11 @@ from shapeshift.cli.options import (
     QuietOption,
     RestorePenaltyOption,
     SeedOption,
+    ThroughputOption,
     WindowOption,
     WorkloadOption,
     parse_overheads,
+    parse_throughput,
     parse_window,
 )
 from shapeshift.cli.simulate import energy_spec, load_inputs
@@ -310,6 +313,7 @@ def command(
         typer.Option("--energy-arg", help="CES parameter key=value (repeatable), e.g. buffer=4, boot_delay=300."),
     ] = None,
     window: WindowOption = None,
+    throughput: ThroughputOption = "trace",
     out: Annotated[
         Path | None, typer.Option(help="Write compare.csv and <policy>/summary.json, jobs.csv here.")
     ] = None,
@@ -317,9 +321,13 @@ def command(
         int | None, typer.Option("--jobs", "-j", help="Worker processes (default: one per run, up to CPUs).")
     ] = None,
     as_json: JsonOption = False,
+    allow_unfinished: AllowUnfinishedOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Run several policies on the same workload and cluster and print one comparison table."""
+    """Run several policies on the same workload and cluster and print one comparison table.
+
+    Exits with status 3 when a policy left jobs unfinished (its "done" column shows
+    completed/total), unless --allow-unfinished is given."""
     entries = apply_policy_args(policy_arg, parse_policies(policies))
     for entry in entries:  # fail fast, in this process, on unknown policies and bad parameters
         make_policy(entry.policy, dict(entry.params))
@@ -344,6 +352,7 @@ def command(
             seed=s,
             energy=energy_settings,
             window=parse_window(window, len(data)),
+        throughput=parse_throughput(throughput),
         )
         for entry in entries:
             where = None
@@ -355,13 +364,20 @@ def command(
     rows = {label: aggregate(by_seed) for label, by_seed in results.items()}
     if out is not None:
         write_compare_csv(out / "compare.csv", rows, entries, seed_list)
+    unfinished = [label for label, row in rows.items() if row.get("jobs_unfinished")]
     if as_json:
         typer.echo(json.dumps([{"policy": label, **row} for label, row in rows.items()], indent=2))
-        return
-    if quiet:
-        return
-    # A pipe or file gets the wide table; a terminal narrower than 100 columns the narrow one.
-    screen = console if console.is_terminal else Console(width=120)
-    screen.print(compare_table(title, rows, wide=screen.width >= 100))
-    if out is not None:
-        console.print(f"wrote {out / 'compare.csv'} and one folder per policy in {out}", highlight=False)
+    elif not quiet:
+        # A pipe or file gets the wide table; a terminal narrower than 100 columns the narrow one.
+        screen = console if console.is_terminal else Console(width=120)
+        screen.print(compare_table(title, rows, wide=screen.width >= 100))
+        if unfinished:
+            console.print(
+                f"[yellow]jobs never finished under {', '.join(unfinished)}[/]: their averages cover completed jobs "
+                "only (exit status 3; --allow-unfinished accepts it)",
+                highlight=False,
+            )
+        if out is not None:
+            console.print(f"wrote {out / 'compare.csv'} and one folder per policy in {out}", highlight=False)
+    if unfinished and not allow_unfinished:
+        raise typer.Exit(EXIT_UNFINISHED)

@@ -11,6 +11,7 @@ import typer
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.runs.inputs import DEMO_CLUSTER
+from shapeshift.runs.spec import ThroughputSpec
 
 WorkloadOption = Annotated[
     Path | None, typer.Option(help="Trace file (CSV/Parquet). Default: a seeded synthetic demo workload.")
@@ -54,3 +55,30 @@ def parse_window(text: str | None, jobs: int) -> tuple[int, int] | None:
     if window[0] >= jobs:
         raise InputError(f"--window {text} starts after the last job (the workload has {jobs})", field="--window")
     return window
+AllowUnfinishedOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unfinished", help="Exit 0 even when jobs never finished (by default such a run exits with status 3)."
+    ),
+]
+ThroughputOption = Annotated[
+    str,
+    typer.Option(
+        help="Speed model: trace (recorded durations) or ground-truth:DIR (the measured Rubick tables in DIR, "
+        "e.g. ../shared/data/rubick/traces; jobs run their iterations)."
+    ),
+]
+
+
+def parse_throughput(text: str) -> ThroughputSpec:
+    """``trace`` or ``KIND:PATH`` -> ``ThroughputSpec``."""
+    from shapeshift.runs.spec import ThroughputSpec
+
+    kind, sep, path = text.partition(":")
+    try:
+        spec = ThroughputSpec(kind.strip(), path.strip() if sep else None)
+    except InputError as exc:
+        raise InputError(exc.message, field="--throughput") from None
+    if spec.path is not None and not Path(spec.path).exists():
+        raise InputError(f"{spec.path}: not found", field="--throughput")
+    return spec

@@ -13,8 +13,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from shapeshift.cli.common import console, guarded, progress_bar, show_progress
+from shapeshift.cli.common import EXIT_UNFINISHED, console, guarded, progress_bar, show_progress
 from shapeshift.cli.options import (
+    AllowUnfinishedOption,
     ClusterOption,
     FormatOption,
     JsonOption,
@@ -22,9 +23,11 @@ from shapeshift.cli.options import (
     QuietOption,
     RestorePenaltyOption,
     SeedOption,
+    ThroughputOption,
     WindowOption,
     WorkloadOption,
     parse_overheads,
+    parse_throughput,
     parse_window,
 )
 from shapeshift.errors import InputError
@@ -117,11 +120,16 @@ def simulate_command(
         typer.Option("--energy-arg", help="CES parameter key=value (repeatable), e.g. buffer=4, boot_delay=300."),
     ] = None,
     window: WindowOption = None,
+    throughput: ThroughputOption = "trace",
     out: Annotated[Path | None, typer.Option(help="Write summary.json, jobs.csv and rejected.csv here.")] = None,
     as_json: JsonOption = False,
+    allow_unfinished: AllowUnfinishedOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Simulate one policy on a workload and cluster, and report JCT, queueing and utilization."""
+    """Simulate one policy on a workload and cluster, and report JCT, queueing and utilization.
+
+    Exits with status 3 when the run left jobs unfinished (averages then cover completed
+    jobs only), unless --allow-unfinished is given."""
     data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
     spec = RunSpec(
         workload=data,
@@ -133,15 +141,26 @@ def simulate_command(
         seed=seed,
         energy=energy_spec(energy, energy_arg),
         window=parse_window(window, len(data)),
+        throughput=parse_throughput(throughput),
     )
     result = run_with_progress(spec, quiet or as_json)
     summary = result.write(out) if out is not None else result.summary
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
-        return
-    if quiet:
-        return
+    elif not quiet:
+        show_summary(summary, result, out)
+    if summary.get("jobs_unfinished") and not allow_unfinished:
+        raise typer.Exit(EXIT_UNFINISHED)
+
+
+def show_summary(summary: dict[str, Any], result: RunResult, out: Path | None) -> None:
     console.print(summary_table(summary))
+    if summary.get("jobs_unfinished"):
+        console.print(
+            f"[yellow]{summary['jobs_unfinished']} job(s) never finished[/]: the averages cover completed jobs only "
+            "(exit status 3; --allow-unfinished accepts it)",
+            highlight=False,
+        )
     if "energy_node_hours_saved" in summary:
         change = summary["energy_avg_jct_change_pct"]
         console.print(
