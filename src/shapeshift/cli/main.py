@@ -9,10 +9,23 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from typer.core import TyperOption
 
 from shapeshift.cli.common import console
 from shapeshift.cli.options import JsonOption
 from shapeshift.cli.simulate import simulate_command
+
+
+def _flags_without_type(option: TyperOption, ctx: Any) -> str | None:
+    """Help shows ``--quiet`` and ``--help`` as flags, not as options taking a ``<bool>``
+    (newer typer versions print a type for every option, flags included)."""
+    if option.is_flag:
+        return None
+    return _typer_display_type(option, ctx)
+
+
+_typer_display_type = TyperOption.display_type_rich
+TyperOption.display_type_rich = _flags_without_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="shapeshift",
