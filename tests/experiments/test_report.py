@@ -87,3 +87,29 @@ def test_queue_and_utilization_series_are_exact(tmp_path):
     approx = run_series(run, cluster_gpus=2)
     assert approx.source == "approximate"
     assert at(approx.utilization, 12) == 1.5  # a counted as holding from 0 to 30: the stated overestimate
+
+
+def test_report_from_compare_and_simulate_outputs(tmp_path):
+    runner = CliRunner()
+    cmp = tmp_path / "cmp"
+    done = runner.invoke(app, ["compare", "--policies", "fifo,sjf", "--seeds", "0,1", "--out", str(cmp), "-q"])
+    assert done.exit_code == 0, done.output
+    outcome = build_report(cmp, tmp_path / "c.html")
+    page = (tmp_path / "c.html").read_text()
+    # Two seeds per policy: the table shows a mean with its 95% interval.
+    assert "±" in page and "sjf" in page and len(outcome.chosen_runs) == 2
+    sim = tmp_path / "sim"
+    assert runner.invoke(app, ["simulate", "--out", str(sim), "-q"]).exit_code == 0
+    one = build_report(sim, tmp_path / "s.html")
+    assert one.chosen_runs == ("fifo",) and (tmp_path / "s_figures" / "jct-cdf.png").is_file()
+
+
+def test_a_damaged_results_table_is_one_clear_error(finished, tmp_path):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(finished, broken)
+    (broken / "results.parquet").write_bytes(b"PAR1 this is not parquet")
+    result = CliRunner().invoke(app, ["report", str(broken), "--out", str(tmp_path / "b.html")])
+    assert result.exit_code == 2 and "cannot read the results table" in result.output
+    assert "Traceback" not in result.output

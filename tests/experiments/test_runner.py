@@ -61,6 +61,14 @@ def test_tiny_sweep_writes_one_row_per_run(tiny, tmp_path):
     assert [i["workload_sha256"] for i in inputs[:4]] == [i["workload_sha256"] for i in inputs[4:]]
     assert len({i["workload_sha256"] for i in inputs}) == 4
     assert (out / "experiment.yaml").read_text() == tiny.read_text()
+    # results_mean.csv: one row per (policy, rate) over the two seeds, mean and Student-t
+    # interval: half-width = t(0.975, 1) x |a - b| / 2 with t(0.975, 1) = 12.706205.
+    means = pd.read_csv(out / "results_mean.csv")
+    assert len(means) == 4 and (means["seeds"] == 2).all()
+    first = table[(table["policy"] == "fifo") & (table["workload.rate"] == 4)]["avg_jct"].tolist()
+    row = means[(means["policy"] == "fifo") & (means["workload.rate"] == 4)].iloc[0]
+    assert row["avg_jct"] == pytest.approx(sum(first) / 2)
+    assert row["avg_jct_ci95"] == pytest.approx(12.706205 * abs(first[0] - first[1]) / 2, rel=1e-6)
 
 
 def test_rerun_hits_the_cache_and_changes_only_rerun_what_changed(tiny, tmp_path):

@@ -26,7 +26,7 @@ def run_command(
     backend: Annotated[str, typer.Option(help="processes, or ray to spread runs over a Ray cluster.")] = "processes",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
-    """Run every run of FILE not already finished in OUT, then write results.parquet and results.csv."""
+    """Run every run of FILE not already finished in OUT, then write results.parquet, results.csv and results_mean.csv."""
     from shapeshift.experiments.runner import run_experiment
     from shapeshift.experiments.schema import load_experiment
 
@@ -45,7 +45,11 @@ def run_command(
             f"{outcome.cached} reused from cache, {len(outcome.failed)} failed, in {outcome.wall_seconds:.1f} s",
             highlight=False,
         )
-        console.print(f"wrote {target / 'results.parquet'} and {target / 'results.csv'}", highlight=False)
+        console.print(
+            f"wrote {target / 'results.parquet'}, {target / 'results.csv'} and {target / 'results_mean.csv'} "
+            "(means over seeds with 95% intervals)",
+            highlight=False,
+        )
     if outcome.failed:
         for run, error in outcome.failed:
             err_console.print(f"[bold red]run failed:[/] {run}: {error}", highlight=False, soft_wrap=True)
