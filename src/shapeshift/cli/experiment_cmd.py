@@ -26,7 +26,7 @@ def run_command(
     backend: Annotated[str, typer.Option(help="processes, or ray to spread runs over a Ray cluster.")] = "processes",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
-    """Run every run of FILE not already finished in OUT, then write results.parquet, results.csv and results_mean.csv."""
+    """Run every run of FILE not already finished in OUT; write results.parquet, results.csv, results_mean.csv."""
     from shapeshift.experiments.runner import run_experiment
     from shapeshift.experiments.schema import load_experiment
 
