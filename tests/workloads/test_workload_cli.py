@@ -39,10 +39,10 @@ def test_generate_writes_what_the_library_generates(tmp_path):
     out = tmp_path / "g.parquet"
     result = invoke(
         "workload", "generate", "--kind", "bursty", "--jobs", 200, "--rate", 3, "--seed", 9,
-        "--period", 12, "--burst-length", 1, "--burst-factor", 5, "--models", "a,b", "--out", out,
+        "--period", 12, "--burst-length", 1, "--burst-factor", 5, "--models", "resnet50,bert", "--out", out,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    expected = generators.bursty(200, 3.0, generators.Bursts(12.0, 1.0, 5.0), seed=9, models=("a", "b"))
+    expected = generators.bursty(200, 3.0, generators.Bursts(12.0, 1.0, 5.0), seed=9, models=("resnet50", "bert"))
     pd.testing.assert_frame_equal(read_workload(out).frame, expected.frame)
 
 
@@ -73,7 +73,10 @@ def test_transform_downsample_matches_the_library(tmp_path):
     [
         (("describe", "missing.csv"), "not found"),
         (("generate", "--kind", "wavy", "--out", "x.csv"), "unknown kind"),
-        (("generate", "--rate", "0", "--out", "x.csv"), "rate must be > 0"),
+        (("generate", "--rate", "0", "--out", "x.csv"), "--rate must be a finite number > 0"),
+        (("generate", "--rate", "inf", "--out", "x.csv"), "--rate must be a finite number > 0"),
+        (("generate", "--models", "nope,bert", "--out", "x.csv"), "unknown model(s) nope"),
+        (("transform", "{helios}", "--feasible", "bert=0,-1", "--out", "x.csv"), "GPU counts >= 1"),
         (("transform", "{helios}", "--window", "2h", "--out", "x.csv"), "START:END"),
         (("transform", "{helios}", "--downsample", "64", "--out", "x.csv"), "TARGET_GPUS:SOURCE_GPUS"),
         (("transform", "{helios}", "--vc", "nope", "--out", "x.csv"), "unknown virtual cluster"),

@@ -20,14 +20,13 @@ import re
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from shapeshift.analysis.aggregate import mean_ci95
 from shapeshift.cli.common import EXIT_UNFINISHED, console, guarded, progress_bar, show_progress
 from shapeshift.cli.options import (
     AllowUnfinishedOption,
@@ -47,8 +46,10 @@ from shapeshift.cli.options import (
 )
 from shapeshift.cli.simulate import energy_spec, load_inputs
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import make_policy
-from shapeshift.runs import COMPARE_KEYS, RunSpec, run
+from shapeshift.runs.result_columns import COMPARE_KEYS
+
+if TYPE_CHECKING:  # the simulator is imported when the command runs, not for --help
+    from shapeshift.runs import RunSpec
 
 __all__ = ["COMPARE_KEYS", "command"]
 
@@ -153,6 +154,7 @@ def parse_seeds(text: str | None, seed: int) -> list[int]:
 def run_one(label: str, spec: RunSpec, out: str | None) -> tuple[str, int, dict[str, Any] | None, str]:
     """Simulate one (policy, seed) in a worker; returns (label, seed, summary, error)."""
     from shapeshift.model import ModelError
+    from shapeshift.runs import run
 
     try:
         result = run(spec)
@@ -190,6 +192,8 @@ def run_all(
 
 def aggregate(by_seed: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """One row: the mean of every numeric figure over seeds, plus ``<key>_ci95`` half-widths."""
+    from shapeshift.analysis.aggregate import mean_ci95
+
     runs = list(by_seed.values())
     if len(runs) == 1:
         return dict(runs[0])
@@ -328,6 +332,9 @@ def command(
 
     Exits with status 3 when a policy left jobs unfinished (its "done" column shows
     completed/total), unless --allow-unfinished is given."""
+    from shapeshift.policies.registry import make_policy
+    from shapeshift.runs import RunSpec
+
     entries = apply_policy_args(policy_arg, parse_policies(policies))
     for entry in entries:  # fail fast, in this process, on unknown policies and bad parameters
         make_policy(entry.policy, dict(entry.params))

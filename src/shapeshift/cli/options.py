@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
-from shapeshift.runs.inputs import DEMO_CLUSTER
-from shapeshift.runs.spec import ThroughputSpec
+from shapeshift.runs.defaults import DEMO_CLUSTER
+
+if TYPE_CHECKING:
+    from shapeshift.runs.spec import ThroughputSpec
 
 WorkloadOption = Annotated[
     Path | None, typer.Option(help="Trace file (CSV/Parquet). Default: a seeded synthetic demo workload.")

@@ -11,29 +11,27 @@ import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from shapeshift.model import ModelError
-from shapeshift.perf.arch import UnknownModelError, get_arch
-from shapeshift.perf.fitting import FitError, FittedModel, fit
-from shapeshift.perf.measurements import (
-    MeasurementError,
-    format_placement,
-    parse_placement,
-    parse_plan,
-    read_placements,
-)
-from shapeshift.perf.rubick import A800_NODE, Config
+if TYPE_CHECKING:  # the model (scipy) loads when a command runs, not for --help
+    from shapeshift.perf.fitting import FittedModel
 
 app = typer.Typer(help="Performance model for reconfigurable training (Rubick, Appendix A).", no_args_is_help=True)
 out = Console()
 err = Console(stderr=True)
 
-_EXPECTED = (MeasurementError, FitError, UnknownModelError, ModelError, ValueError, FileNotFoundError, OSError)
+
+def _expected() -> tuple[type[BaseException], ...]:
+    from shapeshift.model import ModelError
+    from shapeshift.perf.arch import UnknownModelError
+    from shapeshift.perf.fitting import FitError
+    from shapeshift.perf.measurements import MeasurementError
+
+    return (MeasurementError, FitError, UnknownModelError, ModelError, ValueError, FileNotFoundError, OSError)
 
 
 @contextmanager
@@ -41,12 +39,15 @@ def _boundary() -> Iterator[None]:
     """Turn expected errors into one clear line and exit code 2."""
     try:
         yield
-    except _EXPECTED as exc:
+    except _expected() as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
 def _load_params(path: Path, model: str) -> FittedModel:
+    from shapeshift.perf.arch import get_arch
+    from shapeshift.perf.fitting import FittedModel
+
     fitted = FittedModel.load(path)
     get_arch(model)  # unknown names fail with the list of known ones
     if fitted.model != model:
@@ -63,6 +64,10 @@ def fit_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Fit the coefficients of one model to measured iteration times."""
+    from shapeshift.perf.arch import get_arch
+    from shapeshift.perf.fitting import fit
+    from shapeshift.perf.measurements import read_placements
+
     with _boundary():
         arch = get_arch(model)
         rows = read_placements(measurements, model=arch.name)
@@ -86,7 +91,9 @@ def predict_cmd(
     cpus: Annotated[float, typer.Option("--cpus", help="CPU threads (matters for ZeRO-Offload)")] = 4.0,
 ) -> None:
     """Predict iteration time, throughput and per-GPU memory of one configuration."""
+    from shapeshift.perf.measurements import format_placement, parse_placement, parse_plan
     from shapeshift.perf.memory import estimate_memory
+    from shapeshift.perf.rubick import Config
 
     with _boundary():
         fitted = _load_params(params, model)
@@ -123,6 +130,7 @@ def curve_cmd(
 ) -> None:
     """Best plan and throughput per amount of GPUs (or CPUs with GPUs fixed)."""
     from shapeshift.perf.curves import cpu_curve, gpu_curve
+    from shapeshift.perf.measurements import format_placement, parse_placement
 
     with _boundary():
         fitted = _load_params(params, model)
@@ -175,6 +183,7 @@ def validate_cmd(
     model: Annotated[list[str] | None, typer.Option("--model", help="only these models")] = None,
 ) -> None:
     """Few-shot validation on every model directory: errors per model and plan family."""
+
     from shapeshift.perf.validate import validate_dir, validation_json, write_json
 
     with _boundary():
@@ -223,8 +232,11 @@ def plan_profiling_cmd(
     budget: Annotated[int, typer.Option("--budget")] = 7,
 ) -> None:
     """Choose which configurations to profile for a new model."""
+    from shapeshift.perf.arch import get_arch
+    from shapeshift.perf.measurements import format_placement
     from shapeshift.perf.planner import Candidate, plan_profiling
     from shapeshift.perf.plans import enumerate_plans
+    from shapeshift.perf.rubick import A800_NODE
 
     with _boundary():
         arch = get_arch(model)

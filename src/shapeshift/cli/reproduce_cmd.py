@@ -10,14 +10,6 @@ import typer
 from shapeshift.cli.common import console, guarded
 from shapeshift.cli.options import QuietOption
 from shapeshift.errors import InputError
-from shapeshift.reproduce.experiment import (
-    EXPERIMENTS,
-    Paths,
-    markdown_table,
-    run_sweep,
-    run_table4,
-    write_results,
-)
 
 
 @guarded
@@ -40,6 +32,15 @@ def command(
     quiet: QuietOption = False,
 ) -> None:
     """Run the paper's cluster experiment (or a sweep) in simulation and write results.csv."""
+    from shapeshift.reproduce.experiment import (
+        EXPERIMENTS,
+        Paths,
+        markdown_table,
+        run_sweep,
+        run_table4,
+        write_results,
+    )
+
     paths = Paths.default(data, cluster)
 
     def progress(message: str) -> None:

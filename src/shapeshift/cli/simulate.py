@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -31,21 +31,24 @@ from shapeshift.cli.options import (
     parse_window,
 )
 from shapeshift.errors import InputError
-from shapeshift.model import ClusterSpec
-from shapeshift.policies.registry import parse_policy_args
-from shapeshift.runs import EnergySpec, RunResult, RunSpec, run
-from shapeshift.runs.inputs import resolve_cluster, resolve_workload
-from shapeshift.workloads.workload import Workload
+
+if TYPE_CHECKING:  # the simulator is imported when a command runs, not for --help
+    from shapeshift.model import ClusterSpec
+    from shapeshift.runs import EnergySpec, RunResult, RunSpec
+    from shapeshift.workloads.workload import Workload
 
 
 def load_inputs(workload: Path | None, fmt: str | None, cluster: str | None, seed: int) -> tuple[Workload, ClusterSpec]:
     """The workload file (or the seeded demo) and the cluster (or the demo cluster)."""
+    from shapeshift.runs.inputs import resolve_cluster, resolve_workload
+
     return resolve_workload(workload, fmt, seed), resolve_cluster(cluster)
 
 
 def energy_spec(energy: str, energy_arg: list[str] | None) -> EnergySpec | None:
     """``--energy`` and ``--energy-arg`` as an ``EnergySpec`` (``None`` for ``none``)."""
     from shapeshift.energy.sim_component import ces_config, parse_energy_args
+    from shapeshift.runs import EnergySpec
 
     if energy not in ("none", "ces"):
         raise InputError(f"unknown energy mode {energy!r}; known: none, ces", field="--energy")
@@ -60,6 +63,8 @@ def energy_spec(energy: str, energy_arg: list[str] | None) -> EnergySpec | None:
 
 def run_with_progress(spec: RunSpec, quiet: bool) -> RunResult:
     """``run(spec)`` with a progress bar on a terminal."""
+    from shapeshift.runs import run
+
     with progress_bar(spec.policy, show_progress(quiet)) as update:
         return run(spec, progress=update)
 
@@ -130,6 +135,9 @@ def simulate_command(
 
     Exits with status 3 when the run left jobs unfinished (averages then cover completed
     jobs only), unless --allow-unfinished is given."""
+    from shapeshift.policies.registry import parse_policy_args
+    from shapeshift.runs import RunSpec
+
     data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
     spec = RunSpec(
         workload=data,

@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from shapeshift.cli.common import console, guarded
+from shapeshift.cli.common import console, err_console, guarded
 from shapeshift.errors import InputError
-from shapeshift.workloads import generators, transforms
-from shapeshift.workloads.describe import describe
-from shapeshift.workloads.readers import READERS, read_workload
-from shapeshift.workloads.workload import Workload
+
+if TYPE_CHECKING:  # pandas and the readers load when a command runs, not for --help
+    from shapeshift.workloads.workload import Workload
 
 app = typer.Typer(
     help="Workload traces: describe them, generate synthetic load, transform (window, VC, scale, down-sample).",
@@ -24,7 +23,9 @@ app = typer.Typer(
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([smhd]?)\s*$")
-FORMATS = ", ".join(READERS)
+#: The trace formats the readers know (``shapeshift.workloads.readers.READERS``; a test
+#: keeps the two equal), spelled out so --help needs no reader.
+FORMATS = "generic, philly, helios, rubick, pollux, synergy"
 
 
 def parse_seconds(text: str, option: str) -> float:
@@ -69,9 +70,14 @@ def parse_feasible(items: list[str]) -> dict[str, tuple[int, ...]]:
         try:
             if not sep or not model.strip():
                 raise ValueError
-            result[model.strip()] = tuple(int(c) for c in counts.split(",") if c.strip())
+            values = tuple(int(c) for c in counts.split(",") if c.strip())
+            if not values or any(v < 1 for v in values):
+                raise ValueError
+            result[model.strip()] = values
         except ValueError:
-            raise InputError(f"expected MODEL=1,2,4,8, got {item!r}", field="--feasible") from None
+            raise InputError(
+                f"expected MODEL=1,2,4,8 with GPU counts >= 1, got {item!r}", field="--feasible"
+            ) from None
     return result
 
 
@@ -177,6 +183,9 @@ def describe_command(
     top: Annotated[int, typer.Option(help="Rows shown per VC/tenant/model table.")] = 15,
 ) -> None:
     """Statistics of a trace: jobs, span, arrival rate, sizes, durations, GPU-hours, VCs, tenants."""
+    from shapeshift.workloads.describe import describe
+    from shapeshift.workloads.readers import read_workload
+
     stats = describe(read_workload(path, fmt))
     for table in render(stats, top):
         console.print(table)
@@ -213,7 +222,23 @@ def generate_command(
     max_gpus: Annotated[int | None, typer.Option(help="Only job sizes up to this many GPUs.")] = None,
 ) -> None:
     """Generate a seeded synthetic workload with Philly-fitted job sizes and durations."""
+    import math
+
+    from shapeshift.workloads import generators
+    from shapeshift.workloads.catalog import known_models, lookup
+    from shapeshift.workloads.describe import describe
+
+    for value, flag in ((rate, "--rate"), (period, "--period"), (burst_length, "--burst-length")):
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"{flag} must be a finite number > 0, got {value}", field=flag)
+    if not (math.isfinite(burst_factor) and burst_factor >= 1):
+        raise InputError(f"--burst-factor must be a finite number >= 1, got {burst_factor}", field="--burst-factor")
     names = tuple(m.strip() for m in models.split(",") if m.strip())
+    unknown = [m for m in names if lookup(m) is None]
+    if unknown:
+        raise InputError(
+            f"unknown model(s) {', '.join(unknown)}; the catalog has {', '.join(known_models())}", field="--models"
+        )
     common: dict[str, Any] = {
         "seed": seed,
         "models": names,
@@ -266,6 +291,10 @@ def transform_command(
 
     Applied in this order: VC filter, window, down-sampling, load scaling, feasible GPU
     counts, CPU-job handling."""
+    from shapeshift.workloads import transforms
+    from shapeshift.workloads.readers import read_workload
+    from shapeshift.workloads.workload import Workload
+
     workload = read_workload(path, fmt)
     before = len(workload)
     if vc:
@@ -283,3 +312,10 @@ def transform_command(
     workload = Workload(out.stem, workload.frame)
     _write(workload, out)
     console.print(f"wrote {out}: {len(workload):,} of {before:,} jobs", highlight=False)
+    if before and not len(workload):
+        err_console.print(
+            f"warning: no job of {path} is left after the transformations"
+            + (f" (the window {window} is in seconds from the trace's first submission)" if window else ""),
+            highlight=False,
+            markup=False,
+        )

@@ -22,7 +22,7 @@ from typing import Any
 from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.contract import Policy
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import make_policy, registry
+from shapeshift.policies.registry import make_policy, policy_info
 from shapeshift.runs.models import build_throughput
 from shapeshift.runs.recording import IntervalRecorder
 from shapeshift.runs.result import RunResult
@@ -37,8 +37,8 @@ def policy_params(spec: RunSpec) -> dict[str, object]:
     """The policy's parameters, with the run's seed as its ``seed`` unless one is given: every
     random choice of a run follows the run's seed."""
     params = spec.policy_params
-    info = registry().get(spec.policy)
-    if info is not None and "seed" in info.params.model_fields and "seed" not in params:
+    info = policy_info(spec.policy)
+    if "seed" in info.params.model_fields and "seed" not in params:
         params["seed"] = spec.seed
     return params
 

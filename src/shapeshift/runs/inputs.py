@@ -18,11 +18,8 @@ from typing import Any
 from shapeshift.cluster import load_cluster
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
+from shapeshift.runs.defaults import DEMO_CLUSTER, DEMO_JOBS
 from shapeshift.workloads.workload import Workload
-
-#: The built-in demo: 300 Poisson jobs (12/hour, Philly-like sizes) on 4 nodes x 8 GPUs.
-DEMO_JOBS = 300
-DEMO_CLUSTER = "4x8"
 
 
 def demo_workload(seed: int = 0) -> Workload:

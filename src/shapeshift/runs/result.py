@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from shapeshift.analysis.metrics import JOB_COLUMNS, job_rows, write_job_files
 from shapeshift.engine.engine import Rejection
 from shapeshift.runs.recording import Interval, write_intervals
+from shapeshift.runs.result_columns import COMPARE_KEYS
 from shapeshift.sim.simulator import SimulationResult
 
 if TYPE_CHECKING:
@@ -25,22 +26,6 @@ if TYPE_CHECKING:
 
     from shapeshift.runs.spec import RunSpec
 
-#: The summary fields a comparison shows per policy (seconds unless named).
-COMPARE_KEYS = (
-    "jobs_completed",
-    "jobs_total",
-    "avg_jct",
-    "p50_jct",
-    "p99_jct",
-    "avg_queue",
-    "p99_queue",
-    "avg_responsiveness",
-    "makespan",
-    "gpu_utilization",
-    "preemptions",
-    "reconfigurations",
-    "jobs_unfinished",
-)
 
 
 @dataclass(frozen=True)
