@@ -26,7 +26,7 @@ print(fifo.jobs[["job_id", "first_start_time", "end_time", "jct"]])
 
 # %% Several policies on the same inputs, one of them twice with other parameters.
 table = ss.compare(
-    {"fifo": "fifo", "las": "las", "las-no-restore": ("las", {})},
+    {"fifo": "fifo", "las": "las", "tiresias-3q": ("tiresias", {"queues": 3})},
     workload=jobs,
     cluster="1x4",
     restore_penalty=0,

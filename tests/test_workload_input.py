@@ -63,8 +63,10 @@ def test_bad_plan_is_located(tmp_path):
 
 def test_missing_column_lists_what_was_found(tmp_path):
     path = _csv(tmp_path, "job_id,submit_time,num_gpus\na,0,1\n")
-    with pytest.raises(InputError, match="cannot tell the trace format"):
+    # The header is closest to the generic format: name it and the column it lacks.
+    with pytest.raises(InputError, match="missing column.s. duration: the header is closest to the generic") as err:
         read_workload(path)
+    assert err.value.field == "duration"
     with pytest.raises(InputError, match=r"missing required column.*duration") as err:
         read_workload(path, "generic")
     assert err.value.field == "duration" and err.value.line == 1
@@ -121,3 +123,43 @@ def test_real_philly_trace():
     frame = workload.frame
     assert frame["submit_time"].iloc[0] == 0 and frame["submit_time"].is_monotonic_increasing
     assert frame["vc"].nunique() == 15 and frame["num_gpus"].max() == 128
+
+
+def test_compressed_bom_and_parquet_traces_read_like_plain_csv(tmp_path):
+    import gzip
+
+    import zstandard
+
+    text = f"{HEADER}\na,0,4,10\nb,5,2,20\n"
+    plain = read_workload(_csv(tmp_path, text)).frame
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())  # what spreadsheets write
+    gz = tmp_path / "w.csv.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    zst = tmp_path / "w.csv.zst"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(text.encode()))
+    parquet = tmp_path / "w.parquet"
+    read_workload(bom).write(parquet)
+    for path in (bom, gz, zst, parquet):
+        assert read_workload(path).frame.equals(plain), path
+
+
+def test_absurd_times_are_refused_with_their_line(tmp_path):
+    # 1e300 s is finite but meaningless, and float event times lose whole seconds there.
+    path = _csv(tmp_path, f"{HEADER}\na,0,1,10\nb,0,1,1e300\n")
+    with pytest.raises(InputError, match="must be <= 1e\\+09") as err:
+        read_workload(path)
+    assert err.value.line == 3 and err.value.field == "duration"
+
+
+def test_a_dataframe_is_checked_like_a_file():
+    import pandas as pd
+
+    from shapeshift.workloads.readers import read_generic_frame
+
+    good = read_generic_frame(pd.DataFrame({"job_id": ["a"], "submit_time": [0], "num_gpus": [2], "duration": [5.0]}))
+    assert good.jobs()[0].num_gpus == 2
+    bad = pd.DataFrame({"job_id": ["a", "b"], "submit_time": [0, 1], "num_gpus": [1, "two"], "duration": [5, 5]})
+    with pytest.raises(InputError, match="expected a number, got 'two'") as err:
+        read_generic_frame(bad)
+    assert str(err.value).startswith("<DataFrame>:2") and err.value.field == "num_gpus"

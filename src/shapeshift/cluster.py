@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec, ModelError, NodeSpec
-from shapeshift.yaml_lines import line_of
+from shapeshift.yaml_lines import line_of, safe_load
 
 DEFAULT_CPUS_PER_GPU = 8
 DEFAULT_MEM_GB_PER_GPU = 64
@@ -96,7 +96,7 @@ def load_cluster_file(path: str | Path) -> ClusterSpec:
     """Read and validate a cluster YAML file; every problem becomes an ``InputError``."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = safe_load(path.read_text())
     except FileNotFoundError:
         raise InputError("cluster file not found", path=str(path)) from None
     except OSError as exc:

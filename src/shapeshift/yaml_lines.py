@@ -1,16 +1,48 @@
-"""Where in a YAML document a key path lives, so validation errors can cite a line.
+"""Reading user YAML: plain numbers only, and where a key path lives for error messages.
+
+``safe_load`` is PyYAML's safe loader with YAML 1.1's surprising number forms turned
+off: ``0x4``, ``0o17``, ``1_000`` and ``1:30`` stay text, so a cluster written ``0x4``
+is not read as the number 4 (hexadecimal). Decimal integers and floats read as usual.
 
 pydantic reports *which* key is wrong (``nodes.0.inter_node_bandwidth``); users need to
-know *where* in their file that is. We re-compose the document (nodes keep their source
-marks) and walk the key path.
+know *where* in their file that is. ``line_of`` re-composes the document (nodes keep
+their source marks) and walks the key path.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import yaml
+
+
+class _PlainNumbers(yaml.SafeLoader):
+    """SafeLoader whose implicit int and float tags match decimal numbers only."""
+
+
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_PlainNumbers.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _NUMBER_TAGS]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_PlainNumbers.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?(0|[1-9][0-9]*)$"), list("-+0123456789")
+)
+_PlainNumbers.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$|^[-+]?[0-9]+[eE][-+]?[0-9]+$"
+        r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"
+    ),
+    list("-+0123456789."),
+)
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.safe_load`` with decimal numbers only (see the module docstring)."""
+    return yaml.load(text, Loader=_PlainNumbers)
 
 
 def line_of(text: str, loc: Sequence[Any]) -> int | None:

@@ -123,3 +123,15 @@ def test_shipped_experiment_files_validate(name):
     plans = expand(load_experiment(path))
     assert len(plans) == {"blox-load-sweep.yaml": 27, "blox-admission.yaml": 6}[name]
     assert all(p.window == (3000, 4000) for p in plans)
+
+
+def test_yaml_numbers_are_decimal_only(tmp_path):
+    """YAML 1.1 reads 0x4 as the number 4 (hexadecimal); a cluster written 0x4 is text here,
+    so the error names what the user wrote."""
+    from shapeshift.yaml_lines import safe_load
+
+    assert safe_load("a: [0x4, 4, 1.5, 007, 1_000]") == {"a": ["0x4", 4, 1.5, "007", "1_000"]}
+    path = tmp_path / "e.yaml"
+    path.write_text("workloads: [{generator: poisson, jobs: 5}]\nclusters: [0x4]\npolicies: [fifo]\n")
+    with pytest.raises(InputError, match="got 0x4"):
+        load_experiment(path)

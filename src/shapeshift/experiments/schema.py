@@ -52,7 +52,7 @@ from shapeshift.experiments.entries import (
     workload_entry,
 )
 from shapeshift.experiments.file_model import ExperimentFile, SchemaError, dotted, pydantic_problem
-from shapeshift.yaml_lines import line_of
+from shapeshift.yaml_lines import line_of, safe_load
 
 __all__ = [
     "AXIS_FORMS",
@@ -77,7 +77,7 @@ def load_experiment(path: str | Path) -> Experiment:
     except OSError as exc:
         raise InputError(f"cannot read experiment file: {exc.strerror}", path=str(path)) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(

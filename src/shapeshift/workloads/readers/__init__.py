@@ -1,0 +1,51 @@
+"""Trace readers: files in, validated ``Workload`` out, or one ``InputError`` that says
+exactly where the file is wrong (file, line, column).
+
+One module per trace format (``generic``, ``philly``, ``helios``, ``rubick``,
+``pollux``, ``synergy``); ``table`` holds the checks they share and ``detect`` picks a
+format from a file's header. CSV files may be compressed (``.gz``, ``.zst``) or carry a
+byte-order mark; Parquet files are read directly.
+"""
+
+from shapeshift.workloads.readers.detect import _SIGNATURES, READERS, detect_format, read_workload
+from shapeshift.workloads.readers.generic import read_generic, read_generic_frame
+from shapeshift.workloads.readers.helios import HELIOS_COLUMNS, HELIOS_STATES, read_helios
+from shapeshift.workloads.readers.philly import PHILLY_COLUMNS, read_philly
+from shapeshift.workloads.readers.pollux import POLLUX_COLUMNS, pollux_reference, read_pollux
+from shapeshift.workloads.readers.rubick import (
+    RUBICK_BEST_EFFORT_TENANT,
+    RUBICK_COLUMNS,
+    RUBICK_QUOTA_TENANT,
+    read_rubick,
+)
+from shapeshift.workloads.readers.synergy import (
+    SYNERGY_COLUMNS,
+    SYNERGY_SECONDS_PER_ITERATION,
+    read_synergy,
+)
+from shapeshift.workloads.readers.table import MAX_SECONDS
+
+__all__ = [
+    "HELIOS_COLUMNS",
+    "HELIOS_STATES",
+    "MAX_SECONDS",
+    "PHILLY_COLUMNS",
+    "POLLUX_COLUMNS",
+    "READERS",
+    "RUBICK_BEST_EFFORT_TENANT",
+    "RUBICK_COLUMNS",
+    "RUBICK_QUOTA_TENANT",
+    "SYNERGY_COLUMNS",
+    "SYNERGY_SECONDS_PER_ITERATION",
+    "_SIGNATURES",
+    "detect_format",
+    "pollux_reference",
+    "read_generic",
+    "read_generic_frame",
+    "read_helios",
+    "read_philly",
+    "read_pollux",
+    "read_rubick",
+    "read_synergy",
+    "read_workload",
+]

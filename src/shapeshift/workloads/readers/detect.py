@@ -1,0 +1,89 @@
+"""Telling a trace's format from its header, and reading it with the matching reader.
+
+When no format matches, the error names the closest one and the columns it lacks, since
+the usual cause is a single misspelt or missing column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from shapeshift.errors import InputError
+from shapeshift.workloads.readers.generic import read_generic
+from shapeshift.workloads.readers.helios import HELIOS_COLUMNS, read_helios
+from shapeshift.workloads.readers.philly import PHILLY_COLUMNS, read_philly
+from shapeshift.workloads.readers.pollux import POLLUX_COLUMNS, read_pollux
+from shapeshift.workloads.readers.rubick import RUBICK_COLUMNS, read_rubick
+from shapeshift.workloads.readers.synergy import SYNERGY_COLUMNS, read_synergy
+from shapeshift.workloads.readers.table import is_parquet, open_text
+from shapeshift.workloads.workload import REQUIRED, Workload
+
+READERS: dict[str, Callable[[str | Path], Workload]] = {
+    "generic": read_generic,
+    "philly": read_philly,
+    "helios": read_helios,
+    "rubick": read_rubick,
+    "pollux": read_pollux,
+    "synergy": read_synergy,
+}
+
+
+def _header(path: Path) -> list[str]:
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    with open_text(path) as handle:
+        first = handle.readline()
+    return [c.strip() for c in first.strip().split(",")]
+
+
+_SIGNATURES: dict[str, tuple[str, ...]] = {
+    "generic": REQUIRED,
+    "philly": PHILLY_COLUMNS,
+    "helios": HELIOS_COLUMNS,
+    "rubick": RUBICK_COLUMNS,
+    "pollux": POLLUX_COLUMNS,
+    "synergy": SYNERGY_COLUMNS,
+}
+
+
+def detect_format(path: str | Path) -> str:
+    """Pick a reader from the file's header; when several signatures match, the most
+    specific (most columns) wins. Without a match, name the closest format and what it
+    lacks."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("workload file not found", path=str(path))
+    try:
+        header = set(_header(path))
+    except (OSError, UnicodeDecodeError, ValueError, EOFError) as exc:
+        raise InputError(f"cannot read the file header: {exc}", path=str(path)) from None
+    matches = [fmt for fmt, columns in _SIGNATURES.items() if set(columns) <= header]
+    if matches:
+        return max(matches, key=lambda fmt: len(_SIGNATURES[fmt]))
+    closest = max(_SIGNATURES, key=lambda fmt: (len(set(_SIGNATURES[fmt]) & header), -len(_SIGNATURES[fmt])))
+    missing = [c for c in _SIGNATURES[closest] if c not in header]
+    if not set(_SIGNATURES[closest]) & header:
+        tried = "; ".join(f"{fmt} ({', '.join(cols)})" for fmt, cols in _SIGNATURES.items())
+        raise InputError(
+            f"cannot tell the trace format from its header; tried {tried}. Pass --format to choose one",
+            path=str(path),
+            line=1,
+        )
+    raise InputError(
+        f"missing column(s) {', '.join(missing)}: the header is closest to the {closest} format "
+        f"({', '.join(_SIGNATURES[closest])}); pass --format to choose another",
+        path=str(path),
+        line=1,
+        field=missing[0],
+    )
+
+
+def read_workload(path: str | Path, fmt: str | None = None) -> Workload:
+    """Read a trace with the named reader, or the one its header matches."""
+    fmt = fmt or detect_format(path)
+    if fmt not in READERS:
+        raise InputError(f"unknown workload format {fmt!r}; known: {', '.join(sorted(READERS))}")
+    return READERS[fmt](path)

@@ -1,0 +1,90 @@
+"""The generic format: what ``Workload.write`` produces, so every reader's output reads
+back unchanged; also the shape of a DataFrame handed to ``shapeshift.simulate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shapeshift.model import ExecutionPlan, ModelError
+from shapeshift.workloads.readers.table import Table, frame_table, load_table
+from shapeshift.workloads.workload import REQUIRED, Workload
+
+
+def read_generic(path: str | Path) -> Workload:
+    """The generic format: ``job_id, submit_time, num_gpus, duration`` plus optional columns
+    ``name, user, vc, tenant, guaranteed, model, num_cpus, mem_gb, iterations, plan,
+    cpu_only`` and the trace-log columns ``state, start_time, end_time, queue``. This is
+    what ``Workload.write`` produces, so every reader's output reads back unchanged.
+    ``duration`` may be blank on a row that gives ``iterations``."""
+    return _generic(load_table(path), Path(path).stem)
+
+
+def read_generic_frame(frame: pd.DataFrame, name: str = "dataframe") -> Workload:
+    """A pandas DataFrame in the generic format, checked with the same rules and messages as
+    a file (rows named ``<DataFrame>:N``, N counted from 1)."""
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError("read_generic_frame takes a pandas DataFrame")
+    return _generic(frame_table(frame), name)
+
+
+def _generic(table: Table, name: str) -> Workload:
+    table.require(REQUIRED, "generic")
+    ids = table.present("job_id").astype(str).str.strip()
+    table.unique_ids(ids, "job_id")
+    has_iterations = "iterations" in table.frame.columns
+    out = pd.DataFrame(
+        {
+            "job_id": ids,
+            "submit_time": table.times("submit_time"),
+            "num_gpus": table.numeric("num_gpus", integer=True).astype("int64"),
+            "duration": table.seconds("duration", required=not has_iterations),
+        }
+    )
+    for column in ("name", "user", "vc", "tenant", "model"):
+        out[column] = table.text(column)
+    for column in ("guaranteed", "cpu_only"):
+        if column in table.frame.columns:
+            out[column] = table.flags(column)
+    for column in ("num_cpus", "mem_gb"):
+        if column in table.frame.columns:
+            out[column] = table.numeric(column, required=False).fillna(0.0)
+    if has_iterations:
+        out["iterations"] = table.numeric("iterations", integer=True, required=False).astype("Int64")
+        neither = out["duration"].isna() & out["iterations"].isna()
+        if neither.any():
+            raise table.fail(
+                table.first(neither.to_numpy()), "duration", "value is missing (give a duration or iterations)"
+            )
+    if "plan" in table.frame.columns:
+        out["plan"] = _plans(table, out["num_gpus"])
+    if "state" in table.frame.columns:
+        out["state"] = table.text("state")
+    for column in ("start_time", "end_time", "queue"):
+        if column in table.frame.columns:
+            out[column] = table.numeric(column, required=False, minimum=-np.inf).astype(float)
+    return Workload.from_frame(name, out)
+
+
+def _plans(table: Table, gpus: pd.Series) -> pd.Series:
+    texts = table.text("plan")
+    parsed: dict[str, ExecutionPlan] = {}
+    result = []
+    for row, (text, g) in enumerate(zip(texts.tolist(), gpus.tolist(), strict=True)):
+        if not text:
+            result.append("")
+            continue
+        if text not in parsed:
+            try:
+                parsed[text] = ExecutionPlan.parse(text)
+            except ModelError as exc:
+                raise table.fail(row, "plan", str(exc)) from None
+        plan = parsed[text]
+        if plan.gpus != g:
+            raise table.fail(row, "plan", f"plan uses {plan.gpus} GPUs but num_gpus is {g}")
+        result.append(str(plan))
+    return pd.Series(result, dtype=object, index=texts.index)
+
+
