@@ -1,0 +1,138 @@
+"""Step 3 of a plan-aware decision: plans, CPUs and host memory for every placement.
+
+For the GPUs each job ended up with, the best plan of its plan space is chosen from the
+(cached) performance model, GPUs that plan cannot use are dropped, and host memory and
+CPUs are allocated per node. Unchanged jobs keep their allocation object, so the engine
+reconciles only what changed.
+"""
+
+from __future__ import annotations
+
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import Allocation, Resources, ZeroMode
+from shapeshift.perf.arch import get_arch
+from shapeshift.perf.ground_truth import host_memory_gb
+from shapeshift.policies.planaware.growth import Growth
+from shapeshift.policies.planaware.jobs import PlanJob
+from shapeshift.policies.planaware.knowledge import Choice, fixed_space
+
+
+class Materialise(Growth):
+    """Mixin of ``PlanAwareScheduler``: from GPU counts per node to allocations."""
+
+    # ------------------------------------------------------------ materialise
+    def _materialise(
+        self,
+        view: ClusterView,
+        nodes: list[int],
+        jobs: dict[str, PlanJob],
+        desired: dict[str, Allocation],
+        reasons: dict[str, str],
+    ) -> None:
+        cluster = view.cluster
+        cpu_free = {n: float(cluster.nodes[n].cpus) for n in nodes}
+        mem_free = {n: float(cluster.nodes[n].mem_gb) for n in nodes}
+        keep: list[PlanJob] = []
+        change: list[PlanJob] = []
+        for j in jobs.values():
+            if not j.nodes:
+                continue
+            cur = j.status.allocation
+            same = cur is not None and {n: r.gpus for n, r in cur.placement if r.gpus} == j.nodes
+            if same and not (j.pinned and cur is not None and cur.plan != j.spec.plan):
+                keep.append(j)
+            else:
+                change.append(j)
+        for j in keep:
+            alloc = j.status.allocation
+            assert alloc is not None
+            for n, r in alloc.placement:
+                cpu_free[n] -= r.cpus
+                mem_free[n] -= r.mem_gb
+            desired[j.id] = alloc
+        change.sort(key=lambda j: (not j.protected, -self._gain(j)[0] if self.variant.order == "slope" else 0, j.order))
+        for j in change:
+            alloc = self._allocation(j, cpu_free, mem_free)
+            if alloc is None:
+                reasons[j.id] = "no plan fits the GPUs, CPUs and host memory found"
+                continue
+            for n, r in alloc.placement:
+                cpu_free[n] -= r.cpus
+                mem_free[n] -= r.mem_gb
+            desired[j.id] = alloc
+
+    def _choose_plan(self, j: PlanJob) -> tuple[Choice | None, dict[int, int]]:
+        """Best plan on the found GPUs; drop GPUs that the best plan cannot use."""
+        place = dict(j.nodes)
+        spec = j.spec
+        kn = self.knowledge
+        if kn.knowledge(spec.model) is None:
+            return None, place
+
+        def best(p: dict[int, int]) -> Choice | None:
+            g = sum(p.values())
+            if j.protected:
+                chosen = None if j.id in self._pinned else self._min_res.get(j.id, (0, None))[1]
+                if chosen is not None and chosen.plan.gpus == g:
+                    return chosen
+                if spec.plan is not None:
+                    return kn.best(spec.model, list(p.values()), self._cpus(spec, g), fixed_space(spec.plan))
+            return kn.best(spec.model, list(p.values()), self._cpus(spec, g), j.space)
+
+        choice = best(place)
+        if j.protected or not self.variant.elastic:
+            return choice, place
+        while sum(place.values()) - j.unit >= max(j.g_min, 1):
+            trials = []
+            for n in sorted(place, key=lambda n: (place[n], n)):
+                p = dict(place)
+                p[n] -= j.unit
+                if not p[n]:
+                    del p[n]
+                c = best(p)
+                if c is not None:
+                    trials.append((c.throughput, -len(p), -n, p, c))
+            if not trials:
+                break
+            thr, _, _, p, c = max(trials, key=lambda t: t[:3])
+            if choice is not None and thr < choice.throughput * (1 - 1e-6):
+                break
+            place, choice = p, c
+        return choice, place
+
+    def _allocation(self, j: PlanJob, cpu_free: dict[int, float], mem_free: dict[int, float]) -> Allocation | None:
+        choice, place = self._choose_plan(j)
+        spec = j.spec
+        if choice is None:
+            if self.knowledge.knowledge(spec.model) is not None:
+                return None
+            plan = spec.plan if spec.plan is not None and spec.plan.gpus == sum(place.values()) else None
+            mem_total = spec.mem_gb
+        else:
+            plan = choice.plan
+            mem_total = host_memory_gb(get_arch(spec.model), plan)
+            if j.protected:
+                mem_total = max(mem_total, spec.mem_gb)
+        g = sum(place.values())
+        cpus_total = self._cpu_amount(j, plan, g)
+        shares = []
+        for n in sorted(place):
+            frac = place[n] / g
+            cpus = cpus_total * frac
+            mem = mem_total * frac
+            offload = plan is not None and plan.zero is ZeroMode.OFFLOAD
+            if self.variant.cpu_mode == "elastic" and offload and not j.protected:
+                # Offload jobs also get spare CPUs of their nodes (CPU-sensitive optimizer step)
+                cpus = max(cpus, min(cpu_free[n], 2 * cpus))
+            if cpus > cpu_free[n] + 1e-9 or mem > mem_free[n] + 1e-9:
+                return None
+            shares.append((n, Resources(place[n], cpus, mem)))
+        return Allocation(tuple(shares), plan)
+
+    def _cpu_amount(self, j: PlanJob, plan: object, g: int) -> float:
+        mode = self.variant.cpu_mode
+        spec = j.spec
+        if mode == "tune" and not (plan is not None and getattr(plan, "zero", None) is ZeroMode.OFFLOAD):
+            # Synergy-Tune: jobs insensitive to CPUs get a small share, freeing CPUs for others
+            return min(self._cpus(spec, g), 2.0 * g)
+        return self._cpus(spec, g)
