@@ -64,7 +64,7 @@ def test_bad_plan_is_located(tmp_path):
 def test_missing_column_lists_what_was_found(tmp_path):
     path = _csv(tmp_path, "job_id,submit_time,num_gpus\na,0,1\n")
     # The header is closest to the generic format: name it and the column it lacks.
-    with pytest.raises(InputError, match="missing column.s. duration: the header is closest to the generic") as err:
+    with pytest.raises(InputError, match=r"missing column\(s\) duration: the header is closest to the generic") as err:
         read_workload(path)
     assert err.value.field == "duration"
     with pytest.raises(InputError, match=r"missing required column.*duration") as err:

@@ -17,6 +17,7 @@ import pytest
 
 from shapeshift.cluster import load_cluster
 from shapeshift.policies.registry import make_policy
+from shapeshift.runtime.api import make_server
 from shapeshift.runtime.backends.local import LocalBackend
 from shapeshift.runtime.controller import Controller
 from shapeshift.runtime.remote import ControllerClient
@@ -77,7 +78,7 @@ def live(tmp_path: Path) -> Iterator[Callable[..., tuple[Controller, ControllerC
             poll_interval=0.05,
             **kw,  # type: ignore[arg-type]
         )
-        controller.start()
+        controller.start(make_server)
         started.append(controller)
         return controller, ControllerClient(controller.url, controller.token)
 

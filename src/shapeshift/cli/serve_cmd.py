@@ -46,6 +46,7 @@ def command(
     poll_interval: Annotated[float, typer.Option(help="Control loop period in seconds.")] = 0.2,
 ) -> None:
     """Run the controller: schedule submitted jobs on real processes with the chosen policy."""
+    from shapeshift.runtime.api import make_server
     from shapeshift.runtime.controller import Controller
 
     spec = load_cluster(cluster)
@@ -62,7 +63,7 @@ def command(
         round_seconds=round_seconds,
         stop_grace=stop_grace,
     )
-    controller.start()
+    controller.start(make_server)
     console.print(
         f"shapeshift controller on {controller.url} (policy {pol.name}, backend {backend}, "
         f"{spec.total_gpus} GPU slots on {len(spec.nodes)} nodes, state {directory})",

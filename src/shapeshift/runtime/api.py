@@ -31,7 +31,7 @@ from shapeshift.errors import InputError
 from shapeshift.runtime.jobfile import parse_job_text
 
 if TYPE_CHECKING:
-    from shapeshift.runtime.controller import Controller
+    from shapeshift.runtime.service import ControllerService
 
 MAX_BODY = 1 << 20
 
@@ -65,7 +65,7 @@ def public_job(row: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    controller: Controller
+    controller: ControllerService
     server_version = "shapeshift"
 
     def log_message(self, format: str, *args: Any) -> None:  # keep the terminal quiet
@@ -204,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.NO_CONTENT)
 
 
-def make_server(controller: Controller, host: str, port: int) -> ThreadingHTTPServer:
+def make_server(controller: ControllerService, host: str, port: int) -> ThreadingHTTPServer:
     handler = type("Handler", (_Handler,), {"controller": controller})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True

@@ -3,11 +3,8 @@
 It is the real version of the loop in ``tests/test_wallclock.py``. Each tick it picks up
 new submissions and cancellations from the store, folds in metric reports, polls the
 backend for exited ranks (completion, failure), lets the engine decide and reconcile,
-and persists what changed. The controller is also the engine's ``Executor``: a launch
-becomes a *run* (one process per GPU rank) that is written to the store before its
-processes start, a stop revokes the run's lease and gives it ``stop_grace`` seconds to
-checkpoint, and a reconfiguration is a stop followed by a launch with the new plan that
-waits until the old ranks have let go of their slots.
+and persists what changed. The controller is also the engine's ``Executor``
+(``launcher``), and rebuilds its state after a restart (``recovery``).
 
 Only the control-loop thread touches the engine; the HTTP API talks to the store and to
 a queue of metric reports, so there is no lock around scheduling state.
@@ -19,121 +16,53 @@ import json
 import logging
 import os
 import queue
-import secrets
-import shlex
-import socket
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shapeshift.client.lease import PREEMPTED_EXIT
+from shapeshift.engine.contract import ROUND, Policy
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState, JobStatus
-from shapeshift.model import Allocation, ClusterSpec, ExecutionPlan, Resources, Schedule
-from shapeshift.policies.base import ROUND, Policy, PolicyError
+from shapeshift.model import ClusterSpec, Schedule
 from shapeshift.runtime import store as st
-from shapeshift.runtime.backends.base import VANISHED, Backend, RankLaunch, RunId
+from shapeshift.runtime.backends.base import VANISHED, Backend, RunId
 from shapeshift.runtime.jobfile import JobFile, job_from_json
+from shapeshift.runtime.live_run import (
+    LiveRun,
+    allocation_from_json,
+    allocation_to_json,
+    effective_plan,
+    free_port,
+    plan_json,
+    short_plan,
+)
+from shapeshift.runtime.recovery import Recovery
+from shapeshift.runtime.service import ServerFactory
+from shapeshift.runtime.state_files import ADDRESS_FILE, DB_FILE, TOKEN_FILE, ensure_token
 from shapeshift.runtime.store import RunRecord, Store
+
+__all__ = [
+    "ADDRESS_FILE",
+    "DB_FILE",
+    "TOKEN_FILE",
+    "Controller",
+    "LiveRun",
+    "allocation_from_json",
+    "allocation_to_json",
+    "effective_plan",
+    "ensure_token",
+    "free_port",
+    "plan_json",
+    "short_plan",
+]
 
 log = logging.getLogger("shapeshift.controller")
 
-TOKEN_FILE = "token"
-ADDRESS_FILE = "controller.json"
-DB_FILE = "state.db"
 
-
-def ensure_token(state_dir: Path) -> str:
-    """The bearer token for mutating requests; generated (mode 0600) on first start."""
-    path = state_dir / TOKEN_FILE
-    if path.exists():
-        return path.read_text().strip()
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    os.chmod(path, 0o600)
-    return token
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def allocation_to_json(alloc: Allocation) -> dict[str, Any]:
-    return {
-        "placement": [[n, r.gpus, r.cpus, r.mem_gb] for n, r in alloc.placement],
-        "plan": str(alloc.plan) if alloc.plan is not None else None,
-    }
-
-
-def allocation_from_json(data: dict[str, Any]) -> Allocation:
-    plan = ExecutionPlan.parse(data["plan"]) if data.get("plan") else None
-    return Allocation(tuple((int(n), Resources(int(g), float(c), float(m))) for n, g, c, m in data["placement"]), plan)
-
-
-def effective_plan(spec_plan: ExecutionPlan | None, alloc: Allocation) -> ExecutionPlan:
-    """The plan a run executes: the policy's, else the requested one if it fits, else pure DP."""
-    if alloc.plan is not None:
-        return alloc.plan
-    if spec_plan is not None and spec_plan.gpus == alloc.gpus:
-        return spec_plan
-    return ExecutionPlan(dp=max(alloc.gpus, 1))
-
-
-def short_plan(plan: ExecutionPlan) -> str:
-    """``dp=2,ga=2``: only what differs from the defaults (``dp`` always shown)."""
-    default = ExecutionPlan()
-    parts = [f"dp={plan.dp}"]
-    for key, attr in (("tp", "tp"), ("pp", "pp"), ("ga", "grad_accum"), ("mb", "micro_batches")):
-        if getattr(plan, attr) != getattr(default, attr):
-            parts.append(f"{key}={getattr(plan, attr)}")
-    if plan.zero is not default.zero:
-        parts.append(f"zero={plan.zero.value}")
-    if plan.grad_ckpt:
-        parts.append("gc=1")
-    return ",".join(parts)
-
-
-def plan_json(plan: ExecutionPlan) -> str:
-    return json.dumps(
-        {
-            "dp": plan.dp,
-            "tp": plan.tp,
-            "pp": plan.pp,
-            "zero": plan.zero.value,
-            "grad_accum": plan.grad_accum,
-            "grad_ckpt": plan.grad_ckpt,
-            "micro_batches": plan.micro_batches,
-        }
-    )
-
-
-@dataclass
-class LiveRun:
-    """An attempt in memory: its record, its ranks, and whether it is being stopped."""
-
-    job_id: str
-    attempt: int
-    allocation: Allocation
-    lease_key: str
-    ranks: list[RankLaunch] = field(default_factory=list)
-    spawned: bool = False
-    deadline: float | None = None  # set when stopping: SIGKILL after this wall time
-    killed: bool = False
-
-    @property
-    def run_id(self) -> RunId:
-        return (self.job_id, self.attempt)
-
-
-class Controller:
+class Controller(Recovery):
     """Engine + store + backend + HTTP API, on wall-clock time."""
 
     def __init__(
@@ -179,12 +108,11 @@ class Controller:
         self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------- lifecycle
-    def start(self) -> None:
-        """Recover persisted state, start the API server and the control loop."""
-        from shapeshift.runtime.api import make_server
-
+    def start(self, server: ServerFactory) -> None:
+        """Recover persisted state, start the HTTP server ``server`` builds (e.g.
+        ``shapeshift.runtime.api.make_server``) and the control loop."""
         self._recover(time.time())
-        self._server = make_server(self, self.host, self.port)
+        self._server = server(self, self.host, self.port)
         self.port = self._server.server_address[1]
         self.url = f"http://{self.host}:{self.port}"
         address = self.state_dir / ADDRESS_FILE
@@ -362,197 +290,6 @@ class Controller:
         status.state = JobState.UNFINISHED
         self._reasons.pop(job_id, None)
 
-    # -------------------------------------------------------------- executor
-    def on_submit(self, job: JobStatus) -> None:
-        spec = job.spec
-        job.work_total = float(spec.iterations if spec.iterations is not None else spec.duration or 0.0)
-
-    def launch(self, job: JobStatus, allocation: Allocation, now: float, pause: float) -> None:
-        job.last_update = now
-        job.stall_until = now
-        adopted = self._adopting.pop(job.job_id, None)
-        if adopted is not None:
-            run = LiveRun(job.job_id, adopted.attempt, allocation, adopted.lease_key, spawned=True)
-            run.ranks = [self._rank_from_record(r) for r in adopted.ranks]
-            self.runs[job.job_id] = run
-            for r in run.ranks:
-                for slot in r.slots:
-                    self.slots[r.node][slot] = run.run_id
-            return
-        row = self.store.job(job.job_id) or {}
-        attempt = int(row.get("attempts", 0)) + 1
-        spec = self._jobs[job.job_id]
-        rate_hint = (spec.duration / spec.iterations) if spec.duration and spec.iterations else 0.0
-        job.rate = (1.0 / rate_hint) if rate_hint else (0.0 if spec.iterations else 1.0)
-        run = LiveRun(job.job_id, attempt, allocation, secrets.token_urlsafe(16))
-        self.runs[job.job_id] = run
-        plan = effective_plan(job.spec.plan, allocation)
-        fields: dict[str, Any] = {
-            "attempts": attempt,
-            "plan": short_plan(plan),
-            "placement": self._placement_text(allocation),
-            "reason": "",
-        }
-        if row.get("first_start") is None:
-            fields["first_start"] = now
-        self.store.set_state(job.job_id, st.RUNNING, now, f"attempt {attempt} on {fields['placement']}", **fields)
-        self._reasons.pop(job.job_id, None)
-        self._try_spawn(run, now)
-
-    def stop(self, job: JobStatus, now: float) -> None:
-        run = self.runs.pop(job.job_id, None)
-        job.rate = 0.0
-        self.store.set_state(job.job_id, st.QUEUED, now, "preempted", reason="preempted; waiting to resume")
-        if run is None or not run.spawned:
-            return
-        self.store.update_run(run.job_id, run.attempt, state="stopping", revoked=1)
-        self.backend.terminate(run.run_id)
-        run.deadline = now + self.stop_grace
-        self.stopping.append(run)
-
-    def reconfigure(self, job: JobStatus, allocation: Allocation, now: float, pause: float) -> None:
-        self.store.event("reconfigured", job.job_id, f"to {short_plan(effective_plan(job.spec.plan, allocation))}", now)
-        self.stop(job, now)
-        self.launch(job, allocation, now, pause)
-
-    # --------------------------------------------------------------- spawning
-    def _start_deferred(self, now: float) -> None:
-        for run in list(self.runs.values()):
-            if not run.spawned:
-                self._try_spawn(run, now)
-
-    def _try_spawn(self, run: LiveRun, now: float) -> None:
-        """Start a run once the slots it needs are free (a stopping run may still hold them)."""
-        chosen: dict[int, list[int]] = {}
-        for node, res in run.allocation.placement:
-            capacity = self.cluster.nodes[node].gpus
-            free = [s for s in range(capacity) if s not in self.slots[node]]
-            if len(free) < res.gpus:
-                return
-            chosen[node] = free[: res.gpus]
-        if any(r.job_id == run.job_id for r in self.stopping):
-            return  # the previous attempt is still checkpointing
-        run.ranks = self._layout(run, chosen)
-        for r in run.ranks:
-            for slot in r.slots:
-                self.slots[r.node][slot] = run.run_id
-        record = RunRecord(
-            job_id=run.job_id,
-            attempt=run.attempt,
-            allocation=allocation_to_json(run.allocation),
-            ranks=[
-                {
-                    "rank": r.rank,
-                    "node": r.node,
-                    "node_name": r.node_name,
-                    "log": r.log,
-                    "exit": r.exit_file,
-                    "slots": list(r.slots),
-                }
-                for r in run.ranks
-            ],
-            lease_key=run.lease_key,
-            state="active",
-            revoked=False,
-            started=now,
-        )
-        self.store.add_run(record)  # persisted before any process exists
-        run.spawned = True
-        self.backend.spawn(run.run_id, run.ranks)
-
-    def job_dir(self, job_id: str) -> Path:
-        return self.state_dir / "jobs" / job_id
-
-    def _layout(self, run: LiveRun, chosen: dict[int, list[int]]) -> list[RankLaunch]:
-        job = self._jobs[run.job_id]
-        plan = effective_plan(job.execution_plan, run.allocation)
-        run_dir = self.job_dir(run.job_id) / f"attempt{run.attempt}"
-        ckpt = self.job_dir(run.job_id) / "checkpoint"
-        ckpt.mkdir(parents=True, exist_ok=True)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
-        world = max(sum(len(s) for _, s in per_node), 1)
-        layout = [[self.cluster.nodes[n].name, len(s) or 1] for n, s in per_node]
-        master_port = free_port()
-        gpus_visible = _real_gpu_count() > 0
-        ranks: list[RankLaunch] = []
-        rank = 0
-        for node_rank, (node, slots) in enumerate(per_node):
-            for local_rank, slot in enumerate(slots or [None]):
-                fields = {
-                    "job_id": run.job_id,
-                    "name": job.name,
-                    "iterations": job.iterations if job.iterations is not None else "",
-                    "global_batch": job.global_batch if job.global_batch is not None else "",
-                    "model": job.model,
-                    "plan": str(plan),
-                    "checkpoint_dir": str(ckpt),
-                    "world_size": world,
-                    "rank": rank,
-                    "python": sys.executable,
-                }
-                argv = tuple(shlex.split(job.command.format(**fields)))
-                env = {
-                    **os.environ,
-                    **job.env,
-                    "SHAPESHIFT_JOB_ID": run.job_id,
-                    "SHAPESHIFT_ATTEMPT": str(run.attempt),
-                    "SHAPESHIFT_PLAN": plan_json(plan),
-                    "SHAPESHIFT_PLAN_TEXT": str(plan),
-                    "SHAPESHIFT_RANK_LAYOUT": json.dumps(layout),
-                    "SHAPESHIFT_CHECKPOINT_DIR": str(ckpt),
-                    "SHAPESHIFT_CONTROLLER": self.url,
-                    "SHAPESHIFT_LEASE_KEY": run.lease_key,
-                    "SHAPESHIFT_ITERATIONS": str(fields["iterations"]),
-                    "SHAPESHIFT_GLOBAL_BATCH": str(fields["global_batch"]),
-                    "SHAPESHIFT_NODE": self.cluster.nodes[node].name,
-                    "SHAPESHIFT_GPU_SLOTS": "" if slot is None else str(slot),
-                    "WORLD_SIZE": str(world),
-                    "RANK": str(rank),
-                    "LOCAL_RANK": str(local_rank),
-                    "LOCAL_WORLD_SIZE": str(len(slots) or 1),
-                    "NODE_RANK": str(node_rank),
-                    "MASTER_ADDR": "127.0.0.1",
-                    "MASTER_PORT": str(master_port),
-                }
-                if gpus_visible:
-                    env["CUDA_VISIBLE_DEVICES"] = "" if slot is None else str(slot)
-                ranks.append(
-                    RankLaunch(
-                        rank=rank,
-                        node=node,
-                        node_name=self.cluster.nodes[node].name,
-                        argv=argv,
-                        env=env,
-                        log=str(run_dir / f"rank{rank}.log"),
-                        exit_file=str(run_dir / f"rank{rank}.exit"),
-                        slots=() if slot is None else (slot,),
-                    )
-                )
-                rank += 1
-        return ranks
-
-    def _rank_from_record(self, r: dict[str, Any]) -> RankLaunch:
-        return RankLaunch(
-            rank=r["rank"],
-            node=r["node"],
-            node_name=r["node_name"],
-            argv=(),
-            env={},
-            log=r["log"],
-            exit_file=r["exit"],
-            slots=tuple(r["slots"]),
-        )
-
-    def _release(self, run: LiveRun) -> None:
-        self.backend.forget(run.run_id)
-        for node_slots in self.slots.values():
-            for slot in [s for s, owner in node_slots.items() if owner == run.run_id]:
-                del node_slots[slot]
-
-    def _placement_text(self, alloc: Allocation) -> str:
-        return ",".join(f"{self.cluster.nodes[n].name}:{r.gpus}" for n, r in alloc.placement)
-
     # -------------------------------------------------------------- decisions
     def _on_decision(self, now: float, schedule: Schedule) -> None:
         for part in self.engine.pending.values():
@@ -562,81 +299,3 @@ class Controller:
                     self._reasons[job_id] = reason
                     self.store.update_job(job_id, reason=reason)
 
-    # ---------------------------------------------------------------- recovery
-    def _recover(self, now: float) -> None:
-        """Rebuild the engine from the store; re-adopt live runs, requeue the rest."""
-        rows = self.store.jobs()
-        self._last_id = max((int(r["id"]) for r in rows), default=0)
-        live = {r["id"]: r for r in rows if r["state"] not in st.TERMINAL}
-        for row in live.values():
-            self._submit(row, now)
-        for record in self.store.runs(state="stopping"):
-            run = LiveRun(record.job_id, record.attempt, allocation_from_json(record.allocation), record.lease_key)
-            run.ranks = [self._rank_from_record(r) for r in record.ranks]
-            run.spawned, run.deadline = True, now + self.stop_grace
-            self.backend.adopt(run.run_id, run.ranks)
-            for r in run.ranks:
-                for slot in r.slots:
-                    self.slots[r.node][slot] = run.run_id
-            self.stopping.append(run)
-        for record in self.store.runs(state="active"):
-            if record.job_id not in live or self.engine.jobs[record.job_id].state is not JobState.PENDING:
-                self.store.update_run(record.job_id, record.attempt, state="done")
-                continue
-            ranks = [self._rank_from_record(r) for r in record.ranks]
-            self.backend.adopt((record.job_id, record.attempt), ranks)
-            codes = self.backend.poll((record.job_id, record.attempt))
-            alloc = allocation_from_json(record.allocation)
-            if all(c in (None, 0) for c in codes):
-                self._adopting[record.job_id] = record
-                try:
-                    self.engine.reconcile(
-                        Schedule(base=dict(self.engine.allocations), changes={record.job_id: alloc}), now
-                    )
-                    self.store.event("adopted", record.job_id, f"attempt {record.attempt}", now)
-                    continue
-                except PolicyError as exc:  # the cluster changed under the run
-                    self._adopting.pop(record.job_id, None)
-                    self.runs.pop(record.job_id, None)
-                    log.warning("cannot re-adopt job %s: %s", record.job_id, exc)
-            self.backend.kill((record.job_id, record.attempt))
-            self.backend.forget((record.job_id, record.attempt))
-            self.store.update_run(record.job_id, record.attempt, state="done")
-            self.store.event("lost", record.job_id, f"attempt {record.attempt} did not survive the restart", now)
-        for job_id, row in live.items():
-            status = self.engine.jobs[job_id]
-            if row["state"] == st.RUNNING and status.state is JobState.PENDING:
-                reason = "requeued from last checkpoint after controller restart"
-                self.store.set_state(job_id, st.QUEUED, now, reason, reason=reason)
-        self.engine.fire_timer()
-
-    # ------------------------------------------------------------------ views
-    def node_table(self) -> list[dict[str, Any]]:
-        """Per node: capacity, used slots and which jobs hold them (read by the API)."""
-        result = []
-        for i, node in enumerate(self.cluster.nodes):
-            owners = dict(self.slots.get(i, {}))
-            jobs = sorted({job for job, _ in owners.values()}, key=int)
-            result.append(
-                {
-                    "name": node.name,
-                    "gpus": node.gpus,
-                    "used": len(owners),
-                    "free": node.gpus - len(owners),
-                    "jobs": jobs,
-                    "gpu_type": node.gpu_type,
-                }
-            )
-        return result
-
-
-_GPU_COUNT: int | None = None
-
-
-def _real_gpu_count() -> int:
-    """Physical GPUs visible here (0 on CPU machines: slots are then purely logical)."""
-    global _GPU_COUNT
-    if _GPU_COUNT is None:
-        override = os.environ.get("SHAPESHIFT_REAL_GPUS")
-        _GPU_COUNT = int(override) if override is not None else len(list(Path("/dev").glob("nvidia[0-9]*")))
-    return _GPU_COUNT

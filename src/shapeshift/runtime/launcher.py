@@ -1,0 +1,262 @@
+"""The controller as the engine's ``Executor``: a launch becomes a *run* (one process per
+GPU rank), written to the store before its processes start; a stop revokes the run's
+lease and gives it ``stop_grace`` seconds to checkpoint; a reconfiguration is a stop
+followed by a launch that waits until the old ranks have let go of their slots."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from shapeshift.engine.state import JobStatus
+from shapeshift.model import Allocation, ClusterSpec
+from shapeshift.runtime import store as st
+from shapeshift.runtime.backends.base import Backend, RankLaunch, RunId
+from shapeshift.runtime.jobfile import JobFile
+from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_plan, free_port, plan_json, short_plan
+from shapeshift.runtime.store import RunRecord, Store
+
+
+class Launcher:
+    """Mixin of ``Controller``: launching, stopping and laying out runs."""
+
+    state_dir: Path
+    cluster: ClusterSpec
+    store: Store
+    backend: Backend
+    url: str
+    stop_grace: float
+    runs: dict[str, LiveRun]
+    stopping: list[LiveRun]
+    slots: dict[int, dict[int, RunId]]
+    _jobs: dict[str, JobFile]
+    _adopting: dict[str, Any]
+    _reasons: dict[str, str]
+
+    # -------------------------------------------------------------- executor
+    def on_submit(self, job: JobStatus) -> None:
+        spec = job.spec
+        job.work_total = float(spec.iterations if spec.iterations is not None else spec.duration or 0.0)
+
+    def launch(self, job: JobStatus, allocation: Allocation, now: float, pause: float) -> None:
+        job.last_update = now
+        job.stall_until = now
+        adopted = self._adopting.pop(job.job_id, None)
+        if adopted is not None:
+            run = LiveRun(job.job_id, adopted.attempt, allocation, adopted.lease_key, spawned=True)
+            run.ranks = [self._rank_from_record(r) for r in adopted.ranks]
+            self.runs[job.job_id] = run
+            for r in run.ranks:
+                for slot in r.slots:
+                    self.slots[r.node][slot] = run.run_id
+            return
+        row = self.store.job(job.job_id) or {}
+        attempt = int(row.get("attempts", 0)) + 1
+        spec = self._jobs[job.job_id]
+        rate_hint = (spec.duration / spec.iterations) if spec.duration and spec.iterations else 0.0
+        job.rate = (1.0 / rate_hint) if rate_hint else (0.0 if spec.iterations else 1.0)
+        run = LiveRun(job.job_id, attempt, allocation, secrets.token_urlsafe(16))
+        self.runs[job.job_id] = run
+        plan = effective_plan(job.spec.plan, allocation)
+        fields: dict[str, Any] = {
+            "attempts": attempt,
+            "plan": short_plan(plan),
+            "placement": self._placement_text(allocation),
+            "reason": "",
+        }
+        if row.get("first_start") is None:
+            fields["first_start"] = now
+        self.store.set_state(job.job_id, st.RUNNING, now, f"attempt {attempt} on {fields['placement']}", **fields)
+        self._reasons.pop(job.job_id, None)
+        self._try_spawn(run, now)
+
+    def stop(self, job: JobStatus, now: float) -> None:
+        run = self.runs.pop(job.job_id, None)
+        job.rate = 0.0
+        self.store.set_state(job.job_id, st.QUEUED, now, "preempted", reason="preempted; waiting to resume")
+        if run is None or not run.spawned:
+            return
+        self.store.update_run(run.job_id, run.attempt, state="stopping", revoked=1)
+        self.backend.terminate(run.run_id)
+        run.deadline = now + self.stop_grace
+        self.stopping.append(run)
+
+    def reconfigure(self, job: JobStatus, allocation: Allocation, now: float, pause: float) -> None:
+        self.store.event("reconfigured", job.job_id, f"to {short_plan(effective_plan(job.spec.plan, allocation))}", now)
+        self.stop(job, now)
+        self.launch(job, allocation, now, pause)
+
+    # --------------------------------------------------------------- spawning
+    def _start_deferred(self, now: float) -> None:
+        for run in list(self.runs.values()):
+            if not run.spawned:
+                self._try_spawn(run, now)
+
+    def _try_spawn(self, run: LiveRun, now: float) -> None:
+        """Start a run once the slots it needs are free (a stopping run may still hold them)."""
+        chosen: dict[int, list[int]] = {}
+        for node, res in run.allocation.placement:
+            capacity = self.cluster.nodes[node].gpus
+            free = [s for s in range(capacity) if s not in self.slots[node]]
+            if len(free) < res.gpus:
+                return
+            chosen[node] = free[: res.gpus]
+        if any(r.job_id == run.job_id for r in self.stopping):
+            return  # the previous attempt is still checkpointing
+        run.ranks = self._layout(run, chosen)
+        for r in run.ranks:
+            for slot in r.slots:
+                self.slots[r.node][slot] = run.run_id
+        record = RunRecord(
+            job_id=run.job_id,
+            attempt=run.attempt,
+            allocation=allocation_to_json(run.allocation),
+            ranks=[
+                {
+                    "rank": r.rank,
+                    "node": r.node,
+                    "node_name": r.node_name,
+                    "log": r.log,
+                    "exit": r.exit_file,
+                    "slots": list(r.slots),
+                }
+                for r in run.ranks
+            ],
+            lease_key=run.lease_key,
+            state="active",
+            revoked=False,
+            started=now,
+        )
+        self.store.add_run(record)  # persisted before any process exists
+        run.spawned = True
+        self.backend.spawn(run.run_id, run.ranks)
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.state_dir / "jobs" / job_id
+
+    def _layout(self, run: LiveRun, chosen: dict[int, list[int]]) -> list[RankLaunch]:
+        job = self._jobs[run.job_id]
+        plan = effective_plan(job.execution_plan, run.allocation)
+        run_dir = self.job_dir(run.job_id) / f"attempt{run.attempt}"
+        ckpt = self.job_dir(run.job_id) / "checkpoint"
+        ckpt.mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
+        world = max(sum(len(s) for _, s in per_node), 1)
+        layout = [[self.cluster.nodes[n].name, len(s) or 1] for n, s in per_node]
+        master_port = free_port()
+        gpus_visible = _real_gpu_count() > 0
+        ranks: list[RankLaunch] = []
+        rank = 0
+        for node_rank, (node, slots) in enumerate(per_node):
+            for local_rank, slot in enumerate(slots or [None]):
+                fields = {
+                    "job_id": run.job_id,
+                    "name": job.name,
+                    "iterations": job.iterations if job.iterations is not None else "",
+                    "global_batch": job.global_batch if job.global_batch is not None else "",
+                    "model": job.model,
+                    "plan": str(plan),
+                    "checkpoint_dir": str(ckpt),
+                    "world_size": world,
+                    "rank": rank,
+                    "python": sys.executable,
+                }
+                argv = tuple(shlex.split(job.command.format(**fields)))
+                env = {
+                    **os.environ,
+                    **job.env,
+                    "SHAPESHIFT_JOB_ID": run.job_id,
+                    "SHAPESHIFT_ATTEMPT": str(run.attempt),
+                    "SHAPESHIFT_PLAN": plan_json(plan),
+                    "SHAPESHIFT_PLAN_TEXT": str(plan),
+                    "SHAPESHIFT_RANK_LAYOUT": json.dumps(layout),
+                    "SHAPESHIFT_CHECKPOINT_DIR": str(ckpt),
+                    "SHAPESHIFT_CONTROLLER": self.url,
+                    "SHAPESHIFT_LEASE_KEY": run.lease_key,
+                    "SHAPESHIFT_ITERATIONS": str(fields["iterations"]),
+                    "SHAPESHIFT_GLOBAL_BATCH": str(fields["global_batch"]),
+                    "SHAPESHIFT_NODE": self.cluster.nodes[node].name,
+                    "SHAPESHIFT_GPU_SLOTS": "" if slot is None else str(slot),
+                    "WORLD_SIZE": str(world),
+                    "RANK": str(rank),
+                    "LOCAL_RANK": str(local_rank),
+                    "LOCAL_WORLD_SIZE": str(len(slots) or 1),
+                    "NODE_RANK": str(node_rank),
+                    "MASTER_ADDR": "127.0.0.1",
+                    "MASTER_PORT": str(master_port),
+                }
+                if gpus_visible:
+                    env["CUDA_VISIBLE_DEVICES"] = "" if slot is None else str(slot)
+                ranks.append(
+                    RankLaunch(
+                        rank=rank,
+                        node=node,
+                        node_name=self.cluster.nodes[node].name,
+                        argv=argv,
+                        env=env,
+                        log=str(run_dir / f"rank{rank}.log"),
+                        exit_file=str(run_dir / f"rank{rank}.exit"),
+                        slots=() if slot is None else (slot,),
+                    )
+                )
+                rank += 1
+        return ranks
+
+    def _rank_from_record(self, r: dict[str, Any]) -> RankLaunch:
+        return RankLaunch(
+            rank=r["rank"],
+            node=r["node"],
+            node_name=r["node_name"],
+            argv=(),
+            env={},
+            log=r["log"],
+            exit_file=r["exit"],
+            slots=tuple(r["slots"]),
+        )
+
+    def _release(self, run: LiveRun) -> None:
+        self.backend.forget(run.run_id)
+        for node_slots in self.slots.values():
+            for slot in [s for s, owner in node_slots.items() if owner == run.run_id]:
+                del node_slots[slot]
+
+    def _placement_text(self, alloc: Allocation) -> str:
+        return ",".join(f"{self.cluster.nodes[n].name}:{r.gpus}" for n, r in alloc.placement)
+
+    def node_table(self) -> list[dict[str, Any]]:
+        """Per node: capacity, used slots and which jobs hold them (read by the API)."""
+        result = []
+        for i, node in enumerate(self.cluster.nodes):
+            owners = dict(self.slots.get(i, {}))
+            jobs = sorted({job for job, _ in owners.values()}, key=int)
+            result.append(
+                {
+                    "name": node.name,
+                    "gpus": node.gpus,
+                    "used": len(owners),
+                    "free": node.gpus - len(owners),
+                    "jobs": jobs,
+                    "gpu_type": node.gpu_type,
+                }
+            )
+        return result
+
+
+
+
+_GPU_COUNT: int | None = None
+
+
+def _real_gpu_count() -> int:
+    """Physical GPUs visible here (0 on CPU machines: slots are then purely logical)."""
+    global _GPU_COUNT
+    if _GPU_COUNT is None:
+        override = os.environ.get("SHAPESHIFT_REAL_GPUS")
+        _GPU_COUNT = int(override) if override is not None else len(list(Path("/dev").glob("nvidia[0-9]*")))
+    return _GPU_COUNT
