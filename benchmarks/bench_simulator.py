@@ -5,7 +5,7 @@
 
 Prints jobs, events, wall seconds (read, build, simulate) and peak memory. Goal on a
 2-core machine: under 30 s and under 2 GB. The run goes through ``shapeshift.runs.run``,
-the path every front door takes.
+the path every front door takes (job list, simulation and summary).
 
 ``--against REF`` also measures the code at git revision ``REF`` (checked out into a
 temporary worktree) on the same machine, alternating old and new ``--repeats`` times,
@@ -41,14 +41,16 @@ def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | i
     try:
         from shapeshift.runs import RunSpec, run
     except ImportError:  # a revision from before the run API
+        from shapeshift.analysis.metrics import summarize
         from shapeshift.policies.registry import make_policy
         from shapeshift.sim.simulator import simulate
 
         jobs = workload.jobs()
         t2 = time.perf_counter()
         result = simulate(jobs, cluster, make_policy(policy), workload_name=workload.name)
+        summarize(result)  # what the simulate command did next; run() includes it
         t3 = time.perf_counter()
-        api = "simulate()"
+        api = "simulate() + summarize()"
     else:
         t2 = time.perf_counter()
         result = run(RunSpec(workload=workload, cluster=cluster, policy=policy)).simulation

@@ -49,18 +49,15 @@ def jain_index(values: Sequence[float]) -> float | None:
     return float(x.sum() ** 2 / (x.size * np.square(x).sum()))
 
 
-def average_presence(jobs: Sequence[JobStatus], end_of: dict[str, float]) -> dict[str, float]:
+def average_presence(partitions: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Per job, the time-averaged number of jobs of its partition present (submitted and
-    not yet finished) over its own lifetime [submit, end]."""
-    by_partition: dict[str, list[JobStatus]] = {}
-    for j in jobs:
-        by_partition.setdefault(j.partition, []).append(j)
-    result: dict[str, float] = {}
-    for members in by_partition.values():
-        starts = np.array([j.spec.submit_time for j in members])
-        ends = np.array([end_of[j.job_id] for j in members])
-        times = np.concatenate([starts, ends])
-        steps = np.concatenate([np.ones(len(members)), -np.ones(len(members))])
+    not yet finished) over its own lifetime [start, end]; 1 for a job of zero length."""
+    result = np.ones(starts.size)
+    for part in np.unique(partitions):
+        members = np.flatnonzero(partitions == part)
+        s, e = starts[members], ends[members]
+        times = np.concatenate([s, e])
+        steps = np.concatenate([np.ones(s.size), -np.ones(s.size)])
         order = np.lexsort((-steps, times))  # arrivals before departures at equal times
         times, steps = times[order], steps[order]
         count = np.cumsum(steps)  # jobs present from times[k] until times[k + 1]
@@ -70,12 +67,10 @@ def average_presence(jobs: Sequence[JobStatus], end_of: dict[str, float]) -> dic
             k = np.searchsorted(times, t, side="right") - 1
             return area[k] + count[k] * (t - times[k])
 
-        span = ends - starts
-        inside = integral(ends) - integral(starts)
-        average = np.where(span > 0, inside / np.where(span > 0, span, 1.0), 1.0)
-        for j, n in zip(members, average, strict=True):
-            result[j.job_id] = max(float(n), 1.0)
-    return result
+        span = e - s
+        inside = integral(e) - integral(s)
+        result[members] = np.where(span > 0, inside / np.where(span > 0, span, 1.0), 1.0)
+    return np.maximum(result, 1.0)
 
 
 def fairness_summary(jobs: Sequence[JobStatus], cluster: ClusterSpec) -> dict[str, Any]:
@@ -115,14 +110,17 @@ def fairness_summary(jobs: Sequence[JobStatus], cluster: ClusterSpec) -> dict[st
 
     present = [j for j in jobs if j.state is not JobState.REJECTED]
     last = max((j.end_time for j in present if j.end_time is not None), default=0.0)
-    end_of = {j.job_id: (j.end_time if j.end_time is not None else max(last, j.spec.submit_time)) for j in present}
-    presence = average_presence(present, end_of)
+    index = {j.job_id: i for i, j in enumerate(present)}
+    starts = np.array([j.spec.submit_time for j in present])
+    ends = np.array([j.end_time if j.end_time is not None else max(last, j.spec.submit_time) for j in present])
+    names = sorted({j.partition for j in present})
+    code = {p: i for i, p in enumerate(names)}
+    presence = average_presence(np.array([code[j.partition] for j in present]), starts, ends)
     capacity = {p: sum(cluster.nodes[n].gpus for n in nodes) for p, nodes in cluster.partition_nodes().items()}
-    rho = []
-    for j, t, iso in zip(done, jct, ideal, strict=True):
-        gpus = max(j.spec.num_gpus, 1)
-        share = capacity.get(j.partition, 0) or 1
-        rho.append(t / (iso * max(1.0, gpus * presence[j.job_id] / share)))
-    fields["ftf_rho_max"] = float(max(rho))
-    fields["ftf_rho_mean"] = float(np.mean(rho))
+    n = presence[[index[j.job_id] for j in done]]
+    gpus = np.array([max(j.spec.num_gpus, 1) for j in done], dtype=float)
+    share = np.array([capacity.get(j.partition, 0) or 1 for j in done], dtype=float)
+    rho = jct / (ideal * np.maximum(1.0, gpus * n / share))
+    fields["ftf_rho_max"] = float(rho.max())
+    fields["ftf_rho_mean"] = float(rho.mean())
     return fields

@@ -59,22 +59,36 @@ class Consolidated:
 
     name = "consolidated"
 
+    def __init__(self) -> None:
+        # Node capacities never change: the largest node of a partition is looked up once
+        # per partition array (the engine hands the same array on every decision).
+        self._largest: dict[int, tuple[np.ndarray, int]] = {}
+
+    def _largest_node(self, nodes: np.ndarray, free: FreeResources) -> int:
+        hit = self._largest.get(id(nodes))
+        if hit is None or hit[0] is not nodes:
+            hit = self._largest[id(nodes)] = (nodes, int(free.gpu_capacity[nodes].max()))
+        return hit[1]
+
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
         fg = free.gpus[nodes]
-        cap = free.gpu_capacity[nodes]
-        if g <= int(cap.max()):
+        if g <= self._largest_node(nodes, free):
             candidates = np.flatnonzero(fg >= g)
             if candidates.size == 0:
                 return None
-            order = candidates[np.argsort(fg[candidates], kind="stable")]
-            for i in order.tolist():
+            if candidates.size == 1:
+                order = candidates.tolist()
+            else:
+                order = candidates[np.argsort(fg[candidates], kind="stable")].tolist()
+            for i in order:
                 node = int(nodes[i])
                 if _host_fits(job, node, free):
                     return allocation_for(job, {node: g}, free)
             return None
+        cap = free.gpu_capacity[nodes]
         whole = np.flatnonzero((fg == cap) & (cap > 0))
         if int(fg[whole].sum()) < g and int(fg.sum()) < g:
             return None
