@@ -281,7 +281,7 @@ class JobSpec:
         if self.iterations is not None and self.iterations < 0:
             return "iterations must be >= 0"
         if self.plan is not None and self.plan.gpus != self.num_gpus:
-            return f"plan uses {self.plan.gpus} GPUs but the job asks for {self.num_gpus}"
+            return f"plan uses {self.plan.gpus} GPU{'s' * (self.plan.gpus != 1)} but the job asks for {self.num_gpus}"
         return ""
 
     @property
@@ -321,7 +321,8 @@ class Allocation:
         gpus = sum(r.gpus for _, r in placement)
         object.__setattr__(self, "gpus", gpus)
         if self.plan is not None and self.plan.gpus != gpus:
-            raise ModelError(f"plan uses {self.plan.gpus} GPUs but the allocation holds {gpus}")
+            uses = f"{self.plan.gpus} GPU{'s' * (self.plan.gpus != 1)}"
+            raise ModelError(f"plan uses {uses} but the allocation holds {gpus}")
 
     @property
     def total(self) -> Resources:

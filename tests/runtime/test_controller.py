@@ -41,8 +41,8 @@ def test_three_jobs_on_two_slots_all_complete_and_queue_shows_the_states(live, t
         assert [s for s in seen[job_id] if s != "queued"] == ["running", "completed"], seen
     # Two slots, three one-slot jobs: the third waits, and says why (the policy's reason).
     assert seen["3"][0] == "queued"
-    assert reasons["3"] == "needs 1 GPUs, 0 free"
-    assert "needs 1 GPUs, 0 free" in table and "running" in table
+    assert reasons["3"] == "needs 1 GPU, 0 free"
+    assert "needs 1 GPU, 0 free" in table and "running" in table
     final = runner.invoke(app, ["queue", "--state", str(tmp_path / "state")]).output
     assert final.count("completed") == 3 and "12/12" in final
     nodes = runner.invoke(app, ["nodes", "--state", str(tmp_path / "state")]).output

@@ -146,7 +146,11 @@ def utilization(ch: Characterization, out: Path) -> Path | None:
     short = "ideal demand (start at submission)" if method.startswith("ideal") else method
     ax.set_title(f"GPU utilization over time — {short}", fontsize=10)
     ax.grid(True, linestyle=":")
-    ax.legend(loc="upper right")
+    # Headroom above the capacity line, and the legend outside the data, so neither the
+    # curve nor the capacity line is hidden.
+    top = max(float(curve.max()), float(capacity or 0))
+    ax.set_ylim(0, top * 1.18 if top > 0 else 1)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     return _save(fig, out / "utilization.png")
 
 

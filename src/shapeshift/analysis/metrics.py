@@ -116,6 +116,8 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
         "events": result.events,
         "decisions": result.decisions,
     }
+    preempted = sum(j.preemptions for j in accepted)
+    summary["preemptions_per_job"] = preempted / len(accepted) if accepted else 0.0
     summary.update(fairness_summary(result.jobs, result.cluster))
     summary.update(extra or {})
     return {k: _clean(v) for k, v in summary.items()}

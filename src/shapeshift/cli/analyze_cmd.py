@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from shapeshift.cli.common import console, guarded
+from shapeshift.cli.common import console, guarded, output_dir
 from shapeshift.errors import InputError
 
 app = typer.Typer(help="Characterize workloads: job traces in, figures and statistics out.", no_args_is_help=True)
@@ -38,6 +38,7 @@ def trace_command(
     from shapeshift.cluster import load_cluster
     from shapeshift.workloads.readers import read_workload
 
+    output_dir(out)
     workload = read_workload(path, fmt)
     if len(workload) == 0:
         raise InputError("the trace has a header but no jobs: nothing to characterize", path=str(path))

@@ -7,6 +7,7 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -65,6 +66,21 @@ def guarded(fn: F) -> F:
             raise fail(os_error_message(exc)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def output_dir(path: Path | None, flag: str = "--out") -> Path | None:
+    """Create the output directory ``path`` now, before any work, so a path that cannot be
+    written fails at once with one line (not after an hour of simulation)."""
+    if path is None:
+        return None
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".shapeshift-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"cannot write here: {os_error_message(exc)}", field=flag) from None
+    return path
 
 
 def show_progress(quiet: bool) -> bool:

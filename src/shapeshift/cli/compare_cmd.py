@@ -27,7 +27,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from shapeshift.cli.common import EXIT_UNFINISHED, console, guarded, progress_bar, show_progress
+from shapeshift.cli.common import EXIT_UNFINISHED, console, guarded, output_dir, progress_bar, show_progress
 from shapeshift.cli.options import (
     AllowUnfinishedOption,
     ClusterOption,
@@ -44,7 +44,7 @@ from shapeshift.cli.options import (
     parse_throughput,
     parse_window,
 )
-from shapeshift.cli.simulate import energy_spec, load_inputs
+from shapeshift.cli.simulate import energy_spec, load_inputs, warn_if_slow
 from shapeshift.errors import InputError
 from shapeshift.runs.result_columns import COMPARE_KEYS
 
@@ -341,6 +341,7 @@ def command(
     if jobs is not None and jobs < 1:
         raise InputError("--jobs must be >= 1", field="--jobs")
     seed_list = parse_seeds(seeds, seed)
+    output_dir(out)
     overheads = parse_overheads(launch_delay, restore_penalty)
     energy_settings = energy_spec(energy, energy_arg)
     tasks = []
@@ -366,6 +367,7 @@ def command(
             if out is not None:
                 where = str(out / entry.label / (f"seed{s}" if len(seed_list) > 1 else ""))
             tasks.append((entry.label, replace(base, policy=entry.policy, params=entry.params), where))
+    warn_if_slow([entry.policy for entry in entries], quiet or as_json)
     workers = jobs if jobs is not None else min(len(tasks), os.cpu_count() or 1)
     results = run_all(tasks, min(workers, len(tasks)), show_progress(quiet) and not as_json)
     rows = {label: aggregate(by_seed) for label, by_seed in results.items()}

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shapeshift.cli.common import console, guarded
+from shapeshift.cli.common import console, guarded, output_dir
 from shapeshift.errors import InputError
 
 app = typer.Typer(help="Cluster energy saving (CES, Helios): forecast node demand, power idle nodes down.")
@@ -68,6 +68,7 @@ def replay_command(
         )
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    output_dir(out)
     data = read_node_series(series)
     result = run_replay(data, config, fconfig, test_days=test_days, forecaster=forecaster)
     out.mkdir(parents=True, exist_ok=True)

@@ -61,7 +61,7 @@ def fit_cmd(
     model: Annotated[str, typer.Option("--model", help="model name, e.g. gpt2")],
     out_path: Annotated[Path, typer.Option("--out", help="where to write params.json")],
     sample: Annotated[int, typer.Option("--sample", help="fit on this many random rows (0 = all)")] = 0,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the row sample")] = 0,
 ) -> None:
     """Fit the coefficients of one model to measured iteration times."""
     from shapeshift.perf.arch import get_arch
@@ -85,7 +85,7 @@ def fit_cmd(
 @app.command("predict")
 def predict_cmd(
     params: Annotated[Path, typer.Option("--params", help="params.json from 'perf fit'")],
-    model: Annotated[str, typer.Option("--model")],
+    model: Annotated[str, typer.Option("--model", help="model name, e.g. gpt2")],
     plan: Annotated[str, typer.Option("--plan", help="ga, gc, zero-dp, zero-offload, PP/TP/DP digits, or dp=..,tp=..")],
     placement: Annotated[str, typer.Option("--placement", help="GPUs per node, e.g. 44")],
     cpus: Annotated[float, typer.Option("--cpus", help="CPU threads (matters for ZeRO-Offload)")] = 4.0,
@@ -120,11 +120,11 @@ def predict_cmd(
 
 @app.command("curve")
 def curve_cmd(
-    params: Annotated[Path, typer.Option("--params")],
-    model: Annotated[str, typer.Option("--model")],
+    params: Annotated[Path, typer.Option("--params", help="params.json from 'perf fit'")],
+    model: Annotated[str, typer.Option("--model", help="model name, e.g. gpt2")],
     resource: Annotated[str, typer.Option("--resource", help="gpus or cpus")] = "gpus",
     max_amount: Annotated[int, typer.Option("--max", help="largest amount")] = 64,
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node")] = 8,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node of the cluster")] = 8,
     placement: Annotated[str, typer.Option("--placement", help="fixed GPUs for --resource cpus")] = "8",
     png: Annotated[Path | None, typer.Option("--png", help="also draw the curve here")] = None,
 ) -> None:
@@ -148,36 +148,63 @@ def curve_cmd(
     for p in curve.points:
         table.add_row(
             str(p.amount),
-            str(p.plan) if p.plan else "-",
+            short_plan_label(p.plan) if p.plan else "-",
             format_placement(p.placement) if p.placement else "-",
             f"{p.throughput:.3f}",
             "flat" if p.flat else f"{p.slope:+.3f}",
         )
     out.print(table)
     if png is not None:
-        _draw(png, curve.points, f"{fitted.model}: throughput vs {resource}", resource)
+        with _boundary():
+            _draw(png, curve.points, f"{fitted.model}: throughput vs {resource}", resource)
         out.print(f"wrote {png}")
 
 
 def _draw(path: Path, points: tuple, title: str, xlabel: str) -> None:
-    import matplotlib
+    """The sensitivity curve: throughput per amount, the best plan named where it changes,
+    on a zero-based axis with a grid (object API: no pyplot state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.step([p.amount for p in points], [p.throughput for p in points], where="post")
-    ax.set(title=title, xlabel=xlabel, ylabel="samples/s")
+    fig = Figure(figsize=(7, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    xs = [p.amount for p in points]
+    ys = [p.throughput for p in points]
+    ax.step(xs, ys, where="post", marker=".", linewidth=1.2)
+    previous = None
+    for p in points:
+        label = short_plan_label(p.plan) if p.plan else None
+        if label and label != previous:
+            ax.annotate(label, (p.amount, p.throughput), textcoords="offset points", xytext=(2, 6), fontsize=7)
+        previous = label
+    ax.set(title=title, xlabel=f"{xlabel} (count)", ylabel="throughput (samples/s)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0, top=max(ys, default=1.0) * 1.15 or 1.0)
+    ax.grid(True, linestyle=":")
     fig.tight_layout()
     fig.savefig(path)
-    plt.close(fig)
+
+
+def short_plan_label(plan: object) -> str:
+    """``dp4`` / ``tp2 pp2 dp2`` / ``dp8 zero-offload``: the parts of a plan that differ."""
+    from shapeshift.model import ZeroMode
+
+    parts = [f"{k}{getattr(plan, k)}" for k in ("tp", "pp") if getattr(plan, k) > 1]
+    parts.append(f"dp{plan.dp}")  # type: ignore[attr-defined]
+    zero = plan.zero  # type: ignore[attr-defined]
+    if zero is not ZeroMode.NONE:
+        parts.append("zero-offload" if zero is ZeroMode.OFFLOAD else "zero-dp")
+    if plan.grad_ckpt:  # type: ignore[attr-defined]
+        parts.append("gc")
+    return " ".join(parts)
 
 
 @app.command("validate")
 def validate_cmd(
     measurements: Annotated[Path, typer.Option("--measurements", help="directory of <model>/placements.csv")],
-    sample: Annotated[int, typer.Option("--sample")] = 7,
-    seeds: Annotated[int, typer.Option("--seeds")] = 5,
+    sample: Annotated[int, typer.Option("--sample", help="rows per few-shot fit")] = 7,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="random samples per model")] = 5,
     planner: Annotated[bool, typer.Option("--planner", help="fit on the profiling planner's choices")] = False,
     out_path: Annotated[Path, typer.Option("--out", help="validation.json")] = Path("validation.json"),
     model: Annotated[list[str] | None, typer.Option("--model", help="only these models")] = None,
@@ -227,9 +254,9 @@ def _cluster(spec: str) -> tuple[int, int]:
 
 @app.command("plan-profiling")
 def plan_profiling_cmd(
-    model: Annotated[str, typer.Option("--model")],
+    model: Annotated[str, typer.Option("--model", help="model name, e.g. gpt2")],
     cluster: Annotated[str, typer.Option("--cluster", help="NODESxGPUS_PER_NODE, e.g. 8x8")] = "8x8",
-    budget: Annotated[int, typer.Option("--budget")] = 7,
+    budget: Annotated[int, typer.Option("--budget", help="configurations to profile")] = 7,
 ) -> None:
     """Choose which configurations to profile for a new model."""
     from shapeshift.perf.arch import get_arch

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from shapeshift.cli.common import console, guarded
+from shapeshift.cli.common import console, guarded, output_dir
 from shapeshift.cli.options import QuietOption
 from shapeshift.errors import InputError
 
@@ -42,6 +42,7 @@ def command(
     )
 
     paths = Paths.default(data, cluster)
+    output_dir(out)
 
     def progress(message: str) -> None:
         if not quiet:

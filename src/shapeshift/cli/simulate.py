@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from shapeshift.cli.common import EXIT_UNFINISHED, console, guarded, progress_bar, show_progress
+from shapeshift.cli.common import (
+    EXIT_UNFINISHED,
+    console,
+    err_console,
+    guarded,
+    output_dir,
+    progress_bar,
+    show_progress,
+)
 from shapeshift.cli.options import (
     AllowUnfinishedOption,
     ClusterOption,
@@ -61,10 +69,24 @@ def energy_spec(energy: str, energy_arg: list[str] | None) -> EnergySpec | None:
     return EnergySpec("ces", params)
 
 
+#: Policies that simulate candidates at every decision, and what that costs.
+SLOW_POLICIES = {
+    "auto": "simulates every ordering x admission candidate at each of its decisions "
+    "(about 1-2 minutes for the 300-job demo on 2 cores)",
+}
+
+
+def warn_if_slow(policies: list[str], quiet: bool) -> None:
+    for name in dict.fromkeys(policies):
+        if name in SLOW_POLICIES and not quiet:
+            err_console.print(f"note: {name} {SLOW_POLICIES[name]}; progress is shown below", highlight=False)
+
+
 def run_with_progress(spec: RunSpec, quiet: bool) -> RunResult:
     """``run(spec)`` with a progress bar on a terminal."""
     from shapeshift.runs import run
 
+    warn_if_slow([spec.policy], quiet)
     with progress_bar(spec.policy, show_progress(quiet)) as update:
         return run(spec, progress=update)
 
@@ -138,6 +160,7 @@ def simulate_command(
     from shapeshift.policies.registry import parse_policy_args
     from shapeshift.runs import RunSpec
 
+    output_dir(out)
     data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
     spec = RunSpec(
         workload=data,
@@ -179,6 +202,8 @@ def show_summary(summary: dict[str, Any], result: RunResult, out: Path | None) -
             + " vs. no CES",
             highlight=False,
         )
+        for warning in summary.get("energy_warnings") or ():
+            console.print(f"[yellow]CES:[/] {warning}", highlight=False)
     rejections = result.rejections
     if rejections:
         shown = ", ".join(f"{r.job_id} ({r.reason})" for r in rejections[:5])

@@ -130,6 +130,13 @@ class CESPolicy:
             gpn = float(self._cap_gpus[nodes].mean()) if nodes.size else 0.0
             buffer = max(1, math.ceil(self.config.buffer * nodes.size / total_nodes)) if self.config.buffer else 0
             self._parts[name] = _Partition(nodes=nodes, gpus_per_node=gpn, buffer=buffer)
+        #: Why CES may save nothing here (a buffer as large as a partition keeps it all on).
+        self.warnings = [
+            f"partition {name or '(all nodes)'}: its buffer of {part.buffer} spare nodes covers all "
+            f"{part.nodes.size} of its nodes, so CES can power nothing down there (lower --energy-arg buffer=N)"
+            for name, part in self._parts.items()
+            if part.nodes.size and part.buffer >= part.nodes.size
+        ]
         self._next_bin = 0.0
         self._last_t: float | None = None
         self._first_t: float | None = None
@@ -299,6 +306,7 @@ class CESPolicy:
             "energy_boot_delay": self.config.boot_delay,
             "energy_idle_node_watts": self.config.idle_node_watts,
             "energy_cooling_factor": self.config.cooling_factor,
+            "energy_warnings": list(self.warnings),
         }
 
 

@@ -20,6 +20,7 @@ from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import FreeResources, JobState, JobStatus
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
+from shapeshift.wording import count
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ class Engine:
         if spec.num_gpus == 0 and spec.num_cpus == 0 and spec.mem_gb == 0:
             return "job requests no resources"
         if spec.num_gpus > self.partition_gpus[partition]:
-            return f"needs {spec.num_gpus} GPUs but the cluster has {self.partition_gpus[partition]}{where}"
+            return f"needs {count(spec.num_gpus, 'GPU')} but the cluster has {self.partition_gpus[partition]}{where}"
         if spec.num_cpus > self._partition_cpus[partition] or spec.mem_gb > self._partition_mem[partition]:
             return f"needs more CPUs or memory than the cluster has{where}"
         return ""

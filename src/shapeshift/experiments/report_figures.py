@@ -108,7 +108,7 @@ def choose_runs(frame: pd.DataFrame, requested: Sequence[str] | None) -> list[st
             if len(matches) != 1:
                 raise InputError(
                     f"run {prefix!r} matches {len(matches)} runs of this experiment; give a longer id prefix",
-                    field="--runs",
+                    field="--run",
                 )
             chosen.append(matches[0])
         return chosen

@@ -169,6 +169,9 @@ def validate_dir(
 ) -> tuple[dict[str, ModelReport], dict[str, str]]:
     """Validate every model directory under ``root``; returns reports and skipped models (reason)."""
     data = read_trace_dir(root)
+    unknown = sorted(set(models or ()) - set(data))
+    if unknown:
+        raise ValueError(f"--model: no measurements for {', '.join(unknown)} under {root}; known: {', '.join(data)}")
     reports: dict[str, ModelReport] = {}
     skipped: dict[str, str] = {}
     for name, rows in data.items():

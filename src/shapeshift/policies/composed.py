@@ -32,6 +32,7 @@ from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.base import EVENT_TRIGGERS
 from shapeshift.policies.placement import Placement
 from shapeshift.policies.queues import StaticKeyQueue
+from shapeshift.wording import count
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -182,7 +183,7 @@ class ComposedPolicy:
                 capacity -= gpus
             elif job_id not in running:
                 reasons[job_id] = (
-                    f"needs {gpus} GPUs{_where(view, partition)}, {capacity} left after higher-priority jobs"
+                    f"needs {count(gpus, 'GPU')}{_where(view, partition)}, {capacity} left after higher-priority jobs"
                 )
             if capacity == 0 and queue is not None:
                 break  # nothing else fits; running jobs not chosen yet rank lower
@@ -234,7 +235,6 @@ class ComposedPolicy:
 
     def _explain(self, view: ClusterView, partition: str, gpus: int, free_gpus: int) -> str:
         if gpus <= free_gpus:
-            return (
-                f"needs {gpus} GPUs{_where(view, partition)}: {free_gpus} free but fragmented ({self.placement.name})"
-            )
-        return f"needs {gpus} GPUs{_where(view, partition)}, {free_gpus} free"
+            where = _where(view, partition)
+            return f"needs {count(gpus, 'GPU')}{where}: {free_gpus} free but fragmented ({self.placement.name})"
+        return f"needs {count(gpus, 'GPU')}{_where(view, partition)}, {free_gpus} free"

@@ -37,6 +37,7 @@ from shapeshift.policies.composed import ComposedPolicy, _where
 from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, check_estimator, make_estimator
 from shapeshift.policies.placement import PLACEMENTS
 from shapeshift.policies.registry import register
+from shapeshift.wording import count
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -156,9 +157,8 @@ class SrtfPolicy(ComposedPolicy):
                     capacity -= gpus
                     newcomers = True
                 else:
-                    reasons[job_id] = (
-                        f"needs {gpus} GPUs{_where(view, partition)}, {capacity} left after higher-priority jobs"
-                    )
+                    where = _where(view, partition)
+                    reasons[job_id] = f"needs {count(gpus, 'GPU')}{where}, {capacity} left after higher-priority jobs"
             else:
                 break
             if capacity == 0:

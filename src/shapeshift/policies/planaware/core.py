@@ -39,6 +39,7 @@ from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.planaware.jobs import DEFAULT_CPUS_PER_GPU, CpuMode, PlanJob, Variant
 from shapeshift.policies.planaware.knowledge import Choice, Knowledge, job_space
 from shapeshift.policies.planaware.materialise import Materialise
+from shapeshift.wording import count
 
 __all__ = ["DEFAULT_CPUS_PER_GPU", "CpuMode", "PlanAwareScheduler", "PlanJob", "Variant", "_Job"]
 
@@ -181,7 +182,7 @@ class PlanAwareScheduler(Materialise):
             mark = len(self.log)
             if not j.running:
                 if not self._grow(j, nodes, gpn, steal=v.steal):
-                    reasons.setdefault(j.id, f"needs {j.g_min} GPUs; {sum(self.free.values())} free")
+                    reasons.setdefault(j.id, f"needs {count(j.g_min, 'GPU')}; {sum(self.free.values())} free")
                 elif not self._settle(j, mark):
                     reasons[j.id] = "no plan fits the GPUs found"
             elif v.elastic and j.g < j.g_max:

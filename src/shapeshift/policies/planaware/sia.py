@@ -39,6 +39,7 @@ from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
 from shapeshift.policies.registry import register
+from shapeshift.wording import count
 
 
 class SiaParams(PlanAwareParams):
@@ -204,7 +205,7 @@ class SiaPolicy:
             unit = spec.plan.tp if spec.plan is not None else 1
             place = self._packed(g, unit, nodes, free_g, gpn)
             if place is None:
-                reasons[jid] = f"no placement for {g} GPUs"
+                reasons[jid] = f"no placement for {count(g, 'GPU')}"
                 continue
             shape = [place[n] for n in sorted(place)]
             plan = None
@@ -212,7 +213,7 @@ class SiaPolicy:
                 space = self._space(spec) if g != spec.num_gpus else fixed_space(spec.plan)
                 c = self.knowledge.best(spec.model, shape, self._cpus(spec, g), space)
                 if c is None:
-                    reasons[jid] = f"no data-parallel plan for {g} GPUs on this placement"
+                    reasons[jid] = f"no data-parallel plan for {count(g, 'GPU')} on this placement"
                     continue
                 plan = c.plan
             elif spec.plan is not None and spec.plan.gpus == g:

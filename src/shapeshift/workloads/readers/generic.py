@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from shapeshift.model import ExecutionPlan, ModelError
+from shapeshift.wording import count
 from shapeshift.workloads.readers.table import Table, frame_table, load_table
 from shapeshift.workloads.workload import REQUIRED, Workload
 
@@ -83,7 +84,7 @@ def _plans(table: Table, gpus: pd.Series) -> pd.Series:
                 raise table.fail(row, "plan", str(exc)) from None
         plan = parsed[text]
         if plan.gpus != g:
-            raise table.fail(row, "plan", f"plan uses {plan.gpus} GPUs but num_gpus is {g}")
+            raise table.fail(row, "plan", f"plan uses {count(plan.gpus, 'GPU')} but num_gpus is {g}")
         result.append(str(plan))
     return pd.Series(result, dtype=object, index=texts.index)
 
