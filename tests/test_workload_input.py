@@ -163,3 +163,16 @@ def test_a_dataframe_is_checked_like_a_file():
     with pytest.raises(InputError, match="expected a number, got 'two'") as err:
         read_generic_frame(bad)
     assert str(err.value).startswith("<DataFrame>:2") and err.value.field == "num_gpus"
+
+
+def test_a_generated_job_list_and_its_table_agree():
+    """The demo generator keeps its job list (no pandas needed to simulate it); the table
+    built from that list gives back the same jobs, and the workload travels by pickle."""
+    import pickle
+
+    from shapeshift.workloads.workload import Workload
+
+    listed = poisson_workload(PoissonSpec(jobs=40, seed=5))
+    tabled = Workload.from_frame(listed.name, listed.frame)
+    assert tabled.jobs() == listed.jobs() and len(tabled) == len(listed) == 40
+    assert pickle.loads(pickle.dumps(listed)).jobs() == listed.jobs()

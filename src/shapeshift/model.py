@@ -65,6 +65,12 @@ class Resources:
         return self.gpus == 0 and self.cpus == 0 and self.mem_gb == 0
 
 
+#: Host resources per GPU of a node whose description gives none (``NxG`` clusters and
+#: YAML node groups without ``cpus``/``mem_gb``).
+DEFAULT_CPUS_PER_GPU = 8
+DEFAULT_MEM_GB_PER_GPU = 64
+
+
 @dataclass(frozen=True, slots=True)
 class NodeSpec:
     """One server: its capacity, GPU model and the bandwidths its GPUs see."""

@@ -38,11 +38,11 @@ def trace_command(
     from shapeshift.cluster import load_cluster
     from shapeshift.workloads.readers import read_workload
 
-    output_dir(out)
     workload = read_workload(path, fmt)
     if len(workload) == 0:
         raise InputError("the trace has a header but no jobs: nothing to characterize", path=str(path))
     spec = load_cluster(cluster) if cluster else None
+    output_dir(out)
     ch = characterize(workload, origin=trace_origin(path, fmt), cluster=spec, cluster_label=cluster or "")
     out.mkdir(parents=True, exist_ok=True)
     figures = write_figures(ch, out)

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from shapeshift.cli.common import console, guarded
-from shapeshift.runtime.remote import ControllerClient
 
 
 @guarded
@@ -16,6 +15,8 @@ def command(
     state: Annotated[str | None, typer.Option(help="Controller state directory.")] = None,
 ) -> None:
     """Cancel a queued or running job (running ranks are killed)."""
+    from shapeshift.runtime.remote import ControllerClient
+
     previous = ControllerClient.from_state(state).cancel(job_id)["previous"]
     if previous in ("completed", "failed", "cancelled", "rejected"):
         console.print(f"job {job_id} is already {previous}; nothing to cancel", highlight=False)

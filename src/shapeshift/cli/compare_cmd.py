@@ -341,7 +341,6 @@ def command(
     if jobs is not None and jobs < 1:
         raise InputError("--jobs must be >= 1", field="--jobs")
     seed_list = parse_seeds(seeds, seed)
-    output_dir(out)
     overheads = parse_overheads(launch_delay, restore_penalty)
     energy_settings = energy_spec(energy, energy_arg)
     tasks = []
@@ -367,6 +366,7 @@ def command(
             if out is not None:
                 where = str(out / entry.label / (f"seed{s}" if len(seed_list) > 1 else ""))
             tasks.append((entry.label, replace(base, policy=entry.policy, params=entry.params), where))
+    output_dir(out)  # after the inputs are known good: bad input stores nothing
     warn_if_slow([entry.policy for entry in entries], quiet or as_json)
     workers = jobs if jobs is not None else min(len(tasks), os.cpu_count() or 1)
     results = run_all(tasks, min(workers, len(tasks)), show_progress(quiet) and not as_json)

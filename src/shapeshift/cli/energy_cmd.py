@@ -68,8 +68,8 @@ def replay_command(
         )
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    output_dir(out)
     data = read_node_series(series)
+    output_dir(out)
     result = run_replay(data, config, fconfig, test_days=test_days, forecaster=forecaster)
     out.mkdir(parents=True, exist_ok=True)
     (out / "energy.json").write_text(json.dumps(json_ready(result.summary), indent=2) + "\n", encoding="utf-8")

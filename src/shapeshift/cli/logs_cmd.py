@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from shapeshift.cli.common import guarded
-from shapeshift.runtime.remote import ControllerClient
 
 
 @guarded
@@ -17,4 +16,6 @@ def command(
     state: Annotated[str | None, typer.Option(help="Controller state directory.")] = None,
 ) -> None:
     """Print a job's output (all attempts of one rank)."""
+    from shapeshift.runtime.remote import ControllerClient
+
     typer.echo(ControllerClient.from_state(state).logs(job_id, rank), nl=False)

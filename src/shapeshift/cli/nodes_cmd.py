@@ -8,12 +8,13 @@ import typer
 from rich.table import Table
 
 from shapeshift.cli.common import console, guarded
-from shapeshift.runtime.remote import ControllerClient
 
 
 @guarded
 def command(state: Annotated[str | None, typer.Option(help="Controller state directory.")] = None) -> None:
     """Show every node's GPU slots, how many are used, and by which jobs."""
+    from shapeshift.runtime.remote import ControllerClient
+
     table = Table()
     for column in ("node", "gpu type", "gpus", "used", "free", "jobs"):
         table.add_column(column)

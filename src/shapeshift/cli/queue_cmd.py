@@ -8,7 +8,6 @@ import typer
 from rich.table import Table
 
 from shapeshift.cli.common import console, guarded
-from shapeshift.runtime.remote import ControllerClient
 
 
 def progress_text(job: dict[str, Any]) -> str:
@@ -25,6 +24,8 @@ def command(
     all_jobs: Annotated[bool, typer.Option("--all", help="Include finished jobs.")] = True,
 ) -> None:
     """List jobs: id, name, state, plan, placement, progress, and the reason a waiting job waits."""
+    from shapeshift.runtime.remote import ControllerClient
+
     table = Table()
     for column in ("id", "name", "state", "plan", "placement", "progress", "reason"):
         table.add_column(column, overflow="fold")

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from shapeshift.cli.common import console, guarded
-from shapeshift.cluster import load_cluster
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
-from shapeshift.policies.registry import make_policy, parse_policy_args
-from shapeshift.runtime.backends.base import Backend
-from shapeshift.runtime.remote import state_dir
+
+if TYPE_CHECKING:
+    from shapeshift.runtime.backends.base import Backend
 
 
 def make_backend(name: str, address: str | None, cluster: ClusterSpec) -> Backend:
@@ -46,8 +45,11 @@ def command(
     poll_interval: Annotated[float, typer.Option(help="Control loop period in seconds.")] = 0.2,
 ) -> None:
     """Run the controller: schedule submitted jobs on real processes with the chosen policy."""
+    from shapeshift.cluster import load_cluster
+    from shapeshift.policies.registry import make_policy, parse_policy_args
     from shapeshift.runtime.api import make_server
     from shapeshift.runtime.controller import Controller
+    from shapeshift.runtime.remote import state_dir
 
     spec = load_cluster(cluster)
     pol = make_policy(policy, parse_policy_args(policy_arg))

@@ -55,16 +55,16 @@ def load_inputs(workload: Path | None, fmt: str | None, cluster: str | None, see
 
 def energy_spec(energy: str, energy_arg: list[str] | None) -> EnergySpec | None:
     """``--energy`` and ``--energy-arg`` as an ``EnergySpec`` (``None`` for ``none``)."""
+    if energy not in ("none", "ces"):
+        raise InputError(f"unknown energy mode {energy!r}; known: none, ces", field="--energy")
+    if energy == "none":
+        if energy_arg:
+            raise InputError("--energy-arg needs --energy ces", field="--energy-arg")
+        return None
     from shapeshift.energy.sim_component import ces_config, parse_energy_args
     from shapeshift.runs import EnergySpec
 
-    if energy not in ("none", "ces"):
-        raise InputError(f"unknown energy mode {energy!r}; known: none, ces", field="--energy")
     params = parse_energy_args(energy_arg)
-    if energy == "none":
-        if params:
-            raise InputError("--energy-arg needs --energy ces", field="--energy-arg")
-        return None
     ces_config(params)  # validate before any simulation starts
     return EnergySpec("ces", params)
 
@@ -160,7 +160,6 @@ def simulate_command(
     from shapeshift.policies.registry import parse_policy_args
     from shapeshift.runs import RunSpec
 
-    output_dir(out)
     data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
     spec = RunSpec(
         workload=data,
@@ -174,6 +173,7 @@ def simulate_command(
         window=parse_window(window, len(data)),
         throughput=parse_throughput(throughput),
     )
+    output_dir(out)
     result = run_with_progress(spec, quiet or as_json)
     summary = result.write(out) if out is not None else result.summary
     if as_json:

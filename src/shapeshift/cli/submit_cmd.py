@@ -7,8 +7,6 @@ from typing import Annotated
 import typer
 
 from shapeshift.cli.common import console, guarded
-from shapeshift.runtime.jobfile import load_job_file
-from shapeshift.runtime.remote import ControllerClient
 
 
 @guarded
@@ -17,5 +15,8 @@ def command(
     state: Annotated[str | None, typer.Option(help="Controller state directory.")] = None,
 ) -> None:
     """Submit a job; prints its id. A malformed file is refused with the field and reason."""
+    from shapeshift.runtime.jobfile import load_job_file
+    from shapeshift.runtime.remote import ControllerClient
+
     job = load_job_file(job_file)
     console.print(ControllerClient.from_state(state).submit(job.to_json()), highlight=False)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
+from shapeshift.model import JobSpec
 from shapeshift.workloads.workload import Workload
 
 #: GPU counts and their shares of jobs: shaped like Philly (82k jobs: 93% 1-GPU,
@@ -45,12 +45,8 @@ def poisson_workload(spec: PoissonSpec = PoissonSpec(), name: str = "synthetic-p
     gpus = rng.choice(np.asarray(sizes), size=spec.jobs, p=probs)
     duration = rng.lognormal(np.log(spec.median_duration), spec.duration_sigma, size=spec.jobs)
     duration = np.round(np.clip(duration, 10.0, spec.max_duration), 1)
-    frame = pd.DataFrame(
-        {
-            "job_id": [f"j{i:05d}" for i in range(spec.jobs)],
-            "submit_time": submit,
-            "num_gpus": gpus.astype("int64"),
-            "duration": duration,
-        }
-    )
-    return Workload.from_frame(name, frame)
+    jobs = [
+        JobSpec(job_id=f"j{i:05d}", submit_time=t, num_gpus=g, duration=d)
+        for i, (t, g, d) in enumerate(zip(submit.tolist(), gpus.tolist(), duration.tolist(), strict=True))
+    ]
+    return Workload.of_jobs(name, jobs)

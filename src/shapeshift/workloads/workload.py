@@ -4,18 +4,24 @@ Readers and generators produce a ``Workload`` once; the simulator turns it into
 ``JobSpec`` objects once. Keeping the table columnar (a pandas DataFrame with fixed
 column names and dtypes) makes reading, describing and transforming 100k-job traces
 fast, and keeps pandas out of the simulator's per-event path.
+
+A workload generated as a list of jobs (the seeded demo) keeps that list and builds its
+table only when one is asked for, so simulating it never imports pandas.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from shapeshift.model import ExecutionPlan, JobSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Canonical columns and their dtypes. ``duration`` is NaN and ``iterations`` is <NA>
 #: when unknown; ``plan`` is the canonical plan string or "".
@@ -53,6 +59,7 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "queue": "float64",
 }
 REQUIRED = ("job_id", "submit_time", "num_gpus", "duration")
+_NA: Any = object()  # stands for pandas.NA until pandas is loaded
 _DEFAULTS = {
     "name": "",
     "user": "",
@@ -62,73 +69,89 @@ _DEFAULTS = {
     "model": "",
     "num_cpus": 0.0,
     "mem_gb": 0.0,
-    "iterations": pd.NA,
+    "iterations": _NA,
     "plan": "",
     "cpu_only": False,
 }
 
 
-@dataclass(frozen=True, eq=False)
 class Workload:
-    """A named job table sorted by submit time (ties keep input order)."""
+    """A named job table sorted by submit time (ties keep input order). Immutable.
 
-    name: str
-    frame: pd.DataFrame
+    Built from a table (``from_frame``, what readers produce) or from a list of jobs
+    (``of_jobs``, what the demo generator produces); either form gives the other on
+    demand: ``frame`` the table, ``jobs()`` the ``JobSpec`` objects.
+    """
+
+    __slots__ = ("_frame", "_jobs", "name")
+
+    def __init__(self, name: str, frame: pd.DataFrame | None = None, *, jobs: Sequence[JobSpec] | None = None):
+        if frame is None and jobs is None:
+            raise ValueError("a Workload needs a frame or a job list")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_frame", frame)
+        object.__setattr__(self, "_jobs", None if jobs is None else tuple(jobs))
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("Workload is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (self.name, self._frame, self._jobs))
+
+    def __repr__(self) -> str:
+        return f"Workload(name={self.name!r}, jobs={len(self)})"
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The job table (built from the job list on first use)."""
+        if self._frame is None:
+            object.__setattr__(self, "_frame", _frame_of(list(self._jobs or ())))
+        return self._frame
 
     @classmethod
     def from_frame(cls, name: str, frame: pd.DataFrame) -> Workload:
         """Fill optional columns with defaults, fix dtypes and sort by submit time. Trace-log
         columns (``OPTIONAL_COLUMNS``) are kept only when ``frame`` has them; any other
         column is dropped."""
+        import pandas as pd
+
         frame = frame.copy()
         for column, default in _DEFAULTS.items():
             if column not in frame.columns:
-                frame[column] = default
+                frame[column] = pd.NA if default is _NA else default
         dtypes = dict(COLUMNS)
         dtypes.update({c: t for c, t in OPTIONAL_COLUMNS.items() if c in frame.columns})
         frame = frame[list(dtypes)].astype(dtypes)
         frame = frame.sort_values("submit_time", kind="stable").reset_index(drop=True)
-        return cls(name=name, frame=frame)
+        return cls(name, frame)
 
     @classmethod
-    def from_jobs(cls, name: str, jobs: list[JobSpec]) -> Workload:
-        rows = [
-            {
-                "job_id": j.job_id,
-                "submit_time": j.submit_time,
-                "num_gpus": j.num_gpus,
-                "duration": math.nan if j.duration is None else j.duration,
-                "name": j.name,
-                "user": j.user,
-                "vc": j.vc,
-                "tenant": j.tenant,
-                "guaranteed": j.guaranteed,
-                "model": j.model,
-                "num_cpus": j.num_cpus,
-                "mem_gb": j.mem_gb,
-                "iterations": pd.NA if j.iterations is None else j.iterations,
-                "plan": "" if j.plan is None else str(j.plan),
-                "cpu_only": False,
-            }
-            for j in jobs
-        ]
-        frame = pd.DataFrame(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
-        return cls.from_frame(name, frame)
+    def of_jobs(cls, name: str, jobs: Sequence[JobSpec]) -> Workload:
+        """A workload kept as its job list (sorted by submit time, ties in order); its table
+        is built only if asked for."""
+        return cls(name, jobs=sorted(jobs, key=lambda j: j.submit_time))
+
+    @classmethod
+    def from_jobs(cls, name: str, jobs: Sequence[JobSpec]) -> Workload:
+        """A workload built as a table from ``jobs``."""
+        return cls.from_frame(name, _frame_of(jobs))
 
     def __eq__(self, other: object) -> bool:
-        # Same name and the same table, cell for cell (a DataFrame has no truth value).
+        # Same name and the same jobs (a DataFrame has no truth value: compare cell by cell).
         if not isinstance(other, Workload):
             return NotImplemented
+        if self._jobs is not None and other._jobs is not None:
+            return self.name == other.name and self._jobs == other._jobs
         return self.name == other.name and self.frame.equals(other.frame)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __len__(self) -> int:
-        return len(self.frame)
+        return len(self._jobs) if self._jobs is not None else len(self.frame)
 
     @property
     def cpu_only_count(self) -> int:
-        return int(self.frame["cpu_only"].sum())
+        return 0 if self._jobs is not None else int(self.frame["cpu_only"].sum())
 
     def jobs(self, include_cpu_only: bool = False) -> list[JobSpec]:
         """Materialise ``JobSpec`` objects (column arrays first: row iteration is slow).
@@ -136,6 +159,8 @@ class Workload:
         Jobs flagged ``cpu_only`` are left out unless ``include_cpu_only`` is true: a GPU
         simulation has nothing to say about them.
         """
+        if self._jobs is not None:
+            return list(self._jobs)
         f = self.frame
         if not include_cpu_only and f["cpu_only"].any():
             f = f[~f["cpu_only"]]
@@ -191,3 +216,35 @@ class Workload:
             self.frame.to_parquet(path, index=False)
         else:
             self.frame.to_csv(path, index=False)
+
+
+def _restore(name: str, frame: pd.DataFrame | None, jobs: tuple[JobSpec, ...] | None) -> Workload:
+    return Workload(name, frame, jobs=jobs)
+
+
+def _frame_of(jobs: Sequence[JobSpec]) -> pd.DataFrame:
+    """The canonical columns of ``jobs``, one row per job, in the given order."""
+    import pandas as pd
+
+    rows = [
+        {
+            "job_id": j.job_id,
+            "submit_time": j.submit_time,
+            "num_gpus": j.num_gpus,
+            "duration": math.nan if j.duration is None else j.duration,
+            "name": j.name,
+            "user": j.user,
+            "vc": j.vc,
+            "tenant": j.tenant,
+            "guaranteed": j.guaranteed,
+            "model": j.model,
+            "num_cpus": j.num_cpus,
+            "mem_gb": j.mem_gb,
+            "iterations": pd.NA if j.iterations is None else j.iterations,
+            "plan": "" if j.plan is None else str(j.plan),
+            "cpu_only": False,
+        }
+        for j in jobs
+    ]
+    frame = pd.DataFrame(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    return Workload.from_frame("", frame).frame

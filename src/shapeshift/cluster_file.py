@@ -1,0 +1,144 @@
+"""The cluster YAML format (see ``../shared/examples``): node groups, partitions and tenant
+quotas, validated with pydantic; every problem is an ``InputError`` naming the file, the
+line and the key.
+
+Bandwidths are written with units as on a spec sheet (``"400 GB/s"``, ``"100 Gb/s"``)
+because a bare number is ambiguous between bits and bytes, a classic factor-of-8
+mistake, so it is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from shapeshift.errors import InputError
+from shapeshift.model import DEFAULT_CPUS_PER_GPU, DEFAULT_MEM_GB_PER_GPU, ClusterSpec, ModelError, NodeSpec
+from shapeshift.yaml_lines import line_of, safe_load
+
+_BANDWIDTH = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(B|b)(?:/s|ps)\s*$")
+_SCALE = {"": 1e-9, "K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}
+
+
+def parse_bandwidth(value: Any) -> float:
+    """Parse ``"400 GB/s"`` or ``"100 Gb/s"`` into GB/s. Bytes are ``B``, bits are ``b``."""
+    if isinstance(value, (bool, int | float)):
+        raise ValueError(f'bandwidth {value!r} has no unit; write it with units, e.g. "400 GB/s" or "100 Gb/s"')
+    match = _BANDWIDTH.match(str(value))
+    if not match:
+        raise ValueError(f'cannot read bandwidth {value!r}; write e.g. "400 GB/s" (bytes) or "100 Gb/s" (bits)')
+    number, prefix, unit = match.groups()
+    gb_s = float(number) * _SCALE[prefix]
+    if unit == "b":
+        gb_s /= 8.0
+    if gb_s <= 0:
+        raise ValueError(f"bandwidth {value!r} must be positive")
+    return gb_s
+
+
+class _NodeGroup(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(1, ge=1)
+    gpus: int = Field(..., ge=0)
+    cpus: float | None = Field(None, ge=0)
+    mem_gb: float | None = Field(None, ge=0)
+    gpu_type: str = "generic"
+    gpu_mem_gb: float = Field(80.0, gt=0)
+    intra_node_bandwidth: float = 300.0
+    inter_node_bandwidth: float = 12.5
+    pcie_bandwidth: float = 32.0
+    name: str | None = None
+
+    @field_validator("intra_node_bandwidth", "inter_node_bandwidth", "pcie_bandwidth", mode="before")
+    @classmethod
+    def _bandwidth(cls, value: Any) -> float:
+        return parse_bandwidth(value)
+
+
+class _ClusterFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    nodes: list[_NodeGroup] = Field(..., min_length=1)
+    partitions: dict[str, int | list[str]] = Field(default_factory=dict)
+    tenants: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("partitions", "tenants", mode="before")
+    @classmethod
+    def _string_keys(cls, value: Any) -> Any:
+        # YAML reads a hex-looking VC id such as 103959 as an int; names are strings.
+        return {str(k): v for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def load_cluster_file(path: str | Path) -> ClusterSpec:
+    """Read and validate a cluster YAML file; every problem becomes an ``InputError``."""
+    path = Path(path)
+    try:
+        raw = safe_load(path.read_text())
+    except FileNotFoundError:
+        raise InputError("cluster file not found", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read cluster file: {exc.strerror}", path=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}",
+            path=str(path),
+            line=mark.line + 1 if mark else None,
+        ) from None
+    if not isinstance(raw, dict):
+        raise InputError("a cluster file must be a mapping with a 'nodes' list", path=str(path))
+    try:
+        parsed = _ClusterFile.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        raise InputError(
+            message, path=str(path), line=line_of(path.read_text(), loc), field=".".join(str(p) for p in loc)
+        ) from None
+    try:
+        return _build_cluster(parsed)
+    except ModelError as exc:
+        raise InputError(str(exc), path=str(path)) from None
+
+
+def _build_cluster(parsed: _ClusterFile) -> ClusterSpec:
+    nodes: list[NodeSpec] = []
+    for group in parsed.nodes:
+        base = group.name or (group.gpu_type.lower() if len(parsed.nodes) > 1 else "node")
+        for _ in range(group.count):
+            nodes.append(
+                NodeSpec(
+                    name=f"{base}{len(nodes):03d}",
+                    gpus=group.gpus,
+                    cpus=group.cpus if group.cpus is not None else DEFAULT_CPUS_PER_GPU * group.gpus,
+                    mem_gb=group.mem_gb if group.mem_gb is not None else DEFAULT_MEM_GB_PER_GPU * group.gpus,
+                    gpu_type=group.gpu_type,
+                    gpu_mem_gb=group.gpu_mem_gb,
+                    intra_bw_gb_s=group.intra_node_bandwidth,
+                    inter_bw_gb_s=group.inter_node_bandwidth,
+                    pcie_bw_gb_s=group.pcie_bandwidth,
+                )
+            )
+    partitions: dict[str, tuple[str, ...]] = {}
+    cursor = 0
+    for name, members in parsed.partitions.items():
+        if isinstance(members, int):
+            if members < 1:
+                raise ModelError(f"partition {name!r} needs at least one node")
+            if cursor + members > len(nodes):
+                raise ModelError(
+                    f"partitions ask for more nodes than the cluster has ({cursor + members} > {len(nodes)})"
+                )
+            partitions[name] = tuple(n.name for n in nodes[cursor : cursor + members])
+            cursor += members
+        else:
+            partitions[name] = tuple(members)
+    return ClusterSpec(tuple(nodes), partitions, dict(parsed.tenants))
+
+
