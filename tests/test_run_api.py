@@ -67,7 +67,7 @@ def test_policy_parameters_as_keywords_and_params():
     # has attained less; b runs 50..60, a resumes with 50 s left and ends at 110.
     # JCT a 110, b 10 -> average 60.
     jobs = Workload.from_jobs("las", [job("a", 0, 1, 100), job("b", 50, 1, 10)])
-    r = ss.simulate(jobs, cluster="1x1", policy="las", restore_penalty=0)
+    r = ss.simulate(jobs, cluster="1x1", policy="las", restore_penalty=0, mode="event", lease=0)
     assert r.summary["avg_jct"] == pytest.approx(60) and r.summary["preemptions"] == 1
     # FIFO through ``params``: b waits for a (0..100) and runs 100..110: JCTs 100 and 60.
     r2 = ss.simulate(jobs, cluster="1x1", policy="fifo", params={"backfill": False})
@@ -92,11 +92,11 @@ def test_bad_arguments_raise_the_cli_messages():
 
 
 def test_compare_runs_one_policy_twice_under_labels():
-    # On 1x1, a (100 s at 0) and b (10 s at 50): FIFO averages 80 s, LAS 60 s (see above);
+    # On 1x1, a (100 s at 0) and b (10 s at 50): FIFO averages 80 s, event-driven LAS 60 s;
     # FIFO with backfill cannot do better here (nothing fits beside a): also 80 s.
     jobs = Workload.from_jobs("two", [job("a", 0, 1, 100), job("b", 50, 1, 10)])
     comparison = ss.compare(
-        {"fifo": "fifo", "las": "las", "fifo-backfill": ("fifo", {"backfill": True})},
+        {"fifo": "fifo", "las": ("las", {"mode": "event", "lease": 0}), "fifo-backfill": ("fifo", {"backfill": True})},
         workload=jobs,
         cluster="1x1",
         restore_penalty=0,

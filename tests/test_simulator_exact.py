@@ -221,3 +221,34 @@ def test_each_completion_is_reported_once_to_the_next_decision():
     run([job("a", 0, 1, 10), job("b", 0, 1, 20), job("c", 5, 1, 5)], "1x1", Spy())
     assert [(t, f) for t, f in seen if f] == [(10, ("a",)), (30, ("b",)), (35, ("c",))]
     assert sum(len(f) for _, f in seen) == 3
+
+
+def test_a_job_finishing_as_another_arrives_finishes_first():
+    """Issue 18, bug 3: 0.1 + 0.2 is 0.30000000000000004 in floating point. a (submitted at
+    0.1, 0.2 s) finishes at 0.3, the instant b arrives; LAS must not preempt the finishing
+    job for b. Expected: a ends at 0.3, no preemption."""
+    from shapeshift.engine.overheads import Overheads
+
+    policy = make_policy("las", {"mode": "event"})
+    result = run([job("a", 0.1, 1, 0.2), job("b", 0.3, 1, 1000)], "1x1", policy, overheads=Overheads(0.0, 30.0))
+    a = by_id(result)["a"]
+    assert a.end_time == pytest.approx(0.3, abs=1e-9) and a.preemptions == 0
+
+
+def test_a_policy_can_ask_to_decide_at_an_exact_instant():
+    """``Schedule.wake_at``: a policy that starts nothing until t = 123.5 gets a decision at
+    exactly 123.5 with no event there, and the job starts then."""
+    from shapeshift.model import Allocation, Resources, Schedule
+
+    class StartAt:
+        name, triggers, default_round = "start-at", frozenset({"arrival", "completion"}), None
+
+        def decide(self, view):
+            changes = {}
+            if view.now >= 123.5:
+                for j in view.pending(""):
+                    changes[j] = Allocation(((0, Resources(1)),))
+            return Schedule(base=view.allocations, changes=changes, wake_at=None if changes else 123.5)
+
+    result = run([job("a", 0, 1, 10)], "1x1", StartAt())
+    assert by_id(result)["a"].first_start == 123.5 and by_id(result)["a"].end_time == 133.5

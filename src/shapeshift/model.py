@@ -350,13 +350,18 @@ class Schedule:
     at decision time (``base``) overlaid with ``changes``: a job mapped to an
     ``Allocation`` should run with it, a job mapped to ``None`` should not run. Jobs not
     in ``changes`` keep their current state. ``reasons`` explains, for waiting jobs the
-    policy looked at, why they wait; ``default_reason`` covers the rest.
+    policy looked at, why they wait; ``default_reason`` covers the rest. ``wake_at`` asks
+    the engine for a decision at an exact future instant.
     """
 
     base: Mapping[str, Allocation]
     changes: Mapping[str, Allocation | None] = field(default_factory=dict)
     reasons: Mapping[str, str] = field(default_factory=dict)
     default_reason: str = "waiting for resources"
+    #: The next instant the policy wants to decide again even if nothing happens (a queue
+    #: demotion, a lease running out); ``None`` = only on its triggers. Each decision
+    #: replaces the previous request.
+    wake_at: float | None = None
 
     @classmethod
     def replace(

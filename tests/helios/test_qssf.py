@@ -34,9 +34,16 @@ def test_qssf_starts_the_smallest_service_first_without_backfill():
     assert all(j.preemptions == 0 for j in result.jobs)
 
 
-def test_qssf_backfills_by_default():
+def test_qssf_and_sjf_do_not_backfill_by_default():
+    # Helios Algorithm 1 line 11 (break at the first job that does not fit): QSSF's default
+    # gives the no-backfill schedule above, SJF's the one below.
+    assert jcts(run(HAND, "1x2", "qssf", {"estimator": "oracle"})) == {"blocker": 100, "s": 297, "q": 418, "p": 719}
+    assert jcts(run(HAND, "1x2", "sjf")) == {"blocker": 100, "q": 218, "s": 417, "p": 519}
+
+
+def test_qssf_backfills_when_asked():
     # s starts at 100; q does not fit the last GPU, p (next by service) does: p 100-400; q 400-520.
-    result = run(HAND, "1x2", "qssf", {"estimator": "oracle"})
+    result = run(HAND, "1x2", "qssf", {"estimator": "oracle", "backfill": "true"})
     assert jcts(result) == {"blocker": 100, "s": 297, "p": 399, "q": 518}
 
 

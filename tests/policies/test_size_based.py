@@ -30,9 +30,19 @@ def test_sjf_starts_the_shortest_waiting_job_and_never_preempts():
 def test_srtf_preempts_for_a_shorter_arrival_and_pays_the_penalty(penalty, expected_a):
     # a (100 s) runs from 0; b (20 s) arrives at 10, a has 90 s left: b runs 10-30.
     # a resumes at 30, restores for `penalty`, then runs its last 90 s.
-    result = run([job("a", 0, 1, 100), job("b", 10, 1, 20)], "1x1", "srtf", overheads=Overheads(0.0, penalty))
+    srtf = make_policy("srtf", {"lease": "0"})  # preempt at once, as the Helios simulator does
+    result = run([job("a", 0, 1, 100), job("b", 10, 1, 20)], "1x1", srtf, overheads=Overheads(0.0, penalty))
     assert jcts(result) == {"a": expected_a, "b": 20}
     assert by_id(result)["a"].preemptions == 1
+
+
+def test_srtf_lease_keeps_a_fresh_job_running_until_it_ends():
+    # Default lease 300 s (Blox's round). a (1,000 s) starts at 0; b (20 s) arrives at 10.
+    # a may not be preempted before 300: the policy decides again at exactly 300, b runs
+    # 300-320, a resumes at 320 with 700 s left (penalty 0): ends at 1,020.
+    result = run([job("a", 0, 1, 1000), job("b", 10, 1, 20)], "1x1", "srtf", overheads=Overheads(0.0, 0.0))
+    assert by_id(result)["b"].first_start == 300
+    assert jcts(result) == {"a": 1020, "b": 310}
 
 
 def test_srtf_does_not_preempt_for_a_longer_arrival():
@@ -41,9 +51,14 @@ def test_srtf_does_not_preempt_for_a_longer_arrival():
     assert by_id(result)["a"].preemptions == 0
 
 
+#: Continuous LAS in GPU-seconds without a lease (the event-driven variant).
+EVENT_LAS = {"mode": "event", "lease": "0", "service": "gpu-time"}
+
+
 def test_las_lets_a_newcomer_with_no_service_preempt():
     # a runs 0-10 (10 GPU-s); b (0 GPU-s) arrives at 10 and preempts it: b 10-60, a 60-150.
-    result = run([job("a", 0, 1, 100), job("b", 10, 1, 50)], "1x1", "las", overheads=Overheads(0.0, 0.0))
+    las = make_policy("las", EVENT_LAS)
+    result = run([job("a", 0, 1, 100), job("b", 10, 1, 50)], "1x1", las, overheads=Overheads(0.0, 0.0))
     assert jcts(result) == {"a": 150, "b": 50}
     assert by_id(result)["a"].preemptions == 1
 
@@ -54,9 +69,19 @@ def test_las_measures_service_in_gpu_seconds():
     # not, so a is evicted (by plain seconds a and b would tie and a would stay).
     # c runs 10-20; a resumes at 20 with 90 s left (penalty 0): ends at 110.
     trace = [job("a", 0, 2, 100), job("b", 0, 1, 100), job("c", 10, 2, 10)]
-    result = run(trace, "1x4", "las", overheads=Overheads(0.0, 0.0))
+    result = run(trace, "1x4", make_policy("las", EVENT_LAS), overheads=Overheads(0.0, 0.0))
     assert by_id(result)["a"].preemptions == 1 and by_id(result)["b"].preemptions == 0
     assert jcts(result) == {"a": 110, "b": 100, "c": 10}
+
+
+def test_las_by_default_ranks_every_round_by_seconds_held_as_blox():
+    # Blox LAS: decisions only at 300 s rounds, service = seconds held, one-round lease.
+    # 1x1. a (1,000 s) arrives at 0 and starts at the first round (0); b (100 s) arrives at
+    # 10 and waits for the round at 300, where it has 0 s against a's 300 s: b runs
+    # 300-400. a resumes at the round at 600 (GPUs freed at 400 wait for the round) with
+    # 700 s left (penalty 0): ends at 1,300.
+    result = run([job("a", 0, 1, 1000), job("b", 10, 1, 100)], "1x1", "las", overheads=Overheads(0.0, 0.0))
+    assert by_id(result)["b"].first_start == 300 and by_id(result)["a"].end_time == 1300
 
 
 class _Reverse:

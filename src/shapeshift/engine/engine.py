@@ -69,6 +69,8 @@ class Engine:
         #: Jobs completed since the last decision, in completion order.
         self._finished: list[str] = []
         self._timer_fired = False
+        #: The instant the policy asked to decide again at (``Schedule.wake_at``), if any.
+        self.wake_at: float | None = None
         self._wants_arrivals = ARRIVAL in policy.triggers
         self._wants_completions = COMPLETION in policy.triggers
         self.decisions = 0
@@ -113,6 +115,11 @@ class Engine:
         self._timer_fired = True
         self._dirty.update(self.partition_nodes)
 
+    def fire_wakeup(self) -> None:
+        """The instant the policy asked for (``wake_at``) has come: decide everywhere."""
+        self.wake_at = None
+        self._dirty.update(self.partition_nodes)
+
     @property
     def has_work(self) -> bool:
         return bool(self.allocations) or any(self.pending.values())
@@ -128,6 +135,7 @@ class Engine:
         self._timer_fired = False
         schedule = self.policy.decide(view)
         self.decisions += 1
+        self.wake_at = schedule.wake_at if schedule.wake_at is not None and schedule.wake_at > now else None
         self.reconcile(schedule, now)
         if self.on_decision is not None:
             self.on_decision(now, schedule)
@@ -158,6 +166,7 @@ class Engine:
         for status, desired in moves:
             self._check(status, desired)
             self._hold(status, desired)
+            status.started_at = now
             status.reconfigurations += 1
             status.version += 1
             self.executor.reconfigure(status, desired, now, self.overheads.restore(desired.gpus))
@@ -170,6 +179,7 @@ class Engine:
             self._hold(status, desired)
             status.state = JobState.RUNNING
             status.last_update = now
+            status.started_at = now
             status.has_checkpoint = True
             status.version += 1
             if status.first_start is None:

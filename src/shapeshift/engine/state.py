@@ -54,6 +54,9 @@ class JobStatus:
     #: (restart pauses never count: no progress is made during them).
     slo_met_seconds: float = 0.0
     first_start: float | None = None
+    #: When the current run began (its last launch or reconfiguration): how long a running
+    #: job has held its GPUs uninterrupted, for preemption leases.
+    started_at: float = 0.0
     end_time: float | None = None
     queued_since: float = 0.0
     preemptions: int = 0

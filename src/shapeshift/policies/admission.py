@@ -1,14 +1,17 @@
-"""Admission ``load-based``: admit while the admitted GPU demand stays under a multiple of capacity.
+"""Admission ``load-based``: hold new jobs while the cluster's GPU demand is above a
+multiple of its capacity (Blox, Agarwal et al., EuroSys 2024, Sec. 4.1, "Accept 1.2x").
 
-Blox (Agarwal et al., EuroSys 2024) composes schedulers from admission, ordering and
-placement, and shows that admission alone changes JCT a lot: its "Accept 1.2x" policy
-admits a job only while the GPU demand of all admitted, unfinished jobs is at most
-``threshold`` x the cluster's GPUs, and releases held jobs first come, first served as
-admitted jobs finish. Admitted jobs never leave the admitted set until they finish
-(a preempted job stays admitted), so a preemptive ordering only reorders what was let in.
+The rule, as in Blox's ``admission_control/load_based_accept.py``: jobs wait in a FIFO
+overflow queue; at each decision, while the GPU demand of all *active* jobs (every
+admitted job not yet finished: running, preempted or waiting for GPUs) is at most
+``threshold`` x the partition's GPUs, the next held job is admitted. The test comes
+before the job is added, so demand may cross the threshold by one job (the paper: jobs
+are held "once the number of GPUs requested by admitted jobs crosses a threshold").
 
-Per decision the work is O(admitted jobs): the admitted set is bounded by the threshold,
-and the scan over the held queue stops at the first job that does not fit.
+Demand counts every active job, not only those this admission let in: a job that is
+running was admitted by whoever started it (after ``auto`` switches admission policies,
+say), and ``adopt`` hands over jobs admitted but still waiting. Per decision the work is
+O(running + admitted jobs).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
 
 class LoadBasedAdmission:
-    """Admit waiting jobs FIFO while admitted demand <= ``threshold`` x partition GPUs."""
+    """Admit held jobs FIFO while active demand <= ``threshold`` x partition GPUs (Blox)."""
 
     name = "load-based"
     admits_all = False
@@ -36,27 +39,35 @@ class LoadBasedAdmission:
         if threshold <= 0:
             raise ValueError("load-based admission threshold must be > 0")
         self.threshold = threshold
-        self._admitted: dict[str, dict[str, int]] = {}
-        self._demand: dict[str, int] = {}
+        #: Active (admitted, unfinished) jobs per partition: running, preempted or waiting.
+        self._active: dict[str, dict[str, int]] = {}
+
+    def adopt(self, view: ClusterView, job_ids: Iterable[str]) -> None:
+        """Count ``job_ids`` (jobs a previous admission policy let in) as active."""
+        for job_id in job_ids:
+            status = view.job(job_id)
+            self._active.setdefault(status.partition, {})[job_id] = status.spec.num_gpus
 
     def admit(self, view: ClusterView, partition: str) -> Iterable[str]:
-        admitted = self._admitted.setdefault(partition, {})
-        demand = self._demand.get(partition, 0)
-        finished = [j for j in admitted if view.job(j).state is JobState.COMPLETED]
-        for job_id in finished:
-            demand -= admitted.pop(job_id)
+        active = self._active.setdefault(partition, {})
+        for job_id in view.running(partition):  # running jobs are active, whoever started them
+            if job_id not in active:
+                active[job_id] = view.job(job_id).spec.num_gpus
+        for job_id in [j for j in active if view.job(j).state not in _ACTIVE_STATES]:
+            del active[job_id]
+        demand = sum(active.values())
         limit = self.threshold * view.capacity_gpus(partition)
-        pending = view.pending(partition)
-        for job_id in pending:
-            if job_id in admitted:
+        for job_id in view.pending(partition):
+            if job_id in active:
                 continue
-            gpus = view.job(job_id).spec.num_gpus
-            if demand > 0 and demand + gpus > limit:
+            if demand > limit:
                 break  # FIFO release: nobody overtakes the oldest held job
-            admitted[job_id] = gpus
-            demand += gpus
-        self._demand[partition] = demand
-        return [j for j in admitted if j in pending]
+            active[job_id] = view.job(job_id).spec.num_gpus
+            demand += active[job_id]
+        return [j for j in view.pending(partition) if j in active]
+
+
+_ACTIVE_STATES = (JobState.PENDING, JobState.RUNNING)
 
 
 ADMISSIONS[LoadBasedAdmission.name] = LoadBasedAdmission

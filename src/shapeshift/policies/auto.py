@@ -42,7 +42,7 @@ from pydantic import Field, field_validator
 from shapeshift.engine.state import JobState
 from shapeshift.model import ClusterSpec, JobSpec, NodeSpec, Schedule
 from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
-from shapeshift.policies.composed import ADMISSIONS, ORDERINGS, ComposedPolicy, Ordering
+from shapeshift.policies.composed import ADMISSIONS, ORDERINGS, Admission, ComposedPolicy, Ordering
 from shapeshift.policies.placement import PLACEMENTS
 from shapeshift.policies.registry import PolicyParams, register
 
@@ -220,6 +220,18 @@ def build_combination(combo: Combination, settings: _Settings, pinned: frozenset
     )
 
 
+def hand_over(old: Admission, new: Admission, view: ClusterView) -> Admission:
+    """Switch admission policies without forgetting who was let in (Blox counts demand over
+    every active job): the waiting jobs ``old`` had admitted before now become active in
+    ``new``; running jobs count as active in any admission."""
+    adopt = getattr(new, "adopt", None)
+    if adopt is not None:
+        for partition in view.partitions:
+            admitted = old.admit(view, partition)
+            adopt(view, [j for j in admitted if view.job(j).spec.submit_time < view.now])
+    return new
+
+
 def score_candidate(snapshot: _Snapshot, combo: Combination, settings: _Settings) -> float:
     """The target metric of ``combo`` simulated from ``snapshot`` (lower is better)."""
     from shapeshift.sim.simulator import simulate  # policies never import the simulator at module level
@@ -341,7 +353,9 @@ class AutoPolicy:
         switched = chosen != self.active
         if switched:
             self.active = chosen
+            previous = self._policy.admission
             self._policy = build_combination(chosen, self.settings)
+            self._policy.admission = hand_over(previous, self._policy.admission, view)
         candidates = tuple((str(c), round(s, 6)) for c, s in zip(self.combinations, scores, strict=True))
         self.timeline.append(TimelineEntry(view.now, chosen, round(scores[choice], 6), switched, candidates))
 

@@ -95,9 +95,14 @@ class ComposedPolicy:
     head_of_line_blocking: bool = True
     triggers: frozenset[str] = field(default=EVENT_TRIGGERS)
     default_round: float | None = None
+    #: Preemptive only: a running job cannot be evicted before it has run this many seconds
+    #: uninterrupted (a lease; Blox's round). The policy asks to decide again when the
+    #: first lease that kept a newcomer waiting runs out.
+    lease: float = 0.0
 
     def __post_init__(self) -> None:
         self._queues: dict[str, StaticKeyQueue] | None = None
+        self._wake: float | None = None
         if getattr(self.ordering, "static_keys", False) and getattr(self.admission, "admits_all", False):
             self._queues = {}
 
@@ -117,7 +122,8 @@ class ComposedPolicy:
             else:
                 self._decide_greedy(view, partition, scratch, changes, reasons)
         default = "waiting behind higher-priority jobs"
-        return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason=default)
+        wake, self._wake = self._wake, None
+        return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason=default, wake_at=wake)
 
     def _queue(self, view: ClusterView, partition: str) -> StaticKeyQueue | None:
         """The partition's incremental waiting queue, synced; ``None`` when not in use."""
@@ -210,6 +216,11 @@ class ComposedPolicy:
         current = view.allocations
         keep = set(chosen)
         victims = [j for j in reversed(running_by_rank) if j not in keep]
+        leased: list[float] = []
+        if self.lease > 0:
+            expiry = {j: view.job(j).started_at + self.lease for j in victims}
+            leased = [t for t in expiry.values() if t > view.now]
+            victims = [j for j in victims if expiry[j] <= view.now]
         evicted: list[str] = []
         for job_id in chosen:
             if job_id in running:
@@ -224,6 +235,10 @@ class ComposedPolicy:
                 alloc = self.placement.find(spec, nodes, free)
             if alloc is None:
                 reasons[job_id] = self._explain(view, partition, spec.num_gpus, int(free.gpus[nodes].sum()))
+                if leased:  # decide again when the first lease in the way runs out
+                    first = min(leased)
+                    self._wake = first if self._wake is None else min(self._wake, first)
+                    reasons[job_id] += f"; running jobs hold their GPUs until their lease ends ({first:g} s)"
                 continue
             changes[job_id] = alloc
             free.take(alloc)

@@ -72,7 +72,8 @@ class QssfParams(PolicyParams):
     noise: Literal["helios", "lognormal"] = "helios"
     noise_ape: float = Field(0.5, gt=0.0, lt=1.0)
     seed: int = 0
-    backfill: bool = True
+    #: Helios Algorithm 1 line 11 (``break``) and the artifact's ``qssf.py``: no backfill.
+    backfill: bool = False
     placement: Literal["consolidated", "first-fit", "scattered"] = "consolidated"
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from shapeshift.engine.state import FreeResources, JobState, JobStatus
 from shapeshift.model import Allocation
@@ -181,12 +181,21 @@ class SizeParams(AdmissionParams):
 
 
 class SjfParams(SizeParams):
-    backfill: bool = True
+    #: Helios Algorithm 1 (line 11) and its artifact's ``sjf.py`` stop at the first waiting
+    #: job that does not fit: no backfill. ``backfill=true`` lets later jobs start.
+    backfill: bool = False
+
+
+class SrtfParams(SizeParams):
+    #: Seconds a running job keeps its GPUs before it can be preempted (Blox's 300 s round);
+    #: 0 preempts at once, as the Helios simulator's ``srtf.py`` does.
+    lease: float = Field(300.0, ge=0, allow_inf_nan=False)
 
 
 @register(
     "sjf",
-    "Shortest job first by estimated duration (estimator=oracle); non-preemptive, backfills unless backfill=false.",
+    "Shortest job first by estimated duration (estimator=oracle); non-preemptive, stops at the first job that does "
+    "not fit (Helios) unless backfill=true.",
     SjfParams,
 )
 def make_sjf(params: SjfParams) -> ComposedPolicy:
@@ -201,13 +210,15 @@ def make_sjf(params: SjfParams) -> ComposedPolicy:
 
 @register(
     "srtf",
-    "Shortest remaining time first (estimator=oracle); preempts the longest-remaining jobs for shorter ones.",
-    SizeParams,
+    "Shortest remaining time first (estimator=oracle); preempts the longest-remaining jobs for shorter ones once "
+    "their 300 s lease has run (lease=0: at once, as Helios).",
+    SrtfParams,
 )
-def make_srtf(params: SizeParams) -> ComposedPolicy:
+def make_srtf(params: SrtfParams) -> ComposedPolicy:
     return SrtfPolicy(
         name="srtf",
         admission=make_admission(params),
         ordering=ShortestRemainingFirst(make_estimator(params.estimator)),
         placement=PLACEMENTS[params.placement](),
+        lease=params.lease,
     )

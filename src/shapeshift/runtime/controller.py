@@ -158,6 +158,8 @@ class Controller(Recovery):
             if self.engine.has_work:
                 self.engine.fire_timer()
             self._next_round = now + self.round_seconds
+        if self.engine.wake_at is not None and now >= self.engine.wake_at:
+            self.engine.fire_wakeup()
         self.engine.step(now)
         self._start_deferred(now)
 

@@ -15,6 +15,11 @@ from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation
 from shapeshift.perf.throughput import ThroughputModel
 
+#: Event times are exact to this many decimals (1 microsecond). A finish time computed in
+#: floating point (0.1 + 0.2 = 0.30000000000000004) is rounded here, in one place, so a
+#: job that finishes at the instant another arrives is seen finishing first, as it does.
+TIME_DECIMALS = 6
+
 
 class CompletionQueue:
     """Min-heap of ``(time, seq, job_id, version)``; ``seq`` keeps ties deterministic."""
@@ -25,7 +30,7 @@ class CompletionQueue:
 
     def push(self, time: float, job_id: str, version: int) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq, job_id, version))
+        heapq.heappush(self._heap, (round(time, TIME_DECIMALS), self._seq, job_id, version))
 
     def peek_time(self) -> float:
         return self._heap[0][0] if self._heap else math.inf

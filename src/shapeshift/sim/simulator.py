@@ -1,9 +1,10 @@
 """Trace-driven, event-driven simulation.
 
 Time jumps from one event to the next: arrivals (pre-sorted, read by a cursor),
-completions (a heap) and, for round-based policies, a round timer that only runs while
-there is work. Everything that happens at the same instant is applied first
-(completions, then arrivals, then the timer) and the policy decides once.
+completions (a heap), for round-based policies a round timer that only runs while there
+is work, and the exact instant a policy asked to decide again (``Schedule.wake_at``).
+Everything that happens at the same instant is applied first (completions, then
+arrivals, then the timer and the wake-up) and the policy decides once.
 """
 
 from __future__ import annotations
@@ -79,8 +80,11 @@ def simulate(
     while True:
         t_arrival = arrivals[cursor].submit_time if cursor < n else inf
         t_done = completions.peek_time()
-        t_round = next_round if period is not None and engine.has_work else inf
-        now = min(t_arrival, t_done, t_round)
+        # Rounds run while there is work, or when work arrives on a round boundary (a job
+        # submitted at 0 is scheduled in the round at 0, as round-based simulators do).
+        t_round = next_round if period is not None and (engine.has_work or t_arrival <= next_round) else inf
+        t_wake = engine.wake_at if engine.wake_at is not None else inf
+        now = min(t_arrival, t_done, t_round, t_wake)
         if now == inf:
             break
         while completions.peek_time() <= now:
@@ -95,10 +99,13 @@ def simulate(
                 finished += 1
             cursor += 1
             events += 1
-        timer_only = t_round == now and now < t_arrival and now < t_done
+        timer_only = (t_round == now or t_wake == now) and now < t_arrival and now < t_done
         if t_round == now:
             engine.fire_timer()
             next_round = now + period  # type: ignore[operator]
+            events += 1
+        if t_wake == now:
+            engine.fire_wakeup()
             events += 1
         schedule = engine.step(now)
         if period is not None and next_round <= now:
