@@ -26,7 +26,7 @@ print(fifo.jobs[["job_id", "first_start_time", "end_time", "jct"]])
 
 # %% Several policies on the same inputs, one of them twice with other parameters.
 table = ss.compare(
-    {"fifo": "fifo", "las": "las", "tiresias-3q": ("tiresias", {"queues": 3})},
+    {"fifo": "fifo", "las": "las", "tiresias-fast": ("tiresias", {"thresholds": [60, 600]})},
     workload=jobs,
     cluster="1x4",
     restore_penalty=0,
@@ -35,7 +35,7 @@ print(table[["avg_jct", "p99_jct", "preemptions"]])
 
 # %% The built-in demo workload (300 seeded Poisson jobs on 4x8) under Tiresias, with a
 # policy parameter given as a keyword argument.
-demo = ss.simulate(policy="tiresias", queues=3)
+demo = ss.simulate(policy="tiresias", starvation=2)
 print(f"tiresias on the demo: {demo.summary['avg_jct'] / 3600:.2f} h average JCT")
 
 # %% What is registered, with each policy's parameters.

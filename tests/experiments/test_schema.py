@@ -121,7 +121,7 @@ def test_shipped_experiment_files_validate(name):
 
     path = Path(__file__).resolve().parents[2] / "experiments" / name
     plans = expand(load_experiment(path))
-    assert len(plans) == {"blox-load-sweep.yaml": 27, "blox-admission.yaml": 6}[name]
+    assert len(plans) == {"blox-load-sweep.yaml": 27, "blox-admission.yaml": 8}[name]  # 2 workloads x 4 admissions
     assert all(p.window == (3000, 4000) for p in plans)
 
 

@@ -61,17 +61,17 @@ def test_bad_compare_input_is_one_line_and_exit_2():
 
 def test_one_policy_twice_under_labels_and_parameters(tmp_path):
     result = invoke(
-        "compare", "--policies", "tiresias,tiresias(queues=3),t5=tiresias:queues=5", "--out", str(tmp_path), "-q"
+        "compare", "--policies", "tiresias,tiresias(thresholds=1800),t5=tiresias:thresholds=600", "--out", str(tmp_path), "-q"
     )
     assert result.exit_code == 0, result.output
     with (tmp_path / "compare.csv").open() as handle:
         rows = {r["policy"]: r for r in csv.DictReader(handle)}
-    assert set(rows) == {"tiresias", "tiresias(queues=3)", "t5"}
-    assert rows["t5"]["policy_name"] == "tiresias" and rows["t5"]["params"] == "queues=5"
-    assert rows["tiresias(queues=3)"]["params"] == "queues=3" and rows["tiresias"]["params"] == ""
+    assert set(rows) == {"tiresias", "tiresias(thresholds=1800)", "t5"}
+    assert rows["t5"]["policy_name"] == "tiresias" and rows["t5"]["params"] == "thresholds=600"
+    assert rows["tiresias(thresholds=1800)"]["params"] == "thresholds=1800" and rows["tiresias"]["params"] == ""
     assert (tmp_path / "t5" / "summary.json").exists()
-    # Same policy, same parameters as the default (2 queues) -> the same schedule.
-    same = invoke("compare", "--policies", "tiresias,t2=tiresias:queues=2", "-q", "--json")
+    # Same policy, same parameters as the default (no starvation promotion) -> the same schedule.
+    same = invoke("compare", "--policies", "tiresias,t2=tiresias:starvation=0", "-q", "--json")
     first, second = json.loads(same.output)
     assert first["avg_jct"] == second["avg_jct"]
 

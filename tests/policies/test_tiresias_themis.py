@@ -6,45 +6,68 @@ from shapeshift.engine.overheads import Overheads
 from shapeshift.policies.registry import make_policy
 from tests.conftest import by_id, jcts, job, run
 
-FAST = {"threshold": "100", "round": "10", "promote_after": "0"}
+NONE = Overheads(0.0, 0.0)  # the reference simulator charges no checkpoint-restore pause
 
 
-def test_tiresias_demotes_a_long_job_after_the_threshold_and_a_newcomer_overtakes_it():
-    # 1 GPU, threshold 100 GPU-s, rounds every 10 s. a (1000 s) runs from 0. b arrives at 10:
-    # both in queue 0, FIFO keeps a. At 100, a has 100 GPU-s -> queue 1; b (queue 0) preempts
-    # it and runs 100-150. a resumes at 150, restores 30 s, runs its last 900 s: ends 1080.
-    result = run([job("a", 0, 1, 1000), job("b", 10, 1, 50)], "1x1", "tiresias", FAST)
-    assert jcts(result) == {"a": 1080, "b": 140}
+def test_tiresias_demotes_a_long_job_at_its_exact_limit_and_a_newcomer_overtakes_it():
+    # dlas-gpu with one limit of 100 GPU-s. a (1 GPU, 1,000 s) runs from 0; b (50 s) arrives
+    # at 10: both in queue 0 and running jobs stay ahead, so a keeps the GPU. At exactly
+    # 100 (no event there: the reference's jump_time), a reaches 100 GPU-s -> queue 1, and
+    # b (queue 0) preempts it: b 100-150, a resumes at 150 with 900 s left: ends 1,050.
+    result = run([job("a", 0, 1, 1000), job("b", 10, 1, 50)], "1x1", "tiresias", {"thresholds": "100"}, overheads=NONE)
+    assert jcts(result) == {"a": 1050, "b": 140}
     assert by_id(result)["a"].preemptions == 1 and by_id(result)["b"].first_start == 100
 
 
-def test_tiresias_promotes_a_starving_job():
-    # x (1000 s) runs 0-100 and drops to queue 1; y (from 10) runs 100-200 and drops too.
-    # Both in queue 1: FIFO picks x. Without promotion x ends at 1100, then y runs its
-    # last 900 s: 1100-2000.
-    # With promote_after=300, y (waiting since 200) is promoted at 500 and runs 500-600
-    # (100 GPU-s in queue 0), x runs 600-900, y promoted again at 900 runs 900-1000, x ends
-    # at 1300, then y runs its last 700 s: 1300-2000 (restore penalty 0).
+def test_tiresias_default_limits_are_the_reference_simulators():
+    # queue_limit = [3250, 7200] GPU-s: a 2-GPU job is demoted after 1,625 s of running.
+    # a (2 GPUs, 5,000 s) from 0 on 1x2; b (2 GPUs, 100 s) at 10 waits in queue 0 behind
+    # running a until a is demoted at 1,625, then runs 1,625-1,725; a ends at 5,100.
+    result = run([job("a", 0, 2, 5000), job("b", 10, 2, 100)], "1x2", "tiresias", overheads=NONE)
+    assert by_id(result)["b"].first_start == 1625 and jcts(result) == {"a": 5100, "b": 1715}
+
+
+def test_tiresias_keeps_running_jobs_ahead_of_waiting_ones_in_the_last_queue():
+    # Limit 100 GPU-s, two queues. x runs 0-100 and drops to queue 1 behind y (queue 0),
+    # which runs 100-200 and drops too, behind x (entered queue 1 first, and running jobs
+    # lead their queue): at 200 x resumes (it entered queue 1 first) and runs to the end
+    # (1,100) although y, waiting, is older than x's restart: no preemptive FIFO inside the
+    # last queue. y then runs its last 900 s: 1,100-2,000.
     trace = [job("x", 0, 1, 1000), job("y", 10, 1, 1000)]
-    none = Overheads(0.0, 0.0)
-    plain = run(trace, "1x1", "tiresias", FAST, overheads=none)
-    assert jcts(plain) == {"x": 1100, "y": 1990}
-    assert by_id(plain)["x"].preemptions == 1
-    promoted = run(trace, "1x1", "tiresias", {**FAST, "promote_after": "300"}, overheads=none)
-    assert jcts(promoted) == {"x": 1300, "y": 1990}
-    assert by_id(promoted)["x"].preemptions == 3
+    result = run(trace, "1x1", "tiresias", {"thresholds": "100"}, overheads=NONE)
+    assert jcts(result) == {"x": 1100, "y": 1990}
+    assert by_id(result)["x"].preemptions == 1 and by_id(result)["y"].preemptions == 1
+
+
+def test_tiresias_starvation_knob_promotes_a_waiting_job():
+    # As above with starvation k = 1 (the reference's solve_starvation). At 200, x has run
+    # 100 s since it entered queue 0 and waited 100 s: promoted to queue 0, it runs 200-300
+    # while y (demoted at 200) waits; at 300 x drops to queue 1 and y, having waited 100 s
+    # after running 100 s, is promoted. The two alternate in 100 s slices: x runs
+    # 0-100, 200-300, ..., 1,800-1,900 (ends 1,900), y 100-200, ..., 1,900-2,000.
+    trace = [job("x", 0, 1, 1000), job("y", 10, 1, 1000)]
+    result = run(trace, "1x1", "tiresias", {"thresholds": "100", "starvation": "1"}, overheads=NONE)
+    assert jcts(result) == {"x": 1900, "y": 1990}
+    assert by_id(result)["x"].preemptions == 9 and by_id(result)["y"].preemptions == 9
 
 
 def _fragmented(model: str):
     # 2 nodes x 4 GPUs; a and b take 3 GPUs on each node, leaving 1 + 1 free. c needs 2.
     trace = [job("a", 0, 3, 1000), job("b", 0, 3, 1000), job("c", 1, 2, 10, model=model)]
-    return by_id(run(trace, "2x4", "tiresias", {"round": "1000"}))["c"]
+    return by_id(run(trace, "2x4", "tiresias", {"thresholds": "1e9"}))["c"]
 
 
 def test_tiresias_spreads_placement_insensitive_models_and_consolidates_the_rest():
     assert _fragmented("resnet50").first_start == 1  # insensitive: takes 1 + 1 across nodes
     assert _fragmented("vgg16").first_start == 1000  # sensitive: waits for a whole node
     assert _fragmented("some-new-model").first_start == 1000  # unknown: consolidated
+
+
+def test_tiresias_decides_only_at_events_and_demotion_instants():
+    # One long job alone: decisions at its arrival, its two demotions (3,250 and 7,200 GPU-s
+    # on 1 GPU) and its completion; no periodic timer.
+    result = run([job("a", 0, 1, 10000)], "1x1", "tiresias", overheads=NONE)
+    assert result.decisions == 4
 
 
 def test_themis_gives_the_next_lease_to_the_job_with_the_worst_rho():

@@ -6,8 +6,8 @@ that run's files. Every run is the same deterministic simulation it would be alo
 the results do not depend on ``--jobs``. Wall-clock time is shown in the table but kept
 out of ``compare.csv`` for that reason.
 
-A policy may appear more than once under different parameters: ``tiresias(queues=3)``
-or ``t3=tiresias:queues=3`` (label ``t3``). With several ``--seeds`` every figure is the
+A policy may appear more than once under different parameters: ``tiresias(starvation=2)``
+or ``t2=tiresias:starvation=2`` (label ``t2``). With several ``--seeds`` every figure is the
 mean over seeds, with a 95% confidence interval (Student's t).
 """
 
@@ -95,7 +95,7 @@ def _pairs(items: list[str], where: str) -> tuple[tuple[str, str], ...]:
 
 
 def parse_policies(text: str) -> list[Entry]:
-    """``fifo,tiresias(queues=3),t5=tiresias:queues=5`` -> entries with distinct labels."""
+    """``fifo,tiresias(starvation=2),t4=tiresias:starvation=4`` -> entries with distinct labels."""
     entries = []
     for part in _split_top(text):
         call = _CALL.match(part)
@@ -114,7 +114,7 @@ def parse_policies(text: str) -> list[Entry]:
     if len(set(labels)) != len(labels):
         raise InputError(
             "--policies lists a policy twice; to compare one policy under other parameters give each a label "
-            "(tiresias,t3=tiresias:queues=3) or its parameters (tiresias,tiresias(queues=3))",
+            "(tiresias,t2=tiresias:starvation=2) or its parameters (tiresias,tiresias(starvation=2))",
             field="--policies",
         )
     return entries
@@ -289,7 +289,7 @@ def command(
         str,
         typer.Option(
             help="Comma-separated policies (see `shapeshift policies`); one policy twice as "
-            "tiresias(queues=3) or t3=tiresias:queues=3."
+            "tiresias(starvation=2) or t2=tiresias:starvation=2."
         ),
     ] = "fifo,sjf,srtf,las,tiresias",
     workload: WorkloadOption = None,

@@ -135,7 +135,9 @@ class Engine:
         self._timer_fired = False
         schedule = self.policy.decide(view)
         self.decisions += 1
-        self.wake_at = schedule.wake_at if schedule.wake_at is not None and schedule.wake_at > now else None
+        wake = schedule.wake_at
+        # Exact to 1 us like every event time, and always in the future.
+        self.wake_at = None if wake is None else max(round(wake, 6), round(now + 1e-6, 6))
         self.reconcile(schedule, now)
         if self.on_decision is not None:
             self.on_decision(now, schedule)

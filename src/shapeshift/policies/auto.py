@@ -43,7 +43,7 @@ from shapeshift.engine.state import JobState
 from shapeshift.model import ClusterSpec, JobSpec, NodeSpec, Schedule
 from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.composed import ADMISSIONS, ORDERINGS, Admission, ComposedPolicy, Ordering
-from shapeshift.policies.placement import PLACEMENTS
+from shapeshift.policies.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class AutoParams(PolicyParams):
     target: Literal["avg_jct", "weighted"] = "avg_jct"
     jct_weight: float = Field(1.0, ge=0)
     responsiveness_weight: float = Field(1.0, ge=0)
-    placement: Literal["consolidated", "first-fit", "scattered"] = "consolidated"
+    placement: PlacementName = "consolidated"
     #: Non-preemptive orderings: let later jobs start while the queue head waits.
     backfill: bool = False
     #: Processes scoring candidates in parallel (1 = in this process).

@@ -8,16 +8,14 @@ no reservation for the head, so large jobs can starve behind a stream of small o
 
 from __future__ import annotations
 
-from typing import Literal
-
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy, FifoOrdering
-from shapeshift.policies.placement import PLACEMENTS
+from shapeshift.policies.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
 
 
 class FifoParams(PolicyParams):
     backfill: bool = False
-    placement: Literal["consolidated", "first-fit", "scattered"] = "consolidated"
+    placement: PlacementName = "consolidated"
 
 
 @register("fifo", "First come, first served; non-preemptive, head-of-line blocking unless backfill=true.", FifoParams)

@@ -35,7 +35,7 @@ from pydantic import Field
 from shapeshift.policies.admission import AdmissionParams, make_admission
 from shapeshift.policies.base import ROUND
 from shapeshift.policies.composed import ComposedPolicy
-from shapeshift.policies.placement import PLACEMENTS
+from shapeshift.policies.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.registry import register
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class LeastAttainedService:
 
 
 class LasParams(AdmissionParams):
-    placement: Literal["consolidated", "first-fit", "scattered"] = "consolidated"
+    placement: PlacementName = "consolidated"
     #: round: decide only every ``round`` seconds (Blox); event: at arrivals and completions.
     mode: Literal["round", "event"] = "round"
     round: float = Field(BLOX_ROUND, gt=0, allow_inf_nan=False)

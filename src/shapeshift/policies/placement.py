@@ -8,12 +8,15 @@ follow its GPUs: they are split over nodes in proportion to the GPUs on each nod
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Resources
+
+#: The placement strategies a policy parameter may name (see ``PLACEMENTS``).
+PlacementName = Literal["consolidated", "first-fit", "scattered", "yarn"]
 
 
 class Placement(Protocol):
@@ -158,8 +161,44 @@ class Scattered:
         return allocation_for(job, dict(sorted(picked.items())), free)
 
 
+class Yarn:
+    """The Tiresias reference simulator's default scheme (``ms_yarn`` in its ``switch.py``):
+    a job that fits one node takes the first node, in index order, with enough free GPUs;
+    a larger job takes ``g // per_node`` whole free nodes (first in index order) plus one
+    more node, first in index order, for the remainder."""
+
+    name = "yarn"
+
+    def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
+        g = job.num_gpus
+        if g == 0:
+            return _cpu_only(job, nodes, free)
+        fg = free.gpus[nodes]
+        cap = free.gpu_capacity[nodes]
+        per_node = int(cap.max())
+        if g <= per_node:
+            for i in np.flatnonzero(fg >= g).tolist():
+                node = int(nodes[i])
+                if _host_fits(job, node, free):
+                    return allocation_for(job, {node: g}, free)
+            return None
+        whole = np.flatnonzero((fg == cap) & (cap > 0)).tolist()
+        full, rest = divmod(g, per_node)
+        if len(whole) < full:
+            return None
+        picked = {int(nodes[i]): int(cap[i]) for i in whole[:full]}
+        if rest:
+            others = [int(nodes[i]) for i in np.flatnonzero(fg >= rest).tolist() if int(nodes[i]) not in picked]
+            last = others[0] if others else None
+            if last is None:
+                return None
+            picked[last] = rest
+        return allocation_for(job, dict(sorted(picked.items())), free)
+
+
 PLACEMENTS: dict[str, Callable[[], Placement]] = {
     Consolidated.name: Consolidated,
     FirstFit.name: FirstFit,
     Scattered.name: Scattered,
+    Yarn.name: Yarn,
 }

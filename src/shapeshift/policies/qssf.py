@@ -37,7 +37,7 @@ from pydantic import ConfigDict, Field
 from shapeshift.errors import InputError
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, OracleEstimator
-from shapeshift.policies.placement import PLACEMENTS
+from shapeshift.policies.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.predict.blend import HeliosEstimator
 from shapeshift.predict.gbdt import GbdtEstimator
@@ -74,7 +74,7 @@ class QssfParams(PolicyParams):
     seed: int = 0
     #: Helios Algorithm 1 line 11 (``break``) and the artifact's ``qssf.py``: no backfill.
     backfill: bool = False
-    placement: Literal["consolidated", "first-fit", "scattered"] = "consolidated"
+    placement: PlacementName = "consolidated"
 
 
 def qssf_estimator(params: QssfParams) -> DurationEstimator:

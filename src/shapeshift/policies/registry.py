@@ -66,7 +66,7 @@ class PolicyInfo:
                 kind = "|".join(str(a) for a in get_args(f.annotation))
             else:
                 kind = getattr(f.annotation, "__name__", None) or str(f.annotation).replace("typing.", "")
-            result.append((f.alias or key, kind, f.default))  # the alias is what users type
+            result.append((f.alias or key, kind, f.get_default(call_default_factory=True)))  # users type the alias
         return result
 
 

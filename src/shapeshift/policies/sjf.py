@@ -26,7 +26,7 @@ a waiting job was actually chosen.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
@@ -35,7 +35,7 @@ from shapeshift.model import Allocation
 from shapeshift.policies.admission import AdmissionParams, make_admission
 from shapeshift.policies.composed import ComposedPolicy, _where
 from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, check_estimator, make_estimator
-from shapeshift.policies.placement import PLACEMENTS
+from shapeshift.policies.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.registry import register
 from shapeshift.wording import count
 
@@ -172,7 +172,7 @@ class SrtfPolicy(ComposedPolicy):
 
 class SizeParams(AdmissionParams):
     estimator: str = "oracle"
-    placement: Literal["consolidated", "first-fit", "scattered"] = "consolidated"
+    placement: PlacementName = "consolidated"
 
     @field_validator("estimator")
     @classmethod

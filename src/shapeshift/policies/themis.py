@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from shapeshift.model import Schedule
 from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
-from shapeshift.policies.placement import PLACEMENTS, Placement
+from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class ThemisPolicy:
 class ThemisParams(PolicyParams):
     fraction: float = Field(0.8, gt=0, le=1)
     round: float = Field(600.0, gt=0)
-    placement: Literal["consolidated", "first-fit", "scattered"] = "consolidated"
+    placement: PlacementName = "consolidated"
 
 
 @register(

@@ -1,45 +1,64 @@
-"""``tiresias``: discretized two-dimensional LAS with model-aware consolidation.
+"""``tiresias``: discretized two-dimensional LAS (Gu et al., NSDI 2019), as its reference
+simulator runs it.
 
-Tiresias (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning",
-NSDI 2019) schedules without knowing job durations:
+Tiresias schedules without knowing job durations (paper Sec. 3.2, ``dlas_sim_jobs`` in
+``simulator/run_sim.py`` of SymbioticLab/Tiresias, schedule ``dlas-gpu``):
 
-* **2D-LAS, discretized.** A job's attained service is GPUs x time (GPU-seconds). Jobs
-  sit in K priority queues; a job starts in queue 0 and moves down to queue i once its
-  service passes threshold i (``threshold`` for the first boundary, each next one
-  ``threshold_growth`` times higher). Higher queues run first; within a queue jobs run
-  in FIFO order of submission, which avoids the thrashing of continuous LAS. The policy
-  is preemptive: a job demoted below a waiting job's queue gives up its GPUs (paying the
-  checkpoint-restore penalty when it resumes).
-* **Starvation promotion.** A job that has waited ``promote_after`` seconds since it
-  last entered the queue is promoted to queue 0 and its service count restarts from
-  there (0 disables promotion).
-* **Model-aware placement.** Only models whose performance depends on consolidation
-  (the catalog's ``placement_sensitive`` flag; unknown models count as sensitive) are
-  packed onto as few nodes as possible; insensitive ones take any free GPUs.
+* **Queues by attained service.** A job's service is GPUs x seconds run since it last
+  entered queue 0. New jobs enter queue 0; a running job whose service reaches the limit
+  of its queue moves to the end of the next queue (limits ``thresholds``, GPU-seconds;
+  the reference's ``queue_limit`` is 3,250 and 7,200 for its three queues).
+* **Order.** Queues in priority order; inside a queue, running jobs stay ahead of waiting
+  ones and waiting jobs keep the order in which they entered the queue. The reference
+  moves waiting jobs behind running ones after every decision, so the last queue does
+  not become a preemptive FIFO.
+* **Decision.** Jobs are visited in that order; a job whose GPUs fit in what is left of
+  the partition's capacity runs (a waiting job starts, a running one keeps its GPUs),
+  otherwise it waits and, if it was running, is preempted. A job that does not fit
+  does not stop the scan: smaller jobs behind it may run.
+* **Starvation (off by default, as in ``dlas-gpu``).** With ``starvation = k > 0``, a
+  waiting job that has run before is promoted back to queue 0 once its pending time since
+  its last promotion reaches k x its run time since then (the reference's
+  ``solve_starvation``; the paper's STARVELIMIT).
+* **Exact times.** The reference computes the instant of the next queue change
+  (``jump_time``) and decides then; so does this policy, through ``Schedule.wake_at``,
+  instead of a periodic timer. Nothing is decided between events.
 
-Demotion happens as service accrues, not at events, so the policy also decides every
-round (``--round``, default 60 s) on top of arrivals and completions.
+Placement: the reference counts GPUs only (``--scheme=count``) or places with YARN rules
+(``--scheme=yarn``, its default). Ours defaults to ``model-aware``: placement-sensitive
+models (the catalog's flag, after the paper's tensor-skew study; unknown models count as
+sensitive) are consolidated on the fewest nodes, others take any free GPUs, which is what
+Blox calls "Tiresias+". ``placement=yarn`` reproduces the reference's scheme and
+``placement=consolidated`` consolidates every job. A job the count admits but no
+placement fits waits, with the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, JobSpec
+from shapeshift.engine.state import FreeResources, JobState
+from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.policies.admission import AdmissionParams, make_admission
-from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
-from shapeshift.policies.composed import ComposedPolicy
-from shapeshift.policies.placement import Consolidated, allocation_for
+from shapeshift.policies.base import ARRIVAL, COMPLETION
+from shapeshift.policies.composed import Admission
+from shapeshift.policies.placement import PLACEMENTS, Consolidated, Placement, allocation_for
 from shapeshift.policies.registry import register
+from shapeshift.wording import count
 from shapeshift.workloads.catalog import lookup
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
+
+#: The reference simulator's ``queue_limit`` (``simulator/jobs.py``): three queues.
+REFERENCE_THRESHOLDS = (3250.0, 7200.0)
+#: Service (GPU-seconds) by which a limit counts as reached despite floating-point rounding.
+_TOLERANCE = 1e-6
 
 
 class AnyFit:
@@ -81,72 +100,207 @@ class ModelAwarePlacement:
         return (self._packed if sensitive else self._loose).find(job, nodes, free)
 
 
-class DiscretizedLas:
-    """Priority = (queue index, submit time); queue index from service since the last promotion."""
+@dataclass
+class _Track:
+    """A job's queue and the service and run time it had when it last entered queue 0
+    (its promotion mark)."""
+
+    queue: int
+    mark_service: float = 0.0
+    mark_run: float = 0.0
+    mark_time: float = 0.0
+
+
+class TiresiasPolicy:
+    """Discretized 2D-LAS over K queues (see the module docstring)."""
 
     name = "tiresias"
-    preemptive = True
+    triggers = frozenset({ARRIVAL, COMPLETION})
+    default_round: float | None = None
 
-    def __init__(self, thresholds: tuple[float, ...], promote_after: float):
+    def __init__(
+        self,
+        thresholds: tuple[float, ...],
+        admission: Admission,
+        placement: Placement,
+        gpu_time: bool = True,
+        starvation: float = 0.0,
+    ):
         self.thresholds = thresholds
-        self.promote_after = promote_after
-        #: job -> (queued_since at promotion, attained at promotion)
-        self._promoted: dict[str, tuple[float, float]] = {}
+        self.admission = admission
+        self.placement = placement
+        self.gpu_time = gpu_time
+        self.starvation = starvation
+        self._track: dict[str, _Track] = {}
+        #: Per partition, per queue: job ids in queue order.
+        self._queues: dict[str, list[list[str]]] = {}
 
-    def prepare(self, view: ClusterView) -> None:
-        if self.promote_after <= 0:
-            return
-        limit = view.now - self.promote_after
+    # ----------------------------------------------------------- service
+    def _service(self, view: ClusterView, job_id: str, track: _Track) -> float:
+        if self.gpu_time:
+            return view.attained(job_id) - track.mark_service
+        return self._run(view, job_id) - track.mark_run
+
+    @staticmethod
+    def _run(view: ClusterView, job_id: str) -> float:
+        status = view.job(job_id)
+        extra = view.now - status.last_update if status.state is JobState.RUNNING else 0.0
+        return status.run_seconds + extra
+
+    def _update(self, view: ClusterView, job_id: str) -> _Track:
+        """The job's queue now: demotions by service, promotions by starvation."""
+        track = self._track[job_id]
+        # A job woken exactly at its limit may be a rounding error short of it.
+        service = self._service(view, job_id, track) + _TOLERANCE
+        while track.queue < len(self.thresholds) and service >= self.thresholds[track.queue]:
+            track.queue += 1
+        if self.starvation > 0 and track.queue > 0 and view.job(job_id).state is JobState.PENDING:
+            ran = self._run(view, job_id) - track.mark_run
+            if ran > 0 and self._pending(view, job_id, track, ran) >= ran * self.starvation:
+                track.queue = 0
+                track.mark_service = view.attained(job_id)
+                track.mark_run = self._run(view, job_id)
+                track.mark_time = view.now
+        return track
+
+    @staticmethod
+    def _pending(view: ClusterView, job_id: str, track: _Track, ran: float) -> float:
+        first = view.job(job_id).first_start
+        since = max(track.mark_time, first if first is not None else view.now)
+        return max(view.now - since - ran, 0.0)
+
+    def _next_change(self, view: ClusterView, job_id: str, track: _Track, runs: bool) -> float:
+        """When this job's queue changes next if nothing else happens (the reference's
+        ``jump_time``); ``runs``: the job runs after this decision."""
+        status = view.job(job_id)
+        if runs and track.queue < len(self.thresholds):
+            rate = status.spec.num_gpus if self.gpu_time else 1.0
+            left = self.thresholds[track.queue] - self._service(view, job_id, track)
+            return view.now + max(left, 0.0) / max(rate, 1e-12)
+        if not runs and self.starvation > 0 and track.queue > 0:
+            ran = self._run(view, job_id) - track.mark_run
+            if ran > 0:
+                return view.now + max(ran * self.starvation - self._pending(view, job_id, track, ran), 0.0)
+        return math.inf
+
+    # ----------------------------------------------------------- decide
+    def decide(self, view: ClusterView) -> Schedule:
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
+        free = view.scratch()
         for partition in sorted(view.dirty_partitions):
-            # The queue is in order of (re-)entry, so the starving jobs are a prefix.
-            for job_id in view.pending(partition):
-                status = view.job(job_id)
-                if status.queued_since > limit:
-                    break
-                mark = self._promoted.get(job_id)
-                if mark is None or mark[0] != status.queued_since:
-                    self._promoted[job_id] = (status.queued_since, view.attained(job_id))
+            self._decide_partition(view, partition, free, changes, reasons)
+        runs = {j for j, a in view.allocations.items() if changes.get(j, a) is not None}
+        runs.update(j for j, a in changes.items() if a is not None)
+        wake = math.inf
+        for job_id, track in self._track.items():
+            wake = min(wake, self._next_change(view, job_id, track, job_id in runs))
+        return Schedule(
+            base=view.allocations,
+            changes=changes,
+            reasons=reasons,
+            default_reason="waiting in a lower-priority queue",
+            wake_at=None if math.isinf(wake) else wake,
+        )
 
-    def queue_of(self, view: ClusterView, job_id: str) -> int:
-        service = view.attained(job_id)
-        mark = self._promoted.get(job_id)
-        if mark is not None:
-            service -= mark[1]
-        level = 0
-        for bound in self.thresholds:
-            if service < bound:
-                break
-            level += 1
-        return level
-
-    def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
-        def key(job_id: str) -> tuple[int, float, str]:
-            return (self.queue_of(view, job_id), view.job(job_id).spec.submit_time, job_id)
-
-        return sorted(jobs, key=key)
+    def _decide_partition(
+        self,
+        view: ClusterView,
+        partition: str,
+        free: FreeResources,
+        changes: dict[str, Allocation | None],
+        reasons: dict[str, str],
+    ) -> None:
+        queues = self._queues.setdefault(partition, [[] for _ in range(len(self.thresholds) + 1)])
+        for queue in queues:  # finished jobs leave their queue
+            queue[:] = [j for j in queue if view.job(j).state in (JobState.PENDING, JobState.RUNNING)]
+        for job_id in [j for j in self._track if view.job(j).state not in (JobState.PENDING, JobState.RUNNING)]:
+            del self._track[job_id]
+        running = list(view.running(partition))
+        for job_id in [*running, *self.admission.admit(view, partition)]:
+            if job_id not in self._track:  # a new job enters the end of queue 0
+                self._track[job_id] = _Track(0, mark_time=view.job(job_id).spec.submit_time)
+                queues[0].append(job_id)
+        for queue in [list(q) for q in queues]:  # demotions and promotions append to their new queue
+            for job_id in queue:
+                before = self._track[job_id].queue
+                after = self._update(view, job_id).queue
+                if after != before:
+                    queues[before].remove(job_id)
+                    queues[after].append(job_id)
+        capacity = view.capacity_gpus(partition)
+        is_running = set(running)
+        keep: set[str] = set()
+        start: list[str] = []
+        for level, queue in enumerate(queues):
+            for job_id in queue:
+                gpus = view.job(job_id).spec.num_gpus
+                if gpus <= capacity:
+                    capacity -= gpus
+                    if job_id in is_running:
+                        keep.add(job_id)
+                    else:
+                        start.append(job_id)
+                elif job_id not in is_running:
+                    reasons[job_id] = f"queue {level}: needs {count(gpus, 'GPU')}, {capacity} left"
+        current = view.allocations
+        for job_id in running:
+            if job_id not in keep:
+                changes[job_id] = None
+                free.give(current[job_id])
+        nodes = view.partitions[partition]
+        for job_id in start:
+            alloc = self.placement.find(view.job(job_id).spec, nodes, free)
+            if alloc is None:
+                level = self._track[job_id].queue
+                reasons[job_id] = f"queue {level}: GPUs free but fragmented ({self.placement.name})"
+                continue
+            changes[job_id] = alloc
+            free.take(alloc)
+            keep.add(job_id)
+        for queue in queues:  # after deciding, waiting jobs go behind the running ones
+            queue[:] = [j for j in queue if j in keep] + [j for j in queue if j not in keep]
 
 
 class TiresiasParams(AdmissionParams):
-    queues: int = Field(2, ge=1, le=16)
-    threshold: float = Field(3600.0, gt=0)
-    threshold_growth: float = Field(10.0, ge=1)
-    promote_after: float = Field(14400.0, ge=0)
-    round: float = Field(60.0, gt=0)
+    #: Queue limits in GPU-seconds (seconds with ``service=time``); K queues = limits + 1.
+    thresholds: list[float] = Field(default_factory=lambda: list(REFERENCE_THRESHOLDS), min_length=1)
+    #: gpu-time: GPUs x seconds (``dlas-gpu``, the default); time: seconds (``dlas``).
+    service: Literal["gpu-time", "time"] = "gpu-time"
+    #: Promote a starving job when pending >= k x its run time (0 = off, as ``dlas-gpu``).
+    starvation: float = Field(0.0, ge=0, allow_inf_nan=False)
+    placement: Literal["model-aware", "consolidated", "first-fit", "scattered", "yarn"] = "model-aware"
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, int | float):
+            return [value]
+        return value
+
+    @field_validator("thresholds")
+    @classmethod
+    def _increasing(cls, value: list[float]) -> list[float]:
+        if any(not math.isfinite(v) or v <= 0 for v in value) or sorted(set(value)) != value:
+            raise ValueError("thresholds must be finite, > 0 and strictly increasing, e.g. 3250,7200")
+        return value
 
 
 @register(
     "tiresias",
-    "Discretized 2D-LAS: K queues by GPU-seconds, FIFO within a queue, starvation promotion, "
-    "consolidates placement-sensitive models only.",
+    "Discretized 2D-LAS as the Tiresias reference simulator (dlas-gpu): queues by GPU-seconds (3,250, 7,200), "
+    "running jobs ahead of waiting ones, exact demotion times; consolidates placement-sensitive models.",
     TiresiasParams,
 )
-def make_tiresias(params: TiresiasParams) -> ComposedPolicy:
-    thresholds = tuple(params.threshold * params.threshold_growth**i for i in range(params.queues - 1))
-    return ComposedPolicy(
-        name="tiresias",
-        admission=make_admission(params),
-        ordering=DiscretizedLas(thresholds, params.promote_after),
-        placement=ModelAwarePlacement(),
-        triggers=frozenset({ARRIVAL, COMPLETION, ROUND}),
-        default_round=params.round,
+def make_tiresias(params: TiresiasParams) -> TiresiasPolicy:
+    placement = ModelAwarePlacement() if params.placement == "model-aware" else PLACEMENTS[params.placement]()
+    return TiresiasPolicy(
+        tuple(params.thresholds),
+        make_admission(params),
+        placement,
+        gpu_time=params.service == "gpu-time",
+        starvation=params.starvation,
     )
+

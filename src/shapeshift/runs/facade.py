@@ -93,7 +93,7 @@ def simulate(
     ``job_id, submit_time, num_gpus, duration`` plus optional columns) or ``None`` for the
     seeded demo. ``cluster``: ``"NxG"``, a cluster YAML path, a ``ClusterSpec`` or
     ``None`` (4x8). Policy parameters go as keyword arguments
-    (``ss.simulate(policy="tiresias", queues=3)``) or, for names that clash with the
+    (``ss.simulate(policy="tiresias", starvation=2)``) or, for names that clash with the
     options here or with Python keywords (qssf's ``seed`` and ``lambda``), in ``params``.
     """
     merged = {**(params or {}), **policy_params}
