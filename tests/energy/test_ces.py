@@ -69,7 +69,7 @@ def test_minimum_cut_and_max_cut():
 
 
 def test_energy_of_node_hours():
-    assert CESConfig().kwh(10.0) == pytest.approx(10 * 0.8 * 2)
+    assert CESConfig().kwh(10.0) == pytest.approx(10 * 0.8 * 3)  # facility = 3 x IT (Helios chapter)
     assert CESConfig(idle_node_watts=500, cooling_factor=1.5).kwh(4.0) == pytest.approx(3.0)
     with pytest.raises(ValueError):
         CESConfig(cooling_factor=0.5)

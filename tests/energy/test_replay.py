@@ -84,7 +84,7 @@ def test_replay_figures_by_hand():
     s = summarize_replay(demand, total, traj, cfg)
     assert s["avg_sleeping_nodes"] == pytest.approx((3 + 3 + 3 + 0) / 4)
     assert s["energy_node_hours_saved"] == pytest.approx(9 * 600 / 3600)
-    assert s["energy_kwh_saved"] == pytest.approx(1.5 * 0.8 * 2)
+    assert s["energy_kwh_saved"] == pytest.approx(1.5 * 0.8 * 3)
     assert s["utilization_before"] == pytest.approx(np.mean([0.5, 0.5, 0.3, 0.8]))
     assert s["utilization_after"] == pytest.approx(np.mean([5 / 7, 5 / 7, 3 / 7, 0.8]))
     assert s["wakeups"] == 1 and s["shortage_bins"] == 1 and s["shortage_node_bins"] == 1
@@ -130,7 +130,7 @@ def test_energy_replay_command(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads((out / "energy.json").read_text())
     assert data["config"]["buffer"] == 2 and data["energy_kwh_saved"] == pytest.approx(
-        data["energy_node_hours_saved"] * 1.6, rel=1e-5
+        data["energy_node_hours_saved"] * 2.4, rel=1e-5
     )
     png = out / "ces_replay.png"
     assert png.stat().st_size > 0 and png.read_bytes()[:4] == b"\x89PNG"
@@ -147,7 +147,7 @@ def test_philly_node_series_replay():
     s = result.summary
     assert s["days"] == pytest.approx(14.0) and s["avg_total_nodes"] == pytest.approx(420.0)
     assert 0 < s["avg_sleeping_nodes"] < 420 and s["utilization_after"] > s["utilization_before"]
-    assert s["energy_kwh_saved"] == pytest.approx(s["energy_node_hours_saved"] * 1.6)
+    assert s["energy_kwh_saved"] == pytest.approx(s["energy_node_hours_saved"] * 2.4)
     # A shortage is counted and covered by a wake-up in the same bin: powered >= active after every step.
     assert (result.powered >= result.demand).all()
     assert s["shortage_bins"] == s["wakeups"]

@@ -41,7 +41,9 @@ def replay_command(
     trees: Annotated[int, typer.Option(help="LightGBM boosting rounds.")] = 200,
     seed: Annotated[int, typer.Option(help="LightGBM seed.")] = 0,
     idle_watts: Annotated[float, typer.Option(help="Power of an idle node (W).")] = 800.0,
-    cooling_factor: Annotated[float, typer.Option(help="Facility watts per IT watt.")] = 2.0,
+    cooling_factor: Annotated[
+        float, typer.Option(help="Facility watts per IT watt (3: cooling counts twice the servers, as Helios).")
+    ] = 3.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
     """Replay CES over a node-usage series and report sleeping nodes, wake-ups, utilization and energy saved."""

@@ -32,6 +32,7 @@ Waiting CPU-only jobs are not counted in node demand.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,12 +183,18 @@ class CESPolicy:
             dirty |= self._control(view, now)
             bin_s = self.config.bin_seconds
             self._next_bin = (math.floor(now / bin_s) + 1) * bin_s
+        else:
+            dirty |= self._wake_on_arrival(view, now)
         dirty |= view.dirty_partitions
         schedule = self.inner.decide(PoweredView(view, self._unusable, frozenset(dirty)))
         for job_id, alloc in schedule.changes.items():
             if alloc is not None and any(self._unusable[n] for n in alloc.nodes):
                 bad = [n for n in alloc.nodes if self._unusable[n]]
                 raise PolicyError(f"{self.inner.name}: job {job_id} placed on powered-down node(s) {bad}")
+        # Decide again the moment a booting node comes up, not at the next round.
+        wake = min(schedule.wake_at if schedule.wake_at is not None else math.inf, self._next_boot)
+        if math.isfinite(wake) and wake != schedule.wake_at:
+            schedule = dataclasses.replace(schedule, wake_at=wake)
         return schedule
 
     def _used(self, free: FreeResources, nodes: np.ndarray) -> np.ndarray:
@@ -250,21 +257,44 @@ class CESPolicy:
                 self.nodes_powered_down += int(victims.size)
                 changed.add(name)
             if decision_woken > 0:
-                sleepers = nodes[self._off[nodes]][:decision_woken]
-                self._off[sleepers] = False
-                self._n_off -= int(sleepers.size)
-                self._ready_at[sleepers] = now + cfg.boot_delay
-                self._unusable[sleepers] = cfg.boot_delay > 0
-                if cfg.boot_delay > 0:
-                    self._next_boot = min(self._next_boot, now + cfg.boot_delay)
-                self.wakeups += 1
-                self.nodes_woken += int(sleepers.size)
+                self._wake(nodes, decision_woken, now)
                 changed.add(name)
             part.controller.powered = int((~self._off[nodes]).sum())
             if shortage > 0:
                 self.shortage_bins += 1
                 self.shortage_node_bins += shortage
                 self._mark_waiting(view, name, free, nodes, shortage * part.gpus_per_node)
+        return changed
+
+    def _wake(self, nodes: np.ndarray, count: int, now: float) -> None:
+        """Power up ``count`` sleeping nodes of ``nodes``; they take jobs after the boot."""
+        cfg = self.config
+        sleepers = nodes[self._off[nodes]][:count]
+        self._off[sleepers] = False
+        self._n_off -= int(sleepers.size)
+        self._ready_at[sleepers] = now + cfg.boot_delay
+        self._unusable[sleepers] = cfg.boot_delay > 0
+        if cfg.boot_delay > 0:
+            self._next_boot = min(self._next_boot, now + cfg.boot_delay)
+        self.wakeups += 1
+        self.nodes_woken += int(sleepers.size)
+
+    def _wake_on_arrival(self, view: ClusterView, now: float) -> set[str]:
+        """Between bins: a partition whose requested nodes exceed its powered ones wakes the
+        shortfall plus its buffer at once (Helios Algorithm 2), not at the next bin."""
+        changed: set[str] = set()
+        free = view.free()
+        for name in view.dirty_partitions:
+            part = self._parts.get(name)
+            if part is None or part.controller is None or not view.pending_count(name):
+                continue
+            nodes = part.nodes
+            demand = self._demand(view, part, name, int(self._used(free, nodes).sum()))
+            woken = part.controller.wake_for(demand, int(nodes.size))
+            if woken > 0:
+                self._wake(nodes, woken, now)
+                part.controller.powered = int((~self._off[nodes]).sum())
+                changed.add(name)
         return changed
 
     def _mark_waiting(self, view: ClusterView, name: str, free: FreeResources, nodes: np.ndarray, gpus: float) -> None:
