@@ -109,8 +109,28 @@ def _history():
         ("w", "z", 2, 50.0),  # everyone's 2-GPU jobs
     ],
 )
-def test_rolling_falls_back_level_by_level(user, name, gpus, expected):
-    est = RollingEstimator(half_life=100.0)
+def test_decayed_rolling_falls_back_level_by_level(user, name, gpus, expected):
+    est = RollingEstimator("decayed", half_life=100.0)
+    for s in _history():
+        est.observe(s)
+    assert est.estimate(status("q", 200, gpus, 1e9, user=user, name=name)) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("user", "name", "gpus", "expected"),
+    [
+        # The Helios artifact's NaiveEstimator: plain means; names matched across users at
+        # difflib cutoff 0.6 (resnet_run1/2/9 share a stem). History as above, unweighted.
+        ("u", "resnet_run9", 1, (100 + 300) / 2),  # same user, similar name, same GPUs
+        ("u", "resnet_run9", 2, (100 + 300) / 2),  # same user, similar name (any GPUs)
+        ("w", "resnet_run9", 1, (100 + 300) / 2),  # another user's jobs with a similar name
+        ("u", "gpt", 1, (100 + 300 + 1000) / 3),  # no similar name: the user's jobs
+        ("w", "z", 1, (100 + 300 + 1000 + 50 + 2000) / 5),  # new user, new name: every job
+        ("v", "oth3r", 2, 50.0),  # "oth#r" ~ "other" (ratio 0.8 >= 0.6), same GPUs
+    ],
+)
+def test_rolling_follows_the_helios_artifact_by_default(user, name, gpus, expected):
+    est = RollingEstimator()
     for s in _history():
         est.observe(s)
     assert est.estimate(status("q", 200, gpus, 1e9, user=user, name=name)) == pytest.approx(expected)

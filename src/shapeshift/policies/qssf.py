@@ -72,6 +72,9 @@ class QssfParams(PolicyParams):
     noise: Literal["helios", "lognormal"] = "helios"
     noise_ape: float = Field(0.5, gt=0.0, lt=1.0)
     seed: int = 0
+    #: P_R's form: artifact (plain means, names matched at difflib cutoff 0.6, as the Helios
+    #: artifact's NaiveEstimator) or decayed (means decayed over a 7-day half-life).
+    rolling: Literal["artifact", "decayed"] = "artifact"
     #: Helios Algorithm 1 line 11 (``break``) and the artifact's ``qssf.py``: no backfill.
     backfill: bool = False
     placement: PlacementName = "consolidated"
@@ -81,9 +84,9 @@ def qssf_estimator(params: QssfParams) -> DurationEstimator:
     """The estimator ``params`` selects, seeded."""
     try:
         if params.estimator == "helios":
-            return HeliosEstimator(params.lambda_, seed=params.seed)
+            return HeliosEstimator(params.lambda_, rolling=RollingEstimator(params.rolling), seed=params.seed)
         if params.estimator == "rolling":
-            return RollingEstimator()
+            return RollingEstimator(params.rolling)
         if params.estimator == "gbdt":
             return GbdtEstimator(seed=params.seed)
         if params.estimator == "noise":

@@ -1,37 +1,57 @@
 """``rolling``: P_R, Helios' history-based duration predictor.
 
-Hu et al. (SC 2021, §5) observe that a user tends to resubmit similar jobs with similar
-run times. The estimate of a job is the first available of
+Hu et al. (SC 2021, Sec. 5) observe that a user tends to resubmit similar jobs with
+similar run times. By default the estimate follows the Helios artifact's
+``NaiveEstimator`` (``framework/QSSF Service/estimators/estimator.py``): plain means, job
+names matched by ``difflib`` at cutoff 0.6, first available of
 
-1. the mean duration of the same user's finished jobs with a *similar name* (see
-   ``similarity.NameClusters``: same digit-free stem, or ``difflib`` ratio >= ``cutoff``)
-   and the same GPU demand;
-2. the mean of the same user's finished jobs with the same GPU demand;
-3. the mean of all finished jobs with the same GPU demand;
-4. the mean of all finished jobs;
-5. ``prior`` seconds (nothing has finished yet).
+1. the same user's finished jobs with a similar name and the same GPU demand;
+2. the same user's finished jobs with a similar name;
+3. every user's finished jobs with a similar name;
+4. the same user's finished jobs;
+5. all finished jobs;
+6. ``prior`` seconds (nothing has finished yet).
 
-Every mean is *exponentially decayed towards recent jobs*: a job that finished at time
-``t_i`` weighs ``2 ** (-(t - t_i) / half_life)`` at time ``t``, so behaviour from weeks
-ago fades (users change models and datasets). Since all weights decay at the same rate,
-the weighted mean does not depend on when it is read; it is kept as a running
-(sum, weight) pair rescaled at each new observation, O(1) per finished job.
+(The artifact compares a new name with every name seen with ``get_close_matches``; here
+names are grouped once, when first seen, by ``similarity.NameClusters`` with the same
+cutoff, so each name costs a bounded number of comparisons.)
+
+``variant="decayed"`` is the first Shapeshift release's predictor: means exponentially
+decayed towards recent jobs (a job that finished at ``t_i`` weighs
+``2 ** (-(t - t_i) / half_life)``), names clustered per user at cutoff 0.8, levels
+(user, similar name, GPUs) -> (user, GPUs) -> (GPUs) -> all.
 
 Estimates are fixed the first time a job is asked about (at its submission in a
 simulation, the moment Helios assigns QSSF priorities). That makes the estimator
 ``static`` for the policies' incremental queues, and guarantees an estimate never uses a
 job that finished after it was made. Finished jobs count with their recorded duration
 (``spec.duration``, known once the job ended), or their run time when there is none.
-Traces without users or names (Philly) simply fall through to levels 3-5.
+Traces without users or names (Philly) fall through to the GPU or global levels.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from shapeshift.engine.state import JobStatus
 from shapeshift.predict.similarity import NameClusters
+
+
+@dataclass(slots=True)
+class PlainMean:
+    """Running mean (the artifact's ``agg_method = 'mean'``)."""
+
+    total: float = 0.0
+    weight: float = 0.0
+
+    def add(self, value: float, t: float) -> None:
+        self.total += value
+        self.weight += 1.0
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.weight
 
 
 @dataclass(slots=True)
@@ -69,25 +89,46 @@ def finished_duration(job: JobStatus) -> float:
 
 
 class RollingEstimator:
-    """P_R: decayed means by (user, similar name, GPUs) -> (user, GPUs) -> (GPUs) -> all."""
+    """P_R: per-level means of finished jobs (see the module docstring for the levels)."""
 
     name: ClassVar[str] = "rolling"
     needs_history: ClassVar[bool] = True
     static: ClassVar[bool] = True
 
-    def __init__(self, half_life: float = 7 * 86400.0, cutoff: float = 0.8, prior: float = 3600.0):
+    def __init__(
+        self,
+        variant: Literal["artifact", "decayed"] = "artifact",
+        *,
+        half_life: float = 7 * 86400.0,
+        cutoff: float | None = None,
+        prior: float = 3600.0,
+    ):
         if half_life <= 0 or prior <= 0:
             raise ValueError("half_life and prior must be > 0 seconds")
+        if variant not in ("artifact", "decayed"):
+            raise ValueError(f"unknown rolling variant {variant!r}; use artifact or decayed")
+        self.variant = variant
         self.half_life = half_life
         self.prior = prior
-        self.names = NameClusters(cutoff)
-        self._means: dict[tuple, DecayedMean] = {}
+        self.names = NameClusters(cutoff if cutoff is not None else (0.6 if variant == "artifact" else 0.8))
+        self._means: dict[tuple, PlainMean | DecayedMean] = {}
         self._memo: dict[str, float] = {}
         self.observed = 0
 
-    def _keys(self, job: JobStatus) -> tuple[tuple | None, tuple | None, tuple, tuple]:
+    def _keys(self, job: JobStatus) -> tuple[tuple | None, ...]:
         spec = job.spec
         gpus = spec.num_gpus
+        if self.variant == "artifact":
+            # Names are compared across users (the artifact matches against every name).
+            cluster = self.names.cluster("", spec.name)
+            named = cluster >= 0
+            return (
+                ("un", spec.user, cluster, gpus) if named and spec.user else None,
+                ("un", spec.user, cluster) if named and spec.user else None,
+                ("n", cluster) if named else None,
+                ("u", spec.user) if spec.user else None,
+                ("all",),
+            )
         user_level = ("u", spec.user, gpus) if spec.user else None
         cluster = self.names.cluster(spec.user, spec.name)
         name_level = ("n", spec.user, cluster, gpus) if cluster >= 0 else None
@@ -101,7 +142,7 @@ class RollingEstimator:
                 continue
             stat = self._means.get(key)
             if stat is None:
-                stat = self._means[key] = DecayedMean(self.half_life)
+                stat = self._means[key] = PlainMean() if self.variant == "artifact" else DecayedMean(self.half_life)
             stat.add(value, t)
         self.observed += 1
 
