@@ -28,50 +28,58 @@ def shortest(monkeypatch):
 
 
 def bursty_trace():
-    """Two bursts on one 4-GPU node, each won by a different ordering.
+    """Two bursts on one 4-GPU node, each won by a different ordering. ``auto`` decides
+    only at its 60 s rounds (as Blox's loop), so a job starts at the first round after the
+    GPUs free up; both bursts arrive on round boundaries.
 
-    Burst 1 (t=0): a 1000 s job, then three 10 s jobs, all 4 GPUs. FIFO: JCTs 1000, 1010,
-    1020, 1030; shortest-first: 10, 20, 30, 1030. Shortest-first wins.
-    Burst 2 (t=20000): three 1-GPU 60 s jobs, then a 4-GPU 50 s job. FIFO starts the
-    three narrow jobs and the wide one waits: 60, 60, 60, 110 (avg 72.5). Shortest-first
-    starts the wide one first: 50, 110, 110, 110 (avg 95). FIFO wins.
+    Burst 1 (t=0): a 1000 s job, then three 10 s jobs, all 4 GPUs. Shortest-first runs
+    a1 0-10, a2 60-70, a3 120-130, a0 180-1180 (JCTs 10, 70, 130, 1180); FIFO would make
+    the three short jobs wait for a0. Shortest-first wins.
+    Burst 2 (t=19980): three 1-GPU 60 s jobs, then a 4-GPU 50 s job. FIFO starts the
+    three narrow jobs and the wide one waits for the round at 20040: 60, 60, 60, 110.
+    Shortest-first would start the wide one first and delay all three narrow ones. FIFO
+    wins.
     """
     burst1 = [job("a0", 0, 4, 1000), *(job(f"a{i}", 0, 4, 10) for i in (1, 2, 3))]
-    burst2 = [*(job(f"b{i}", 20000, 1, 60) for i in (1, 2, 3)), job("b4", 20000, 4, 50)]
+    burst2 = [*(job(f"b{i}", 19980, 1, 60) for i in (1, 2, 3)), job("b4", 19980, 4, 50)]
     return burst1 + burst2
 
 
 def test_auto_switches_on_a_bursty_trace(shortest):
-    policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "round": 60, "k": 1})
+    policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "admissions": "accept-all", "round": 60, "k": 1})
     result = run(bursty_trace(), "1x4", policy)
     chosen = [(e.time, e.chosen.ordering) for e in policy.timeline if e.switched]
-    assert chosen == [(0.0, shortest), (20000.0, "fifo")]
+    assert chosen == [(0.0, shortest), (19980.0, "fifo")]
     assert policy.switches == 2
     jct = jcts(result)
-    assert [jct[f"a{i}"] for i in range(4)] == [1030, 10, 20, 30]
+    assert [jct[f"a{i}"] for i in range(4)] == [1180, 10, 70, 130]
     assert [jct[j] for j in ("b1", "b2", "b3", "b4")] == [60, 60, 60, 110]
-    # better than either fixed ordering on this trace (hand-computed: 172.5 vs 543.75 and 183.75)
-    assert sum(jct.values()) / len(jct) == pytest.approx(172.5)
+    # (1180 + 10 + 70 + 130 + 60 + 60 + 60 + 110) / 8 = 210; event-driven FIFO: 543.75.
+    assert sum(jct.values()) / len(jct) == pytest.approx(210.0)
     fixed_fifo = jcts(run(bursty_trace(), "1x4", "fifo"))
     assert sum(fixed_fifo.values()) / 8 == pytest.approx(543.75)
 
 
 def test_auto_keeps_the_incumbent_on_ties(shortest):
-    policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "round": 60, "k": 1})
+    policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "admissions": "accept-all", "round": 60, "k": 1})
     # one job at a time: every ordering gives the same schedule, so no switch ever happens
     run([job("x", 0, 4, 100), job("y", 500, 4, 100)], "1x4", policy)
     assert policy.timeline == [] or policy.switches == 0
 
 
 def test_auto_scores_candidates_in_parallel_processes(shortest):
-    policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "round": 60, "k": 1, "workers": 2})
+    policy = make_policy(
+        "auto", {"orderings": f"fifo,{shortest}", "admissions": "accept-all", "round": 60, "k": 1, "workers": 2}
+    )
     run(bursty_trace(), "1x4", policy)
     assert [e.chosen.ordering for e in policy.timeline if e.switched] == [shortest, "fifo"]
 
 
 def test_auto_is_deterministic(shortest):
     def timeline():
-        policy = make_policy("auto", {"orderings": f"fifo,{shortest}", "round": 60, "k": 1, "seed": 3})
+        policy = make_policy(
+            "auto", {"orderings": f"fifo,{shortest}", "admissions": "accept-all", "round": 60, "k": 1, "seed": 3}
+        )
         run(bursty_trace(), "1x4", policy)
         return policy.timeline
 
@@ -99,7 +107,7 @@ def test_runner_writes_the_timeline_and_the_report_shows_it(shortest, tmp_path):
         workloads: [{{file: bursty.csv}}]
         clusters: [1x4]
         policies:
-          - {{policy: auto, params: {{orderings: [fifo, {shortest}], round: 60, k: 1}}}}
+          - {{policy: auto, params: {{orderings: [fifo, {shortest}], admissions: [accept-all], round: 60, k: 1}}}}
         """,
     )
     out = tmp_path / "out"
@@ -108,8 +116,8 @@ def test_runner_writes_the_timeline_and_the_report_shows_it(shortest, tmp_path):
     timeline = (run / "auto_timeline.csv").read_text().splitlines()
     assert timeline[0] == "time,ordering,admission,score,switched,candidates"
     switched = [line.split(",")[:2] for line in timeline[1:] if line.split(",")[4] == "1"]
-    assert switched == [["0.0", shortest], ["20000.0", "fifo"]]
+    assert switched == [["0.0", shortest], ["19980.0", "fifo"]]
     row = __import__("pandas").read_csv(out / "results.csv").iloc[0]
-    assert row["auto_switches"] == 2 and row["avg_jct"] == pytest.approx(172.5)
+    assert row["auto_switches"] == 2 and row["avg_jct"] == pytest.approx(210.0)
     report = build_report(out, tmp_path / "report.html")
     assert any(p.name.startswith("auto-timeline-") and p.stat().st_size > 5000 for p in report.figures)

@@ -61,7 +61,12 @@ def test_bad_compare_input_is_one_line_and_exit_2():
 
 def test_one_policy_twice_under_labels_and_parameters(tmp_path):
     result = invoke(
-        "compare", "--policies", "tiresias,tiresias(thresholds=1800),t5=tiresias:thresholds=600", "--out", str(tmp_path), "-q"
+        "compare",
+        "--policies",
+        "tiresias,tiresias(thresholds=1800),t5=tiresias:thresholds=600",
+        "--out",
+        str(tmp_path),
+        "-q",
     )
     assert result.exit_code == 0, result.output
     with (tmp_path / "compare.csv").open() as handle:

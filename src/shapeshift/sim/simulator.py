@@ -80,8 +80,11 @@ def simulate(
     while True:
         t_arrival = arrivals[cursor].submit_time if cursor < n else inf
         t_done = completions.peek_time()
-        # Rounds run while there is work, or when work arrives on a round boundary (a job
-        # submitted at 0 is scheduled in the round at 0, as round-based simulators do).
+        # Rounds run while there is work. Across an idle gap the timer jumps to the first
+        # boundary at or after the next arrival, so a job submitted on a boundary is
+        # scheduled in that round, as round-based simulators do.
+        if period is not None and not engine.has_work and next_round < t_arrival < inf:
+            next_round = math.ceil(t_arrival / period) * period
         t_round = next_round if period is not None and (engine.has_work or t_arrival <= next_round) else inf
         t_wake = engine.wake_at if engine.wake_at is not None else inf
         now = min(t_arrival, t_done, t_round, t_wake)
