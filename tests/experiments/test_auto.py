@@ -121,3 +121,15 @@ def test_runner_writes_the_timeline_and_the_report_shows_it(shortest, tmp_path):
     assert row["auto_switches"] == 2 and row["avg_jct"] == pytest.approx(210.0)
     report = build_report(out, tmp_path / "report.html")
     assert any(p.name.startswith("auto-timeline-") and p.stat().st_size > 5000 for p in report.figures)
+
+
+def test_auto_candidates_skip_a_waiting_job_with_no_work_left():
+    """Found by the invariant test: on 1x1, j0 (0 s) and j1 (1 s) arrive at t=0. At the first
+    round both wait and both are admitted; the snapshot for the candidate simulations leaves
+    out j0 (no work left) but the candidates were told to adopt it as admitted, and looked it
+    up in a simulation that never saw it (KeyError). Expected: the candidates adopt only the
+    jobs they simulate. Every candidate ordering (FIFO, SRTF, LAS; ties by submission, then
+    id) puts j0 first: it takes the GPU at 0 and ends at 0, and j1 waits for the next 300 s
+    round (Blox's rule: decisions only at rounds) and runs 300-301, JCT 301."""
+    result = run([job("j0", 0, 1, 0.0), job("j1", 0, 1, 1.0)], "1x1", "auto")
+    assert jcts(result) == {"j0": 0.0, "j1": 301.0}

@@ -173,6 +173,7 @@ def take_snapshot(view: ClusterView, admission: Admission, max_jobs: int) -> Sna
     started: set[str] = set()
     service: list[tuple[str, float, float]] = []
     admitted: set[str] = set()
+    kept: set[str] = set()
     for partition in sorted(view.partitions):
         waiting = list(view.pending(partition))[:max_jobs]
         admitted.update(j for j in admission.admit(view, partition) if j in set(waiting))
@@ -187,11 +188,14 @@ def take_snapshot(view: ClusterView, admission: Admission, max_jobs: int) -> Sna
             else:
                 spec = replace(spec, submit_time=now, iterations=max(1, math.ceil(remaining)))
             jobs.append(spec)
+            kept.add(job_id)
             submitted.append(status.spec.submit_time)
             held = status.run_seconds + (now - status.last_update if status.state is JobState.RUNNING else 0.0)
             service.append((job_id, view.attained(job_id), held))
             if status.state is JobState.RUNNING:
                 started.add(job_id)
+    # A job with no work left is not resubmitted, so the candidate must not adopt it.
+    admitted &= kept
     cluster = view.cluster
     return Snapshot(
         now=now,

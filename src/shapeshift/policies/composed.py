@@ -170,9 +170,17 @@ class ComposedPolicy:
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
     ) -> None:
+        queue = self._queue(view, partition)
+        if self._waiting_fit_free(view, partition, free):
+            ranked_waiting = (
+                (j for _, j in queue.iterate(view))
+                if queue is not None
+                else self.ordering.order(view, partition, self.admission.admit(view, partition))
+            )
+            self._place_waiting(view, partition, free, ranked_waiting, changes, reasons)
+            return
         capacity = view.capacity_gpus(partition)
         running = set(view.running(partition))
-        queue = self._queue(view, partition)
         if queue is not None:
             key = self.ordering.key  # type: ignore[attr-defined]
             by_rank = sorted((key(view, j), j) for j in running)
@@ -194,6 +202,45 @@ class ComposedPolicy:
             if capacity == 0 and queue is not None:
                 break  # nothing else fits; running jobs not chosen yet rank lower
         self._place_preemptive(view, partition, free, chosen, running, running_by_rank, changes, reasons)
+
+    @staticmethod
+    def _waiting_fit_free(view: ClusterView, partition: str, free: FreeResources) -> bool:
+        """Whether the partition's waiting jobs together need no more GPUs than are free.
+
+        Then every job, running or waiting, is within the partition's capacity: all are
+        chosen, no running job is a victim, and the preemptive decision is exactly a
+        placement of the waiting jobs in rank order (``_place_waiting``), without ranking
+        the running jobs. The sum stops as soon as it passes the free GPUs, so the check
+        costs O(1) when the queue is long and O(queue) when it is short."""
+        left = int(free.gpus[view.partitions[partition]].sum())
+        jobs = view.job
+        for job_id in view.pending(partition):
+            left -= jobs(job_id).spec.num_gpus
+            if left < 0:
+                return False
+        return True
+
+    def _place_waiting(
+        self,
+        view: ClusterView,
+        partition: str,
+        free: FreeResources,
+        ranked: Iterable[str],
+        changes: dict[str, Allocation | None],
+        reasons: dict[str, str],
+    ) -> None:
+        """Place ``ranked`` waiting jobs in order on what is free, skipping (never
+        blocking on) a job that does not fit: what ``_place_preemptive`` does when no
+        running job is a victim."""
+        nodes = view.partitions[partition]
+        for job_id in ranked:
+            spec = view.job(job_id).spec
+            alloc = self.placement.find(spec, nodes, free)
+            if alloc is None:
+                reasons[job_id] = self._explain(view, partition, spec.num_gpus, int(free.gpus[nodes].sum()))
+                continue
+            changes[job_id] = alloc
+            free.take(alloc)
 
     def _place_preemptive(
         self,

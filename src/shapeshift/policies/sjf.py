@@ -132,6 +132,9 @@ class SrtfPolicy(ComposedPolicy):
             return
         if view.pending_count(partition) == 0:
             return  # every running job fits its partition: nothing to start, nobody to evict
+        if self._waiting_fit_free(view, partition, free):
+            self._place_waiting(view, partition, free, (j for _, j in queue.iterate(view)), changes, reasons)
+            return  # everyone fits: no running job needs ranking, nobody is evicted
         by_rank = ordering.ranked_running(view, partition)
         capacity = view.capacity_gpus(partition)
         waiting = queue.iterate(view)
