@@ -18,7 +18,9 @@ not re-sorted per event.
 SRTF with a static estimator decides through ``SrtfPolicy``, which gives exactly the
 decisions of ``ComposedPolicy``'s preemptive path at a fraction of the cost on large
 traces (the full Philly trace went from ~60 s to the time SJF takes): a partition with no
-waiting job is skipped (all its running jobs fit, nothing can change); running jobs'
+waiting job is skipped (all its running jobs fit, nothing can change); when the waiting
+jobs together fit the free GPUs, nobody can be evicted and they are placed in rank order
+without ranking the running jobs (``ComposedPolicy._waiting_fit_free``); otherwise running jobs'
 remaining times are computed inline from their status (no per-job method chain), sorted
 once in C and merged with the waiting heap by hand; and the eviction pass runs only when
 a waiting job was actually chosen.

@@ -1,0 +1,147 @@
+"""Every classic policy on seeded synthetic traces of growing size, with and without a queue.
+
+    python benchmarks/bench_scale.py [--sizes 10000,30000,100000] [--policies a,b] [--regimes queue,free]
+    python benchmarks/bench_scale.py --million          # 1,000,000 jobs, fifo, rate x10 on a cluster x10
+
+The trace is what ``shapeshift workload generate --kind poisson --jobs N --rate 500 --seed 1``
+writes (Philly-fitted sizes and durations, 500 jobs/hour). Two clusters:
+
+* ``queue``: 150 x 8 GPUs. Arrivals bring far more GPU demand than it has, so the queue
+  grows through the trace (tens of thousands of waiting jobs at 100k): every decision
+  that scans the queue or every running job shows up as super-linear growth;
+* ``free``: 1000 x 8 GPUs, where every job starts at once and nothing is preempted.
+
+Each (policy, regime, size) runs in its own process, so the peak memory printed (max RSS)
+is that run's alone. Printed per run: wall seconds of the simulation (``run``: build,
+simulate and summary; the trace is read before timing), decisions, peak RSS; per policy and
+regime, the growth exponent b of wall = a * jobs^b fitted over the sizes (1 = linear).
+Goals on the project's 2-core machine: every policy under 30 s at 100k jobs in both regimes,
+b under 1.2; 1,000,000 jobs with fifo under 60 s and 4 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: (label, registry name, parameters): every registered classic policy, fifo twice.
+POLICIES: list[tuple[str, str, dict[str, object]]] = [
+    ("fifo", "fifo", {}),
+    ("fifo-backfill", "fifo", {"backfill": True}),
+    ("sjf", "sjf", {}),
+    ("srtf", "srtf", {}),
+    ("las", "las", {}),
+    ("tiresias", "tiresias", {}),
+    ("themis", "themis", {}),
+    ("gavel", "gavel", {}),
+    ("optimus", "optimus", {}),
+    ("qssf", "qssf", {}),
+]
+CLUSTERS = {"queue": "150x8", "free": "1000x8"}
+RATE = 500.0
+SEED = 1
+
+
+def _child(trace: str, cluster: str, policy: str, params: str, limit: float) -> None:
+    """One timed run in this process; prints a JSON line."""
+    import resource
+    import signal
+    import time
+
+    from shapeshift.cluster import shorthand_cluster
+    from shapeshift.runs import RunSpec, run
+    from shapeshift.workloads.readers import read_workload
+
+    workload = read_workload(Path(trace))
+    nodes, gpus = (int(x) for x in cluster.split("x"))
+    spec = RunSpec(workload=workload, cluster=shorthand_cluster(nodes, gpus), policy=policy,
+                   params=tuple(json.loads(params).items()))
+    signal.alarm(int(limit))  # a run past the limit is reported as such, not waited for
+    t0 = time.perf_counter()
+    result = run(spec)
+    wall = time.perf_counter() - t0
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    s = result.summary
+    print(json.dumps({"wall": wall, "decisions": s["decisions"], "peak_mb": peak_mb,
+                      "avg_jct": s["avg_jct"], "unfinished": s.get("jobs_unfinished", 0)}))
+
+
+def _trace(directory: Path, jobs: int, rate: float) -> Path:
+    path = directory / f"poisson-{jobs}-{rate:g}.csv"
+    if not path.exists():
+        from shapeshift.workloads.generators import poisson
+
+        poisson(jobs, rate, seed=SEED).frame.to_csv(path, index=False)
+    return path
+
+
+def _measure(trace: Path, cluster: str, policy: str, params: dict[str, object], limit: float) -> dict | None:
+    cmd = [sys.executable, __file__, "--child", str(trace), cluster, policy, json.dumps(params), str(limit)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 120)
+    if done.returncode != 0:
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def growth_exponent(sizes: list[int], walls: list[float]) -> float | None:
+    """Least-squares slope of log(wall) on log(jobs)."""
+    pts = [(math.log(n), math.log(w)) for n, w in zip(sizes, walls, strict=True) if w > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else None
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _child(*sys.argv[2:6], float(sys.argv[6]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,30000,100000")
+    parser.add_argument("--policies", default=",".join(label for label, _, _ in POLICIES))
+    parser.add_argument("--regimes", default="queue,free")
+    parser.add_argument("--limit", type=float, default=300.0, help="seconds before a run is given up")
+    parser.add_argument("--million", action="store_true", help="only the 1,000,000-job fifo run")
+    parser.add_argument("--traces", type=Path, default=Path(tempfile.gettempdir()) / "shapeshift-bench-scale")
+    args = parser.parse_args()
+    args.traces.mkdir(parents=True, exist_ok=True)
+    if args.million:
+        trace = _trace(args.traces, 1_000_000, RATE * 10)
+        for regime, cluster in (("queue", "1500x8"), ("free", "10000x8")):
+            r = _measure(trace, cluster, "fifo", {}, args.limit)
+            shown = "over the limit" if r is None else f"{r['wall']:.1f} s, {r['peak_mb']:.0f} MB peak"
+            print(f"1,000,000 jobs, fifo, {regime} ({cluster}): {shown} (goal: 60 s, 4 GB)")
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",")]
+    chosen = [p for p in POLICIES if p[0] in args.policies.split(",")]
+    print(f"{'policy':<14} {'regime':<6} {'jobs':>7} {'wall s':>8} {'decisions':>10} {'peak MB':>8}")
+    exponents = []
+    for label, name, params in chosen:
+        for regime in args.regimes.split(","):
+            walls = []
+            for n in sizes:
+                r = _measure(_trace(args.traces, n, RATE), CLUSTERS[regime], name, params, args.limit)
+                if r is None:
+                    print(f"{label:<14} {regime:<6} {n:>7} {'> limit':>8}", flush=True)
+                    break
+                walls.append(r["wall"])
+                print(f"{label:<14} {regime:<6} {n:>7} {r['wall']:>8.2f} {r['decisions']:>10} {r['peak_mb']:>8.0f}",
+                      flush=True)
+            exponents.append((label, regime, growth_exponent(sizes[: len(walls)], walls)))
+    print("\ngrowth exponent of wall time against jobs (goal < 1.2)")
+    for label, regime, b in exponents:
+        print(f"{label:<14} {regime:<6} {'-' if b is None else f'{b:.2f}'}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    raise SystemExit(main())
