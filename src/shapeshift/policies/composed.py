@@ -31,7 +31,7 @@ from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.base import EVENT_TRIGGERS
 from shapeshift.policies.placement import Placement
-from shapeshift.policies.queues import StaticKeyQueue
+from shapeshift.policies.queues import ShapeQueue, StaticKeyQueue
 from shapeshift.wording import count
 
 if TYPE_CHECKING:
@@ -102,6 +102,7 @@ class ComposedPolicy:
 
     def __post_init__(self) -> None:
         self._queues: dict[str, StaticKeyQueue] | None = None
+        self._shapes: dict[str, ShapeQueue] | None = None
         self._wake: float | None = None
         if getattr(self.ordering, "static_keys", False) and getattr(self.admission, "admits_all", False):
             self._queues = {}
@@ -135,6 +136,23 @@ class ComposedPolicy:
         queue.sync(view)
         return queue
 
+    def _shape_queue(self, view: ClusterView, partition: str) -> ShapeQueue | None:
+        """The partition's waiting jobs grouped by shape, synced, for backfill (every waiting
+        job admitted, ranked in queue order or by a static key); ``None`` when not in use."""
+        if self.head_of_line_blocking or not getattr(self.admission, "admits_all", False):
+            return None
+        static = getattr(self.ordering, "static_keys", False)
+        if not static and not isinstance(self.ordering, FifoOrdering):
+            return None
+        if self._shapes is None:
+            self._shapes = {}
+        shapes = self._shapes.get(partition)
+        if shapes is None:
+            key = self.ordering.key if static else None  # type: ignore[attr-defined]
+            shapes = self._shapes[partition] = ShapeQueue(partition, key)
+        shapes.sync(view)
+        return shapes
+
     def _decide_greedy(
         self,
         view: ClusterView,
@@ -145,6 +163,21 @@ class ComposedPolicy:
     ) -> None:
         nodes = view.partitions[partition]
         free_gpus = int(free.gpus[nodes].sum())
+        shapes = self._shape_queue(view, partition)
+        if shapes is not None:
+
+            def try_start(job_id: str) -> bool:
+                spec = view.job(job_id).spec
+                alloc = self.placement.find(spec, nodes, free)
+                if alloc is None:
+                    reasons[job_id] = self._explain(view, partition, spec.num_gpus, int(free.gpus[nodes].sum()))
+                    return False
+                changes[job_id] = alloc
+                free.take(alloc)
+                return True
+
+            if shapes.backfill(view, free_gpus, try_start):
+                return
         queue = self._queue(view, partition)
         if queue is not None:
             ranked: Iterable[str] = (job_id for _, job_id in queue.iterate(view))

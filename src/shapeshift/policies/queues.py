@@ -74,3 +74,115 @@ class StaticKeyQueue:
                 continue
             self._taken.append(entry)
             yield entry
+
+
+#: What a placement's success depends on: GPUs, CPUs, memory and model (placements may
+#: read the model's catalogue entry). Two waiting jobs of one shape either both fit a
+#: given free state or both do not.
+Shape = tuple[int, float, float, str]
+
+
+class ShapeQueue:
+    """Waiting jobs of one partition grouped by shape, each group sorted by rank key.
+
+    Backfill looks at every waiting job in rank order and starts each one that fits. On a
+    long queue most of them cannot fit, and looking costs O(queue) per decision. Grouped
+    by shape, a decision skips whole groups instead: a job that fails to place means every
+    job of its shape fails too *until the free resources change*, so the group sleeps
+    until the next job starts anywhere, and then resumes after that job's rank (its jobs
+    ranked in between would have failed against the same free resources). A group whose
+    GPUs exceed what is free is never looked at. The decisions are exactly those of the
+    full scan; only the waiting reasons of jobs never looked at fall back to the
+    schedule's default.
+
+    ``key(view, job_id)`` ranks jobs (smaller first) and must not change while a job
+    waits; ``None`` ranks in queue order (FIFO).
+    """
+
+    __slots__ = ("_groups", "_handed", "_key", "_known", "_partition", "_seq")
+
+    def __init__(self, partition: str, key: KeyFn | None):
+        from sortedcontainers import SortedList
+
+        self._partition = partition
+        self._key = key
+        self._groups: dict[Shape, SortedList] = {}
+        #: job id -> (shape, entry) for every job in a group.
+        self._known: dict[str, tuple[Shape, tuple[Any, str]]] = {}
+        self._handed: list[str] = []
+        self._seq = 0
+
+    def sync(self, view: ClusterView) -> None:
+        """Catch up with the engine's queue (once per decision, before ``candidates``)."""
+        pending = view.pending(self._partition)
+        for job_id in self._handed:
+            if job_id not in pending:
+                self._drop(job_id)
+        self._handed.clear()
+        fresh: list[str] = []
+        for job_id in reversed(pending):  # type: ignore[call-overload]
+            if job_id in self._known:
+                break
+            fresh.append(job_id)
+        from sortedcontainers import SortedList
+
+        for job_id in reversed(fresh):
+            spec = view.job(job_id).spec
+            shape = (spec.num_gpus, spec.num_cpus, spec.mem_gb, spec.model)
+            self._seq += 1
+            entry = ((self._seq if self._key is None else self._key(view, job_id)), job_id)
+            group = self._groups.get(shape)
+            if group is None:
+                group = self._groups[shape] = SortedList()
+            group.add(entry)
+            self._known[job_id] = (shape, entry)
+
+    def _drop(self, job_id: str) -> None:
+        shape, entry = self._known.pop(job_id)
+        group = self._groups[shape]
+        group.remove(entry)
+        if not group:
+            del self._groups[shape]
+
+    def backfill(self, view: ClusterView, free_gpus: int, try_start: Callable[[str], bool]) -> bool:
+        """Offer waiting jobs to ``try_start`` in rank order, as a full backfill scan would,
+        while ``free_gpus`` GPUs remain; ``try_start`` returns whether the job started.
+
+        Returns ``False``, having offered nothing, when a waiting job asks for no GPUs: a
+        full scan keeps starting such jobs after the GPUs run out, which grouping by shape
+        does not reproduce, so the caller scans instead."""
+        if any(shape[0] == 0 for shape in self._groups):
+            return False
+        pending = view.pending(self._partition)
+        heads: list[tuple[tuple[Any, str], Shape, int]] = []  # (entry, shape, index in group)
+        for shape, group in self._groups.items():
+            if shape[0] <= free_gpus:
+                heads.append((group[0], shape, 0))
+        heapq.heapify(heads)
+        asleep: dict[Shape, int] = {}  # shape -> index of its first job not yet looked at
+        while heads and free_gpus > 0:
+            entry, shape, index = heapq.heappop(heads)
+            job_id = entry[1]
+            group = self._groups[shape]
+            if job_id not in pending:  # left the queue outside a decision (a cancel)
+                self._handed.append(job_id)
+            elif shape[0] <= free_gpus and try_start(job_id):
+                self._handed.append(job_id)
+                free_gpus -= shape[0]
+                for other, start in asleep.items():  # free resources changed: wake the others
+                    at = max(start, group_index_after(self._groups[other], entry))
+                    if at < len(self._groups[other]) and other[0] <= free_gpus:
+                        heapq.heappush(heads, (self._groups[other][at], other, at))
+                asleep.clear()
+            else:
+                if shape[0] <= free_gpus:
+                    asleep[shape] = index + 1
+                continue
+            if index + 1 < len(group) and shape[0] <= free_gpus:
+                heapq.heappush(heads, (group[index + 1], shape, index + 1))
+        return True
+
+
+def group_index_after(group: Any, entry: tuple[Any, str]) -> int:
+    """Index of the first entry of a sorted group ranked after ``entry``."""
+    return group.bisect_right(entry)
