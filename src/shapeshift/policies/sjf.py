@@ -20,25 +20,25 @@ decisions of ``ComposedPolicy``'s preemptive path at a fraction of the cost on l
 traces (the full Philly trace went from ~60 s to the time SJF takes): a partition with no
 waiting job is skipped (all its running jobs fit, nothing can change); when the waiting
 jobs together fit the free GPUs, nobody can be evicted and they are placed in rank order
-without ranking the running jobs (``ComposedPolicy._waiting_fit_free``); otherwise running jobs'
-remaining times are computed inline from their status (no per-job method chain), sorted
-once in C and merged with the waiting heap by hand; and the eviction pass runs only when
-a waiting job was actually chosen.
+without ranking the running jobs (``ComposedPolicy._waiting_fit_free``); otherwise the
+running jobs are ranked in arrays and merged with the waiting heap block by block
+(``srtf_rank``); and the eviction pass runs only when a waiting job was actually chosen.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
-from shapeshift.engine.state import FreeResources, JobState, JobStatus
+from shapeshift.engine.state import FreeResources, JobStatus
 from shapeshift.model import Allocation
 from shapeshift.policies.admission import AdmissionParams, make_admission
 from shapeshift.policies.composed import ComposedPolicy, _where
 from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, check_estimator, make_estimator
 from shapeshift.policies.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.registry import register
+from shapeshift.policies.srtf_rank import RunningRanking, choose
 from shapeshift.wording import count
 
 if TYPE_CHECKING:
@@ -81,37 +81,6 @@ class ShortestRemainingFirst(EstimatedOrdering):
             facts = self._known[job_id] = (status, self.estimator.estimate(status), spec.submit_time, spec.num_gpus)
         return facts
 
-    def ranked_running(self, view: ClusterView, partition: str) -> list[tuple[tuple[float, float], str, int]]:
-        """``((remaining, submit), job_id, gpus)`` of the partition's running jobs, best first.
-
-        The same keys as ``key`` (``max(estimate - progress_at(now), 0)``, with the same
-        floating-point operations in the same order), computed without the method chain.
-        Every running job was ranked (and watched by the completion feed) when it waited."""
-        now = view.now
-        running_state = JobState.RUNNING
-        known = self._known
-        out = []
-        for job_id in view.running(partition):
-            facts = known.get(job_id)
-            if facts is None:
-                facts = self._facts(view, job_id)
-            status, estimate, submit, gpus = facts
-            done = status.work_done
-            if status.state is running_state:
-                last, stall = status.last_update, status.stall_until
-                active = now - (stall if stall > last else last)
-                if active > 0:
-                    done = done + status.rate * active
-                total = status.work_total
-                if total < done:
-                    done = total
-            remaining = estimate - done
-            if remaining < 0.0:
-                remaining = 0.0
-            out.append(((remaining, submit), job_id, gpus))
-        out.sort()
-        return out
-
 
 class SrtfPolicy(ComposedPolicy):
     """``ComposedPolicy`` with a faster preemptive decision for SRTF and a static estimator.
@@ -137,42 +106,19 @@ class SrtfPolicy(ComposedPolicy):
         if self._waiting_fit_free(view, partition, free):
             self._place_waiting(view, partition, free, (j for _, j in queue.iterate(view)), changes, reasons)
             return  # everyone fits: no running job needs ranking, nobody is evicted
-        by_rank = ordering.ranked_running(view, partition)
+        ids = list(view.running(partition))
+        known = ordering._known
+        facts = [known.get(j) or ordering._facts(view, j) for j in ids]
+        ranking = RunningRanking.of(ids, facts, view.now)
         capacity = view.capacity_gpus(partition)
-        waiting = queue.iterate(view)
-        entry: Any = next(waiting, None)
-        n = len(by_rank)
-        i = 0
-        chosen: list[str] = []
-        newcomers = False
-        while True:
-            # Two-way merge of the running ranking and the waiting heap (keys are unique).
-            if i < n and (entry is None or (by_rank[i][0], by_rank[i][1]) < entry):
-                _, job_id, gpus = by_rank[i]
-                i += 1
-                if gpus <= capacity:
-                    chosen.append(job_id)
-                    capacity -= gpus
-            elif entry is not None:
-                job_id = entry[1]
-                entry = next(waiting, None)
-                gpus = ordering._facts(view, job_id)[3]
-                if gpus <= capacity:
-                    chosen.append(job_id)
-                    capacity -= gpus
-                    newcomers = True
-                else:
-                    where = _where(view, partition)
-                    reasons[job_id] = f"needs {count(gpus, 'GPU')}{where}, {capacity} left after higher-priority jobs"
-            else:
-                break
-            if capacity == 0:
-                break
-        if not newcomers:
+        choice = choose(ranking, queue.iterate(view), lambda j: ordering._facts(view, j)[3], capacity)
+        where = _where(view, partition)
+        for job_id, gpus, left in choice.too_big:
+            reasons[job_id] = f"needs {count(gpus, 'GPU')}{where}, {left} left after higher-priority jobs"
+        if not choice.newcomers:
             return  # only running jobs chosen: nothing is placed, so nothing is evicted
-        running = {job_id for _, job_id, _ in by_rank}
-        running_by_rank = [job_id for _, job_id, _ in by_rank]
-        self._place_preemptive(view, partition, free, chosen, running, running_by_rank, changes, reasons)
+        chosen = [ranking.ids[i] for i in choice.running] + choice.newcomers
+        self._place_preemptive(view, partition, free, chosen, set(ids), ranking.ids, changes, reasons)
 
 
 class SizeParams(AdmissionParams):
