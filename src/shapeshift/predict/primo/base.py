@@ -13,8 +13,9 @@ adds the interpretable part of the contract:
   prediction monotone in one feature (PAV for PrAM, bounded leaves for PrDT);
 * ``to_dict()`` / ``shapeshift.predict.primo.persist.save``: JSON, never pickle.
 
-Inputs are numeric matrices (a DataFrame's column names become feature names); missing
-or non-finite values are refused, as everywhere in Shapeshift. Subclasses implement
+Inputs are numeric matrices (a DataFrame's column names become feature names); infinite
+values are refused, as everywhere in Shapeshift, and NaN too except where the model has a
+"missing" bin for it (PrAM). Subclasses implement
 ``_fit_form``, ``_raw``, ``_local`` and ``_global``.
 """
 
@@ -44,6 +45,8 @@ class PrimoModel(BaseEstimator):
     #: Stable name in saved JSON ("pram-regressor", "prdt-classifier", ...).
     kind: ClassVar[str] = ""
     is_classifier: ClassVar[bool] = False
+    #: True when a NaN is a legitimate "missing" value (PrAM has a bin for it); inf never is.
+    allow_nan: ClassVar[bool] = False
 
     # -- subclass hooks -------------------------------------------------------------
     def _fit_form(self, x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None) -> None:
@@ -73,7 +76,9 @@ class PrimoModel(BaseEstimator):
 
     # -- scikit-learn contract ------------------------------------------------------
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> PrimoModel:
-        x, target = validate_data(self, X, y, dtype=np.float64, y_numeric=not self.is_classifier)
+        x, target = validate_data(
+            self, X, y, dtype=np.float64, y_numeric=not self.is_classifier, ensure_all_finite=self._finite_rule()
+        )
         if self.is_classifier:
             check_classification_targets(target)
             self.classes_ = np.unique(target)
@@ -90,7 +95,15 @@ class PrimoModel(BaseEstimator):
 
     def _x(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "feature_names_")
-        return validate_data(self, X, dtype=np.float64, reset=False)
+        return validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=self._finite_rule())
+
+    def _finite_rule(self) -> bool | str:
+        return "allow-nan" if self.allow_nan else True
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.allow_nan
+        return tags
 
     def predict(self, X: Any) -> np.ndarray:
         raw = self._raw(self._x(X))

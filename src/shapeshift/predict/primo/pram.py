@@ -41,6 +41,8 @@ from shapeshift.predict.primo.explanation import GlobalExplanation, LocalExplana
 class PrAMBase(PrimoModel):
     """Shared PrAM logic; use ``PrAMRegressor`` or ``PrAMClassifier``."""
 
+    allow_nan: ClassVar[bool] = True
+
     def __init__(
         self,
         *,
