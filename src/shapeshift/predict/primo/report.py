@@ -3,8 +3,8 @@
 ``write_explanations(model, out, x=None)`` writes
 
 * ``global.json`` and ``global.png``: PrAM's shape functions (one panel per feature, most
-  important first, at most ``max_panels``) or PrDT's feature importance and top of the
-  tree;
+  important first, at most ``max_panels``; category codes shown as ``value_names`` when
+  given) or PrDT's feature importance and top of the tree;
 * with rows ``x``: ``local.json`` (every row's base, prediction and contributions) and
   ``local.png`` (the first ``max_local`` rows' top contributions as bars).
 
@@ -43,7 +43,21 @@ def _tree_lines(node: dict[str, Any], depth: int, limit: int, prefix: str = "") 
     return lines
 
 
-def plot_global(explanation: GlobalExplanation, path: Path, title: str, max_panels: int = 9) -> None:
+def _value_name(names: list[str] | None, label: str) -> str:
+    """A category code's original value when the caller knows it (``user`` 3 -> ``alice``)."""
+    try:
+        return names[int(float(label))][:16] if names is not None else label
+    except (ValueError, IndexError):
+        return label
+
+
+def plot_global(
+    explanation: GlobalExplanation,
+    path: Path,
+    title: str,
+    max_panels: int = 9,
+    value_names: dict[str, list[str]] | None = None,
+) -> None:
     if explanation.kind == "prdt":
         fig = _figure(12, 6)
         left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2]})
@@ -64,10 +78,13 @@ def plot_global(explanation: GlobalExplanation, path: Path, title: str, max_pane
             if shape.lefts and len(shape.lefts) > 1:
                 xs = list(shape.lefts[1:])
                 ax.step(xs, list(shape.scores[1:]), where="post", color="tab:blue")
-                ax.set_xscale("symlog" if min(xs) < 0 or max(xs) > 100 * max(min(xs), 1e-9) else "linear")
+                if min(xs) >= 0 and max(xs) > 1e3 * max(min(xs), 1.0):  # durations, GPU counts: log-like
+                    ax.set_xscale("symlog")
             else:
+                names = (value_names or {}).get(shape.term)
+                labels = [_value_name(names, label) for label in shape.labels]
                 ax.bar(range(len(shape.scores)), shape.scores, color="tab:blue")
-                ax.set_xticks(range(len(shape.labels)), shape.labels, fontsize=6, rotation=90)
+                ax.set_xticks(range(len(labels)), labels, fontsize=6, rotation=90)
             ax.axhline(0, color="grey", linewidth=0.6)
             ax.set_title(f"{shape.term} (importance {shape.importance:.3g})", fontsize=8)
             ax.grid(True, linestyle=":")
@@ -106,6 +123,7 @@ def write_explanations(
     title: str = "model",
     extra: dict[str, Any] | None = None,
     max_local: int = 6,
+    value_names: dict[str, list[str]] | None = None,
 ) -> list[Path]:
     """Write global (and, with ``x``, local) explanations; returns the files written."""
     out = Path(out)
@@ -115,7 +133,7 @@ def write_explanations(
     data = {**explanation.to_dict(), **(extra or {})}
     written = [out / "global.json", out / "global.png"]
     written[0].write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    plot_global(explanation, written[1], title)
+    plot_global(explanation, written[1], title, value_names=value_names)
     if x is not None:
         local = model.explain(x)
         assert isinstance(local, list)

@@ -29,6 +29,7 @@ traces we report.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -141,12 +142,14 @@ def select_model(
     seed: int = 0,
     pram_params: dict[str, Any] | None = None,
     feature_types: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Selection:
     """Search PrAM and PrDT settings for the lowest ``error + lam * complexity**gamma``.
 
     ``pram_params`` fixes PrAM settings outside the search (``outer_bags`` 2 and
     ``max_rounds`` 2000 by default, to keep each trial short); ``feature_types`` is
-    passed to PrAM. Raises ``ValueError`` when no trial meets the budget."""
+    passed to PrAM; ``progress(done, total)`` is called after each trial. Raises
+    ``ValueError`` when no trial meets the budget."""
     require_explain_extra("optuna")
     import optuna
 
@@ -185,6 +188,8 @@ def select_model(
         feasible = _within(model, budget, xa[held], frame_columns)
         score = error + lam * complexity**gamma if feasible else float("inf")
         records.append(Trial(trial.number, kind, params, error, complexity, score, feasible))
+        if progress is not None:
+            progress(len(records), n_trials)
         return score
 
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(6, n_trials))
