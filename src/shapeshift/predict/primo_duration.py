@@ -149,3 +149,38 @@ class PrimoEstimator(GbdtEstimator):
     def explanation(self, job_id: str) -> tuple[float, tuple[str, ...]] | None:
         """``(estimate, top-3 contributions)`` recorded when the job was first estimated."""
         return self._explained.get(job_id)
+
+
+EXPLAIN_COLUMNS = ("predicted_duration", "explain_1", "explain_2", "explain_3")
+
+
+def policy_estimator(policy: Any) -> PrimoEstimator | None:
+    """The ``primo`` estimator a size-based policy orders by, if it has one."""
+    estimator = getattr(getattr(policy, "ordering", None), "estimator", None)
+    return estimator if isinstance(estimator, PrimoEstimator) else None
+
+
+def append_explanations(jobs_csv: Any, policy: Any) -> None:
+    """Add each job's predicted duration and its top-3 contributions to ``jobs.csv``.
+
+    Values are those recorded when the policy first estimated the job (its submission);
+    a job never estimated (rejected, or never waited) gets empty cells."""
+    import csv
+    from pathlib import Path
+
+    estimator = policy_estimator(policy)
+    path = Path(jobs_csv)
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    header, body = rows[0], rows[1:]
+    out = [[*header, *EXPLAIN_COLUMNS]]
+    for row in body:
+        found = estimator.explanation(row[0]) if estimator is not None else None
+        if found is None:
+            out.append([*row, "", "", "", ""])
+            continue
+        estimate, top = found
+        cells = [*top, "", "", ""][:3]
+        out.append([*row, repr(round(estimate, 6)), *cells])
+    with path.open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(out)

@@ -16,9 +16,10 @@ accurate. Here:
   PrDT, interactions x bins for PrAM;
 * the search is optuna's TPE sampler, seeded, one trial at a time, so the same data and
   seed give the same choice (``n_trials`` 20, the first 6 random);
-* budgets: a trial whose model is over ``max_complexity``, over ``max_bytes`` of saved
-  JSON or slower than ``max_latency_us`` per predicted row is infeasible (score inf). The
-  latency budget is measured, so with it the choice can depend on the machine;
+* budgets: a candidate is first shrunk towards ``max_complexity`` (fewer leaves or bins);
+  a trial whose model is still over it, over ``max_bytes`` of saved JSON or slower than
+  ``max_latency_us`` per predicted row is infeasible (score inf). The latency budget is
+  measured, so with it the choice can depend on the machine;
 * the winner is refitted on all rows with its parameters.
 
 ``lam`` (1e-3) and ``gamma`` (0.5) are ours: the thesis states the form of the score but
@@ -121,6 +122,17 @@ def _suggest(trial: Any, kind: str, y: np.ndarray, task: Task) -> dict[str, Any]
     }
 
 
+def _fit_budget(kind: str, params: dict[str, Any], limit: float | None) -> dict[str, Any]:
+    """Shrink a candidate so its complexity cannot exceed ``limit`` (leaves <= limit / depth
+    for PrDT, bins <= limit / interactions for PrAM), so the search spends no trials on
+    models the budget would refuse anyway."""
+    if limit is None:
+        return params
+    if kind == "prdt":
+        return {**params, "max_leaf_nodes": max(2, int(limit // params["max_depth"]))}
+    return {**params, "max_bins": max(3, min(params["max_bins"], int(limit // max(1, params["interactions"]))))}
+
+
 def _latency_us(model: PrimoModel, x: np.ndarray) -> float:
     started = time.perf_counter()
     model.predict(x)
@@ -181,7 +193,7 @@ def select_model(
 
     def objective(trial: Any) -> float:
         kind = trial.suggest_categorical("kind", list(kinds))
-        params = _suggest(trial, kind, ya[train], task)
+        params = _fit_budget(kind, _suggest(trial, kind, ya[train], task), budget.max_complexity)
         model = build(kind, params).fit(_frame(xa[train], frame_columns), ya[train])
         error = validation_error(model, _frame(xa[held], frame_columns), ya[held], ya[train], task)
         complexity = model.complexity()

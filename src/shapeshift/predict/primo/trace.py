@@ -71,7 +71,7 @@ def duration_table(workload: Workload, epoch: float = 0.0) -> TraceTable:
             "gpus": frame["num_gpus"].to_numpy(np.float64),
             "cpus": frame["num_cpus"].to_numpy(np.float64),
             "month": when.month.to_numpy(np.float64),
-            "weekday": when.weekday.to_numpy(np.float64),
+            "weekday": when.day_of_week.to_numpy(np.float64),
             "hour": when.hour.to_numpy(np.float64),
             "minute": when.minute.to_numpy(np.float64),
         }
