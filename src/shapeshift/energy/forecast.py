@@ -107,6 +107,8 @@ def features(times: pd.DatetimeIndex, values: np.ndarray, config: ForecastConfig
 class NodeForecaster:
     """LightGBM regressor of active nodes per bin (see the module docstring)."""
 
+    name = "lightgbm"
+
     def __init__(self, config: ForecastConfig | None = None):
         self.config = config or ForecastConfig()
         self._booster: Any = None
@@ -159,23 +161,30 @@ class ForecastEvaluation:
     smape_seasonal_naive: float
     prediction: np.ndarray
     naive: np.ndarray
+    #: Which forecaster ``smape_lightgbm`` scores (``lightgbm`` or ``primo``).
+    model: str = "lightgbm"
 
     def summary(self) -> dict[str, Any]:
         return {
             "train_bins": self.train_bins,
             "test_bins": self.test_bins,
-            "smape_lightgbm_pct": self.smape_lightgbm,
+            f"smape_{self.model}_pct": self.smape_lightgbm,
             "smape_seasonal_naive_pct": self.smape_seasonal_naive,
         }
 
 
 def evaluate(
-    times: pd.DatetimeIndex, values: np.ndarray, test_bins: int, config: ForecastConfig | None = None
+    times: pd.DatetimeIndex,
+    values: np.ndarray,
+    test_bins: int,
+    config: ForecastConfig | None = None,
+    forecaster: type[NodeForecaster] = NodeForecaster,
 ) -> ForecastEvaluation:
     """Train on every bin before the last ``test_bins`` and score both forecasters there.
 
     ``prediction`` and ``naive`` cover the whole series (the model's forecasts of the
-    training bins are in-sample); scores use the held-out bins only.
+    training bins are in-sample); scores use the held-out bins only. ``forecaster`` is the
+    model class (``PrimoNodeForecaster`` for PrAM); its SMAPE is ``smape_lightgbm``.
     """
     config = config or ForecastConfig()
     values = np.asarray(values, dtype=float)
@@ -184,7 +193,7 @@ def evaluate(
         raise ValueError(f"forecast: test_bins must be in 1..{n - 1}, got {test_bins}")
     start = n - test_bins
     train = np.arange(n) < start
-    model = NodeForecaster(config).fit(times, values, train)
+    model = forecaster(config).fit(times, values, train)
     prediction = model.predict(times, values)
     naive = seasonal_naive(values, config.season_bins)
     return ForecastEvaluation(
@@ -195,4 +204,5 @@ def evaluate(
         smape_seasonal_naive=smape(naive[start:], values[start:]),
         prediction=prediction,
         naive=naive,
+        model=forecaster.name,
     )
