@@ -104,6 +104,20 @@ def features(times: pd.DatetimeIndex, values: np.ndarray, config: ForecastConfig
     return frame
 
 
+def training_rows(
+    times: pd.DatetimeIndex, values: np.ndarray, train: np.ndarray | None, config: ForecastConfig
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Features and targets of the training bins: selected by ``train`` (all by default),
+    with a value, and late enough that the newest lag exists."""
+    values = np.asarray(values, dtype=float)
+    x = features(times, values, config)
+    mask = np.isfinite(values) & (np.ones(values.size, bool) if train is None else np.asarray(train, bool))
+    mask &= x[f"lag_{config.horizon_bins}"].notna().to_numpy()
+    if mask.sum() < 10:
+        raise ValueError(f"forecast: only {int(mask.sum())} training bins; need at least 10")
+    return x[mask], values[mask]
+
+
 class NodeForecaster:
     """LightGBM regressor of active nodes per bin (see the module docstring)."""
 
@@ -132,13 +146,8 @@ class NodeForecaster:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         import lightgbm as lgb
 
-        values = np.asarray(values, dtype=float)
-        x = features(times, values, self.config)
-        mask = np.isfinite(values) & (np.ones(values.size, bool) if train is None else np.asarray(train, bool))
-        mask &= x[f"lag_{self.config.horizon_bins}"].notna().to_numpy()
-        if mask.sum() < 10:
-            raise ValueError(f"forecast: only {int(mask.sum())} training bins; need at least 10")
-        data = lgb.Dataset(x[mask], label=values[mask], free_raw_data=True)
+        x, y = training_rows(times, values, train, self.config)
+        data = lgb.Dataset(x, label=y, free_raw_data=True)
         self._booster = lgb.train(self._params(), data, num_boost_round=self.config.num_trees)
         return self
 

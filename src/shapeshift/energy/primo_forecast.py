@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from shapeshift.energy.forecast import ForecastConfig, NodeForecaster, features
+from shapeshift.energy.forecast import ForecastConfig, NodeForecaster, features, training_rows
 
 
 class PrimoNodeForecaster(NodeForecaster):
@@ -33,15 +33,10 @@ class PrimoNodeForecaster(NodeForecaster):
     def fit(self, times: pd.DatetimeIndex, values: np.ndarray, train: np.ndarray | None = None) -> NodeForecaster:
         from shapeshift.predict.primo.pram import PrAMRegressor
 
-        values = np.asarray(values, dtype=float)
-        x = features(times, values, self.config)
-        mask = np.isfinite(values) & (np.ones(values.size, bool) if train is None else np.asarray(train, bool))
-        mask &= x[f"lag_{self.config.horizon_bins}"].notna().to_numpy()
-        if mask.sum() < 10:
-            raise ValueError(f"forecast: only {int(mask.sum())} training bins; need at least 10")
+        x, y = training_rows(times, values, train, self.config)
         self.model = PrAMRegressor(
             outer_bags=self.outer_bags, interactions=self.interactions, random_state=self.config.seed
-        ).fit(x[mask], values[mask])
+        ).fit(x, y)
         self._booster = self.model
         return self
 
