@@ -7,6 +7,14 @@ The same features, training bins and no-look-ahead rule as the LightGBM forecast
 hour of day, yesterday's value or the last hour's mean add to the predicted node count.
 Lags missing at the start of the series fall in PrAM's "missing" bin instead of being
 imputed. Deterministic: one thread, ``random_state`` = the forecast seed.
+
+One difference from the LightGBM forecaster, a named parameter: the day-of-month and
+day-of-year features are left out (``date_features=False``). Held-out days always have a
+day of year the training never saw, and an additive model turns those two features into
+a per-date lookup of the level: with them, PrAM's two most important terms were ``day``
+and ``dayofyear``, its in-sample SMAPE on the Philly node series 5.0 % and its held-out
+SMAPE 21.3 % (19.2 % with the default bags); without them 6.3 % (README, "Interpretable
+predictors").
 """
 
 from __future__ import annotations
@@ -24,8 +32,19 @@ class PrimoNodeForecaster(NodeForecaster):
 
     name = "primo"
 
-    def __init__(self, config: ForecastConfig | None = None, *, outer_bags: int = 2, interactions: int = 10):
+    #: Calendar features an additive model can only memorise per date (see the docstring).
+    DATE_FEATURES = ("day", "dayofyear")
+
+    def __init__(
+        self,
+        config: ForecastConfig | None = None,
+        *,
+        outer_bags: int = 2,
+        interactions: int = 10,
+        date_features: bool = False,
+    ):
         super().__init__(config)
+        self.date_features = date_features
         self.outer_bags = outer_bags
         self.interactions = interactions
         self.model: Any = None
@@ -34,6 +53,7 @@ class PrimoNodeForecaster(NodeForecaster):
         from shapeshift.predict.primo.pram import PrAMRegressor
 
         x, y = training_rows(times, values, train, self.config)
+        x = self._columns(x)
         self.model = PrAMRegressor(
             outer_bags=self.outer_bags, interactions=self.interactions, random_state=self.config.seed
         ).fit(x, y)
@@ -43,5 +63,8 @@ class PrimoNodeForecaster(NodeForecaster):
     def predict(self, times: pd.DatetimeIndex, values: np.ndarray) -> np.ndarray:
         if self.model is None:
             raise RuntimeError("forecast: fit() first")
-        x = features(times, np.asarray(values, dtype=float), self.config)
+        x = self._columns(features(times, np.asarray(values, dtype=float), self.config))
         return np.maximum(self.model.predict(x), 0.0)
+
+    def _columns(self, x: pd.DataFrame) -> pd.DataFrame:
+        return x if self.date_features else x.drop(columns=list(self.DATE_FEATURES))

@@ -118,6 +118,8 @@ class PrimoModel(BaseEstimator):
                 return int(feature)
         elif feature in self.feature_names_:
             return self.feature_names_.index(str(feature))
+        elif isinstance(feature, str) and feature.isdigit() and int(feature) < len(self.feature_names_):
+            return int(feature)  # a position that came back from JSON as a key string
         raise ValueError(f"unknown feature {feature!r}; known: {', '.join(self.feature_names_)}")
 
     # -- interpretable contract ------------------------------------------------------
