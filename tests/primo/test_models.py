@@ -152,3 +152,23 @@ def test_a_bad_model_file_is_one_clear_error(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(InputError, match="not valid JSON"):
         load(tmp_path / "bad.json")
+
+
+def test_a_monotone_position_survives_the_json_round_trip(tmp_path):
+    x, y = data(80)
+    model = PrDTRegressor(max_depth=3, monotone={1: 1}).fit(x, y)
+    loaded, _ = load(save(model, tmp_path / "m.json"))
+    assert loaded.get_params()["monotone"] == {"1": 1}  # JSON keys are strings
+    refit = loaded.fit(x, y)  # the string position still names feature x1
+    grid = np.column_stack([np.zeros(30), np.linspace(-3, 3, 30), np.zeros(30)])
+    assert (np.diff(refit.predict(grid)) >= -1e-12).all()
+
+
+def test_pram_takes_missing_values_in_their_own_bin():
+    x, y = data()
+    model = PrAMRegressor(**FAST).fit(x, y)
+    row = np.array([[np.nan, 0.0, 0.0]])
+    local = model.explain(row)[0]
+    assert np.isfinite(model.predict(row)).all() and local.prediction == pytest.approx(model.predict(row)[0])
+    with pytest.raises(ValueError):
+        model.predict(np.array([[np.inf, 0.0, 0.0]]))  # infinities are refused, NaN is "missing"
