@@ -184,3 +184,18 @@ def append_explanations(jobs_csv: Any, policy: Any) -> None:
         out.append([*row, repr(round(estimate, 6)), *cells])
     with path.open("w", newline="") as handle:
         csv.writer(handle, lineterminator="\n").writerows(out)
+
+
+#: Separates a waiting job's reason from its predicted duration in the live queue.
+EXPLAIN_SEPARATOR = " | predicted "
+
+
+def with_explanation(reason: str, policy: Any, job_id: str) -> str:
+    """``reason`` plus the job's predicted duration and top 3 contributions when the policy
+    orders by ``primo`` (``shapeshift queue --explain`` shows the part after the separator)."""
+    estimator = policy_estimator(policy)
+    found = estimator.explanation(job_id) if estimator is not None else None
+    if found is None:
+        return reason
+    estimate, top = found
+    return f"{reason}{EXPLAIN_SEPARATOR}{estimate / 3600:.2g} h: {', '.join(top)}"
