@@ -118,6 +118,7 @@ def _base(command: tuple[str, ...], inputs, tmp: Path) -> list[str] | None:
         ("nodes",): ["nodes", "--state", str(tmp / "nostate")],
         ("cancel",): ["cancel", "1", "--state", str(tmp / "nostate")],
         ("logs",): ["logs", "1", "--state", str(tmp / "nostate")],
+        ("explain",): ["explain", "--trace", t, "--out", out, "--trials", "1", "--model-kinds", "prdt", "-q"],
     }
     if command in bases:
         return bases[command]

@@ -124,11 +124,23 @@ def test_the_history_feed_shows_exactly_the_jobs_finished_before_each_submission
     assert spy.seen == [j for _, j in sorted((e, j) for j, e in ends.items())]  # end-time order
 
 
-def test_a_poisoned_future_job_does_not_change_earlier_estimates(tmp_path):
+def _qssf_with(estimator: str):
+    if estimator == "primo":  # retrains every 10 finished jobs so an 80-job trace exercises it
+        from shapeshift.predict.primo_duration import PrimoEstimator
+
+        primo = PrimoEstimator(model="prdt", min_train=15, retrain_every=10)
+        return ComposedPolicy("qssf", AcceptAll(), QssfOrdering(primo), Consolidated())
+    return make_policy("qssf", {"estimator": estimator})
+
+
+@pytest.mark.parametrize("estimator", ["rolling", "primo"])
+def test_a_poisoned_future_job_does_not_change_earlier_estimates(tmp_path, estimator):
+    if estimator == "primo":
+        pytest.importorskip("interpret")
     cluster = _vc_cluster(tmp_path)
     estimates = []
     for poison in (700.0, 5e6):
-        policy = make_policy("qssf", {"estimator": "rolling"})
+        policy = _qssf_with(estimator)
         result = run(_vc_trace(4, poison=poison), cluster, policy)
         end = {j.job_id: j.end_time for j in result.jobs}["j10"]
         estimates.append((policy.ordering.estimator._memo, end))
@@ -140,7 +152,7 @@ def test_a_poisoned_future_job_does_not_change_earlier_estimates(tmp_path):
     assert any(honest[j] != poisoned[j] for j in after)  # the test can fail: later estimates do learn
 
 
-@pytest.mark.parametrize("estimator", ["rolling", "helios", "noise", "gbdt"])
+@pytest.mark.parametrize("estimator", ["rolling", "helios", "noise", "gbdt", "primo"])
 @pytest.mark.parametrize("policy", ["sjf", "srtf"])
 def test_helios_estimators_plug_into_sjf_and_srtf(tmp_path, policy, estimator):
     trace = _vc_trace(6, n=40)

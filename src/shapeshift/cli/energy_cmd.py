@@ -28,7 +28,7 @@ def replay_command(
     test_days: Annotated[
         float, typer.Option(help="Held-out days at the end: the forecast is scored and CES replayed there.")
     ] = 14.0,
-    forecaster: Annotated[str, typer.Option(help="lightgbm or seasonal-naive.")] = "lightgbm",
+    forecaster: Annotated[str, typer.Option(help="lightgbm, primo (PrAM) or seasonal-naive.")] = "lightgbm",
     buffer: Annotated[int, typer.Option(help="Spare powered nodes above demand (sigma).")] = 20,
     hold_bins: Annotated[int, typer.Option(help="Bins without power-down after a wake-up.")] = 10,
     history_bins: Annotated[int, typer.Option(help="Past window of the drop test (bins).")] = 6,
@@ -95,6 +95,8 @@ def replay_command(
     f = s["forecast"]
     if f.get("smape_lightgbm_pct") is not None:
         table.add_row("forecast SMAPE, LightGBM", f"{f['smape_lightgbm_pct']:.2f} %")
+    if f.get("smape_primo_pct") is not None:
+        table.add_row("forecast SMAPE, Primo (PrAM)", f"{f['smape_primo_pct']:.2f} %")
     table.add_row("forecast SMAPE, seasonal naive", f"{f['smape_seasonal_naive_pct']:.2f} %")
     table.add_row(
         "average nodes (total / active / powered)",

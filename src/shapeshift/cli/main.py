@@ -110,6 +110,7 @@ SINGLE_COMMANDS = {
     "logs": "shapeshift.cli.logs_cmd",
     "reproduce": "shapeshift.cli.reproduce_cmd",
     "report": "shapeshift.cli.report_cmd",
+    "explain": "shapeshift.cli.explain_cmd",
 }
 
 

@@ -18,10 +18,20 @@ def progress_text(job: dict[str, Any]) -> str:
     return f"{done:.0f}s"
 
 
+def _reason(text: str, explain: bool) -> str:
+    from shapeshift.predict.primo_duration import EXPLAIN_SEPARATOR
+
+    return text if explain else text.split(EXPLAIN_SEPARATOR)[0]
+
+
 @guarded
 def command(
     state: Annotated[str | None, typer.Option(help="Controller state directory.")] = None,
     all_jobs: Annotated[bool, typer.Option("--all", help="Include finished jobs.")] = True,
+    explain: Annotated[
+        bool,
+        typer.Option("--explain", help="With estimator=primo: a waiting job's predicted duration and top 3 reasons."),
+    ] = False,
 ) -> None:
     """List jobs: id, name, state, plan, placement, progress, and the reason a waiting job waits."""
     from shapeshift.runtime.remote import ControllerClient
@@ -40,6 +50,6 @@ def command(
             job["plan"] if not waiting else "",
             job["placement"] if not waiting else "",
             progress_text(job),
-            job["reason"] if waiting or job["state"] in ("failed", "rejected") else "",
+            _reason(job["reason"], explain) if waiting or job["state"] in ("failed", "rejected") else "",
         )
     console.print(table)

@@ -149,6 +149,10 @@ def simulate_command(
     window: WindowOption = None,
     throughput: ThroughputOption = "trace",
     out: Annotated[Path | None, typer.Option(help="Write summary.json, jobs.csv and rejected.csv here.")] = None,
+    explain: Annotated[
+        bool,
+        typer.Option("--explain", help="estimator=primo: each job's predicted duration and top 3 reasons in jobs.csv."),
+    ] = False,
     as_json: JsonOption = False,
     allow_unfinished: AllowUnfinishedOption = False,
     quiet: QuietOption = False,
@@ -161,17 +165,21 @@ def simulate_command(
     from shapeshift.runs import RunSpec
 
     data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
+    params = parse_policy_args(policy_arg)
+    if explain and params.get("estimator") != "primo":
+        raise InputError("--explain needs a size-based policy with estimator=primo", field="--explain")
     spec = RunSpec(
         workload=data,
         cluster=cluster_spec,
         policy=policy,
-        params=tuple(parse_policy_args(policy_arg).items()),
+        params=tuple(params.items()),
         round_seconds=round_seconds,
         overheads=parse_overheads(launch_delay, restore_penalty),
         seed=seed,
         energy=energy_spec(energy, energy_arg),
         window=parse_window(window, len(data)),
         throughput=parse_throughput(throughput),
+        record=frozenset({"explanations"}) if explain else frozenset(),
     )
     output_dir(out)
     result = run_with_progress(spec, quiet or as_json)

@@ -104,8 +104,24 @@ def features(times: pd.DatetimeIndex, values: np.ndarray, config: ForecastConfig
     return frame
 
 
+def training_rows(
+    times: pd.DatetimeIndex, values: np.ndarray, train: np.ndarray | None, config: ForecastConfig
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Features and targets of the training bins: selected by ``train`` (all by default),
+    with a value, and late enough that the newest lag exists."""
+    values = np.asarray(values, dtype=float)
+    x = features(times, values, config)
+    mask = np.isfinite(values) & (np.ones(values.size, bool) if train is None else np.asarray(train, bool))
+    mask &= x[f"lag_{config.horizon_bins}"].notna().to_numpy()
+    if mask.sum() < 10:
+        raise ValueError(f"forecast: only {int(mask.sum())} training bins; need at least 10")
+    return x[mask], values[mask]
+
+
 class NodeForecaster:
     """LightGBM regressor of active nodes per bin (see the module docstring)."""
+
+    name = "lightgbm"
 
     def __init__(self, config: ForecastConfig | None = None):
         self.config = config or ForecastConfig()
@@ -130,13 +146,8 @@ class NodeForecaster:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         import lightgbm as lgb
 
-        values = np.asarray(values, dtype=float)
-        x = features(times, values, self.config)
-        mask = np.isfinite(values) & (np.ones(values.size, bool) if train is None else np.asarray(train, bool))
-        mask &= x[f"lag_{self.config.horizon_bins}"].notna().to_numpy()
-        if mask.sum() < 10:
-            raise ValueError(f"forecast: only {int(mask.sum())} training bins; need at least 10")
-        data = lgb.Dataset(x[mask], label=values[mask], free_raw_data=True)
+        x, y = training_rows(times, values, train, self.config)
+        data = lgb.Dataset(x, label=y, free_raw_data=True)
         self._booster = lgb.train(self._params(), data, num_boost_round=self.config.num_trees)
         return self
 
@@ -159,23 +170,30 @@ class ForecastEvaluation:
     smape_seasonal_naive: float
     prediction: np.ndarray
     naive: np.ndarray
+    #: Which forecaster ``smape_lightgbm`` scores (``lightgbm`` or ``primo``).
+    model: str = "lightgbm"
 
     def summary(self) -> dict[str, Any]:
         return {
             "train_bins": self.train_bins,
             "test_bins": self.test_bins,
-            "smape_lightgbm_pct": self.smape_lightgbm,
+            f"smape_{self.model}_pct": self.smape_lightgbm,
             "smape_seasonal_naive_pct": self.smape_seasonal_naive,
         }
 
 
 def evaluate(
-    times: pd.DatetimeIndex, values: np.ndarray, test_bins: int, config: ForecastConfig | None = None
+    times: pd.DatetimeIndex,
+    values: np.ndarray,
+    test_bins: int,
+    config: ForecastConfig | None = None,
+    forecaster: type[NodeForecaster] = NodeForecaster,
 ) -> ForecastEvaluation:
     """Train on every bin before the last ``test_bins`` and score both forecasters there.
 
     ``prediction`` and ``naive`` cover the whole series (the model's forecasts of the
-    training bins are in-sample); scores use the held-out bins only.
+    training bins are in-sample); scores use the held-out bins only. ``forecaster`` is the
+    model class (``PrimoNodeForecaster`` for PrAM); its SMAPE is ``smape_lightgbm``.
     """
     config = config or ForecastConfig()
     values = np.asarray(values, dtype=float)
@@ -184,7 +202,7 @@ def evaluate(
         raise ValueError(f"forecast: test_bins must be in 1..{n - 1}, got {test_bins}")
     start = n - test_bins
     train = np.arange(n) < start
-    model = NodeForecaster(config).fit(times, values, train)
+    model = forecaster(config).fit(times, values, train)
     prediction = model.predict(times, values)
     naive = seasonal_naive(values, config.season_bins)
     return ForecastEvaluation(
@@ -195,4 +213,5 @@ def evaluate(
         smape_seasonal_naive=smape(naive[start:], values[start:]),
         prediction=prediction,
         naive=naive,
+        model=forecaster.name,
     )

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from shapeshift.energy.ces import CESConfig, CESController
-from shapeshift.energy.forecast import ForecastConfig, evaluate, seasonal_naive, smape
+from shapeshift.energy.forecast import ForecastConfig, NodeForecaster, evaluate, seasonal_naive, smape
 from shapeshift.errors import InputError
 
 SERIES_COLUMNS = ("time", "active", "total")
@@ -208,8 +208,8 @@ def run_replay(
     config = config or CESConfig()
     season = round(86400.0 / config.bin_seconds)
     forecast_config = forecast_config or ForecastConfig(season_bins=season)
-    if forecaster not in ("lightgbm", "seasonal-naive"):
-        raise InputError(f"unknown forecaster {forecaster!r}; known: lightgbm, seasonal-naive")
+    if forecaster not in ("lightgbm", "primo", "seasonal-naive"):
+        raise InputError(f"unknown forecaster {forecaster!r}; known: lightgbm, primo, seasonal-naive")
     if config.lookahead_bins > forecast_config.horizon_bins:
         raise InputError(
             f"CES lookahead ({config.lookahead_bins} bins) exceeds the forecast horizon "
@@ -224,18 +224,24 @@ def run_replay(
     train_days = (n - test_bins) * config.bin_seconds / 86400.0
     notes: list[str] = []
     forecast_info: dict[str, Any] = {"config": forecast_config.as_dict()}
-    if forecaster == "lightgbm" and train_days >= MIN_TRAIN_DAYS:
+    if forecaster in ("lightgbm", "primo") and train_days >= MIN_TRAIN_DAYS:
+        model_class = NodeForecaster
+        if forecaster == "primo":
+            from shapeshift.energy.primo_forecast import PrimoNodeForecaster
+
+            model_class = PrimoNodeForecaster
         try:
-            evaluation = evaluate(binned.times, values, test_bins, forecast_config)
+            evaluation = evaluate(binned.times, values, test_bins, forecast_config, model_class)
         except ImportError:
+            extra = "ml" if forecaster == "lightgbm" else "explain"
             raise InputError(
-                "the lightgbm forecaster needs LightGBM (pip install 'shapeshift[ml]'); "
+                f"the {forecaster} forecaster needs pip install 'shapeshift[{extra}]'; "
                 "or pass --forecaster seasonal-naive"
             ) from None
         forecast = evaluation.prediction
-        forecast_info.update({"model": "lightgbm", **evaluation.summary()})
+        forecast_info.update({"model": forecaster, **evaluation.summary()})
     else:
-        if forecaster == "lightgbm":
+        if forecaster != "seasonal-naive":
             notes.append(
                 f"only {train_days:.1f} days before the held-out window (< {MIN_TRAIN_DAYS}): "
                 "seasonal-naive forecast, whole series replayed"

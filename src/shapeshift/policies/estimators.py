@@ -132,13 +132,15 @@ class EstimatedOrdering:
 
 
 def _register_predictors() -> None:
-    """The Helios predictors of ``shapeshift.predict``: ``noise``, ``rolling``, ``gbdt``, ``helios``."""
+    """The predictors of ``shapeshift.predict``: Helios' ``noise``, ``rolling``, ``gbdt``, ``helios``,
+    and Primo's interpretable ``primo``."""
     from shapeshift.predict.blend import HeliosEstimator
     from shapeshift.predict.gbdt import GbdtEstimator
     from shapeshift.predict.noise import NoiseEstimator
+    from shapeshift.predict.primo_duration import PrimoEstimator
     from shapeshift.predict.rolling import RollingEstimator
 
-    for factory in (NoiseEstimator, RollingEstimator, GbdtEstimator, HeliosEstimator):
+    for factory in (NoiseEstimator, RollingEstimator, GbdtEstimator, HeliosEstimator, PrimoEstimator):
         register_estimator(factory.name)(factory)
 
 

@@ -19,8 +19,9 @@ earlier submission.
 alone), ``gbdt`` (P_M alone), ``noise`` (recorded duration x a seeded random error,
 for traces such as the Philly file that have no users or names to learn from: by default
 Helios' measured error distribution, ``noise=lognormal`` for a log-normal error whose
-median absolute percentage error is ``noise_ape``) or ``oracle`` (the recorded
-duration: shortest-service-first with perfect knowledge).
+median absolute percentage error is ``noise_ape``), ``oracle`` (the recorded
+duration: shortest-service-first with perfect knowledge) or ``primo`` (an interpretable
+PrAM/PrDT model in P_M's place, ``shapeshift.predict.primo_duration``; not Helios').
 
 A job's priority is fixed at submission (the estimators fix each job's estimate the first
 time they are asked), so waiting jobs live in an incremental per-VC heap. Learned
@@ -42,6 +43,7 @@ from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.predict.blend import HeliosEstimator
 from shapeshift.predict.gbdt import GbdtEstimator
 from shapeshift.predict.noise import NoiseEstimator
+from shapeshift.predict.primo_duration import PrimoEstimator
 from shapeshift.predict.rolling import RollingEstimator
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ class QssfParams(PolicyParams):
 
     #: Weight of P_R in the blend (``lambda=0.1`` on the command line).
     lambda_: float = Field(0.1, alias="lambda", ge=0.0, le=1.0)
-    estimator: Literal["helios", "rolling", "gbdt", "noise", "oracle"] = "helios"
+    estimator: Literal["helios", "rolling", "gbdt", "noise", "oracle", "primo"] = "helios"
     #: Error distribution of the ``noise`` estimator (``shapeshift.predict.noise``).
     noise: Literal["helios", "lognormal"] = "helios"
     noise_ape: float = Field(0.5, gt=0.0, lt=1.0)
@@ -89,6 +91,8 @@ def qssf_estimator(params: QssfParams) -> DurationEstimator:
             return RollingEstimator(params.rolling)
         if params.estimator == "gbdt":
             return GbdtEstimator(seed=params.seed)
+        if params.estimator == "primo":
+            return PrimoEstimator(seed=params.seed)
         if params.estimator == "noise":
             return NoiseEstimator(params.noise, median_ape=params.noise_ape, seed=params.seed)
         return OracleEstimator()
@@ -99,7 +103,7 @@ def qssf_estimator(params: QssfParams) -> DurationEstimator:
 @register(
     "qssf",
     "Quasi-shortest-service-first (Helios): GPUs x predicted duration, smallest first; non-preemptive, per VC. "
-    "estimator=helios|rolling|gbdt|noise|oracle, lambda=0.1, noise=helios|lognormal.",
+    "estimator=helios|rolling|gbdt|noise|oracle|primo, lambda=0.1, noise=helios|lognormal.",
     QssfParams,
 )
 def make_qssf(params: QssfParams) -> ComposedPolicy:

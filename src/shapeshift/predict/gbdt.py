@@ -70,7 +70,7 @@ class GbdtEstimator:
         epoch: float = 0.0,
         fallback: RollingEstimator | None = None,
     ):
-        require_lightgbm()
+        self._require()
         if retrain_every < 1 or min_train < 1 or window < min_train or rounds < 1 or leaves < 2:
             raise ValueError("gbdt: need retrain_every, min_train, rounds >= 1, leaves >= 2, window >= min_train")
         self.retrain_every = retrain_every
@@ -91,6 +91,10 @@ class GbdtEstimator:
         self.model: Any = None
         self.trainings = 0
         self.train_seconds = 0.0
+
+    def _require(self) -> None:
+        """Check the model library is installed (subclasses with another model override)."""
+        require_lightgbm()
 
     def _code(self, kind: str, value: str) -> int:
         key = (kind, value)
@@ -129,14 +133,19 @@ class GbdtEstimator:
         """Fit a fresh model on the current window of finished jobs."""
         import numpy as np
 
+        started = time.perf_counter()
+        self.model = self._fit(np.asarray(self._rows, dtype=np.float64), np.asarray(self._targets, dtype=np.float64))
+        self._since_train = 0
+        self.trainings += 1
+        self.train_seconds += time.perf_counter() - started
+
+    def _fit(self, x: np.ndarray, y: np.ndarray) -> Any:
+        """A fresh LightGBM model of ``y`` (log1p durations) on rows ``x``."""
         try:
             import lightgbm as lgb
         except ImportError:  # pragma: no cover - checked at construction
             require_lightgbm()
             raise
-        started = time.perf_counter()
-        x = np.asarray(self._rows, dtype=np.float64)
-        y = np.asarray(self._targets, dtype=np.float64)
         params = {
             "objective": "regression",
             "num_leaves": self.leaves,
@@ -149,10 +158,7 @@ class GbdtEstimator:
             "verbose": -1,
         }
         data = lgb.Dataset(x, y, feature_name=list(FEATURES), categorical_feature=list(CATEGORICAL))
-        self.model = lgb.train(params, data, num_boost_round=self.rounds)
-        self._since_train = 0
-        self.trainings += 1
-        self.train_seconds += time.perf_counter() - started
+        return lgb.train(params, data, num_boost_round=self.rounds)
 
     def predict_rows(self, rows: np.ndarray) -> np.ndarray:
         import numpy as np

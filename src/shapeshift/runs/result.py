@@ -85,6 +85,10 @@ class RunResult:
         out = Path(out)
         summary = {**self.summary, **(extra or {})}
         write_job_files(self.simulation, out)
+        if "explanations" in self.spec.record:  # shapeshift simulate --explain (estimator=primo)
+            from shapeshift.predict.primo_duration import append_explanations
+
+            append_explanations(out / "jobs.csv", self.policy)
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         if self.intervals is not None:
             write_intervals(list(self.intervals), out / "intervals.csv")

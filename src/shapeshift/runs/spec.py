@@ -25,7 +25,7 @@ from shapeshift.workloads.workload import Workload
 
 #: Recordings a run can keep besides the summary and per-job rows.
 #: ``intervals``: the exact GPU-holding intervals of every job (preemptions included).
-RECORDINGS = frozenset({"intervals"})
+RECORDINGS = frozenset({"intervals", "explanations"})
 
 
 def check_seed(seed: object) -> None:

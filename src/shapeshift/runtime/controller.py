@@ -27,6 +27,7 @@ from shapeshift.engine.engine import Engine
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import ClusterSpec, Schedule
+from shapeshift.predict.primo_duration import EXPLAIN_SEPARATOR, with_explanation
 from shapeshift.runtime import store as st
 from shapeshift.runtime.backends.base import VANISHED, Backend, RunId
 from shapeshift.runtime.jobfile import JobFile, job_from_json
@@ -297,6 +298,7 @@ class Controller(Recovery):
         for part in self.engine.pending.values():
             for job_id in part:
                 reason = schedule.reasons.get(job_id) or self._reasons.get(job_id) or schedule.default_reason
+                reason = with_explanation(reason.split(EXPLAIN_SEPARATOR)[0], self.policy, job_id)
                 if self._reasons.get(job_id) != reason:
                     self._reasons[job_id] = reason
                     self.store.update_job(job_id, reason=reason)
