@@ -12,6 +12,7 @@
   and GA forms are the cases a = 1 and t = p = 1), with ``f_k(x, y) = (x^k + y^k)^(1/k)``;
 * ``T_oo = T_opt = k_opt P / x`` (x = t p, times d under ZeRO-DP), or under ZeRO-Offload
   ``f_koff(T_dp, T_off) + f_kswap(k_opt_off P/(d c), T_off)`` with ``T_off = P/(d B_pcie)``
+  and ``c`` the CPU threads of each training process (one per GPU), not the job's total
   (and then ``T_dp`` leaves ``T_cc``: the gradients stream to the host instead).
 
 Two additions beyond the paper, each switchable so its effect can be measured:
@@ -156,7 +157,7 @@ class Config:
     arch: ModelArch
     plan: ExecutionPlan
     placement: tuple[int, ...]
-    cpus: float = 4.0
+    cpus: float = 4.0  # CPU threads per training process (one process per GPU), not the job's total
     node: NodeSpec = A800_NODE
 
 
