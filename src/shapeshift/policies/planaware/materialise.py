@@ -9,7 +9,7 @@ reconciles only what changed.
 from __future__ import annotations
 
 from shapeshift.engine.view import ClusterView
-from shapeshift.model import Allocation, Resources, ZeroMode
+from shapeshift.model import Allocation, ExecutionPlan, Resources, ZeroMode
 from shapeshift.perf.arch import get_arch
 from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.policies.planaware.growth import Growth
@@ -19,6 +19,9 @@ from shapeshift.policies.planaware.knowledge import Choice, fixed_space
 
 class Materialise(Growth):
     """Mixin of ``PlanAwareScheduler``: from GPU counts per node to allocations."""
+
+    mem_free: dict[int, float]  # host memory per node not held by any job (this decision)
+    mem_held: dict[str, dict[int, float]]  # host memory per node each job holds
 
     # ------------------------------------------------------------ materialise
     def _materialise(
@@ -71,16 +74,16 @@ class Materialise(Growth):
 
         def best(p: dict[int, int]) -> Choice | None:
             g = sum(p.values())
-            if j.protected:
-                chosen = None if j.id in self._pinned else self._min_res.get(j.id, (0, None))[1]
+            if j.protected and g == j.g_min:
+                chosen = None if j.id in self._pinned else self._min_res.get(j.id, (0, None, 0.0))[1]
                 if chosen is not None and chosen.plan.gpus == g:
                     return chosen
                 if spec.plan is not None:
-                    return kn.best(spec.model, list(p.values()), self._cpus(spec, g), fixed_space(spec.plan))
-            return kn.best(spec.model, list(p.values()), self._cpus(spec, g), j.space)
+                    return kn.best(spec.model, list(p.values()), self._job_cpus(j, g), fixed_space(spec.plan))
+            return kn.best(spec.model, list(p.values()), self._job_cpus(j, g), j.space)
 
         choice = best(place)
-        if j.protected or not self.variant.elastic:
+        if (j.protected and (self.variant.fixed_guaranteed or j.g <= j.g_min)) or not self.variant.elastic:
             return choice, place
         while sum(place.values()) - j.unit >= max(j.g_min, 1):
             trials = []
@@ -135,4 +138,38 @@ class Materialise(Growth):
         if mode == "tune" and not (plan is not None and getattr(plan, "zero", None) is ZeroMode.OFFLOAD):
             # Synergy-Tune: jobs insensitive to CPUs get a small share, freeing CPUs for others
             return min(self._cpus(spec, g), 2.0 * g)
-        return self._cpus(spec, g)
+        return self._job_cpus(j, g)
+
+    # ------------------------------------------------------------ host memory (AllocMem)
+    def _plan_memory(self, j: PlanJob, plan: ExecutionPlan | None, place: dict[int, int]) -> dict[int, float]:
+        """Host memory per node that ``j`` needs for ``plan`` on ``place``."""
+        g = sum(place.values())
+        if plan is None or not g:
+            total = j.spec.mem_gb
+        else:
+            total = host_memory_gb(get_arch(j.spec.model), plan)
+            if j.protected:
+                total = max(total, j.spec.mem_gb)
+        return {n: total * k / g for n, k in place.items()} if g else {}
+
+    def _fits_memory(self, j: PlanJob, mark: int) -> bool:
+        """AllocMem before anything is committed (Algorithm 1): the host memory of ``j``'s
+        plan on the GPUs it now holds must fit what its nodes have left; else every move
+        since ``mark`` is undone. Memory a job held before this decision counts as its own."""
+        if not j.nodes or self.knowledge.knowledge(j.spec.model) is None:
+            return True
+        choice, place = self._choose_plan(j)
+        if choice is None:
+            self._rollback(mark)
+            return False
+        need = self._plan_memory(j, choice.plan, place)
+        held = self.mem_held.get(j.id, {})
+        if any(need[n] > self.mem_free[n] + held.get(n, 0.0) + 1e-6 for n in need):
+            self._rollback(mark)
+            return False
+        for n, gb in held.items():
+            self.mem_free[n] += gb
+        for n, gb in need.items():
+            self.mem_free[n] -= gb
+        self.mem_held[j.id] = need
+        return True
