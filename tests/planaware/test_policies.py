@@ -184,15 +184,47 @@ def test_sia_integer_program_maximises_normalised_goodput():
     assert {j: a.gpus for j, a in eng.allocations.items()} == {"a": 7, "b": 1}
 
 
-def test_synergy_tune_gives_cpu_insensitive_jobs_fewer_cpus():
-    for mode, cpus in (("tune", 2.0 * 4), ("proportional", 8.0 * 4)):
+def test_synergy_never_gives_less_than_the_proportional_share():
+    # Synergy Sec. 4: every job gets at least its GPU-proportional share of the server's
+    # CPUs: 96 CPUs x 4 / 8 GPUs = 48, whatever it requested (pjob asks 8 per GPU = 32).
+    # A CPU-insensitive job gets no more under tune.
+    for mode in ("tune", "proportional"):
         pol = PlanAwareScheduler(synergy_variant(SynergyParams(mode=mode)), StubKnowledge())
         eng = Engine(cluster(1, 8), pol, SimulatedExecutor(StubTruth(), CompletionQueue()), PAUSE)
         eng.submit(pjob("a", 0, 4, 100), 0.0)
         eng.step(0.0)
         alloc = eng.allocations["a"]
-        assert alloc.gpus == 4 and alloc.total.cpus == pytest.approx(cpus)
+        assert alloc.gpus == 4 and alloc.total.cpus == pytest.approx(48.0)
         assert alloc.plan == pjob("a", 0, 4, 100).plan  # fixed plan
+
+
+class _CpuHungry(StubKnowledge):
+    """10 g samples/s at 24 or more CPUs per GPU, proportionally less below."""
+
+    def best(self, model, place, cpus, space=("all",)):
+        c = super().best(model, place, cpus, space)
+        if c is None:
+            return None
+        scale = min(1.0, cpus / (24.0 * sum(place)))
+        return type(c)(c.plan, c.throughput * scale, c.iter_time / scale)
+
+
+def test_synergy_tune_gives_sensitive_jobs_more_and_takes_it_back_for_a_newcomer():
+    # s (2 GPUs) saturates at 24 CPUs per GPU: its demand is the knee, the fewest whole
+    # CPUs per GPU reaching 95% of its best: 23 per GPU = 46 CPUs, above its proportional
+    # 96 x 2 / 8 = 24. Alone, tune gives it 46 from the idle GPUs' CPUs; proportional, 24.
+    # n (6 GPUs) then needs its share, 72: only 96 - 46 = 50 are left, so s is brought
+    # back to 24 (Synergy's peer adjustment) and n gets 72.
+    for mode, alone in (("tune", 46.0), ("proportional", 24.0)):
+        pol = PlanAwareScheduler(synergy_variant(SynergyParams(mode=mode)), _CpuHungry())
+        eng = Engine(cluster(1, 8), pol, SimulatedExecutor(StubTruth(), CompletionQueue()), PAUSE)
+        eng.submit(pjob("s", 0, 2, 10_000), 0.0)
+        eng.step(0.0)
+        assert eng.allocations["s"].total.cpus == pytest.approx(alone), mode
+        eng.submit(pjob("n", 10, 6, 10_000), 10.0)
+        eng.step(10.0)
+        assert eng.allocations["s"].total.cpus == pytest.approx(24.0), mode
+        assert eng.allocations["n"].total.cpus == pytest.approx(72.0), mode
 
 
 def test_every_policy_respects_node_capacity_and_is_deterministic():

@@ -115,7 +115,7 @@ class PlanAwareScheduler(Materialise):
         space = job_space(spec, v.replan, v.elastic)
         unit = 1 if space[0] == "all" or spec.plan is None else spec.plan.tp
         req = max(spec.num_gpus, 1)
-        cpu_per_gpu = spec.num_cpus / req if spec.num_cpus > 0 else DEFAULT_CPUS_PER_GPU
+        cpu_per_gpu = spec.num_cpus / req if spec.num_cpus > 0 else self._cpn_now
         kn = self.knowledge
         curve = kn.curve(spec.model, space, total_gpus, gpn, cpu_per_gpu) if kn.knowledge(spec.model) else None
         if curve is None:  # a job the model does not know: linear speed-up, fixed size
@@ -188,6 +188,8 @@ class PlanAwareScheduler(Materialise):
         nodes = [int(n) for n in view.partitions[part]]
         cluster = view.cluster
         gpn = self._gpn(view, nodes)
+        widest = max(nodes, key=lambda n: (cluster.nodes[n].gpus, -n))
+        self._cpn_now = cluster.nodes[widest].cpus / max(cluster.nodes[widest].gpus, 1)
         total = sum(cluster.nodes[n].gpus for n in nodes)
         self.free = {n: cluster.nodes[n].gpus for n in nodes}
         self.on_node: dict[int, dict[str, None]] = {n: {} for n in nodes}
@@ -203,6 +205,7 @@ class PlanAwareScheduler(Materialise):
             order += 1
         self.jobs = jobs
         self._gpn_now = gpn
+        self._view = view
         self.mem_free = {n: float(cluster.nodes[n].mem_gb) for n in nodes}
         self.mem_held = {}
         for j in jobs.values():

@@ -40,8 +40,12 @@ class Guarantee(Ledger):
         return c.throughput if c else (float(curve[min(spec.num_gpus, len(curve) - 1)]) or 1.0)
 
     def _cpus(self, spec: JobSpec, gpus: int) -> float:
-        """The job's CPUs pro rata to ``gpus`` (its request per GPU; a default when it asked none)."""
-        per = spec.num_cpus / spec.num_gpus if spec.num_cpus > 0 and spec.num_gpus else DEFAULT_CPUS_PER_GPU
+        """The job's CPUs pro rata to ``gpus``: its request per GPU, or, when it asked for
+        none, the node's proportional share (CPUs per GPU of the partition's widest node)."""
+        if spec.num_cpus > 0 and spec.num_gpus:
+            per = spec.num_cpus / spec.num_gpus
+        else:
+            per = getattr(self, "_cpn_now", DEFAULT_CPUS_PER_GPU)
         return per * gpus
 
     def _job_cpus(self, j: PlanJob, gpus: int) -> float:
@@ -118,7 +122,7 @@ class Guarantee(Ledger):
             if not w.protected:
                 total += w.nodes[n]
             elif self._shrinkable(w):
-                total += min(w.nodes[n], w.g - w.g_min)
+                total += min(w.nodes[n], (w.g - w.g_min) // w.unit * w.unit)
         return total
 
     def _place_guaranteed(self, j: PlanJob, nodes: list[int], gpn: int) -> bool:
@@ -156,6 +160,8 @@ class Guarantee(Ledger):
         for n, want in chosen:
             while self.free[n] < want:
                 victims = [self.jobs[i] for i in self.on_node[n] if i != j.id and self._shrinkable(self.jobs[i])]
+                if not victims:  # a victim's unit did not divide what was counted: give up
+                    return False  # (the caller rolls back)
                 w = min(victims, key=lambda w: (self._loss(w), -w.order))
                 self._shrink(w, n)
             self._move(j, n, want)

@@ -15,9 +15,10 @@ from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.policies.planaware.growth import Growth
 from shapeshift.policies.planaware.jobs import PlanJob
 from shapeshift.policies.planaware.knowledge import Choice, fixed_space
+from shapeshift.policies.planaware.synergy_cpus import SynergyCpus
 
 
-class Materialise(Growth):
+class Materialise(Growth, SynergyCpus):
     """Mixin of ``PlanAwareScheduler``: from GPU counts per node to allocations."""
 
     mem_free: dict[int, float]  # host memory per node not held by any job (this decision)
@@ -46,6 +47,8 @@ class Materialise(Growth):
                 keep.append(j)
             else:
                 change.append(j)
+        if self.variant.cpu_mode in ("tune", "proportional"):
+            keep, change = self._reclaim_for_proportional(view, keep, change)
         for j in keep:
             alloc = j.status.allocation
             assert alloc is not None
@@ -63,6 +66,8 @@ class Materialise(Growth):
                 cpu_free[n] -= r.cpus
                 mem_free[n] -= r.mem_gb
             desired[j.id] = alloc
+        if self.variant.cpu_mode == "tune":
+            self._tune_cpus(view, [j for j in change if j.id in desired], desired, cpu_free)
 
     def _choose_plan(self, j: PlanJob) -> tuple[Choice | None, dict[int, int]]:
         """Best plan on the found GPUs; drop GPUs that the best plan cannot use."""
@@ -122,6 +127,8 @@ class Materialise(Growth):
         for n in sorted(place):
             frac = place[n] / g
             cpus = cpus_total * frac
+            if self.variant.cpu_mode in ("tune", "proportional"):
+                cpus = self._proportional(n, place[n])  # Synergy: never less than proportional
             mem = mem_total * frac
             offload = plan is not None and plan.zero is ZeroMode.OFFLOAD
             if self.variant.cpu_mode == "elastic" and offload and not j.protected:
@@ -133,11 +140,6 @@ class Materialise(Growth):
         return Allocation(tuple(shares), plan)
 
     def _cpu_amount(self, j: PlanJob, plan: object, g: int) -> float:
-        mode = self.variant.cpu_mode
-        spec = j.spec
-        if mode == "tune" and not (plan is not None and getattr(plan, "zero", None) is ZeroMode.OFFLOAD):
-            # Synergy-Tune: jobs insensitive to CPUs get a small share, freeing CPUs for others
-            return min(self._cpus(spec, g), 2.0 * g)
         return self._job_cpus(j, g)
 
     # ------------------------------------------------------------ host memory (AllocMem)
