@@ -114,9 +114,7 @@ def test_a_best_effort_job_waiting_past_the_threshold_starts_within_one_decision
     # (threshold 100 s) the policy asks to decide at 10 + 100 = 110 and places w there,
     # preempting big; without it, w waits for big to finish at 800. w then runs
     # 400 it x 32 / 40 samples/s = 320 s.
-    pol = PlanAwareScheduler(
-        rubick_variant("rubick-n", RubickParams(starvation_threshold=threshold)), StubKnowledge()
-    )
+    pol = PlanAwareScheduler(rubick_variant("rubick-n", RubickParams(starvation_threshold=threshold)), StubKnowledge())
     jobs = [pjob("big", 0, 8, 2000), pjob("w", 10, 4, 400)]
     r = simulate(jobs, cluster(1, 8), pol, throughput=StubTruth(), overheads=PAUSE)
     w = next(j for j in r.jobs if j.spec.job_id == "w")

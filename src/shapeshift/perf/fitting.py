@@ -4,11 +4,12 @@ The objective is the root mean squared log error (RMSLE) between predicted and m
 iteration time: relative errors matter equally for a 0.05 s and a 50 s job. All
 parameters are positive and optimised in log space within the bounds of
 :data:`~shapeshift.perf.rubick.PARAM_SPECS` by L-BFGS-B from several deterministic starts
-(a data-driven guess and points of a scrambled-free Halton sequence, computed here so no
+(a data-driven guess and points of a plain (unscrambled) Halton sequence, computed here so no
 library's sampler can change them); the best start wins and is polished until another
 run improves the objective by less than :data:`CONVERGED`. Tolerances are explicit and
 tight, and the coefficients are rounded to :data:`SIGNIFICANT` digits, so the fit, and
-every figure downstream of it, is the same on any install (issue 17, finding 10). Parameters the data cannot identify keep their defaults and the fit
+every figure downstream of it, is the same on any install (issue 17, finding 10).
+Parameters the data cannot identify keep their defaults and the fit
 says so in :attr:`FittedModel.notes`:
 
 * the three ZeRO-Offload coefficients need at least 3 Offload rows;

@@ -31,7 +31,9 @@ class SynergyParams(PlanAwareParams):
 
 
 @register(
-    "synergy", "Fixed GPUs and plan, FIFO with backfill; CPUs proportional, more for CPU-sensitive jobs (tune).", SynergyParams
+    "synergy",
+    "Fixed GPUs and plan, FIFO with backfill; CPUs proportional, more for CPU-sensitive jobs (tune).",
+    SynergyParams,
 )
 def make_synergy(params: SynergyParams) -> PlanAwareScheduler:
     return PlanAwareScheduler(synergy_variant(params), params.knowledge())
