@@ -94,11 +94,12 @@ def random_sample(rows: Sequence[Measurement], k: int, seed: int, min_families: 
     raise ValueError(f"could not draw {k} rows covering {need} plan families")
 
 
-def planner_sample(rows: Sequence[Measurement], k: int) -> list[int]:
-    """Indexes of the profiling planner's ``k`` choices among the measured rows."""
+def planner_sample(rows: Sequence[Measurement], k: int, **planner: Any) -> list[int]:
+    """Indexes of the profiling planner's ``k`` choices among the measured rows
+    (``planner``: its hyper-parameters, see :func:`~shapeshift.perf.planner.plan_profiling`)."""
     arch = get_arch(rows[0].model)
     cands = [Candidate(r.plan, r.placement) for r in rows]
-    chosen = plan_profiling(arch, cands, budget=k, check_memory=False)
+    chosen = plan_profiling(arch, cands, budget=k, check_memory=False, **planner)
     index = {c: i for i, c in reversed(list(enumerate(cands)))}
     return sorted(index[c] for c in chosen)
 
