@@ -50,7 +50,8 @@ def main() -> None:
         print(f"| {m} | {c} | {avg[c][m]:.1%} / {mx[c][m]:.1%} | {avg[SHIPPED][m]:.1%} / {mx[SHIPPED][m]:.1%} |")
     held = np.mean([avg[choice[m]][m] for m in MODELS])
     tuned = np.mean([avg[SHIPPED][m] for m in MODELS])
-    print(f"\nmean over the six: held-out {held:.1%}, shipped (tuned) {tuned:.1%}  ({time.perf_counter() - start:.0f} s)")
+    took = time.perf_counter() - start
+    print(f"\nmean over the six: held-out {held:.1%}, shipped (tuned) {tuned:.1%}  ({took:.0f} s)")
 
 
 if __name__ == "__main__":
