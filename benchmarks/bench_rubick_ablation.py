@@ -25,7 +25,7 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from shapeshift.policies.planaware.rubick import LEGACY
+from shapeshift.policies.planaware.rubick import LEGACY, RubickParams
 from shapeshift.reproduce.experiment import COLUMNS, Paths, llm_share, load_jobs, run_one, scale_load
 
 #: name -> rubick parameters switching one deviation on (see docs/rubick.md)
@@ -72,6 +72,22 @@ def plan(kind: str) -> list[tuple[str, str, str, dict[str, Any]]]:
         for wl in ("base", "mt", "llm50"):
             devs = dict(DEVIATIONS) | (GUARANTEE_ONLY if wl == "mt" else {})
             runs += [(wl, "rubick", label, params) for label, params in devs.items() if label != "paper"]
+    if kind == "reverse":  # the legacy defaults with one deviation switched back to the paper
+        paper = RubickParams().model_dump()
+        back = {
+            "mt": (
+                ("slope",),
+                ("starvation_threshold",),
+                ("max_scale",),
+                ("slo_margin", "trust_margin"),
+                ("pack_guaranteed",),
+            ),
+            "llm50": (("slope",), ("starvation_threshold",), ("max_scale",)),
+        }
+        for wl, groups in back.items():
+            for keys in groups:
+                params = dict(LEGACY) | {k: paper[k] for k in keys}
+                runs.append((wl, "rubick", "legacy but paper " + "+".join(keys), params))
     if kind in ("sweeps", "all"):
         for wl in ("load0.5", "load1.5", "load2", "llm0", "llm25"):
             runs += [(wl, p, "paper" if p == "rubick" else "", {}) for p in ("rubick", "sia", "synergy")]
@@ -90,7 +106,7 @@ def _run(args: tuple[str, str, str, dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--set", default="all", choices=("table4", "ablation", "sweeps", "all"))
+    ap.add_argument("--set", default="all", choices=("table4", "ablation", "sweeps", "all", "reverse"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated policies to run (default all)")
     args = ap.parse_args()
