@@ -20,7 +20,7 @@ import numpy as np
 
 from shapeshift.perf.heldout import candidate_settings, few_shot_error, leave_one_model_out
 from shapeshift.perf.measurements import read_trace_dir
-from shapeshift.perf.validate import ANOMALIES
+from shapeshift.perf.validate import with_clean_variants
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rubick" / "traces"
 MODELS = ("bert", "gpt2", "llama7", "llama30", "roberta_without_1gpu", "t5")
@@ -29,10 +29,7 @@ SHIPPED = "all/offload3/cover1"
 
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
-    data = read_trace_dir(root)
-    for name, (clean, anomalous) in ANOMALIES.items():
-        if name in data:
-            data[clean] = [r for r in data[name] if not anomalous(r)]
+    data = with_clean_variants(read_trace_dir(root))
     start = time.perf_counter()
     avg: dict[str, dict[str, float]] = {}
     mx: dict[str, dict[str, float]] = {}

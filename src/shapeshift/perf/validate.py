@@ -52,6 +52,16 @@ def is_half_batch(m: Measurement) -> bool:
 ANOMALIES = {"vit": (VIT_CLEAN, is_odd_multinode), "roberta": (ROBERTA_CLEAN, is_half_batch)}
 
 
+def with_clean_variants(data: dict[str, list[Measurement]]) -> dict[str, list[Measurement]]:
+    """``data`` plus, for each model with documented anomalous rows, a copy without them
+    (under the clean name of :data:`ANOMALIES`)."""
+    out = dict(data)
+    for name, (clean_name, anomalous) in ANOMALIES.items():
+        if name in data:
+            out[clean_name] = [r for r in data[name] if not anomalous(r)]
+    return out
+
+
 @dataclass(frozen=True)
 class ErrorStats:
     avg_err: float

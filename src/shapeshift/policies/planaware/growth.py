@@ -137,7 +137,7 @@ class Growth(Guarantee):
             extra = j.nodes[n] - place.get(n, 0)
             if extra > 0:
                 self._move(j, n, -extra)
-        return self._fits_memory(j, mark)
+        return self._fits_memory(j, mark, choice)
 
     def _grow_running(self, j: PlanJob, nodes: list[int], gpn: int) -> None:
         """Grow a running elastic job when its predicted finish time improves enough."""

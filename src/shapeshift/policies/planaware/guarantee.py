@@ -167,5 +167,5 @@ class Guarantee(Ledger):
             self._move(j, n, want)
         return True
 
-    def _fits_memory(self, j: PlanJob, mark: int) -> bool:  # defined in Materialise
+    def _fits_memory(self, j: PlanJob, mark: int, choice: Choice | None = None) -> bool:  # in Materialise
         raise NotImplementedError

@@ -118,9 +118,7 @@ class Materialise(Growth, SynergyCpus):
             mem_total = spec.mem_gb
         else:
             plan = choice.plan
-            mem_total = host_memory_gb(get_arch(spec.model), plan)
-            if j.protected:
-                mem_total = max(mem_total, spec.mem_gb)
+            mem_total = sum(self._plan_memory(j, plan, place).values())
         g = sum(place.values())
         cpus_total = self._cpu_amount(j, plan, g)
         shares = []
@@ -154,17 +152,19 @@ class Materialise(Growth, SynergyCpus):
                 total = max(total, j.spec.mem_gb)
         return {n: total * k / g for n, k in place.items()} if g else {}
 
-    def _fits_memory(self, j: PlanJob, mark: int) -> bool:
+    def _fits_memory(self, j: PlanJob, mark: int, choice: Choice | None = None) -> bool:
         """AllocMem before anything is committed (Algorithm 1): the host memory of ``j``'s
-        plan on the GPUs it now holds must fit what its nodes have left; else every move
-        since ``mark`` is undone. Memory a job held before this decision counts as its own."""
+        plan (``choice``, else its best plan) on the GPUs it now holds must fit what its
+        nodes have left; else every move since ``mark`` is undone. Memory a job held before
+        this decision counts as its own."""
         if not j.nodes or self.knowledge.knowledge(j.spec.model) is None:
             return True
-        choice, place = self._choose_plan(j)
         if choice is None:
-            self._rollback(mark)
-            return False
-        need = self._plan_memory(j, choice.plan, place)
+            choice, _ = self._choose_plan(j)
+            if choice is None:
+                self._rollback(mark)
+                return False
+        need = self._plan_memory(j, choice.plan, j.nodes)
         held = self.mem_held.get(j.id, {})
         if any(need[n] > self.mem_free[n] + held.get(n, 0.0) + 1e-6 for n in need):
             self._rollback(mark)
