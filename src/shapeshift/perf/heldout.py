@@ -34,13 +34,14 @@ class Setting:
     planner: dict[str, float] = field(default_factory=dict)
 
 
-def candidate_settings() -> list[Setting]:
-    """Model options (the paper's, or all four additions) x Offload quota (1, 2, 3) x
-    coverage bonus (0, 1). The shipped defaults are ``all/offload3/cover1``."""
+def candidate_settings(offload_runs: tuple[int, ...] = (1, 3), bonuses: tuple[float, ...] = (1.0,)) -> list[Setting]:
+    """Model options (the paper's, or all four additions) x the planner's Offload quota x
+    its coverage bonus. The shipped defaults are ``all/offload3/cover1``. (The default grid
+    is small because each setting costs a planner run and a fit per model.)"""
     out = []
     for opt_name, options in (("paper", PAPER_OPTIONS), ("all", DEFAULT_OPTIONS)):
-        for runs in (1, 2, 3):
-            for bonus in (0.0, 1.0):
+        for runs in offload_runs:
+            for bonus in bonuses:
                 out.append(Setting(f"{opt_name}/offload{runs}/cover{bonus:g}", options, runs, bonus))
     return out
 
