@@ -1,6 +1,6 @@
 """Held-out few-shot errors of the performance model: settings chosen leave-one-model-out.
 
-    python benchmarks/bench_perf_heldout.py [TRACE_DIR]
+    python benchmarks/bench_perf_heldout.py [TRACE_DIR] [--offload-runs 1,3] [--bonus 1]
 
 For each of the six target models (bert, gpt2, llama7, llama30, roberta without its
 anomalous 1-GPU rows, t5) and each candidate setting of ``shapeshift.perf.heldout``
@@ -12,7 +12,7 @@ all six) are printed beside it.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
 
@@ -28,12 +28,19 @@ SHIPPED = "all/offload3/cover1"
 
 
 def main() -> None:
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root", nargs="?", type=Path, default=DEFAULT)
+    ap.add_argument("--offload-runs", default="1,3", help="the planner's Offload quotas to try")
+    ap.add_argument("--bonus", default="1", help="the planner's coverage bonuses to try")
+    args = ap.parse_args()
+    root = args.root
+    runs = tuple(int(x) for x in args.offload_runs.split(","))
+    bonuses = tuple(float(x) for x in args.bonus.split(","))
     data = with_clean_variants(read_trace_dir(root))
     start = time.perf_counter()
     avg: dict[str, dict[str, float]] = {}
     mx: dict[str, dict[str, float]] = {}
-    for s in candidate_settings():
+    for s in candidate_settings(runs, bonuses):
         avg[s.name], mx[s.name] = {}, {}
         for m in MODELS:
             e = few_shot_error(data[m], s)
