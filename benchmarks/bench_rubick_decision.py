@@ -83,9 +83,8 @@ def main() -> None:
         f"p50 {np.percentile(ms, 50):.1f} ms, p99 {np.percentile(ms, 99):.1f} ms"
     )
     cpu_ms = np.array(cpu_times) * 1000
-    print(
-        f"CPU time of the same decisions: p50 {np.percentile(cpu_ms, 50):.1f} ms, p99 {np.percentile(cpu_ms, 99):.1f} ms"
-    )
+    p50, p99 = np.percentile(cpu_ms, 50), np.percentile(cpu_ms, 99)
+    print(f"CPU time of the same decisions: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
     plain = ms[~np.array(refit_flags, dtype=bool)]
     n_refit = int(np.sum(refit_flags))
     print(
