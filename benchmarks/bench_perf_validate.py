@@ -16,7 +16,7 @@ import numpy as np
 from shapeshift.perf.fitting import abs_pct_errors, fit
 from shapeshift.perf.measurements import read_trace_dir
 from shapeshift.perf.rubick import ModelOptions
-from shapeshift.perf.validate import ANOMALIES, validate_model
+from shapeshift.perf.validate import validate_model, with_clean_variants
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rubick" / "traces"
 VARIANTS = {
@@ -30,10 +30,7 @@ VARIANTS = {
 
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
-    data = read_trace_dir(root)
-    for name, (clean_name, anomalous) in ANOMALIES.items():
-        if name in data:
-            data[clean_name] = [r for r in data[name] if not anomalous(r)]
+    data = with_clean_variants(read_trace_dir(root))
     start = time.perf_counter()
     print("| model | rows | full fit avg/max | planner 7 avg/max | random 7 (5 seeds) avg / worst max |")
     print("|---|---|---|---|---|")

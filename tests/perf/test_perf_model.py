@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -247,15 +246,13 @@ def test_fitted_model_json_roundtrip_and_observe(tmp_path: Path) -> None:
     assert float(err.max()) < 0.1
 
 
-def test_gpu_curve_is_monotone_and_fast() -> None:
+def test_gpu_curve_is_monotone() -> None:
+    # (its speed, cold and cached, is a benchmark figure: benchmarks/bench_gpu_curve.py)
     model = FittedModel(get_arch("gpt2"), RubickParams(t_fwd=0.07, t_fwd_3d=0.07))
     curve = gpu_curve(model, 64, 8)
     thr = [p.throughput for p in curve.points]
     assert len(thr) == 64 and all(b >= a for a, b in itertools.pairwise(thr))
     assert curve.points[0].plan is not None and curve.points[0].plan.gpus == 1
-    start = time.perf_counter()
-    gpu_curve(model, 64, 8)
-    assert time.perf_counter() - start < 0.05
 
 
 def test_planner_covers_families_and_offload() -> None:

@@ -93,3 +93,13 @@ def test_planner_few_shot_meets_the_issue_goals(model: str) -> None:
     assert report.planner is not None
     assert report.planner.avg_err <= GOALS[model]
     assert report.planner.max_err <= 0.40
+
+
+def test_leave_one_model_out_never_looks_at_the_held_out_model():
+    from shapeshift.perf.heldout import leave_one_model_out
+
+    # errors[setting][model]. Held out z: a scores mean(x, y) = 0.1, b 0.5 -> a, although
+    # b is far better on z itself. Held out x: a scores mean(y, z) = (0.1 + 0.9) / 2 = 0.5,
+    # b (0.5 + 0.0) / 2 = 0.25 -> b. Held out y: a 0.5, b 0.25 -> b.
+    errors = {"a": {"x": 0.1, "y": 0.1, "z": 0.9}, "b": {"x": 0.5, "y": 0.5, "z": 0.0}}
+    assert leave_one_model_out(errors) == {"x": "b", "y": "b", "z": "a"}

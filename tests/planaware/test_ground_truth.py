@@ -10,6 +10,7 @@ from shapeshift.model import Allocation, ExecutionPlan, JobSpec, Resources, Zero
 from shapeshift.perf.arch import get_arch
 from shapeshift.perf.ground_truth import GroundTruthModel, host_memory_gb, placement_key
 from shapeshift.perf.measurements import Measurement
+from shapeshift.perf.rubick import Config, build_features, predict_breakdown
 from shapeshift.policies.planaware.knowledge import ALL, Knowledge, dp_space, fixed_space, plans_in_space
 from tests.conftest import shared_file
 
@@ -67,18 +68,59 @@ def test_fallback_is_used_and_counted_for_unmeasured_configurations(truth):
 
 
 def test_offload_needs_its_host_memory_and_scales_with_cpus(truth):
+    # The Offload row: dp=2 on one node, 4 CPU threads per process (the default of rows
+    # without cpu_threads), 2.0 s. A job's CPUs are shared by its 2 processes.
     plan = DP(dp=2, zero=ZeroMode.OFFLOAD)
     job = _job(2, plan)
     arch = get_arch("bert")
     need = host_memory_gb(arch, plan)
     assert need > 336e6 * 14 / 1e9  # optimizer states + base
     infeasible = truth.stats.calls["infeasible"]
-    assert truth.rate(job, _alloc({0: 2}, plan, cpus=4.0, mem=1.0)) == 0.0
+    assert truth.rate(job, _alloc({0: 2}, plan, cpus=8.0, mem=1.0)) == 0.0
     assert truth.stats.calls["infeasible"] == infeasible + 1
-    assert truth.rate(job, _alloc({0: 2}, plan, cpus=4.0, mem=need)) == pytest.approx(1 / 2.0)  # the row (4 CPUs)
+    # 8 CPUs in all = 4 threads per process: exactly the row, unscaled
+    table = truth.stats.calls["table"]
+    assert truth.rate(job, _alloc({0: 2}, plan, cpus=8.0, mem=need)) == pytest.approx(1 / 2.0)
+    assert truth.stats.calls["table"] == table + 1
+    # 4 CPUs in all = 2 threads per process: the row scaled by the model's T(2) / T(4) > 1
+    fitted = truth.fitted("bert")
+
+    def model_t(threads: float) -> float:
+        return float(fitted.predict([Config(fitted.arch, plan, (2,), threads, fitted.node)])[0])
+
+    assert model_t(2.0) > model_t(4.0) > model_t(16.0)
+    slower = truth.rate(job, _alloc({0: 2}, plan, cpus=4.0, mem=need))
+    assert slower == pytest.approx(1 / (2.0 * model_t(2.0) / model_t(4.0)))
+    # 32 CPUs in all = 16 threads per process (not 32: that was the bug of reading the
+    # rows' per-process threads as the job's total)
     faster = truth.rate(job, _alloc({0: 2}, plan, cpus=32.0, mem=need))
-    assert faster >= 1 / 2.0  # more CPUs never slow the CPU optimizer down
-    assert truth.stats.calls["table_cpu_scaled"] >= 1
+    assert faster == pytest.approx(1 / (2.0 * model_t(16.0) / model_t(4.0)))
+    assert faster != pytest.approx(1 / (2.0 * model_t(32.0) / model_t(4.0)))
+    assert truth.stats.calls["table_cpu_scaled"] >= 2
+
+
+def test_offload_optimizer_time_follows_threads_per_gpu_not_total_cpus(truth):
+    # Rubick App. A: T_opt = k_opt_off P / (d c), c = threads of one process. An 8-GPU
+    # Offload job with 32 CPUs runs 4 threads per process, the same per-process load as a
+    # 1-GPU job with 4 CPUs has per parameter shard; giving it 64 CPUs halves c's share.
+    fitted = truth.fitted("bert")
+    plan = DP(dp=8, zero=ZeroMode.OFFLOAD)
+    theta = fitted.params.as_array()
+
+    def opt_time(threads: float) -> float:
+        f = build_features([Config(fitted.arch, plan, (4, 4), threads, fitted.node)], fitted.options)
+        return float(predict_breakdown(theta, f).t_oo[0])
+
+    # the ground truth answers from the model (no row): its time equals the model's at 4 threads
+    t32, source = truth.iteration_time("bert", plan, (4, 4), 32.0, 1e6)
+    assert source == "fallback"
+    assert t32 == pytest.approx(float(fitted.predict([Config(fitted.arch, plan, (4, 4), 4.0, fitted.node)])[0]))
+    t64, _ = truth.iteration_time("bert", plan, (4, 4), 64.0, 1e6)
+    # the CPU optimizer term k_opt_off P / (d c) halves from c = 4 to c = 8 threads
+    k, p_b, host = fitted.params.k_opt_off, fitted.arch.params_b, 1 + fitted.params.k_host * 3
+    assert k * p_b / (8 * 4) * host == pytest.approx(2 * k * p_b / (8 * 8) * host)
+    assert t32 - t64 == pytest.approx(opt_time(4.0) - opt_time(8.0))
+    assert opt_time(4.0) > opt_time(8.0) > opt_time(32.0)
 
 
 def test_target_rate_only_for_guaranteed_jobs(truth):

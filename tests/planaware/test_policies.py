@@ -16,7 +16,7 @@ from shapeshift.engine.engine import Engine
 from shapeshift.engine.overheads import Overheads
 from shapeshift.policies.planaware.antman import antman_variant
 from shapeshift.policies.planaware.core import PlanAwareScheduler
-from shapeshift.policies.planaware.rubick import rubick_variant
+from shapeshift.policies.planaware.rubick import LEGACY, RubickParams, rubick_variant
 from shapeshift.policies.planaware.sia import SiaParams, SiaPolicy
 from shapeshift.policies.planaware.synergy import SynergyParams, synergy_variant
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
@@ -27,8 +27,8 @@ from tests.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
 PAUSE = Overheads(0.0, 78.0)
 
 
-def rubick(name: str = "rubick", thr=None, observed: bool = True) -> PlanAwareScheduler:
-    return PlanAwareScheduler(rubick_variant(name), StubKnowledge(thr or _linear, observed))
+def rubick(name: str = "rubick", thr=None, observed: bool = True, **params) -> PlanAwareScheduler:
+    return PlanAwareScheduler(rubick_variant(name, RubickParams(**params)), StubKnowledge(thr or _linear, observed))
 
 
 def _linear(g: int, requested: bool) -> float:
@@ -62,22 +62,43 @@ def test_rubick_min_res_takes_fewest_gpus_reaching_requested_throughput():
     pol = rubick(thr=thr)
     spec = pjob("g", 0, 8, 400, guaranteed=True, tenant="A")
     g_min, choice = pol.min_res(spec, 8)
-    assert g_min == 4  # 3 GPUs give 30 < 30 * 1.02; 4 give 40
-    assert choice is not None and choice.plan.gpus == 4
-    # a merely predicted (never observed) configuration needs a 25% margin: 40 >= 37.5 still holds
-    assert PlanAwareScheduler(rubick_variant("rubick"), StubKnowledge(thr, observed=False)).min_res(spec, 8)[0] == 4
+    # Rubick Sec. 5: the smallest allocation whose predicted throughput meets the request,
+    # no margin: 2 GPUs give 20 < 30, 3 give exactly 30
+    assert g_min == 3
+    assert choice is not None and choice.plan.gpus == 3 and choice.throughput >= 30.0
+    # the old margins, now parameters: 2% for an observed configuration -> 4 GPUs (40 >= 30.6)
+    assert rubick(thr=thr, slo_margin=0.02).min_res(spec, 8)[0] == 4
+    # ... 25% for a merely predicted one: 40 >= 37.5 still holds at 4
+    assert rubick(thr=thr, observed=False, trust_margin=0.25).min_res(spec, 8)[0] == 4
 
     c = cluster(1, 8, {"A": 8})
     r = simulate([spec], c, pol, throughput=StubTruth(thr), overheads=PAUSE)
-    assert jcts(r)["g"] == pytest.approx(400 * 32 / 40)  # ran on 4 GPUs with the better plan
+    # placed at minRes (3 GPUs); no other event, so no growth: 400 it x 32 / 30 samples/s
+    assert jcts(r)["g"] == pytest.approx(400 * 32 / 30)
     assert summarize(r)["slo_attainment"] == pytest.approx(1.0)
+
+
+def test_min_res_at_the_requested_size_meets_the_target_under_the_model():
+    # Best plan 3.5 x g beats nothing below 8 GPUs (28 < 30); at 8 GPUs it gives 28 < 30, so
+    # the requested plan (30) is kept at the requested size: no plan below the target is
+    # accepted at any size (before, a different plan was taken at the request with no check).
+    def thr(g: int, requested: bool) -> float:
+        return 3.75 * g if requested else 3.5 * g
+
+    g, choice = rubick(thr=thr).min_res(pjob("g", 0, 8, 10, guaranteed=True, tenant="A"), 8)
+    assert g == 8 and choice is None  # None = the requested plan
+    # with a better plan at 8 (4.0 x 8 = 32 >= 30) that plan is taken
+    g, choice = rubick(thr=lambda g, req: 3.75 * g if req else 4.0 * g).min_res(
+        pjob("g", 0, 8, 10, guaranteed=True, tenant="A"), 8
+    )
+    assert g == 8 and choice is not None and choice.throughput == pytest.approx(32.0)
 
 
 def test_rubick_min_res_keeps_request_when_margin_not_met():
     def thr(g: int, requested: bool) -> float:
         return 3.75 * g if requested else 8.0 * min(g, 4)  # best 32 at 4: below 30 * 1.25
 
-    pol = PlanAwareScheduler(rubick_variant("rubick"), StubKnowledge(thr, observed=False))
+    pol = rubick(thr=thr, observed=False, trust_margin=0.25)
     assert pol.min_res(pjob("g", 0, 8, 10, guaranteed=True, tenant="A"), 8)[0] == 8
 
 
@@ -87,6 +108,15 @@ def test_rubick_min_res_keeps_request_when_margin_not_met():
 )
 def test_elastic_variants_scale_best_effort_job_up_to_max_scale(name, expected):
     # alone on 8 GPUs, linear speed-up, request 2: elastic variants grow it to 2 x 2 = 4 GPUs
+    pol = rubick(name, max_scale=2.0)
+    r = simulate([pjob("a", 0, 2, 400)], cluster(1, 8), pol, throughput=StubTruth(), overheads=PAUSE)
+    assert jcts(r)["a"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("name", "expected"), [("rubick", 160.0), ("rubick-e", 640.0)])
+def test_without_a_growth_cap_an_elastic_job_takes_every_useful_gpu(name, expected):
+    # Algorithm 1 grows a job while its slope is positive: linear speed-up, 8 free GPUs ->
+    # 400 it x 32 / 80 samples/s = 160 s (rubick-e keeps its 2 GPUs: 400 x 32 / 20 = 640 s)
     r = simulate([pjob("a", 0, 2, 400)], cluster(1, 8), rubick(name), throughput=StubTruth(), overheads=PAUSE)
     assert jcts(r)["a"] == pytest.approx(expected)
 
@@ -110,7 +140,8 @@ def test_slo_guard_moves_an_underperforming_guaranteed_job_to_its_request():
     def true(g: int, requested: bool) -> float:
         return 3.75 * g if requested else 5.0 * g  # the model was wrong: 20 at 4 GPUs
 
-    pol = PlanAwareScheduler(rubick_variant("rubick"), StubKnowledge(believed))
+    # the SLO guard is ours (a parameter, with its 60 s round and the old 2% margin)
+    pol = PlanAwareScheduler(rubick_variant("rubick", RubickParams(**LEGACY)), StubKnowledge(believed))
     spec = pjob("g", 0, 8, 1000, guaranteed=True, tenant="A")
     r = simulate([spec], cluster(1, 8, {"A": 8}), pol, throughput=StubTruth(true), overheads=PAUSE)
     status = r.jobs[0]
@@ -153,15 +184,47 @@ def test_sia_integer_program_maximises_normalised_goodput():
     assert {j: a.gpus for j, a in eng.allocations.items()} == {"a": 7, "b": 1}
 
 
-def test_synergy_tune_gives_cpu_insensitive_jobs_fewer_cpus():
-    for mode, cpus in (("tune", 2.0 * 4), ("proportional", 8.0 * 4)):
+def test_synergy_never_gives_less_than_the_proportional_share():
+    # Synergy Sec. 4: every job gets at least its GPU-proportional share of the server's
+    # CPUs: 96 CPUs x 4 / 8 GPUs = 48, whatever it requested (pjob asks 8 per GPU = 32).
+    # A CPU-insensitive job gets no more under tune.
+    for mode in ("tune", "proportional"):
         pol = PlanAwareScheduler(synergy_variant(SynergyParams(mode=mode)), StubKnowledge())
         eng = Engine(cluster(1, 8), pol, SimulatedExecutor(StubTruth(), CompletionQueue()), PAUSE)
         eng.submit(pjob("a", 0, 4, 100), 0.0)
         eng.step(0.0)
         alloc = eng.allocations["a"]
-        assert alloc.gpus == 4 and alloc.total.cpus == pytest.approx(cpus)
+        assert alloc.gpus == 4 and alloc.total.cpus == pytest.approx(48.0)
         assert alloc.plan == pjob("a", 0, 4, 100).plan  # fixed plan
+
+
+class _CpuHungry(StubKnowledge):
+    """10 g samples/s at 24 or more CPUs per GPU, proportionally less below."""
+
+    def best(self, model, place, cpus, space=("all",)):
+        c = super().best(model, place, cpus, space)
+        if c is None:
+            return None
+        scale = min(1.0, cpus / (24.0 * sum(place)))
+        return type(c)(c.plan, c.throughput * scale, c.iter_time / scale)
+
+
+def test_synergy_tune_gives_sensitive_jobs_more_and_takes_it_back_for_a_newcomer():
+    # s (2 GPUs) saturates at 24 CPUs per GPU: its demand is the knee, the fewest whole
+    # CPUs per GPU reaching 95% of its best: 23 per GPU = 46 CPUs, above its proportional
+    # 96 x 2 / 8 = 24. Alone, tune gives it 46 from the idle GPUs' CPUs; proportional, 24.
+    # n (6 GPUs) then needs its share, 72: only 96 - 46 = 50 are left, so s is brought
+    # back to 24 (Synergy's peer adjustment) and n gets 72.
+    for mode, alone in (("tune", 46.0), ("proportional", 24.0)):
+        pol = PlanAwareScheduler(synergy_variant(SynergyParams(mode=mode)), _CpuHungry())
+        eng = Engine(cluster(1, 8), pol, SimulatedExecutor(StubTruth(), CompletionQueue()), PAUSE)
+        eng.submit(pjob("s", 0, 2, 10_000), 0.0)
+        eng.step(0.0)
+        assert eng.allocations["s"].total.cpus == pytest.approx(alone), mode
+        eng.submit(pjob("n", 10, 6, 10_000), 10.0)
+        eng.step(10.0)
+        assert eng.allocations["s"].total.cpus == pytest.approx(24.0), mode
+        assert eng.allocations["n"].total.cpus == pytest.approx(72.0), mode
 
 
 def test_every_policy_respects_node_capacity_and_is_deterministic():
@@ -193,7 +256,7 @@ def test_a_job_below_its_minimum_keeps_growing_across_a_plateau_of_its_curve():
     import numpy as np
 
     curve = np.array([0, 10, 19, 27, 34, 40, 45, 48, 48], dtype=float)
-    job = SimpleNamespace(g=7, g_min=8, g_max=8, unit=1, curve=curve, req_thr=48.0)
+    job = SimpleNamespace(g=7, g_min=8, g_max=8, unit=1, curve=curve, slope_scale=48.0)
     gain, target = PlanAwareScheduler._gain(None, job)  # type: ignore[arg-type]
     assert target == 8 and gain == pytest.approx(48.0 / 1 / 48.0)
     job.g = 0
@@ -213,6 +276,7 @@ def _settle_state(gpus_taken: int):
     curve = StubKnowledge(_even_only).curve("bert", ("all",), 8, 8, 8.0)
     job = _Job("x", spec, None, ("all",), 1, curve, 40.0, 2, 8, False, 0, 8.0)  # type: ignore[arg-type]
     pol.free, pol.on_node, pol.log, pol.jobs = {0: 8}, {0: {}}, [], {"x": job}
+    pol.mem_free, pol.mem_held = {0: 1600.0}, {}
     mark = len(pol.log)
     pol._move(job, 0, gpus_taken)
     return pol, job, mark

@@ -88,7 +88,7 @@ def predict_cmd(
     model: Annotated[str, typer.Option("--model", help="model name, e.g. gpt2")],
     plan: Annotated[str, typer.Option("--plan", help="ga, gc, zero-dp, zero-offload, PP/TP/DP digits, or dp=..,tp=..")],
     placement: Annotated[str, typer.Option("--placement", help="GPUs per node, e.g. 44")],
-    cpus: Annotated[float, typer.Option("--cpus", help="CPU threads (matters for ZeRO-Offload)")] = 4.0,
+    cpus: Annotated[float, typer.Option("--cpus", help="CPU threads per GPU (per process; Offload)")] = 4.0,
 ) -> None:
     """Predict iteration time, throughput and per-GPU memory of one configuration."""
     from shapeshift.perf.measurements import format_placement, parse_placement, parse_plan

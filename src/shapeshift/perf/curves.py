@@ -75,7 +75,7 @@ def gpu_curve(
     for n in range(1, max_gpus + 1):
         placement = packed_placement(n, gpus_per_node)
         cfgs = [
-            Config(model.arch, plan, placement, cpus_per_gpu * n, model.node)
+            Config(model.arch, plan, placement, cpus_per_gpu, model.node)  # threads per process
             for plan in enumerate_plans(model.arch, placement)
             if fits_memory(model.arch, plan, placement, model.node)
         ]
@@ -85,7 +85,8 @@ def gpu_curve(
 
 @lru_cache(maxsize=256)
 def cpu_curve(model: FittedModel, placement: tuple[int, ...], max_cpus: int = 32) -> SensitivityCurve:
-    """Best plan and throughput for 1..max_cpus CPUs with the GPUs fixed at ``placement``.
+    """Best plan and throughput for 1..max_cpus CPU threads per GPU (per training process)
+    with the GPUs fixed at ``placement``.
 
     Only ZeRO-Offload runs its optimizer on CPUs, so the curve rises only where an
     Offload plan is (or becomes) the best one.

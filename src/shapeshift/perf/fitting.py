@@ -4,8 +4,12 @@ The objective is the root mean squared log error (RMSLE) between predicted and m
 iteration time: relative errors matter equally for a 0.05 s and a 50 s job. All
 parameters are positive and optimised in log space within the bounds of
 :data:`~shapeshift.perf.rubick.PARAM_SPECS` by L-BFGS-B from several deterministic starts
-(the documented defaults, a data-driven guess, and points of a seeded Latin hypercube);
-the best start wins. Parameters the data cannot identify keep their defaults and the fit
+(a data-driven guess and points of a plain (unscrambled) Halton sequence, computed here so no
+library's sampler can change them); the best start wins and is polished until another
+run improves the objective by less than :data:`CONVERGED`. Tolerances are explicit and
+tight, and the coefficients are rounded to :data:`SIGNIFICANT` digits, so the fit, and
+every figure downstream of it, is the same on any install (issue 17, finding 10).
+Parameters the data cannot identify keep their defaults and the fit
 says so in :attr:`FittedModel.notes`:
 
 * the three ZeRO-Offload coefficients need at least 3 Offload rows;
@@ -49,6 +53,12 @@ from shapeshift.perf.rubick import (
 )
 
 MIN_POINTS = 7
+#: L-BFGS-B tolerances, explicit so a library's defaults cannot move the answer.
+LBFGSB_OPTIONS = {"ftol": 1e-13, "gtol": 1e-10, "maxiter": 3000, "maxcor": 20}
+#: A polish run that improves the objective by less than this ends the fit.
+CONVERGED = 1e-10
+#: Significant digits kept of each fitted coefficient (far below what the data resolve).
+SIGNIFICANT = 6
 MIN_OFFLOAD_POINTS = 3
 PRIOR_WEIGHT = 1e-2
 FORMAT_VERSION = 1
@@ -270,9 +280,8 @@ def fit(
     ``warm_start`` begins from known coefficients instead of the data-driven guess, and
     ``max_iterations`` caps each L-BFGS-B run: an online refit starts close to its answer
     and must fit inside one scheduling decision."""
-    # scipy's optimizer and samplers cost ~0.7 s to import; only fitting needs them.
+    # scipy's optimizer costs ~0.7 s to import; only fitting needs it.
     from scipy.optimize import minimize
-    from scipy.stats import qmc
 
     rows = list(measurements)
     if len(rows) < MIN_POINTS:
@@ -302,19 +311,55 @@ def fit(
     z0 = np.clip(np.log(np.maximum(start[objective.free_idx], 1e-12)), lo, hi)
     candidates = [z0]
     if starts > 1:
-        sampler = qmc.LatinHypercube(d=len(free), seed=seed)
         spread = np.minimum(hi - lo, 6.0)  # explore +-3 e-folds around the guess, within bounds
-        for u in sampler.random(starts - 1):
+        for u in halton(starts - 1, len(free), skip=1 + 16 * seed):
             candidates.append(np.clip(z0 + (u - 0.5) * spread, lo, hi))
+    bounds = list(zip(lo, hi, strict=True))
+    limits = dict(LBFGSB_OPTIONS)
+    if max_iterations is not None:
+        limits["maxiter"] = max_iterations
     best = None
     for z in candidates:
-        limits = {"maxiter": max_iterations} if max_iterations is not None else None
-        res = minimize(objective, z, method="L-BFGS-B", bounds=list(zip(lo, hi, strict=True)), options=limits)
-        if best is None or res.fun < best.fun:
+        res = minimize(objective, z, method="L-BFGS-B", bounds=bounds, options=limits)
+        if best is None or res.fun < best.fun - 1e-15:
             best = res
     assert best is not None
-    params = RubickParams.from_array(objective.theta(best.x))
-    return FittedModel(arch, params, options, node, len(rows), objective.rmsle(best.x), tuple(free), tuple(notes))
+    x, fun = best.x, float(best.fun)
+    if max_iterations is None:
+        # convergence check: polish from the best point until a run no longer improves it
+        for _ in range(5):
+            res = minimize(objective, x, method="L-BFGS-B", bounds=bounds, options=limits)
+            if not float(res.fun) < fun - CONVERGED:
+                break
+            x, fun = res.x, float(res.fun)
+        else:
+            notes.append("the fit did not settle within 5 polishing runs")
+    theta = np.array([float(f"{v:.{SIGNIFICANT}g}") for v in objective.theta(x)])
+    params = RubickParams.from_array(theta)
+    z_final = np.log(theta[objective.free_idx])
+    return FittedModel(arch, params, options, node, len(rows), objective.rmsle(z_final), tuple(free), tuple(notes))
+
+
+def halton(n: int, d: int, skip: int = 1) -> np.ndarray:
+    """The first ``n`` points (after ``skip``) of the ``d``-dimensional Halton sequence in
+    [0, 1): radical inverses in the first ``d`` primes. Pure arithmetic, so the fit's start
+    points never depend on a library version."""
+    primes: list[int] = []
+    k = 2
+    while len(primes) < d:
+        if all(k % p for p in primes):
+            primes.append(k)
+        k += 1
+    out = np.zeros((n, d))
+    for i in range(n):
+        for j, base in enumerate(primes):
+            index, f, r = i + skip, 1.0, 0.0
+            while index > 0:
+                f /= base
+                r += f * (index % base)
+                index //= base
+            out[i, j] = r
+    return out
 
 
 def abs_pct_errors(model: FittedModel, rows: Sequence[Measurement]) -> np.ndarray:

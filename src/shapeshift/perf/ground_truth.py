@@ -18,10 +18,13 @@ Rules (each one a choice the data forces; see ``../shared/data/README.md``):
 * **Pipelining**: the measured PP rows behave as one micro-batch (no pipelining benefit)
   for every trace except ``llama7b_bsz16``; a pipeline plan is therefore charged as one
   micro-batch, in the table lookup and in the fallback alike.
-* **CPUs** only matter under ZeRO-Offload (the optimizer step runs on the host). The
-  measured rows do not record their CPU threads (4 assumed, the artifact's profiling
-  setting), so an Offload row is scaled by the fitted model's ratio
-  ``T(cpus) / T(row cpus)``; counted separately as ``table_cpu_scaled``.
+* **CPUs** only matter under ZeRO-Offload (the optimizer step runs on the host). A job's
+  CPUs are shared by its training processes, one per GPU, and the measured rows record CPU
+  threads *per process* (``cpu_threads``; 4 where absent, the artifact's profiling setting:
+  its ``gen_perf_curve`` loops threads up to ``64 // n_gpu``). A job's CPUs are therefore
+  divided by its GPUs before they are compared with a row; an Offload row run at other
+  threads per process is scaled by the fitted model's ratio ``T(threads) / T(row threads)``
+  and counted separately as ``table_cpu_scaled``.
 * **Memory**: a configuration without a measured row must fit GPU memory by
   :mod:`shapeshift.perf.memory`; every plan must fit the host memory allocated to the
   job (ZeRO-Offload keeps gradients and optimizer states on the host; the per-GPU base that
@@ -182,6 +185,7 @@ class GroundTruthModel:
         arch = get_arch(name)
         if sum(place) != plan.gpus:
             return math.inf, "infeasible"
+        cpus = cpus / plan.gpus  # the job's CPUs, shared by its processes: threads per process
         if self.enforce_host_memory and plan_host_gb(arch, plan) > mem_gb + 1e-6:
             return math.inf, "infeasible"
         row = self._table.get(name, {}).get((plan_key(plan), place))
@@ -197,7 +201,7 @@ class GroundTruthModel:
         model = self.fitted(name)
         if not estimate_memory(model.arch, plan, place, model.node).fits_gpu:
             return math.inf, "infeasible"
-        t = float(model.predict([Config(model.arch, plan, place, max(cpus, 1.0), model.node)])[0])
+        t = float(model.predict([Config(model.arch, plan, place, max(cpus, 1e-3), model.node)])[0])
         return t, "fallback"
 
     def total_work(self, job: JobSpec) -> float:

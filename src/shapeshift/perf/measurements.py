@@ -8,7 +8,8 @@ them into typed values once so the model never parses strings in its hot path:
   ``zero-offload``, ``tp`` (tensor parallel over all GPUs), any of those joined by ``+``
   (``zero-offload+gc``), or three digits read as PP, TP, DP (``248`` = PP 2, TP 4, DP 8).
 * ``placement``: one digit per node = GPUs used there (``44`` = two nodes with 4 each).
-* ``cpu_threads`` (optional): CPU threads of the job, which matters for ZeRO-Offload.
+* ``cpu_threads`` (optional): CPU threads of each training process (one process per GPU),
+  which matters for ZeRO-Offload; ``llama7b_bsz16`` records 2 for its 16-GPU runs.
 
 Rows with ``iter_time`` 0 are failed runs and are dropped (``llama7b_bsz16``).
 """
@@ -41,7 +42,7 @@ class Measurement:
     plan: ExecutionPlan
     placement: tuple[int, ...]
     iter_time: float
-    cpus: float = DEFAULT_CPUS
+    cpus: float = DEFAULT_CPUS  # CPU threads per training process
     label: str = ""
     source: str = ""
 

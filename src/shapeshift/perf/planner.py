@@ -112,10 +112,10 @@ def log_sensitivities(arch: ModelArch, pool: Sequence[Candidate], theta: np.ndar
     return jac
 
 
-def _quotas(pool: Sequence[Candidate]) -> dict[str, int]:
+def _quotas(pool: Sequence[Candidate], offload_runs: int = OFFLOAD_RUNS) -> dict[str, int]:
     families = sorted({c.family for c in pool})
-    offload_ok = sum(c.family == "zero-offload" for c in pool) >= OFFLOAD_RUNS
-    return {f: OFFLOAD_RUNS if f == "zero-offload" and offload_ok else 1 for f in families}
+    offload_ok = sum(c.family == "zero-offload" for c in pool) >= offload_runs
+    return {f: offload_runs if f == "zero-offload" and offload_ok else 1 for f in families}
 
 
 def _cover_the_rest(pool: Sequence[Candidate], chosen: list[int], eligible: np.ndarray, left: int) -> np.ndarray:
@@ -141,11 +141,15 @@ def plan_profiling(
     budget: int = 7,
     node: NodeSpec = A800_NODE,
     check_memory: bool = True,
+    offload_runs: int = OFFLOAD_RUNS,
+    coverage_bonus: float = COVERAGE_BONUS,
 ) -> list[Candidate]:
     """Pick ``budget`` candidates: family quotas first, then the most informative runs.
 
     Candidates that do not fit in memory are skipped when ``check_memory`` (measured rows
-    evidently fit, so the validation passes ``False`` for them).
+    evidently fit, so the validation passes ``False`` for them). ``offload_runs`` and
+    ``coverage_bonus`` are the planner's hyper-parameters, exposed so they can be chosen
+    by leave-one-model-out (``shapeshift.perf.heldout``).
     """
     if budget < 1:
         raise ValueError("budget must be >= 1")
@@ -155,7 +159,7 @@ def plan_profiling(
     )
     if not pool:
         return []
-    quota = _quotas(pool)
+    quota = _quotas(pool, offload_runs)
     jacobians = [log_sensitivities(arch, pool, theta, node) for theta in prior_coefficients(arch, node)]
     inverses = [np.eye(len(PARAM_SPECS)) / RIDGE for _ in jacobians]
     left = np.ones(len(pool), dtype=bool)
@@ -172,7 +176,7 @@ def plan_profiling(
         )
         gpus = {pool[i].gpus for i in chosen}
         spreads = {pool[i].spread for i in chosen}
-        gain += COVERAGE_BONUS * np.array([(c.gpus not in gpus) + (c.spread not in spreads) for c in pool])
+        gain += coverage_bonus * np.array([(c.gpus not in gpus) + (c.spread not in spreads) for c in pool])
         gain[~eligible] = -np.inf
         best = int(np.argmax(gain))  # first maximum: deterministic on the sorted pool
         chosen.append(best)

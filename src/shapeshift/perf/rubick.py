@@ -12,15 +12,17 @@
   and GA forms are the cases a = 1 and t = p = 1), with ``f_k(x, y) = (x^k + y^k)^(1/k)``;
 * ``T_oo = T_opt = k_opt P / x`` (x = t p, times d under ZeRO-DP), or under ZeRO-Offload
   ``f_koff(T_dp, T_off) + f_kswap(k_opt_off P/(d c), T_off)`` with ``T_off = P/(d B_pcie)``
+  and ``c`` the CPU threads of each training process (one per GPU), not the job's total
   (and then ``T_dp`` leaves ``T_cc``: the gradients stream to the host instead).
 
-Two additions beyond the paper, each switchable so its effect can be measured:
+Four additions beyond the paper, each switchable so its effect can be measured:
 
-* ``spread``: the DP all-reduce is hierarchical. Every GPU drives its own NIC
-  (A800 nodes: 8 x 100 Gb/s, i.e. ``inter_bw_gb_s`` = 12.5 GB/s per GPU), so a node that
-  holds ``k`` ranks of a group moves the inter-node share with ``k`` NICs:
-  ``T_dp = 2(d-1)/d V/B_intra + 2(n-1)/n V/(k_min B_inter)`` for a group over ``n`` nodes.
-  4+4 (k=4, n=2) is then 7x faster than 1x8 (k=1, n=8), as measured.
+* ``spread``: the DP all-reduce is hierarchical. A800 HGX nodes pair two GPUs per PCIe
+  switch and one 100 Gb/s NIC (``inter_bw_gb_s`` = 12.5 GB/s per NIC), so a node
+  holding ``k`` ranks of a group moves the inter-node share with ``max(1, k // 2)`` NICs
+  (:func:`shapeshift.perf.topology.nics_used`; the busiest node sets the pace):
+  ``T_dp = 2(d-1)/d V/B_intra + 2(n-1)/n V/(NICs B_inter)`` for a group over ``n`` nodes.
+  4+4 is then much faster than 1x8, and 2+6 no faster than 2+2+2+2, as measured.
 * ``split_forward``: Megatron (3D) and DeepSpeed (data-parallel) rows come from different
   frameworks, so the per-sample forward time is a separate parameter for each.
 * ``stage_overhead``: ``k_stage`` seconds per pipeline stage boundary per step (the
@@ -156,7 +158,7 @@ class Config:
     arch: ModelArch
     plan: ExecutionPlan
     placement: tuple[int, ...]
-    cpus: float = 4.0
+    cpus: float = 4.0  # CPU threads per training process (one process per GPU), not the job's total
     node: NodeSpec = A800_NODE
 
 

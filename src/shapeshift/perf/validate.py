@@ -52,6 +52,16 @@ def is_half_batch(m: Measurement) -> bool:
 ANOMALIES = {"vit": (VIT_CLEAN, is_odd_multinode), "roberta": (ROBERTA_CLEAN, is_half_batch)}
 
 
+def with_clean_variants(data: dict[str, list[Measurement]]) -> dict[str, list[Measurement]]:
+    """``data`` plus, for each model with documented anomalous rows, a copy without them
+    (under the clean name of :data:`ANOMALIES`)."""
+    out = dict(data)
+    for name, (clean_name, anomalous) in ANOMALIES.items():
+        if name in data:
+            out[clean_name] = [r for r in data[name] if not anomalous(r)]
+    return out
+
+
 @dataclass(frozen=True)
 class ErrorStats:
     avg_err: float
@@ -94,11 +104,12 @@ def random_sample(rows: Sequence[Measurement], k: int, seed: int, min_families: 
     raise ValueError(f"could not draw {k} rows covering {need} plan families")
 
 
-def planner_sample(rows: Sequence[Measurement], k: int) -> list[int]:
-    """Indexes of the profiling planner's ``k`` choices among the measured rows."""
+def planner_sample(rows: Sequence[Measurement], k: int, **planner: Any) -> list[int]:
+    """Indexes of the profiling planner's ``k`` choices among the measured rows
+    (``planner``: its hyper-parameters, see :func:`~shapeshift.perf.planner.plan_profiling`)."""
     arch = get_arch(rows[0].model)
     cands = [Candidate(r.plan, r.placement) for r in rows]
-    chosen = plan_profiling(arch, cands, budget=k, check_memory=False)
+    chosen = plan_profiling(arch, cands, budget=k, check_memory=False, **planner)
     index = {c: i for i, c in reversed(list(enumerate(cands)))}
     return sorted(index[c] for c in chosen)
 

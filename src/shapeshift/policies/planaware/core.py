@@ -1,34 +1,36 @@
 """The shared skeleton of the plan-aware policies (Rubick's Algorithm 1 and its relatives).
 
-One decision, per partition:
+One decision, per partition, on every arrival and completion (Rubick, Algorithm 1):
 
-1. **Guaranteed jobs** of a tenant with a GPU quota are placed first, in queue order, on
-   the fewest nodes (packed), with ``minRes`` resources: the fewest GPUs (and the best
-   plan for them) predicted to reach the throughput of the job's requested plan on its
-   requested resources, never more than requested in any dimension (Rubick, Sec. 4.2).
-   Their quota use is their GPUs; a job that does not fit the remaining quota waits.
-   Best-effort jobs in the way are shrunk (least sensitive first) or preempted.
-   A running guaranteed job observed below its promised rate (the SLO guard; the model
-   was wrong) is moved to its requested plan and resources.
-2. **Best-effort and running jobs** are visited in descending GPU-sensitivity slope (ties
-   by CPU slope; Rubick) or in queue order (FIFO baselines). A visiting job takes free
-   GPUs, and when ``steal`` is on, shrinks the least sensitive job on a node, one unit at
-   a time, when that job is above its own minimum and loses less (normalised throughput
-   per GPU, times ``1 + steal_margin``) than the visitor gains. A job shrunk below the
-   minimum it can run with is preempted. A job that cannot reach its minimum gives back
-   what it took.
+1. **Guaranteed jobs** of a tenant with a GPU quota: queued ones are placed first, in
+   queue order, at ``minRes`` (the smallest allocation, GPUs then CPUs, whose best plan is
+   predicted to reach the throughput of the job's requested plan on its requested
+   resources; never above the request), when ``minRes`` fits the tenant's remaining
+   quota; quota is charged at ``minRes``. Others are shrunk for them (least sensitive
+   first) or, below their minimum, preempted; every placement passes AllocMem (host
+   memory) before anything is committed. A best-effort job queued longer than
+   ``Variant.starvation`` is placed the same way, without quota (Rubick arXiv v2, Sec. 5.2).
+2. **Best-effort and running jobs**, guaranteed running jobs included (they are shrinkable
+   to their ``minRes`` and growable), are visited in descending GPU slope of their
+   sensitivity curves, ties by CPU slope (Rubick) or in queue order (FIFO baselines). A
+   visiting job takes free GPUs and, when ``steal`` is on, shrinks the least sensitive
+   shrinkable job on a node, one unit at a time, when that job loses less than the
+   visitor gains. A job shrunk below the minimum it can run with is preempted. A job
+   that cannot reach its minimum gives back what it took.
 3. For every placement found, the **best plan** of the job's plan space is chosen from the
    (cached) performance model and **host memory** is allocated for that plan; CPUs follow
    the policy's CPU rule.
 
-Throughput is normalised by each job's predicted throughput at its requested resources,
-so slopes of different models compare. Changing a running job costs a checkpoint-restart
-pause (``restore_penalty``, 78 s by default): a running job is only grown when its
-predicted finish time improves by more than the pause and ``min_gain``.
+Slopes are throughput per GPU divided by a per-job scale (``Variant.slope``). Changing a
+running job costs a checkpoint-restart pause (``restore_penalty``, 78 s by default): a
+running job is only grown when its predicted finish time improves by more than the pause
+(and ``min_gain``). The older behaviours (slopes scaled by the job's own requested
+throughput, guaranteed jobs fixed at minRes and packed, the SLO guard) are Variant knobs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -42,6 +44,9 @@ from shapeshift.policies.planaware.materialise import Materialise
 from shapeshift.wording import count
 
 __all__ = ["DEFAULT_CPUS_PER_GPU", "CpuMode", "PlanAwareScheduler", "PlanJob", "Variant", "_Job"]
+
+#: The fixed baseline that ``slope="baseline"`` scales throughput by (Rubick Sec. 7.2).
+BASELINE_GPUS = 4
 
 #: The working record's former name (kept for callers that build one directly).
 _Job = PlanJob
@@ -63,8 +68,9 @@ class PlanAwareScheduler(Materialise):
         if variant.guard_round is not None:
             self.triggers = frozenset({ARRIVAL, COMPLETION, ROUND})
             self.default_round = variant.guard_round
-        self._min_res: dict[str, tuple[int, Choice | None]] = {}
+        self._min_res: dict[str, tuple[int, Choice | None, float]] = {}
         self._pinned: set[str] = set()
+        self._starved: set[str] = set()  # best-effort jobs started by the anti-starvation rule
         self.decide_calls = 0
 
     # ================================================================ decide
@@ -79,7 +85,24 @@ class PlanAwareScheduler(Materialise):
             for jid in list(view.running(part)):
                 desired.pop(jid, None)
             self._decide_partition(view, part, desired, reasons)
-        return Schedule.replace(view.allocations, desired, reasons)
+        schedule = Schedule.replace(view.allocations, desired, reasons)
+        wake = self._next_starvation(view)
+        return schedule if wake is None else dataclasses.replace(schedule, wake_at=wake)
+
+    def _next_starvation(self, view: ClusterView) -> float | None:
+        """The instant the next waiting best-effort job crosses the starvation threshold, so
+        the rule acts then, not at the next arrival or completion."""
+        limit = self.variant.starvation
+        if limit is None:
+            return None
+        due = [
+            view.job(jid).spec.submit_time + limit
+            for part in view.partitions
+            for jid in view.pending(part)
+            if not view.job(jid).spec.guaranteed
+        ]
+        due = [t for t in due if t > view.now + 1e-6]
+        return min(due) if due else None
 
     # ------------------------------------------------------------ job info
     def _gpn(self, view: ClusterView, nodes: list[int]) -> int:
@@ -92,32 +115,69 @@ class PlanAwareScheduler(Materialise):
         space = job_space(spec, v.replan, v.elastic)
         unit = 1 if space[0] == "all" or spec.plan is None else spec.plan.tp
         req = max(spec.num_gpus, 1)
-        cpu_per_gpu = spec.num_cpus / req if spec.num_cpus > 0 else DEFAULT_CPUS_PER_GPU
+        cpu_per_gpu = spec.num_cpus / req if spec.num_cpus > 0 else self._cpn_now
         kn = self.knowledge
         curve = kn.curve(spec.model, space, total_gpus, gpn, cpu_per_gpu) if kn.knowledge(spec.model) else None
         if curve is None:  # a job the model does not know: linear speed-up, fixed size
             curve = np.arange(total_gpus + 1, dtype=float)
-        req_thr = self._requested_thr(spec, gpn, curve)
+        scale = self._slope_scale(spec, gpn, curve)
         tenants = view.cluster.tenants
-        protected = spec.guaranteed and tenants.get(spec.tenant, 0) > 0
+        protected = (spec.guaranteed and tenants.get(spec.tenant, 0) > 0) or jid in self._starved
         fixed = not v.elastic or kn.knowledge(spec.model) is None
+        cap = total_gpus if v.max_scale is None else min(total_gpus, int(v.max_scale * spec.num_gpus))
+        min_cpus = None
         if protected:
-            g_min, _ = self.min_res(spec, gpn, curve)
-            g_max = g_min
+            g_min, _, cpus = self.min_res_full(spec, gpn)
+            min_cpus = cpus if v.min_cpus else None
+            g_max = g_min if v.fixed_guaranteed or fixed else max(g_min, cap)
         elif fixed:
             g_min = g_max = spec.num_gpus
         else:
             feasible = np.flatnonzero(curve > 0)
             g_min = int(feasible[0]) if feasible.size else spec.num_gpus
             g_min = max(unit, math.ceil(g_min / unit) * unit)
-            g_max = max(g_min, min(total_gpus, int(v.max_scale * spec.num_gpus)))
-        job = PlanJob(jid, spec, status, space, unit, curve, req_thr, g_min, g_max, protected, order, cpu_per_gpu)
+            g_max = max(g_min, cap)
+        job = PlanJob(jid, spec, status, space, unit, curve, scale, g_min, g_max, protected, order, cpu_per_gpu)
+        job.min_cpus = min_cpus
         if status.allocation is not None:
             job.running = True
             for n, r in status.allocation.placement:
                 if r.gpus:
                     job.nodes[n] = r.gpus
         return job
+
+    def _rescue_starved(
+        self, jobs: dict[str, PlanJob], pending: list[str], nodes: list[int], gpn: int, reasons: dict[str, str]
+    ) -> None:
+        """Rubick arXiv v2, Sec. 5.2: a best-effort job whose queueing delay exceeds the
+        threshold is scheduled now, like a guaranteed job (at its minRes, shrinking or
+        preempting best-effort jobs), and keeps that minimum while it runs."""
+        limit = self.variant.starvation
+        assert limit is not None
+        for jid in sorted(pending, key=lambda i: (jobs[i].spec.submit_time, jobs[i].order)):
+            j = jobs[jid]
+            if j.protected or self.now - j.spec.submit_time < limit - 1e-6:
+                continue
+            before = (j.g_min, j.g_max, j.min_cpus)
+            j.protected = True
+            g_min, _, cpus = self.min_res_full(j.spec, self._gpn_now)
+            j.g_min, j.min_cpus = g_min, (cpus if self.variant.min_cpus else None)
+            j.g_max = max(j.g_min, j.g_max) if not self.variant.fixed_guaranteed else j.g_min
+            if self._place_guaranteed(j, nodes, gpn):
+                self._starved.add(jid)
+            else:
+                j.protected = False
+                j.g_min, j.g_max, j.min_cpus = before
+                reasons[jid] = f"waiting over {limit:g} s; no {j.g_min}-GPU placement free of protected jobs"
+
+    def _slope_scale(self, spec, gpn: int, curve: np.ndarray) -> float:
+        """What a job's throughput is divided by before slopes compare (``Variant.slope``)."""
+        if self.variant.slope == "request":
+            return self._requested_thr(spec, gpn, curve)
+        # Rubick Sec. 7.2: throughput relative to a fixed 4-GPU baseline of the model (or the
+        # fewest GPUs it runs on when 4 cannot hold it): the same for every job of a model.
+        feasible = np.flatnonzero(curve[BASELINE_GPUS:] > 0) if len(curve) > BASELINE_GPUS else np.array([])
+        return float(curve[BASELINE_GPUS + int(feasible[0])]) if feasible.size else (float(curve.max()) or 1.0)
 
     # ============================================================ partition
     def _decide_partition(
@@ -128,6 +188,8 @@ class PlanAwareScheduler(Materialise):
         nodes = [int(n) for n in view.partitions[part]]
         cluster = view.cluster
         gpn = self._gpn(view, nodes)
+        widest = max(nodes, key=lambda n: (cluster.nodes[n].gpus, -n))
+        self._cpn_now = cluster.nodes[widest].cpus / max(cluster.nodes[widest].gpus, 1)
         total = sum(cluster.nodes[n].gpus for n in nodes)
         self.free = {n: cluster.nodes[n].gpus for n in nodes}
         self.on_node: dict[int, dict[str, None]] = {n: {} for n in nodes}
@@ -142,38 +204,52 @@ class PlanAwareScheduler(Materialise):
             jobs[jid] = self._job(view, jid, order, total, gpn)
             order += 1
         self.jobs = jobs
+        self._gpn_now = gpn
+        self._view = view
+        self.mem_free = {n: float(cluster.nodes[n].mem_gb) for n in nodes}
+        self.mem_held = {}
         for j in jobs.values():
             for n, g in j.nodes.items():
                 self.free[n] -= g
                 self.on_node[n][j.id] = None
+            if j.running and j.status.allocation is not None:
+                held = {n: r.mem_gb for n, r in j.status.allocation.placement if n in self.mem_free}
+                for n, gb in held.items():
+                    self.mem_free[n] -= gb
+                self.mem_held[j.id] = held
 
-        # -- 1. guaranteed jobs: SLO guard, then queued ones within quota
+        # -- 1. guaranteed jobs: SLO guard, then queued ones within quota (charged at minRes)
         used: dict[str, int] = {}
         for j in jobs.values():
             if j.protected and j.running:
                 st = j.status
-                if st.target_rate is not None and st.rate < st.target_rate * (1 - 1e-6) and j.id not in self._pinned:
+                guard = v.slo_guard and st.target_rate is not None and j.id not in self._pinned
+                if guard and st.rate < st.target_rate * (1 - 1e-6):
                     self._pinned.add(j.id)
                     self._release(j)
                     j.g_min = j.g_max = j.spec.num_gpus
+                    j.min_cpus = None
                     j.pinned = True
-                else:
-                    used[j.spec.tenant] = used.get(j.spec.tenant, 0) + j.g
+                elif j.spec.guaranteed:
+                    used[j.spec.tenant] = used.get(j.spec.tenant, 0) + min(j.g, j.g_min)
         queue = [j for j in jobs.values() if j.pinned] + [jobs[i] for i in pending if jobs[i].protected]
         for j in queue:
             quota = cluster.tenants.get(j.spec.tenant, 0)
-            if used.get(j.spec.tenant, 0) + j.g_min > quota:
+            if j.spec.guaranteed and used.get(j.spec.tenant, 0) + j.g_min > quota:
                 reasons[j.id] = f"tenant {j.spec.tenant} quota: {used.get(j.spec.tenant, 0)} of {quota} GPUs in use"
                 continue
-            if self._place_packed(j, nodes, gpn):
-                used[j.spec.tenant] = used.get(j.spec.tenant, 0) + j.g
+            if self._place_guaranteed(j, nodes, gpn):
+                if j.spec.guaranteed:
+                    used[j.spec.tenant] = used.get(j.spec.tenant, 0) + j.g_min
             else:
-                reasons[j.id] = f"no {j.g_min}-GPU packed placement free of guaranteed jobs"
+                reasons[j.id] = f"no {j.g_min}-GPU placement free of guaranteed jobs"
+        if v.starvation is not None:
+            self._rescue_starved(jobs, pending, nodes, gpn, reasons)
 
-        # -- 2. visit best-effort (and running) jobs
-        visitors = [j for j in jobs.values() if not j.protected]
+        # -- 2. visit best-effort and running jobs (guaranteed ones too, unless fixed)
+        visitors = [j for j in jobs.values() if not j.protected or (j.running and not v.fixed_guaranteed)]
         if v.order == "slope":
-            visitors.sort(key=lambda j: (-self._gain(j)[0], j.order))
+            visitors.sort(key=lambda j: (-self._gain(j)[0], -self._cpu_gain(j), j.order))
         else:
             visitors.sort(key=lambda j: (not j.running, j.order))
         for j in visitors:
@@ -181,10 +257,12 @@ class PlanAwareScheduler(Materialise):
                 continue  # preempted earlier in this decision
             mark = len(self.log)
             if not j.running:
+                if j.g >= j.g_min and j.g:
+                    continue  # placed by the anti-starvation rule in step 1
                 if not self._grow(j, nodes, gpn, steal=v.steal):
                     reasons.setdefault(j.id, f"needs {count(j.g_min, 'GPU')}; {sum(self.free.values())} free")
                 elif not self._settle(j, mark):
-                    reasons[j.id] = "no plan fits the GPUs found"
+                    reasons[j.id] = "no plan fits the GPUs, CPUs and host memory found"
             elif v.elastic and j.g < j.g_max:
                 self._grow_running(j, nodes, gpn)
                 if len(self.log) > mark:

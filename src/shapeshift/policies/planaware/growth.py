@@ -8,7 +8,10 @@ use. Running elastic jobs grow only when the finish-time gain pays the restart p
 
 from __future__ import annotations
 
+import math
+
 from shapeshift.perf.arch import get_arch
+from shapeshift.perf.plans import packed_placement
 from shapeshift.policies.planaware.guarantee import Guarantee
 from shapeshift.policies.planaware.jobs import PlanJob
 
@@ -17,17 +20,19 @@ class Growth(Guarantee):
     """Mixin of ``PlanAwareScheduler``: slopes, stealing, growing and settling jobs."""
 
     now: float
+    _gpn_now: int
 
     # ------------------------------------------------------------ slopes
     def _gain(self, j: PlanJob) -> tuple[float, int]:
-        """(normalised throughput gain per GPU, target GPU count) of growing ``j``."""
+        """(throughput gain per GPU, target GPU count) of growing ``j``: the slope of its
+        sensitivity curve (Rubick Sec. 5), throughput scaled by ``j.slope_scale``."""
         g, c = j.g, j.curve
         if g < j.g_min:
             # Below its minimum a job cannot run: it gains all of c[g_min], not the step from
             # c[g] (the monotone curve may already plateau below g_min, which read as "no
             # gain" stranded such jobs part-grown forever).
             h = j.g_min
-            return c[h] / (h - g) / j.req_thr, h
+            return c[h] / (h - g) / j.slope_scale, h
         best, target = 0.0, g
         h = g + j.unit
         while h <= min(j.g_max, g + 8 * j.unit) and h < len(c):
@@ -35,14 +40,30 @@ class Growth(Guarantee):
             if s > best * (1 + 1e-9):
                 best, target = s, h
             h += j.unit
-        return best / j.req_thr, target
+        return best / j.slope_scale, target
+
+    def _cpu_gain(self, j: PlanJob) -> float:
+        """Throughput gain per extra CPU thread per GPU at the job's GPU count (or minimum):
+        the tie-break of the slope order (Rubick Sec. 5: GPU slope, then CPU slope)."""
+        g = max(j.g, j.g_min, 1)
+        if g >= len(j.curve):
+            return 0.0
+        place = packed_placement(g, self._gpn_now)
+        cpus = self._job_cpus(j, g)
+        kn = self.knowledge
+        now, more = kn.best(j.spec.model, place, cpus, j.space), kn.best(j.spec.model, place, cpus + g, j.space)
+        if now is None or more is None:
+            return 0.0
+        return max(0.0, more.throughput - now.throughput) / g / j.slope_scale
 
     def _loss(self, j: PlanJob) -> float:
-        """Normalised throughput lost per GPU when ``j`` gives up one unit."""
+        """Scaled throughput lost per GPU when ``j`` gives up one unit."""
         g, c = j.g, j.curve
-        if j.protected or g - j.unit < j.g_min:
-            return c[g] / j.req_thr  # the whole job (it would be preempted)
-        return (c[g] - c[g - j.unit]) / j.unit / j.req_thr
+        if j.protected and g - j.unit < j.g_min:
+            return math.inf  # a protected job is never taken below its minRes
+        if g - j.unit < j.g_min:
+            return c[g] / j.slope_scale  # the whole job (it would be preempted)
+        return (c[g] - c[g - j.unit]) / j.unit / j.slope_scale
 
     # ------------------------------------------------------------ best effort
     def _node_order(self, j: PlanJob, nodes: list[int], need: int) -> list[int]:
@@ -68,7 +89,7 @@ class Growth(Guarantee):
             mark = len(self.log)
             lost = 0.0
             while self.free[n] < j.unit:
-                victims = [self.jobs[i] for i in self.on_node[n] if i != j.id and not self.jobs[i].protected]
+                victims = [self.jobs[i] for i in self.on_node[n] if i != j.id and self._shrinkable(self.jobs[i])]
                 if not victims:
                     break
                 w = min(victims, key=lambda w: (self._loss(w), -w.order))
@@ -116,7 +137,7 @@ class Growth(Guarantee):
             extra = j.nodes[n] - place.get(n, 0)
             if extra > 0:
                 self._move(j, n, -extra)
-        return True
+        return self._fits_memory(j, mark, choice)
 
     def _grow_running(self, j: PlanJob, nodes: list[int], gpn: int) -> None:
         """Grow a running elastic job when its predicted finish time improves enough."""

@@ -225,7 +225,8 @@ class Knowledge:
             ckey = config_key(alloc.plan, place, alloc.total.cpus)
             if ckey in mk.observed:
                 continue
-            m = Measurement(mk.arch.name, alloc.plan, place, 1.0 / status.rate, alloc.total.cpus)
+            threads = alloc.total.cpus / max(sum(place), 1)  # measurements record threads per process
+            m = Measurement(mk.arch.name, alloc.plan, place, 1.0 / status.rate, threads)
             err = float(abs_pct_errors(mk.model, [m])[0])
             mk.observed[ckey] = m
             mk.recent_errors = [*mk.recent_errors, err][-self.window :]
@@ -277,7 +278,7 @@ class Knowledge:
         return mk is not None and config_key(plan, placement_key(place), cpus) in mk.observed
 
     def best(self, model_name: str, place: Sequence[int], cpus: float, space: PlanSpace = ALL) -> Choice | None:
-        """Best plan of ``space`` on ``place`` with ``cpus`` CPUs (observations override predictions)."""
+        """Best plan of ``space`` on ``place`` with ``cpus`` CPUs in all (observations override predictions)."""
         mk = self.knowledge(model_name)
         if mk is None:
             return None
@@ -295,7 +296,9 @@ class Knowledge:
             plans = [p for p in plans if p == requested or fits_memory(mk.arch, p, pk, mk.model.node)]
         result = None
         if plans:
-            times = mk.model.predict([Config(mk.arch, p, pk, max(cpus, 1.0), mk.model.node) for p in plans])
+            # ``cpus`` is the job's total; the model takes CPU threads per training process.
+            per_process = max(cpus / sum(pk), 1.0)
+            times = mk.model.predict([Config(mk.arch, p, pk, per_process, mk.model.node) for p in plans])
             for i, p in enumerate(plans):
                 seen = mk.observed.get(config_key(p, pk, cpus))
                 if seen is not None:

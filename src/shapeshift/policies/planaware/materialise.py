@@ -9,16 +9,20 @@ reconciles only what changed.
 from __future__ import annotations
 
 from shapeshift.engine.view import ClusterView
-from shapeshift.model import Allocation, Resources, ZeroMode
+from shapeshift.model import Allocation, ExecutionPlan, Resources, ZeroMode
 from shapeshift.perf.arch import get_arch
 from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.policies.planaware.growth import Growth
 from shapeshift.policies.planaware.jobs import PlanJob
 from shapeshift.policies.planaware.knowledge import Choice, fixed_space
+from shapeshift.policies.planaware.synergy_cpus import SynergyCpus
 
 
-class Materialise(Growth):
+class Materialise(Growth, SynergyCpus):
     """Mixin of ``PlanAwareScheduler``: from GPU counts per node to allocations."""
+
+    mem_free: dict[int, float]  # host memory per node not held by any job (this decision)
+    mem_held: dict[str, dict[int, float]]  # host memory per node each job holds
 
     # ------------------------------------------------------------ materialise
     def _materialise(
@@ -43,6 +47,8 @@ class Materialise(Growth):
                 keep.append(j)
             else:
                 change.append(j)
+        if self.variant.cpu_mode in ("tune", "proportional"):
+            keep, change = self._reclaim_for_proportional(view, keep, change)
         for j in keep:
             alloc = j.status.allocation
             assert alloc is not None
@@ -60,6 +66,8 @@ class Materialise(Growth):
                 cpu_free[n] -= r.cpus
                 mem_free[n] -= r.mem_gb
             desired[j.id] = alloc
+        if self.variant.cpu_mode == "tune":
+            self._tune_cpus(view, [j for j in change if j.id in desired], desired, cpu_free)
 
     def _choose_plan(self, j: PlanJob) -> tuple[Choice | None, dict[int, int]]:
         """Best plan on the found GPUs; drop GPUs that the best plan cannot use."""
@@ -71,16 +79,16 @@ class Materialise(Growth):
 
         def best(p: dict[int, int]) -> Choice | None:
             g = sum(p.values())
-            if j.protected:
-                chosen = None if j.id in self._pinned else self._min_res.get(j.id, (0, None))[1]
+            if j.protected and g == j.g_min:
+                chosen = None if j.id in self._pinned else self._min_res.get(j.id, (0, None, 0.0))[1]
                 if chosen is not None and chosen.plan.gpus == g:
                     return chosen
                 if spec.plan is not None:
-                    return kn.best(spec.model, list(p.values()), self._cpus(spec, g), fixed_space(spec.plan))
-            return kn.best(spec.model, list(p.values()), self._cpus(spec, g), j.space)
+                    return kn.best(spec.model, list(p.values()), self._job_cpus(j, g), fixed_space(spec.plan))
+            return kn.best(spec.model, list(p.values()), self._job_cpus(j, g), j.space)
 
         choice = best(place)
-        if j.protected or not self.variant.elastic:
+        if (j.protected and (self.variant.fixed_guaranteed or j.g <= j.g_min)) or not self.variant.elastic:
             return choice, place
         while sum(place.values()) - j.unit >= max(j.g_min, 1):
             trials = []
@@ -110,15 +118,15 @@ class Materialise(Growth):
             mem_total = spec.mem_gb
         else:
             plan = choice.plan
-            mem_total = host_memory_gb(get_arch(spec.model), plan)
-            if j.protected:
-                mem_total = max(mem_total, spec.mem_gb)
+            mem_total = sum(self._plan_memory(j, plan, place).values())
         g = sum(place.values())
         cpus_total = self._cpu_amount(j, plan, g)
         shares = []
         for n in sorted(place):
             frac = place[n] / g
             cpus = cpus_total * frac
+            if self.variant.cpu_mode in ("tune", "proportional"):
+                cpus = self._proportional(n, place[n])  # Synergy: never less than proportional
             mem = mem_total * frac
             offload = plan is not None and plan.zero is ZeroMode.OFFLOAD
             if self.variant.cpu_mode == "elastic" and offload and not j.protected:
@@ -130,9 +138,40 @@ class Materialise(Growth):
         return Allocation(tuple(shares), plan)
 
     def _cpu_amount(self, j: PlanJob, plan: object, g: int) -> float:
-        mode = self.variant.cpu_mode
-        spec = j.spec
-        if mode == "tune" and not (plan is not None and getattr(plan, "zero", None) is ZeroMode.OFFLOAD):
-            # Synergy-Tune: jobs insensitive to CPUs get a small share, freeing CPUs for others
-            return min(self._cpus(spec, g), 2.0 * g)
-        return self._cpus(spec, g)
+        return self._job_cpus(j, g)
+
+    # ------------------------------------------------------------ host memory (AllocMem)
+    def _plan_memory(self, j: PlanJob, plan: ExecutionPlan | None, place: dict[int, int]) -> dict[int, float]:
+        """Host memory per node that ``j`` needs for ``plan`` on ``place``."""
+        g = sum(place.values())
+        if plan is None or not g:
+            total = j.spec.mem_gb
+        else:
+            total = host_memory_gb(get_arch(j.spec.model), plan)
+            if j.protected:
+                total = max(total, j.spec.mem_gb)
+        return {n: total * k / g for n, k in place.items()} if g else {}
+
+    def _fits_memory(self, j: PlanJob, mark: int, choice: Choice | None = None) -> bool:
+        """AllocMem before anything is committed (Algorithm 1): the host memory of ``j``'s
+        plan (``choice``, else its best plan) on the GPUs it now holds must fit what its
+        nodes have left; else every move since ``mark`` is undone. Memory a job held before
+        this decision counts as its own."""
+        if not j.nodes or self.knowledge.knowledge(j.spec.model) is None:
+            return True
+        if choice is None:
+            choice, _ = self._choose_plan(j)
+            if choice is None:
+                self._rollback(mark)
+                return False
+        need = self._plan_memory(j, choice.plan, j.nodes)
+        held = self.mem_held.get(j.id, {})
+        if any(need[n] > self.mem_free[n] + held.get(n, 0.0) + 1e-6 for n in need):
+            self._rollback(mark)
+            return False
+        for n, gb in held.items():
+            self.mem_free[n] += gb
+        for n, gb in need.items():
+            self.mem_free[n] -= gb
+        self.mem_held[j.id] = need
+        return True

@@ -20,6 +20,7 @@ from shapeshift.workloads.readers.rubick import (
 )
 from shapeshift.workloads.readers.synergy import (
     SYNERGY_COLUMNS,
+    SYNERGY_ITERATION_SECONDS,
     SYNERGY_SECONDS_PER_ITERATION,
     read_synergy,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "RUBICK_COLUMNS",
     "RUBICK_QUOTA_TENANT",
     "SYNERGY_COLUMNS",
+    "SYNERGY_ITERATION_SECONDS",
     "SYNERGY_SECONDS_PER_ITERATION",
     "_SIGNATURES",
     "detect_format",

@@ -11,9 +11,27 @@ from shapeshift.workloads.readers.table import load_table
 from shapeshift.workloads.workload import Workload
 
 SYNERGY_COLUMNS = ("job_id", "model", "arrival", "num_iters", "gpu_demand")
-#: Synergy's convention for traces derived from job durations: one iteration per
-#: second of the consolidated, fair-share run (``iter_is_duration`` in its simulator).
+#: Seconds per iteration for a model Synergy does not profile (its convention for traces
+#: derived from job durations: ``iter_is_duration``).
 SYNERGY_SECONDS_PER_ITERATION = 1.0
+#: Synergy's per-model iteration times (s, one GPU, the proportional CPU share): the
+#: ``iter_time`` of ``simulator/models/<model>_1.py`` in msr-fiddle/synergy. Its
+#: simulator runs a job for ``num_iters`` of these (0.011 s for lstm to 0.78 s for res50),
+#: not one second each.
+SYNERGY_ITERATION_SECONDS: dict[str, float] = {
+    "alexnet": 0.6,
+    "res18": 0.64,
+    "res50": 0.78,
+    "mobilenet": 0.71,
+    "shufflenet": 0.615,
+    "gnmt": 0.12,
+    "lstm": 0.011,
+    "transformer": 0.67,
+    "deepspeech": 0.757,
+    "m5": 0.6,
+    "bert": 0.011,
+    "vae": 0.011,
+}
 
 
 def _looks_headerless(columns: list[str]) -> bool:
@@ -23,16 +41,15 @@ def _looks_headerless(columns: list[str]) -> bool:
     return bool(numeric.notna().all())
 
 
-def read_synergy(
-    path: str | Path, seconds_per_iteration: float | Mapping[str, float] = SYNERGY_SECONDS_PER_ITERATION
-) -> Workload:
+def read_synergy(path: str | Path, seconds_per_iteration: float | Mapping[str, float] | None = None) -> Workload:
     """Synergy replay traces (msr-fiddle/synergy): ``job_id, model, arrival, num_iters,
     gpu_demand``, with that header or headerless as the Synergy simulator writes them.
 
     ``arrival`` is seconds; ``gpu_demand`` -> ``num_gpus``; ``num_iters`` ->
     ``iterations``. ``duration`` = iterations x ``seconds_per_iteration`` (one number, or
-    a mapping by model; default 1 s, Synergy's own convention for duration-derived
-    traces) so that the jobs also replay with the duration-based throughput model.
+    a mapping by model; by default Synergy's own per-model iteration times,
+    :data:`SYNERGY_ITERATION_SECONDS`, and 1 s for other models) so that the jobs also
+    replay with the duration-based throughput model.
     """
     table = load_table(path)
     columns = list(table.frame.columns)
@@ -43,7 +60,10 @@ def read_synergy(
     table.unique_ids(ids, "job_id")
     models = table.present("model").astype(str).str.strip()
     iterations = table.numeric("num_iters", integer=True)
-    if isinstance(seconds_per_iteration, Mapping):
+    if seconds_per_iteration is None:
+        per_iteration = models.map(lambda m: SYNERGY_ITERATION_SECONDS.get(m, SYNERGY_SECONDS_PER_ITERATION))
+        per_iteration = per_iteration.astype(float)
+    elif isinstance(seconds_per_iteration, Mapping):
         missing = models[~models.isin(list(seconds_per_iteration))]
         if not missing.empty:
             raise table.fail(
