@@ -39,8 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from shapeshift.engine.batching import split_batch
-from shapeshift.model import BatchSpec
-from shapeshift.model import Allocation, JobSpec, Resources
+from shapeshift.model import Allocation, BatchSpec, JobSpec, Resources
 from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
 from shapeshift.perf.pollux.profiles import APPLICATIONS, NAMESPACE, ApplicationProfile
 
@@ -59,9 +58,7 @@ def _packed(replicas: int) -> tuple[int, ...]:
     return placement
 
 
-def _run_length(
-    truth: PolluxGroundTruth, app: str, batch: BatchSpec, placement: tuple[int, ...]
-) -> tuple[int, float]:
+def _run_length(truth: PolluxGroundTruth, app: str, batch: BatchSpec, placement: tuple[int, ...]) -> tuple[int, float]:
     """(optimiser steps, seconds) to train ``max_epochs`` at a fixed batch on ``placement``,
     epoch by epoch as the simulation's ground truth charges it."""
     job = JobSpec("reference", 0.0, sum(placement), iterations=0, model=f"{NAMESPACE}{app}", batch=batch)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError
 from shapeshift.engine.batching import rebatch_only
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import FreeResources, JobState, JobStatus

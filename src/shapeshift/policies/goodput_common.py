@@ -20,12 +20,13 @@ def keep_or_pack(
     wanted: Mapping[str, tuple[int, Allocation | None]],
     order: Sequence[str],
     capacity: Mapping[int, int],
+    exact: frozenset[str] = frozenset(),
 ) -> dict[str, Placement]:
     """Per job, GPUs per node for its wanted count (``wanted[job] = (count, current)``).
 
     Jobs keeping their count stay in place; the rest are packed largest first (ties in
-    ``order``). A job that cannot get its count takes the largest count that fits; a job
-    that gets nothing is absent from the result.
+    ``order``). A job that cannot get its count takes the largest count that fits (jobs in
+    ``exact`` take theirs or nothing); a job that gets nothing is absent from the result.
     """
     free = dict(capacity)
     shared: set[int] = set()  # nodes that already host a job spanning nodes
@@ -41,7 +42,8 @@ def keep_or_pack(
             _take(place, free, shared, result, job)
     todo = sorted((j for j in order if j not in result and wanted[j][0] > 0), key=lambda j: (-wanted[j][0], rank[j]))
     for job in todo:
-        for count in range(wanted[job][0], 0, -1):
+        lowest = wanted[job][0] if job in exact else 1
+        for count in range(wanted[job][0], lowest - 1, -1):
             place = _pack(count, free, shared)
             if place is not None:
                 _take(place, free, shared, result, job)

@@ -95,6 +95,8 @@ class _Job:
     current: Allocation | None
     max_r: int
     factor: float
+    #: Rigid: runs on exactly ``max_r`` GPUs or not at all (no batch to adapt, no model).
+    rigid: bool = False
 
 
 class PolluxPolicy:
@@ -132,15 +134,18 @@ class PolluxPolicy:
             cap = min(self.params.max_replicas, total)
             if self.params.explore:
                 cap = min(cap, max(2 * self._seen.get(job_id, 0), 1))
-            if spec.batch is not None and spec.batch.adaptive:
+            rigid = table.params is None
+            if rigid:  # nothing to adapt: its request or nothing
+                cap = max(min(spec.num_gpus, total), 1)
+            elif spec.batch is not None and spec.batch.adaptive:
                 cap = min(cap, spec.batch.max_size // spec.batch.min_local)
-            elif spec.batch is not None:
+            else:
                 cap = min(cap, max(spec.num_gpus, 1))
             age = view.now - spec.submit_time
             restarts = status.reconfigurations + status.preemptions
             d = self.params.restart_delay
             factor = max(age - restarts * d, 0.0) / (age + d) if age + d > 0 else 1.0
-            jobs.append(_Job(job_id, table, current, max(cap, 1), factor))
+            jobs.append(_Job(job_id, table, current, max(cap, 1), factor, rigid))
         return jobs
 
     def utilities(self, jobs: list[_Job], total: int, nodes: int, gpn: int) -> list[np.ndarray]:
@@ -157,7 +162,10 @@ class PolluxPolicy:
             cur = job.current.gpus if job.current is not None else 0
             changed = np.arange(job.max_r + 1) != cur
             x = np.where(changed, x * job.factor, x)
-            result.append(power_utility(x, self.params.p))
+            u = power_utility(x, self.params.p)
+            if job.rigid:
+                u[1 : job.max_r] = -np.inf
+            result.append(u)
         return result
 
     def _decide_partition(
@@ -172,7 +180,8 @@ class PolluxPolicy:
             return
         counts = solve(self.utilities(jobs, total, len(nodes), gpn), total)
         wanted = {job.job_id: (r, job.current) for job, r in zip(jobs, counts, strict=True)}
-        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps)
+        rigid = frozenset(j.job_id for j in jobs if j.rigid)
+        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps, rigid)
         tables = {j.job_id: j.table for j in jobs}
         for job in jobs:
             desired.pop(job.job_id, None)
@@ -181,11 +190,12 @@ class PolluxPolicy:
                 reasons[job.job_id] = "no GPUs in this round's goodput optimisation"
                 continue
             r = sum(place.values())
+            spec = view.job(job.job_id).spec
             _, batch = tables[job.job_id].best(len(place), r)
-            status = view.job(job.job_id)
-            adaptive = status.spec.batch is not None and status.spec.batch.adaptive
+            adaptive = spec.batch is not None and spec.batch.adaptive
+            per_gpu = (spec.num_cpus / spec.num_gpus, spec.mem_gb / spec.num_gpus) if spec.num_gpus else (0.0, 0.0)
             alloc = Allocation(
-                tuple((n, Resources(g)) for n, g in sorted(place.items())),
+                tuple((n, Resources(g, per_gpu[0] * g, per_gpu[1] * g)) for n, g in sorted(place.items())),
                 batch_size=int(batch[0]) if adaptive else None,
             )
             desired[job.job_id] = job.current if alloc == job.current else alloc

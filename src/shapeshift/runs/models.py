@@ -44,7 +44,9 @@ def _pollux(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
 THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
     "trace": ThroughputKind("recorded durations, scaled by GPU count and type", False, _trace),
     "ground-truth": ThroughputKind("measured Rubick speed tables (a traces/ directory)", True, _ground_truth),
-    "pollux": ThroughputKind("measured Pollux profiles with statistical efficiency (a profiles/ directory)", True, _pollux),
+    "pollux": ThroughputKind(
+        "measured Pollux profiles with statistical efficiency (a profiles/ directory)", True, _pollux
+    ),
 }
 
 

@@ -97,8 +97,14 @@ def fit_perf_params(rows: list[Row]) -> PerfParams:
         start[i] = upper[i] = lower[i]
     bounds = list(zip(lower, upper, strict=True))
     args = (nodes, replicas, bsz, compute, step)
-    result = minimize(_objective, np.array(start), args=args, method="L-BFGS-B", bounds=bounds,
-                      options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-10})
+    result = minimize(
+        _objective,
+        np.array(start),
+        args=args,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-10},
+    )
     p = [float(v) for v in result.x]
     if not np.any(nodes > 1):  # the artifact's prior: crossing nodes costs at least as much
         p[2], p[3] = max(p[2], p[4] * 1.1), max(p[3], p[5] * 1.1)
@@ -146,7 +152,11 @@ class GoodputGrid:
         self.total = replicas * atomic * (accum + 1)
         self.throughput = self.total / step_time(params, nodes, replicas, atomic, accum)
         if adaptive:
-            ok = (atomic >= limits.min_local) & (atomic <= limits.max_local) & (self.total <= limits.max_size * (1 + eps))
+            ok = (
+                (atomic >= limits.min_local)
+                & (atomic <= limits.max_local)
+                & (self.total <= limits.max_size * (1 + eps))
+            )
         else:
             ok = atomic >= 1
         self.throughput = np.where(ok & (replicas > 0), self.throughput, 0.0)
@@ -170,4 +180,13 @@ def best_batch(
     return GoodputGrid(params, limits, nodes, replicas, adaptive).evaluate(grad)
 
 
-__all__ = ["BatchLimits", "GoodputGrid", "PerfParams", "best_batch", "efficiency", "fit_perf_params", "relative_errors", "step_time"]
+__all__ = [
+    "BatchLimits",
+    "GoodputGrid",
+    "PerfParams",
+    "best_batch",
+    "efficiency",
+    "fit_perf_params",
+    "relative_errors",
+    "step_time",
+]

@@ -48,7 +48,9 @@ def fitted_params(root: str, app: str) -> PerfParams:
 def _grid(params: PerfParams, limits: BatchLimits, adaptive: bool, gpn: int, max_r: int) -> GoodputGrid:
     """Columns r = 1..max_r packed on ceil(r / gpn) nodes, then r = 1..max_r on one node."""
     r = np.arange(1, max_r + 1)
-    return GoodputGrid(params, limits, np.concatenate([np.ceil(r / gpn), np.ones(max_r)]), np.concatenate([r, r]), adaptive)
+    return GoodputGrid(
+        params, limits, np.concatenate([np.ceil(r / gpn), np.ones(max_r)]), np.concatenate([r, r]), adaptive
+    )
 
 
 @dataclass(frozen=True)

@@ -82,15 +82,22 @@ class ApplicationProfile:
         self.rows: list[Row] = [
             Row(len(str(p)), sum(int(c) for c in str(p)), float(b), float(s), float(y), str(p))
             for p, b, s, y in zip(
-                placements["placement"], placements["local_bsz"], placements["step_time"], placements["sync_time"],
+                placements["placement"],
+                placements["local_bsz"],
+                placements["step_time"],
+                placements["sync_time"],
                 strict=True,
             )
         ]
         self.scalability_rows: list[Row] = [
             Row(int(n), int(r), float(b), float(s), float(y))
             for n, r, b, s, y in zip(
-                scalability["num_nodes"], scalability["num_replicas"], scalability["local_bsz"],
-                scalability["step_time"], scalability["sync_time"], strict=True,
+                scalability["num_nodes"],
+                scalability["num_replicas"],
+                scalability["local_bsz"],
+                scalability["step_time"],
+                scalability["sync_time"],
+                strict=True,
             )
         ]
         self.validation = {
@@ -103,7 +110,9 @@ class ApplicationProfile:
         self.min_local = int(min(r.local_bsz for r in self.rows))
         self.max_local = int(settings.get("max_local_bsz") or max(r.local_bsz for r in self.rows))
         self.max_epochs = int(settings.get("max_epochs") or min(len(v) for v in self.validation.values()))
-        self._grad = {b: (v["grad_sqr"].to_numpy(float), v["grad_var"].to_numpy(float)) for b, v in self.validation.items()}
+        self._grad = {
+            b: (v["grad_sqr"].to_numpy(float), v["grad_var"].to_numpy(float)) for b, v in self.validation.items()
+        }
         progress = [v["progress"].to_numpy(float) for v in self.validation.values()]
         # boundaries[e] = progress (init-batch steps) at which epoch e starts; e = 0..max_epochs
         self.boundaries = [0.0] + [float(min(p[e - 1] for p in progress)) for e in range(1, self.max_epochs + 1)]
@@ -152,7 +161,9 @@ class ApplicationProfile:
             means: dict[tuple[int, int, float], list[tuple[float, float]]] = {}
             for r in self.rows:
                 means.setdefault((r.nodes, r.replicas, r.local_bsz), []).append((r.step, r.sync))
-            pts = [(*k, float(np.mean([v[0] for v in vs])), float(np.mean([v[1] for v in vs]))) for k, vs in means.items()]
+            pts = [
+                (*k, float(np.mean([v[0] for v in vs])), float(np.mean([v[1] for v in vs]))) for k, vs in means.items()
+            ]
             pts += [(r.nodes, r.replicas, r.local_bsz, r.step, r.sync) for r in self.scalability_rows]
             arr = np.array(pts, dtype=float)
             self._points = arr
