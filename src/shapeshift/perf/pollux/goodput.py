@@ -60,14 +60,42 @@ def step_time(params: PerfParams, nodes, replicas, atomic_bsz, accum=0):  # type
     return np.asarray(accum, float) * grad + np.exp(_log_iter(p, grad, net))
 
 
-def _objective(p: np.ndarray, nodes, replicas, bsz, compute, step) -> float:  # type: ignore[no-untyped-def]
+def _objective(p: np.ndarray, nodes, replicas, bsz, compute, step) -> tuple[float, np.ndarray]:  # type: ignore[no-untyped-def]
+    """The artifact's fitting objective and its exact gradient (L-BFGS-B needs no finite
+    differences: same optimum, an eighth of the evaluations)."""
+    inter, intra = nodes > 1, (nodes == 1) & (replicas > 1)
+    extra = np.maximum(replicas - 2, 1e-8)
     grad = p[0] + p[1] * bsz
     net = _network(p, nodes, replicas)
-    err1 = math.sqrt(float(np.mean((np.log(grad) - np.log(compute)) ** 2)))
-    err2 = math.sqrt(float(np.mean((_log_iter(p, grad, net) - np.log(step)) ** 2)))
-    reg1 = 1e-3 * (p[6] - 1) ** 2
-    reg2 = 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
-    return err1 + err2 + reg1 + reg2
+    g = p[6]
+    gg, ng = grad**g, net**g
+    total = gg + ng
+    log_iter = np.log(total) / g
+    d1 = np.log(grad) - np.log(compute)
+    d2 = log_iter - np.log(step)
+    err1 = math.sqrt(float(np.mean(d1**2)))
+    err2 = math.sqrt(float(np.mean(d2**2)))
+    value = err1 + err2 + 1e-3 * (g - 1) ** 2 + 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
+    jac = np.zeros(7)
+    w1 = d1 / grad / (len(d1) * max(err1, 1e-300))
+    jac[0] += np.sum(w1)
+    jac[1] += np.sum(w1 * bsz)
+    w2 = d2 / (len(d2) * max(err2, 1e-300))
+    dl_dgrad = gg / grad / total
+    dl_dnet = ng / net / total
+    jac[0] += np.sum(w2 * dl_dgrad)
+    jac[1] += np.sum(w2 * dl_dgrad * bsz)
+    jac[2] += np.sum(w2 * dl_dnet * inter)
+    jac[3] += np.sum(w2 * dl_dnet * inter * extra)
+    jac[4] += np.sum(w2 * dl_dnet * intra)
+    jac[5] += np.sum(w2 * dl_dnet * intra * extra)
+    dl_dg = (gg * np.log(grad) + ng * np.log(net)) / total / g - np.log(total) / g**2
+    jac[6] += np.sum(w2 * dl_dg) + 2e-3 * (g - 1)
+    jac[3] += 2e-2 * p[3] / p[2] ** 2
+    jac[2] -= 2e-2 * p[3] ** 2 / p[2] ** 3
+    jac[5] += 2e-2 * p[5] / p[4] ** 2
+    jac[4] -= 2e-2 * p[5] ** 2 / p[4] ** 3
+    return value, jac
 
 
 def fit_perf_params(rows: list[Row]) -> PerfParams:
@@ -101,6 +129,7 @@ def fit_perf_params(rows: list[Row]) -> PerfParams:
         _objective,
         np.array(start),
         args=args,
+        jac=True,
         method="L-BFGS-B",
         bounds=bounds,
         options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-10},
