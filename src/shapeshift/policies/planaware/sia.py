@@ -151,10 +151,10 @@ class SiaPolicy:
         if kind == "pollux":
             return float(table.best(k, r)[0][0])
         if kind == "plan":
-            space = dp_space(spec.plan)
-            c = self.knowledge.best(spec.model, packed_placement(r, gpn), self._cpus(spec, r), space)
+            place, cpus = packed_placement(r, gpn), self._cpus(spec, r)
+            c = self.knowledge.best(spec.model, place, cpus, dp_space(spec.plan))
             if c is None and r == spec.num_gpus and spec.plan is not None:
-                c = self.knowledge.best(spec.model, packed_placement(r, gpn), self._cpus(spec, r), fixed_space(spec.plan))
+                c = self.knowledge.best(spec.model, place, cpus, fixed_space(spec.plan))
             return c.throughput if c is not None else 0.0
         return float(r)
 
