@@ -140,3 +140,15 @@ def test_new_jobs_start_on_one_gpu_and_at_most_double_later():
     engine.reconcile(schedule, 60.0)
     view = ClusterView(engine, 120.0, frozenset({""}), True)
     assert policy.decide(view).allocations["c"].gpus <= 2
+
+
+def test_the_shipped_reproduction_file_validates():
+    from pathlib import Path
+
+    from shapeshift.experiments.expand import expand
+    from shapeshift.experiments.schema import load_experiment
+
+    shared_file("data/pollux/workload-6.csv")
+    path = Path(__file__).resolve().parents[2] / "experiments" / "pollux-workload6.yaml"
+    plans = expand(load_experiment(path))
+    assert len(plans) == 9  # pollux at 5 intervals, sia, fifo, tiresias, optimus

@@ -104,6 +104,7 @@ class SiaPolicy:
         self.knowledge = knowledge
         self.goodput = GoodputKnowledge(params.profiles)
         self._seen: dict[str, int] = {}
+        self._plan_cache: dict[tuple[object, ...], float] = {}
 
     # ------------------------------------------------------------ goodput
     def _cpus(self, spec: JobSpec, g: int) -> float:
@@ -120,7 +121,10 @@ class SiaPolicy:
         job = _Job(job_id, spec, kind)
         cap = self.params.max_replicas
         if self.params.explore and kind != "rigid":
-            cap = min(cap, max(2 * self._seen.get(job_id, 0), 1))
+            # A plan-aware job is known to run on its request (its plan's smallest DP
+            # scale unit may already need several GPUs): explore from there.
+            floor = spec.num_gpus if kind == "plan" else 1
+            cap = min(cap, max(2 * self._seen.get(job_id, 0), floor))
         if kind == "pollux" and spec.batch is not None:
             cap = min(cap, spec.batch.max_size // spec.batch.min_local if spec.batch.adaptive else spec.num_gpus)
         for gpu_type, (gpn, count) in types.items():
@@ -128,6 +132,8 @@ class SiaPolicy:
             if kind == "rigid":
                 sizes = [(math.ceil(spec.num_gpus / gpn), spec.num_gpus)] if spec.num_gpus <= gpn * count else []
             sizes = [(k, r) for k, r in sizes if kind == "rigid" or r <= cap]
+            if kind == "plan" and spec.num_gpus <= gpn * count and all(r != spec.num_gpus for _, r in sizes):
+                sizes.append((math.ceil(spec.num_gpus / gpn), spec.num_gpus))  # its request always counts
             if kind == "pollux" and sizes:  # one vectorised evaluation per GPU type
                 good = table.best([k for k, _ in sizes], [r for _, r in sizes])[0]
                 job.options += [_Option(gpu_type, k, r, float(v)) for (k, r), v in zip(sizes, good, strict=True)]
@@ -151,12 +157,21 @@ class SiaPolicy:
         if kind == "pollux":
             return float(table.best(k, r)[0][0])
         if kind == "plan":
-            place, cpus = packed_placement(r, gpn), self._cpus(spec, r)
-            c = self.knowledge.best(spec.model, place, cpus, dp_space(spec.plan))
-            if c is None and r == spec.num_gpus and spec.plan is not None:
-                c = self.knowledge.best(spec.model, place, cpus, fixed_space(spec.plan))
-            return c.throughput if c is not None else 0.0
+            # Throughput per packed shape changes only when the model is refit: cached.
+            version = getattr(self.knowledge.knowledge(spec.model), "version", 0)
+            key = (spec.job_id, r, gpn, version)
+            if key not in self._plan_cache:
+                self._plan_cache[key] = self._plan_goodput(spec, r, gpn)
+            return self._plan_cache[key]
         return float(r)
+
+    def _plan_goodput(self, spec: JobSpec, r: int, gpn: int) -> float:
+        """DP scaling of the requested plan (its own plan at its own size) on a packed shape."""
+        place, cpus = packed_placement(r, gpn), self._cpus(spec, r)
+        c = self.knowledge.best(spec.model, place, cpus, dp_space(spec.plan))
+        if c is None and r == spec.num_gpus and spec.plan is not None:
+            c = self.knowledge.best(spec.model, place, cpus, fixed_space(spec.plan))
+        return c.throughput if c is not None else 0.0
 
     def _factor(self, view: ClusterView, spec: JobSpec) -> float:
         status = view.job(spec.job_id)
