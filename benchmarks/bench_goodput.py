@@ -72,7 +72,8 @@ def decision_time(policy_name: str, warm: int, repeat: int) -> None:
     running = len(engine.allocations)
     pending = sum(len(p) for p in engine.pending.values())
     print(f"{policy_name}: {running} running + {pending} pending jobs on 64 GPUs")
-    print(f"decision time over {len(ms)} rounds: p50 {np.percentile(ms, 50):.1f} ms, p99 {np.percentile(ms, 99):.1f} ms")
+    p50, p99 = np.percentile(ms, 50), np.percentile(ms, 99)
+    print(f"decision time over {len(ms)} rounds: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
 
 
 def main() -> None:
