@@ -152,3 +152,36 @@ def test_the_shipped_reproduction_file_validates():
     path = Path(__file__).resolve().parents[2] / "experiments" / "pollux-workload6.yaml"
     plans = expand(load_experiment(path))
     assert len(plans) == 9  # pollux at 5 intervals, sia, fifo, tiresias, optimus
+
+
+def test_sia_knapsack_and_integer_program_reach_the_same_objective():
+    """On one GPU type Sia's program is solved by the knapsack; HiGHS on the same program
+    (what heterogeneous clusters use) must find the same optimum."""
+    from shapeshift.policies.planaware.knowledge import Knowledge
+    from shapeshift.policies.planaware.sia import SiaParams, SiaPolicy
+
+    policy = SiaPolicy(SiaParams(profiles=str(shared_file("data/pollux/profiles")), explore=False), Knowledge(None))
+    jobs = [
+        _job("c1", "cifar10", CIFAR, 0.0),
+        _job("c2", "cifar10", CIFAR, 10.0),
+        _job("b", "bert", BERT, 20.0),
+        _job("d", "deepspeech2", SPEECH, 30.0),
+        _job("y", "yolov3", BatchSpec(8, 8, 512, 4, 8, adaptive=True), 40.0),
+    ]
+    _, view = _engine(policy, jobs, 2, 4, 600.0)
+    types = {"generic": (4, 2)}
+    infos = [policy._job(view, j.job_id, types) for j in jobs]
+
+    def cost(chosen):
+        total = 0.0
+        for info in infos:
+            if info.job_id in chosen:
+                k = info.options.index(chosen[info.job_id])
+                total += float(policy.costs(view, info)[k])
+        return total
+
+    by_type = {"generic": [0, 1]}
+    dp = policy._solve_one_type(view, infos, 8)
+    ip = policy._solve_milp(view, infos, by_type)
+    assert sum(o.gpus for o in dp.values()) <= 8
+    assert cost(dp) == pytest.approx(cost(ip), abs=1e-9)

@@ -29,7 +29,9 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
   middle of a checkpoint-restore keeps its configuration (``preserve_ckpt_allocs``).
 
 Solved with ``scipy.optimize.milp`` (HiGHS; relative gap 1e-4 as the artifact's CBC
-setting). Placement (the artifact's simulator ignores it; ``alloc_to_placement_smart`` is
+setting); on a cluster of one GPU type the program is a multiple-choice knapsack over
+GPU counts and is solved exactly by the knapsack of ``pollux`` (same optimum,
+deterministic, no time limit). Placement (the artifact's simulator ignores it; ``alloc_to_placement_smart`` is
 what its cluster runs): jobs whose GPU count did not change stay put, the others are
 packed on the fewest nodes, one job spanning nodes per node
 (:func:`shapeshift.policies.goodput_common.keep_or_pack`).
@@ -92,6 +94,7 @@ class _Job:
     options: list[_Option] = field(default_factory=list)
     current: int | None = None  # index of the current configuration in options
     pinned: bool = False
+    best_by_count: dict[int, int] = field(default_factory=dict)
 
 
 class SiaPolicy:
@@ -224,6 +227,38 @@ class SiaPolicy:
             self._place(view, jobs, chosen, gpu_type, members, desired, reasons)
 
     def _solve(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
+        if len(by_type) == 1:
+            (members,) = by_type.values()
+            return self._solve_one_type(view, jobs, sum(view.cluster.nodes[n].gpus for n in members))
+        return self._solve_milp(view, jobs, by_type)
+
+    def _solve_one_type(self, view: ClusterView, jobs: list[_Job], total: int) -> dict[str, _Option]:
+        """One GPU type: the same integer program is a multiple-choice knapsack over GPU
+        counts, solved exactly by :func:`shapeshift.policies.pollux.solve` (deterministic,
+        no solver time limit)."""
+        from shapeshift.policies.pollux import solve
+
+        utilities = []
+        for job in jobs:
+            u = np.full(total + 1, -np.inf)
+            u[0] = -np.inf if job.pinned else 0.0
+            best: dict[int, int] = {}
+            for k, (option, c) in enumerate(zip(job.options, self.costs(view, job), strict=True)):
+                if option.gpus > total or (job.pinned and k != job.current):
+                    continue
+                if -c > u[option.gpus]:
+                    u[option.gpus] = -c
+                    best[option.gpus] = k
+            utilities.append(u)
+            job.best_by_count = best
+        counts = solve(utilities, total)
+        return {
+            job.job_id: job.options[job.best_by_count[r]]
+            for job, r in zip(jobs, counts, strict=True)
+            if r > 0
+        }
+
+    def _solve_milp(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
         from scipy.optimize import Bounds, LinearConstraint, milp
         from scipy.sparse import coo_array
 
