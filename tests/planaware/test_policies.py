@@ -130,7 +130,7 @@ def test_guaranteed_job_beyond_quota_waits():
 
 
 def test_sia_integer_program_follows_the_published_objective():
-    # Sia (SOSP'23 Eq. 1, artifact sia.py): 1 node x 8 GPUs, configurations 1, 2, 4, 8 GPUs.
+    # Sia (SOSP'23 §3, artifact sia.py): 1 node x 8 GPUs, configurations 1, 2, 4, 8 GPUs.
     # a: 10 samples/s per GPU up to 4, then +5 per GPU: 10, 20, 40, 60 -> normalised by
     # its 1-GPU goodput: 1, 2, 4, 6; b does not scale (10 at any size): 1, 1, 1, 1.
     # Cost round(x^-0.5, 2) - lambda_n (1.1), age 0 < penalty: no restart factor.

@@ -3,17 +3,18 @@
 Pollux (Qiao et al., "Pollux: Co-adaptive Cluster Scheduling for Goodput-Optimized Deep
 Learning", OSDI 2021), as its artifact's simulator runs it (petuum/adaptdl, branch
 ``osdi21-artifact``, ``simulator/pollux.py``, ``simulator/simulator.py``). Every round
-(``round``, default 60 s: §5.1; ``--interval 60``), for the jobs of a partition:
+(``round``, default 60 s: the artifact simulator's ``--interval 60``), for the jobs of a partition:
 
 * **speedup** of job j on ``r`` GPUs over ``k`` nodes = its best goodput there (batch
-  size chosen to maximise throughput x statistical efficiency, §3.3; ``best_batch``)
+  size chosen to maximise throughput x statistical efficiency, PolluxAgent, §4.1;
+  ``best_batch``)
   divided by its goodput at the fair share ``ceil(GPUs / jobs)`` on one node (artifact
   ``Problem.__init__``: "change base goodput to fair-share goodput"), scaled by
   ``nodes / GPUs`` (one node's share = 1);
-* **restart penalty** (§4.2; ``Problem._evaluate``): a job whose allocation changes has its
+* **restart penalty** (PolluxSched, §4.2; ``Problem._evaluate``): a job whose allocation changes has its
   speedup multiplied by ``max(age - restarts x restart_delay, 0) / (age + restart_delay)``
   (``restart_delay`` = 30 s, the artifact's figure);
-* **objective**: the power mean of the (speedup + 1e-3) with exponent ``p`` (§4.2, Eq. 9;
+* **objective**: the power mean of the (speedup + 1e-3) with exponent ``p`` (§4.2;
   ``p = -1`` in the artifact); jobs left without GPUs count with speedup 0;
 * **limits**: a job gets at most twice the largest replica count it has run on
   (``explore``; artifact ``get_pollux_job_info``: ``max(2 x max_profiled_replicas, 1)``),

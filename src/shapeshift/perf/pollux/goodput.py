@@ -1,7 +1,7 @@
 """The Pollux/AdaptDL throughput model, fitted with scipy, and the goodput it implies.
 
 Per-step time of data-parallel SGD on ``replicas`` GPUs over ``nodes`` nodes at an
-atomic (per-GPU) batch ``b`` with ``s`` accumulation steps (Pollux, OSDI'21 §3.2, Eq. 5-7;
+atomic (per-GPU) batch ``b`` with ``s`` accumulation steps (Pollux, OSDI'21 §3.2;
 artifact ``simulator/goodput.py``):
 
 * compute: ``T_grad(b) = alpha_c + beta_c * b``;

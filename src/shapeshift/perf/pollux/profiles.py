@@ -206,7 +206,7 @@ class ApplicationProfile:
 
 def efficiency(grad_sqr: float, grad_var: float, batch_size: float, init_batch: float) -> float:
     """Pollux statistical efficiency of ``batch_size`` relative to ``init_batch`` (OSDI'21
-    §3.1, Eq. 2; artifact ``goodput.py``, ``GoodputFunction.efficiency``): with the
+    §3.1; artifact ``goodput.py``, ``GoodputFunction.efficiency``): with the
     gradient noise scale ``B = init_batch * grad_var / grad_sqr``,
     ``E = (B + init_batch) / (B + batch_size)``; 1 at the initial batch."""
     scale = batch_size / init_batch

@@ -5,9 +5,9 @@ scheduling", SOSP 2023), as its artifact's simulator runs it (siasosp23/artifact
 ``sia-simulator/sia.py``, ``SiaPolicy.optimize_mip`` and ``__solve_mip_rescaled``; defaults
 in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 
-* **configurations** per GPU type (§3.3; ``CONFIGS_4GPU``/``CONFIGS_8GPU``): 1, 2, 4, ...
+* **configurations** per GPU type (§3; ``CONFIGS_4GPU``/``CONFIGS_8GPU``): 1, 2, 4, ...
   GPUs up to one node, then whole nodes (2 x, 3 x, ... GPUs per node);
-* **goodput** of every job in every configuration (§3.2): Pollux jobs from their fitted
+* **goodput** of every job in every configuration (§3): Pollux jobs from their fitted
   throughput model and reported gradient noise at the best batch size
   (:mod:`shapeshift.perf.pollux`); plan-aware (Rubick) jobs from the performance model
   restricted to data-parallel scaling of their requested plan: their global batch is
@@ -16,14 +16,14 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 * **limits**: an elastic job gets at most twice the replicas it has run on (``explore``),
   at most ``max_replicas`` (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``);
   a fixed-batch Pollux job (NCF) its request;
-* **normalised goodput** (§3.3): divided by the job's smallest goodput over its
+* **normalised goodput** (§3): divided by the job's smallest goodput over its
   configurations (1 GPU), values at most 1e-4 raised to 1e-4 (``ZERO_ALLOC_GAIN``);
-* **restart factor** (§3.4): every configuration but the job's current one is multiplied
+* **restart factor** (§3): every configuration but the job's current one is multiplied
   by ``max(age - restarts x penalty, 0) / (age + penalty)``, 1 while ``age < penalty``;
   the penalty per application as measured in the artifact (``get_restart_penalty``:
   cifar10 30 s, imagenet 250, bert 120, deepspeech2 25, yolov3 45), else
   ``restore_penalty``;
-* **objective** (§3.3, Eq. 1): minimise ``sum x_jc round(g_jc^p, 2)`` (capped at 3000) plus
+* **objective** (§3): minimise ``sum x_jc round(g_jc^p, 2)`` (capped at 3000) plus
   ``lambda_n`` for every job left without GPUs, with ``p = -0.5`` and ``lambda_n = 1.1``;
   one configuration per job, GPUs of each type within the type's total; a job in the
   middle of a checkpoint-restore keeps its configuration (``preserve_ckpt_allocs``).
@@ -252,11 +252,7 @@ class SiaPolicy:
             utilities.append(u)
             job.best_by_count = best
         counts = solve(utilities, total)
-        return {
-            job.job_id: job.options[job.best_by_count[r]]
-            for job, r in zip(jobs, counts, strict=True)
-            if r > 0
-        }
+        return {job.job_id: job.options[job.best_by_count[r]] for job, r in zip(jobs, counts, strict=True) if r > 0}
 
     def _solve_milp(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
         from scipy.optimize import Bounds, LinearConstraint, milp
