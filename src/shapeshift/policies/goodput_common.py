@@ -9,11 +9,26 @@ restart the optimiser did not pay for).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from shapeshift.model import Allocation
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import Allocation, Schedule
 
 Placement = dict[int, int]
+PartitionStep = Callable[[ClusterView, str, dict[str, Allocation], dict[str, str]], None]
+
+
+def decide_partitions(view: ClusterView, step: PartitionStep, seen: dict[str, int]) -> Schedule:
+    """Run ``step`` on every partition that changed, then remember the largest GPU count
+    each job was given (both papers let a job grow to twice what it has run on)."""
+    desired = dict(view.allocations)
+    reasons: dict[str, str] = {}
+    for part in sorted(view.dirty_partitions):
+        if part in view.partitions:
+            step(view, part, desired, reasons)
+    for job_id, alloc in desired.items():
+        seen[job_id] = max(seen.get(job_id, 0), alloc.gpus)
+    return Schedule.replace(view.allocations, desired, reasons)
 
 
 def keep_or_pack(

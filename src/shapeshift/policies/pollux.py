@@ -44,7 +44,7 @@ from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Resources, Schedule
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
 from shapeshift.policies.base import ROUND
-from shapeshift.policies.goodput_common import keep_or_pack
+from shapeshift.policies.goodput_common import decide_partitions, keep_or_pack
 from shapeshift.policies.registry import PolicyParams, register
 
 EPS = 1e-3
@@ -112,14 +112,7 @@ class PolluxPolicy:
         self._seen: dict[str, int] = {}
 
     def decide(self, view: ClusterView) -> Schedule:
-        desired = dict(view.allocations)
-        reasons: dict[str, str] = {}
-        for part in sorted(view.dirty_partitions):
-            if part in view.partitions:
-                self._decide_partition(view, part, desired, reasons)
-        for job_id, alloc in desired.items():
-            self._seen[job_id] = max(self._seen.get(job_id, 0), alloc.gpus)
-        return Schedule.replace(view.allocations, desired, reasons)
+        return decide_partitions(view, self._decide_partition, self._seen)
 
     def _jobs(self, view: ClusterView, part: str, total: int) -> list[_Job]:
         ids = list(view.running(part)) + list(view.pending(part))

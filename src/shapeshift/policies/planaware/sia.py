@@ -53,7 +53,7 @@ from shapeshift.perf.plans import packed_placement
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge
 from shapeshift.perf.pollux.profiles import app_name
 from shapeshift.policies.base import ROUND
-from shapeshift.policies.goodput_common import keep_or_pack
+from shapeshift.policies.goodput_common import decide_partitions, keep_or_pack
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
@@ -199,14 +199,7 @@ class SiaPolicy:
     # ------------------------------------------------------------ decide
     def decide(self, view: ClusterView) -> Schedule:
         self.knowledge.observe(view)
-        desired = dict(view.allocations)
-        reasons: dict[str, str] = {}
-        for part in sorted(view.dirty_partitions):
-            if part in view.partitions:
-                self._decide_partition(view, part, desired, reasons)
-        for job_id, alloc in desired.items():
-            self._seen[job_id] = max(self._seen.get(job_id, 0), alloc.gpus)
-        return Schedule.replace(view.allocations, desired, reasons)
+        return decide_partitions(view, self._decide_partition, self._seen)
 
     def _decide_partition(
         self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]
