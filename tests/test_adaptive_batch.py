@@ -89,3 +89,27 @@ def test_split_batch_follows_the_pollux_simulator():
     # capped so the global batch stays <= 384: int(384 / 36) = 10.
     bert = split_batch(BatchSpec(384, 12, 384, 4, 12), 384, 6)
     assert (bert.atomic, bert.accum, bert.global_batch) == (10, 5, 360)
+
+
+def test_batch_column_round_trips_through_the_generic_format(tmp_path):
+    from shapeshift.workloads.readers import read_workload
+
+    src = tmp_path / "w.csv"
+    src.write_text("name,time,application,num_replicas,batch_size\ncifar10-0,53,cifar10,4,2048\nncf-1,10,ncf,1,32768\n")
+    original = read_workload(src)
+    out = tmp_path / "generic.csv"
+    original.write(out)
+    again = read_workload(out, "generic")
+    assert [j.batch for j in again.jobs()] == [j.batch for j in original.jobs()]
+    assert again.jobs()[1].batch == BatchSpec(2048, 128, 4096, 32, 1024, adaptive=True)
+
+
+def test_a_bad_batch_cell_names_its_row(tmp_path):
+    from shapeshift.errors import InputError
+    from shapeshift.workloads.readers import read_workload
+
+    path = tmp_path / "g.csv"
+    path.write_text("job_id,submit_time,num_gpus,duration,batch\na,0,1,10,size=64\nb,0,1,10,size=x\n")
+    with pytest.raises(InputError) as err:
+        read_workload(path, "generic")
+    assert err.value.field == "batch" and err.value.line == 3
