@@ -68,9 +68,10 @@ def power_utility(x: np.ndarray, p: float) -> np.ndarray:
     return -((x + EPS) ** p) if p < 0 else (x + EPS) ** p
 
 
-def solve(utilities: list[np.ndarray], total: int) -> list[int]:
+def solve(utilities: list[np.ndarray], total: int, prefer_more: bool = False) -> list[int]:
     """GPU count per job maximising ``sum_j utilities[j][r_j]`` with ``sum r_j <= total``
-    (exact knapsack; ties go to fewer GPUs and to earlier jobs)."""
+    (exact knapsack). Ties go to fewer GPUs, or with ``prefer_more`` to more (an optimum
+    that leaves fewer GPUs idle)."""
     best = np.full(total + 1, -np.inf)
     best[0] = 0.0
     choice = np.zeros((len(utilities), total + 1), dtype=np.int64)
@@ -79,9 +80,12 @@ def solve(utilities: list[np.ndarray], total: int) -> list[int]:
         cand = np.full((r_max + 1, total + 1), -np.inf)
         for r in range(r_max + 1):
             cand[r, r:] = best[: total + 1 - r] + u[r]
-        choice[j] = np.argmax(cand, axis=0)
+        if prefer_more:
+            choice[j] = r_max - np.argmax(cand[::-1], axis=0)
+        else:
+            choice[j] = np.argmax(cand, axis=0)
         best = cand[choice[j], np.arange(total + 1)]
-    g = int(np.argmax(best))
+    g = total - int(np.argmax(best[::-1])) if prefer_more else int(np.argmax(best))
     counts = [0] * len(utilities)
     for j in range(len(utilities) - 1, -1, -1):
         counts[j] = int(choice[j, g])

@@ -244,7 +244,9 @@ class SiaPolicy:
                     best[option.gpus] = k
             utilities.append(u)
             job.best_by_count = best
-        counts = solve(utilities, total)
+        # The rounded costs tie often; of equal optima take the one using the most GPUs
+        # (the artifact's CBC returns whichever it finds).
+        counts = solve(utilities, total, prefer_more=True)
         return {job.job_id: job.options[job.best_by_count[r]] for job, r in zip(jobs, counts, strict=True) if r > 0}
 
     def _solve_milp(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
