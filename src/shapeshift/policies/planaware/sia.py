@@ -21,8 +21,8 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 * **restart factor** (§3): every configuration but the job's current one is multiplied
   by ``max(age - restarts x penalty, 0) / (age + penalty)``, 1 while ``age < penalty``;
   the penalty per application as measured in the artifact (``get_restart_penalty``:
-  cifar10 30 s, imagenet 250, bert 120, deepspeech2 25, yolov3 45), else
-  ``restore_penalty``;
+  cifar10 30 s, imagenet 250, bert 120, deepspeech2 25, yolov3 45, other Pollux
+  applications 30), for jobs of other sources ``restore_penalty``;
 * **objective** (§3): minimise ``sum x_jc round(g_jc^p, 2)`` (capped at 3000) plus
   ``lambda_n`` for every job left without GPUs, with ``p = -0.5`` and ``lambda_n = 1.1``;
   one configuration per job, GPUs of each type within the type's total; a job in the
@@ -51,7 +51,7 @@ from shapeshift.perf.arch import get_arch
 from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.perf.plans import packed_placement
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge
-from shapeshift.perf.pollux.profiles import app_name
+from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.base import ROUND
 from shapeshift.policies.goodput_common import decide_partitions, keep_or_pack
 from shapeshift.policies.planaware.common import PlanAwareParams
@@ -61,6 +61,7 @@ from shapeshift.policies.registry import register
 
 #: Restart penalties (seconds) the Sia artifact measured per application (``get_restart_penalty``).
 RESTART_PENALTIES = {"deepspeech2": 25.0, "imagenet": 250.0, "cifar10": 30.0, "bert": 120.0, "yolov3": 45.0}
+ARTIFACT_DEFAULT_PENALTY = 30.0
 ZERO_ALLOC_GAIN = 1e-4
 CLIP = 3000.0
 
@@ -178,7 +179,10 @@ class SiaPolicy:
 
     def _factor(self, view: ClusterView, spec: JobSpec) -> float:
         status = view.job(spec.job_id)
-        penalty = RESTART_PENALTIES.get(app_name(spec.model), self.params.restore_penalty)
+        # The artifact's default for its other applications (NCF) is 30 s; jobs of other
+        # sources (Rubick's) pay the run's restore penalty.
+        other = ARTIFACT_DEFAULT_PENALTY if spec.model.startswith(NAMESPACE) else self.params.restore_penalty
+        penalty = RESTART_PENALTIES.get(app_name(spec.model), other)
         age = view.now - spec.submit_time
         if age < penalty:
             return 1.0
