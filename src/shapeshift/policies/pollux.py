@@ -78,7 +78,7 @@ def solve(utilities: list[np.ndarray], total: int, prefer_more: bool = False) ->
     for j, u in enumerate(utilities):
         r_max = min(len(u) - 1, total)
         cand = np.full((r_max + 1, total + 1), -np.inf)
-        for r in range(r_max + 1):
+        for r in np.flatnonzero(np.isfinite(u[: r_max + 1])):  # Sia's options are sparse
             cand[r, r:] = best[: total + 1 - r] + u[r]
         if prefer_more:
             choice[j] = r_max - np.argmax(cand[::-1], axis=0)
