@@ -82,6 +82,10 @@ class GoodputKnowledge:
     """Fitted models per application under ``root``; ``job(...)`` builds a job's table."""
 
     def __init__(self, root: str | Path | None):
+        if root and not Path(root).is_dir():
+            from shapeshift.errors import InputError
+
+            raise InputError(f"Pollux profiles directory {root} not found", field="profiles")
         found = Path(root) if root else default_profiles()
         self.root = str(found.resolve()) if found is not None and found.is_dir() else None
         self.apps: dict[str, ApplicationProfile] = load_profiles(self.root) if self.root else {}
