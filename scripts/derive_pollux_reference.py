@@ -13,11 +13,12 @@ workload generator estimates job completion times (``get_configurations`` in
 * iterations = the ``iteration`` column of ``validation-<batch_size>.csv`` at the last
   epoch the simulator trains (``max_epochs - 1``; max_epochs per application below);
 * step time = the measured ``step_time`` of the placement that packs the replicas 4 per
-  node (the artifact's 16 x 4-GPU cluster), linearly interpolated over the local batch
-  (``placements.csv``); placements that were not measured are interpolated over
-  (nodes, replicas, local batch) from ``placements.csv`` and ``scalability.csv``;
-  a local batch above the application's largest measured one uses gradient
-  accumulation (extra steps cost ``step_time - sync_time`` each);
+  node (the artifact's 16 x 4-GPU cluster), interpolated as the simulator does
+  (``shapeshift.perf.pollux.profiles``); the batch is split over replicas as the
+  simulator runs a job at a target batch (``Job.update_local_bsz``): a local batch above
+  the application's largest uses gradient accumulation, and a single GPU above the
+  initial batch accumulates at least once (extra micro-steps cost
+  ``step_time - sync_time`` each);
 * duration = iterations x step time.
 
 Output: ``src/shapeshift/data/pollux_reference.json``, a grid over the replica counts
@@ -35,24 +36,17 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-from scipy.interpolate import LinearNDInterpolator
+
+from shapeshift.engine.batching import split_batch
+from shapeshift.model import Allocation, BatchSpec, JobSpec, Resources
+from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
+from shapeshift.perf.pollux.profiles import APPLICATIONS, NAMESPACE, ApplicationProfile
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PROFILES = ROOT.parent / "shared" / "data" / "pollux" / "profiles"
 DEFAULT_OUT = ROOT / "src" / "shapeshift" / "data" / "pollux_reference.json"
 
-#: Training length (epochs) and local-batch cap per application, as configured in the
-#: artifact's ``APPLICATIONS`` table (``simulator/applications.py``).
-APPLICATIONS: dict[str, dict[str, int | None]] = {
-    "bert": {"max_epochs": 2, "max_local_bsz": None},
-    "cifar10": {"max_epochs": 100, "max_local_bsz": None},
-    "deepspeech2": {"max_epochs": 80, "max_local_bsz": None},
-    "imagenet": {"max_epochs": 90, "max_local_bsz": None},
-    "ncf": {"max_epochs": 10, "max_local_bsz": None},
-    "yolov3": {"max_epochs": 50, "max_local_bsz": 8},
-}
 REPLICAS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48)
 GPUS_PER_NODE = 4
 
@@ -64,42 +58,22 @@ def _packed(replicas: int) -> tuple[int, ...]:
     return placement
 
 
-class _Throughput:
-    """Step and sync time for a placement and local batch, from the measured profiles."""
-
-    def __init__(self, directory: Path):
-        placements = pd.read_csv(directory / "placements.csv")
-        placements["placement"] = placements["placement"].astype(str)
-        placements["num_nodes"] = placements["placement"].str.len()
-        placements["num_replicas"] = placements["placement"].map(lambda p: sum(int(c) for c in p))
-        self.by_placement = {
-            key: (
-                rows["local_bsz"].to_numpy(float),
-                rows["step_time"].to_numpy(float),
-                rows["sync_time"].to_numpy(float),
-            )
-            for key, rows in placements.sort_values("local_bsz").groupby("placement")
-        }
-        scalability = pd.read_csv(directory / "scalability.csv")
-        xs = ["num_nodes", "num_replicas", "local_bsz"]
-        ys = ["step_time", "sync_time"]
-        grouped = placements.groupby(xs)[ys].mean().reset_index()
-        points = pd.concat([grouped[xs + ys], scalability[xs + ys]], ignore_index=True)
-        self._nd = LinearNDInterpolator(points[xs].to_numpy(float), points[ys].to_numpy(float))
-        self.min_local = int(placements["local_bsz"].min())
-        self.max_local = int(placements["local_bsz"].max())
-
-    def __call__(self, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
-        rotations = [placement[i:] + placement[:i] for i in range(len(placement))]
-        key = "".join(map(str, min(rotations)))
-        if key in self.by_placement:
-            x, step, sync = self.by_placement[key]
-            if not x[0] <= local_bsz <= x[-1]:
-                return math.nan, math.nan
-            return float(np.interp(local_bsz, x, step)), float(np.interp(local_bsz, x, sync))
-        nodes = min(len(placement), 16)
-        step, sync = self._nd([[nodes, sum(placement), local_bsz]])[0]
-        return float(step), float(sync)
+def _run_length(truth: PolluxGroundTruth, app: str, batch: BatchSpec, placement: tuple[int, ...]) -> tuple[int, float]:
+    """(optimiser steps, seconds) to train ``max_epochs`` at a fixed batch on ``placement``,
+    epoch by epoch as the simulation's ground truth charges it."""
+    job = JobSpec("reference", 0.0, sum(placement), iterations=0, model=f"{NAMESPACE}{app}", batch=batch)
+    alloc = Allocation(tuple((i, Resources(g)) for i, g in enumerate(placement)))
+    total = truth.total_work(job)
+    split = split_batch(batch, batch.size, sum(placement))
+    step, sync = truth.apps[app].step_sync(placement, split.atomic)
+    per_step = step + split.accum * (step - sync)
+    done = seconds = 0.0
+    while done < total:
+        rate, horizon = truth.rate_at(job, alloc, done)
+        end = min(horizon, total)
+        seconds += (end - done) / rate
+        done = end
+    return round(seconds / per_step), seconds
 
 
 def derive(profiles: Path) -> dict:
@@ -112,33 +86,39 @@ def derive(profiles: Path) -> dict:
             digest.update(path.read_bytes())
         validation = {int(p.stem.split("-")[-1]): pd.read_csv(p) for p in sorted(directory.glob("validation-*.csv"))}
         epoch = int(settings["max_epochs"]) - 1
-        throughput = _Throughput(directory)
-        max_local = settings["max_local_bsz"] or throughput.max_local
+        profile = ApplicationProfile(directory, app)
+        truth = PolluxGroundTruth(profiles)
         iterations = {bsz: int(frame["iteration"].iloc[epoch]) for bsz, frame in sorted(validation.items())}
         configs = []
         for replicas in REPLICAS:
             placement = _packed(replicas)
-            for bsz, iters in iterations.items():
-                local = math.ceil(bsz / replicas - 1e-8)
-                if local < throughput.min_local:
+            for bsz in iterations:
+                if math.ceil(bsz / replicas - 1e-8) < profile.min_local:
                     continue
-                accum = math.ceil(local / max_local - 1e-8) - 1
-                atomic = math.ceil(local / (accum + 1) - 1e-8)
-                step, sync = throughput(placement, atomic)
-                if not (math.isfinite(step) and math.isfinite(sync)):
+                batch = BatchSpec(bsz, profile.init_batch, profile.max_batch, profile.min_local, profile.max_local)
+                split = split_batch(batch, bsz, replicas)
+                if not profile.measured(placement, split.atomic):
                     continue
-                step += accum * (step - sync)
+                steps, seconds = _run_length(truth, app, batch, placement)
+                if steps == 0:
+                    continue
                 configs.append(
                     {
                         "replicas": replicas,
                         "batch_size": bsz,
-                        "iterations": iters,
-                        "step_time_s": round(step, 6),
-                        "duration_s": round(iters * step, 1),
+                        "iterations": steps,
+                        "step_time_s": round(seconds / steps, 6),
+                        "duration_s": round(seconds, 1),
                     }
                 )
         apps[app] = {
             "max_epochs": settings["max_epochs"],
+            "batch": {
+                "initial": profile.init_batch,
+                "max": profile.max_batch,
+                "min_local": profile.min_local,
+                "max_local": profile.max_local,
+            },
             "iterations_by_batch_size": {str(k): v for k, v in iterations.items()},
             "configs": configs,
         }

@@ -244,6 +244,53 @@ class ExecutionPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchSpec:
+    """A job's global batch size and, for adaptive jobs, the range it may be scaled in.
+
+    ``size`` is the batch the user asked for (what a fixed-batch job always runs at);
+    ``initial`` is the batch progress is counted at (Pollux, OSDI'21 §3.1: efficiency is
+    relative to the initial batch ``m0``); ``max_size`` caps the global batch and
+    ``min_local``/``max_local`` the per-GPU batch (above ``max_local`` the job accumulates
+    gradients). ``adaptive``: a goodput policy picks the batch per allocation.
+    """
+
+    size: int
+    initial: int = 0
+    max_size: int = 0
+    min_local: int = 1
+    max_local: int = 0
+    adaptive: bool = False
+
+    def __post_init__(self) -> None:
+        for name, value in (("size", self.size), ("min_local", self.min_local)):
+            _require(isinstance(value, int) and value >= 1, f"batch {name} must be an integer >= 1, got {value!r}")
+        object.__setattr__(self, "initial", self.initial or self.size)
+        object.__setattr__(self, "max_size", self.max_size or max(self.size, self.initial))
+        object.__setattr__(self, "max_local", self.max_local or self.max_size)
+        _require(self.initial <= self.max_size, f"batch initial {self.initial} exceeds max_size {self.max_size}")
+        _require(self.size <= self.max_size, f"batch size {self.size} exceeds max_size {self.max_size}")
+        _require(self.min_local <= self.max_local, "batch min_local exceeds max_local")
+
+    def __str__(self) -> str:
+        head = f"size={self.size},initial={self.initial},max={self.max_size},min_local={self.min_local}"
+        return f"{head},max_local={self.max_local},adaptive={int(self.adaptive)}"
+
+    @classmethod
+    def parse(cls, text: str) -> BatchSpec:
+        """Parse ``size=2048,initial=128,max=4096,min_local=32,max_local=512,adaptive=1``."""
+        keys = {"size": "size", "initial": "initial", "max": "max_size", "min_local": "min_local"}
+        keys.update(max_local="max_local", adaptive="adaptive")
+        values: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, raw = (x.strip() for x in part.partition("="))
+            _require(bool(sep) and key in keys, f"bad batch item {part!r}; expected key=value with keys {sorted(keys)}")
+            _require(raw.isdigit(), f"batch {key} must be a non-negative integer, got {raw!r}")
+            values[keys[key]] = bool(int(raw)) if key == "adaptive" else int(raw)
+        _require("size" in values, "a batch needs size=N")
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """What a user submitted. Immutable; runtime state lives in the engine's ``JobStatus``.
 
@@ -265,6 +312,9 @@ class JobSpec:
     mem_gb: float = 0.0
     iterations: int | None = None
     plan: ExecutionPlan | None = None
+    #: Batch size (and whether a goodput policy may adapt it); ``None`` = the throughput
+    #: model's business (every job before adaptive batch sizes existed).
+    batch: BatchSpec | None = None
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -305,6 +355,8 @@ class Allocation:
 
     placement: tuple[tuple[int, Resources], ...]
     plan: ExecutionPlan | None = None
+    #: Global batch size a goodput policy chose for an adaptive job (``None`` = the job's own).
+    batch_size: int | None = None
     #: Total GPUs, derived once: the engine and executors ask for it on every event.
     gpus: int = field(init=False, compare=False, repr=False, default=0)
 
@@ -326,6 +378,8 @@ class Allocation:
             raise ModelError("an allocation must hold some resources")
         gpus = sum(r.gpus for _, r in placement)
         object.__setattr__(self, "gpus", gpus)
+        if self.batch_size is not None and not (isinstance(self.batch_size, int) and self.batch_size >= 1):
+            raise ModelError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
         if self.plan is not None and self.plan.gpus != gpus:
             uses = f"{self.plan.gpus} GPU{'s' * (self.plan.gpus != 1)}"
             raise ModelError(f"plan uses {uses} but the allocation holds {gpus}")

@@ -160,7 +160,14 @@ def test_guaranteed_job_beyond_quota_waits():
     assert jcts(r) == pytest.approx({"g1": 128.0, "g2": 256.0})  # 8 free GPUs stay idle: quota is 8
 
 
-def test_sia_integer_program_maximises_normalised_goodput():
+def test_sia_integer_program_follows_the_published_objective():
+    # Sia (SOSP'23 §3, artifact sia.py): 1 node x 8 GPUs, configurations 1, 2, 4, 8 GPUs.
+    # a: 10 samples/s per GPU up to 4, then +5 per GPU: 10, 20, 40, 60 -> normalised by
+    # its 1-GPU goodput: 1, 2, 4, 6; b does not scale (10 at any size): 1, 1, 1, 1.
+    # Cost round(x^-0.5, 2) - lambda_n (1.1), age 0 < penalty: no restart factor.
+    # a: -0.10, -0.39, -0.60, -0.69; b: -0.10 everywhere. a on 8 alone: -0.69; a on 4 plus
+    # b on 1-4 GPUs: -0.70 (better: starting b is worth lambda_n). (The old linear
+    # throughput objective gave a 7 GPUs and b 1.)
     def thr_a(g: int) -> float:
         return 10.0 * g if g <= 4 else 40.0 + 5.0 * (g - 4)
 
@@ -174,14 +181,15 @@ def test_sia_integer_program_maximises_normalised_goodput():
                 return type(c)(c.plan, 10.0, 3.2)
             return c
 
-    pol = SiaPolicy(SiaParams(), TwoJobs(thr))
+    pol = SiaPolicy(SiaParams(explore=False), TwoJobs(thr))
     eng = Engine(cluster(1, 8), pol, SimulatedExecutor(StubTruth(thr), CompletionQueue()), PAUSE)
     eng.submit(pjob("a", 0, 2, 100), 0.0)
     b = pjob("b", 0, 1, 100)
     eng.submit(type(b)(**{**{f: getattr(b, f) for f in b.__slots__}, "model": "roberta"}), 0.0)
+    eng.fire_timer()
     eng.step(0.0)
-    # a at 7 GPUs (5.5) + b at 1 (1.0) beats a at 8 (6.0) alone
-    assert {j: a.gpus for j, a in eng.allocations.items()} == {"a": 7, "b": 1}
+    gpus = {j: a.gpus for j, a in eng.allocations.items()}
+    assert gpus["a"] == 4 and gpus["b"] in (1, 2, 4)
 
 
 def test_synergy_never_gives_less_than_the_proportional_share():

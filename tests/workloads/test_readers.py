@@ -164,12 +164,16 @@ def test_pollux_fixture_gets_reference_iterations_and_duration(tmp_path):
     assert detect_format(path) == "pollux"
     jobs = {j.job_id: j for j in read_workload(path).jobs()}
     cifar = jobs["cifar10-0"]
-    assert cifar.model == "cifar10" and cifar.num_gpus == 4 and cifar.submit_time == 53.0
-    # validation-2048.csv at epoch 99 (max_epochs 100): iteration 3178. Placement "4",
-    # local batch 512: step time interpolated between the rows for 363 (0.278909 s) and
-    # 513 (0.395232 s) local batch: 0.278909 + 149/150 x 0.116323 = 0.394457 s.
-    assert cifar.iterations == 3178
-    assert cifar.duration == pytest.approx(3178 * 0.394457, abs=0.2)
+    # Pollux models live in their own namespace (never the Rubick catalog's names).
+    assert cifar.model == "pollux/cifar10" and cifar.num_gpus == 4 and cifar.submit_time == 53.0
+    # Batch: 2048 requested, adaptive between the initial 128 (smallest validated batch)
+    # and 4096 (largest), local 32 (smallest profiled) to 1024 (largest profiled).
+    assert str(cifar.batch) == "size=2048,initial=128,max=4096,min_local=32,max_local=1024,adaptive=1"
+    assert not jobs["ncf-1"].batch.adaptive  # the authors' simulator pins NCF at 32768
+    # Placement "4", local batch 512: step time interpolated between the rows for 363
+    # (0.278909 s) and 513 (0.395232 s) local batch: 0.278909 + 149/150 x 0.116323 = 0.394457 s;
+    # the steps are those the ground truth charges (efficiency epoch by epoch).
+    assert cifar.duration == pytest.approx(cifar.iterations * 0.394457, abs=0.2)
     assert jobs["ncf-1"].num_gpus == 1 and jobs["ncf-1"].duration > 0
 
 
@@ -191,8 +195,7 @@ def test_pollux_reference_matches_the_profiles():
     """The committed reference comes from the shared profiles (spot check, hand-readable)."""
     profiles = shared_file("data/pollux/profiles")
     validation = pd.read_csv(profiles / "cifar10" / "validation-2048.csv")
-    row = next(c for c in pollux_reference()["cifar10"]["configs"] if (c["replicas"], c["batch_size"]) == (4, 2048))
-    assert row["iterations"] == int(validation["iteration"].iloc[99])
+    assert pollux_reference()["cifar10"]["iterations_by_batch_size"]["2048"] == int(validation["iteration"].iloc[99])
 
 
 def test_real_pollux_workload_is_simulatable():
@@ -200,7 +203,8 @@ def test_real_pollux_workload_is_simulatable():
     assert len(w) == 160
     jobs = w.jobs()
     assert all(j.duration and j.duration > 0 and j.iterations for j in jobs)
-    assert {j.model for j in jobs} == {"bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"}
+    apps = {"bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"}
+    assert {j.model for j in jobs} == {f"pollux/{a}" for a in apps}
 
 
 # --- Synergy ------------------------------------------------------------------------

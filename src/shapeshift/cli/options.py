@@ -66,8 +66,9 @@ AllowUnfinishedOption = Annotated[
 ThroughputOption = Annotated[
     str,
     typer.Option(
-        help="Speed model: trace (recorded durations) or ground-truth:DIR (the measured Rubick tables in DIR, "
-        "e.g. ../shared/data/rubick/traces; jobs run their iterations)."
+        help="Speed model: trace (recorded durations), ground-truth:DIR (the measured Rubick tables in DIR, "
+        "e.g. ../shared/data/rubick/traces; jobs run their iterations) or pollux:DIR (the Pollux profiles, "
+        "with statistical efficiency)."
     ),
 ]
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shapeshift.engine.batching import rebatch_only
 from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
@@ -148,7 +149,7 @@ class Engine:
         then everything that takes them, so a schedule that moves resources from one job
         to another in the same decision is valid."""
         launches: list[tuple[JobStatus, Allocation]] = []
-        moves: list[tuple[JobStatus, Allocation]] = []
+        moves: list[tuple[JobStatus, Allocation, Allocation]] = []
         for job_id, desired in schedule.changes.items():
             status = self.jobs.get(job_id)
             if status is None:
@@ -164,10 +165,15 @@ class Engine:
             elif desired is not current and desired != current:
                 status.advance(now)
                 self._release(status, keep_state=True)
-                moves.append((status, desired))
-        for status, desired in moves:
+                moves.append((status, desired, current))
+        for status, desired, previous in moves:
             self._check(status, desired)
             self._hold(status, desired)
+            if rebatch_only(previous, desired):
+                # Same GPUs, new batch size: adapted in place (AdaptDL), not a restart.
+                status.version += 1
+                self.executor.reconfigure(status, desired, now, self.overheads.rebatch_penalty)
+                continue
             status.started_at = now
             status.reconfigurations += 1
             status.version += 1

@@ -29,10 +29,16 @@ class Overheads:
 
     launch_delay: float = 0.0
     restore_penalty: float | str = 30.0
+    #: Pause when only an adaptive job's batch size changes (same GPUs). AdaptDL changes
+    #: the batch in place, without a restart (Pollux artifact ``simulator/simulator.py``,
+    #: ``Job.step`` re-optimises the batch between epochs at no cost), hence 0.
+    rebatch_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.launch_delay) and self.launch_delay >= 0):
             raise ValueError("launch_delay must be a finite number of seconds >= 0")
+        if not (math.isfinite(self.rebatch_penalty) and self.rebatch_penalty >= 0):
+            raise ValueError("rebatch_penalty must be a finite number of seconds >= 0")
         if isinstance(self.restore_penalty, str):
             if self.restore_penalty not in NAMED_PENALTIES:
                 raise ValueError(

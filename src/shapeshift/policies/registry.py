@@ -39,6 +39,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "themis": "shapeshift.policies.themis",
     "gavel": "shapeshift.policies.gavel",
     "optimus": "shapeshift.policies.optimus",
+    "pollux": "shapeshift.policies.pollux",
     "auto": "shapeshift.policies.auto",
 }
 #: Modules whose import registers the built-in policies.

@@ -34,9 +34,19 @@ def _ground_truth(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
     return GroundTruthModel.from_dir(path)
 
 
+def _pollux(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
+    from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
+
+    assert path is not None
+    return PolluxGroundTruth(path)
+
+
 THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
     "trace": ThroughputKind("recorded durations, scaled by GPU count and type", False, _trace),
     "ground-truth": ThroughputKind("measured Rubick speed tables (a traces/ directory)", True, _ground_truth),
+    "pollux": ThroughputKind(
+        "measured Pollux profiles with statistical efficiency (a profiles/ directory)", True, _pollux
+    ),
 }
 
 

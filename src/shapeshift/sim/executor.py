@@ -44,9 +44,18 @@ class CompletionQueue:
 
 
 class SimulatedExecutor:
+    """Rates from the throughput model. A model with ``rate_at`` (progress-dependent
+    goodput, :mod:`shapeshift.perf.pollux`) also says until which progress its rate holds;
+    the executor then queues that instant as a *boundary* (not a completion) and
+    recomputes the rate there (:meth:`crossed_boundary`), so progress stays exact."""
+
     def __init__(self, throughput: ThroughputModel, completions: CompletionQueue):
         self.throughput = throughput
         self.completions = completions
+        self._rate_at = getattr(throughput, "rate_at", None)
+        #: (time, progress) of the pending boundary event per job (absent: the queued event
+        #: is a completion).
+        self._boundary: dict[str, tuple[float, float]] = {}
 
     def on_submit(self, job: JobStatus) -> None:
         job.work_total = self.throughput.total_work(job.spec)
@@ -60,13 +69,41 @@ class SimulatedExecutor:
 
     def stop(self, job: JobStatus, now: float) -> None:
         job.rate = 0.0
+        self._boundary.pop(job.job_id, None)
+
+    def crossed_boundary(self, job: JobStatus, now: float) -> bool:
+        """Called for a job's current queued event at ``now``: if it is a rate boundary,
+        fold progress in, queue the next event and return True (the job goes on)."""
+        at, progress = self._boundary.get(job.job_id, (None, 0.0))
+        if at != now:
+            return False
+        del self._boundary[job.job_id]
+        job.advance(now)
+        # The event time is rounded to 1 us: snap to the boundary it stands for, so the
+        # next rate is the next segment's (never the same boundary again).
+        job.work_done = min(max(job.work_done, progress), job.work_total)
+        self._queue(job, job.allocation, max(job.stall_until, now))  # type: ignore[arg-type]
+        return True
 
     def _start(self, job: JobStatus, allocation: Allocation, now: float, pause: float) -> None:
-        job.rate = self.throughput.rate(job.spec, allocation)
         job.last_update = now
         job.stall_until = now + pause
+        self._queue(job, allocation, job.stall_until)
+
+    def _queue(self, job: JobStatus, allocation: Allocation, start: float) -> None:
+        self._boundary.pop(job.job_id, None)
+        horizon = math.inf
+        if self._rate_at is not None and job.spec.batch is not None:
+            job.rate, horizon = self._rate_at(job.spec, allocation, job.work_done)
+        else:
+            job.rate = self.throughput.rate(job.spec, allocation)
         remaining = job.work_total - job.work_done
         if remaining <= 0:
-            self.completions.push(job.stall_until, job.job_id, job.version)
+            self.completions.push(start, job.job_id, job.version)
         elif job.rate > 0:
-            self.completions.push(job.stall_until + remaining / job.rate, job.job_id, job.version)
+            if horizon < job.work_total:
+                at = round(start + max(horizon - job.work_done, 0.0) / job.rate, TIME_DECIMALS)
+                self._boundary[job.job_id] = (at, horizon)
+                self.completions.push(at, job.job_id, job.version)
+            else:
+                self.completions.push(start + remaining / job.rate, job.job_id, job.version)

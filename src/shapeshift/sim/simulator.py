@@ -94,6 +94,8 @@ def simulate(
             _, job_id, version = completions.pop()
             status = engine.jobs[job_id]
             if status.version == version and status.state is JobState.RUNNING:
+                if executor.crossed_boundary(status, now):
+                    continue
                 engine.complete(job_id, now)
                 finished += 1
                 events += 1

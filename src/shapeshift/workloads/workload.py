@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from shapeshift.model import ExecutionPlan, JobSpec
+from shapeshift.model import BatchSpec, ExecutionPlan, JobSpec
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,6 +44,7 @@ COLUMNS: dict[str, str] = {
     "iterations": "Int64",
     "plan": "object",
     "cpu_only": "bool",
+    "batch": "object",
 }
 #: Columns only a datacenter log has (Helios schema): they describe what happened to the
 #: job in the real cluster, never reach ``JobSpec``, and are kept only when the source
@@ -72,6 +73,7 @@ _DEFAULTS = {
     "iterations": _NA,
     "plan": "",
     "cpu_only": False,
+    "batch": "",
 }
 
 
@@ -167,6 +169,8 @@ class Workload:
         duration = f["duration"].to_numpy()
         iterations = f["iterations"].to_numpy(dtype=object, na_value=None)
         plans: dict[str, ExecutionPlan | None] = {"": None}
+        batches: dict[str, BatchSpec | None] = {"": None}
+        batch_texts = f["batch"].tolist()
         result = []
         for i, (job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan) in enumerate(
             zip(
@@ -189,6 +193,8 @@ class Workload:
                 plans[plan] = ExecutionPlan.parse(plan)
             d = duration[i]
             it = iterations[i]
+            if batch_texts[i] not in batches:
+                batches[batch_texts[i]] = BatchSpec.parse(batch_texts[i])
             result.append(
                 JobSpec(
                     job_id=job_id,
@@ -205,6 +211,7 @@ class Workload:
                     mem_gb=mem,
                     iterations=None if it is None else int(it),
                     plan=plans[plan],
+                    batch=batches[batch_texts[i]],
                 )
             )
         return result
@@ -243,6 +250,7 @@ def _frame_of(jobs: Sequence[JobSpec]) -> pd.DataFrame:
             "iterations": pd.NA if j.iterations is None else j.iterations,
             "plan": "" if j.plan is None else str(j.plan),
             "cpu_only": False,
+            "batch": "" if j.batch is None else str(j.batch),
         }
         for j in jobs
     ]

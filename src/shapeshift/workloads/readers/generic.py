@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shapeshift.model import ExecutionPlan, ModelError
+from shapeshift.model import BatchSpec, ExecutionPlan, ModelError
 from shapeshift.wording import count
 from shapeshift.workloads.readers.table import Table, frame_table, load_table
 from shapeshift.workloads.workload import REQUIRED, Workload
@@ -17,7 +17,7 @@ from shapeshift.workloads.workload import REQUIRED, Workload
 def read_generic(path: str | Path) -> Workload:
     """The generic format: ``job_id, submit_time, num_gpus, duration`` plus optional columns
     ``name, user, vc, tenant, guaranteed, model, num_cpus, mem_gb, iterations, plan,
-    cpu_only`` and the trace-log columns ``state, start_time, end_time, queue``. This is
+    batch, cpu_only`` and the trace-log columns ``state, start_time, end_time, queue``. This is
     what ``Workload.write`` produces, so every reader's output reads back unchanged.
     ``duration`` may be blank on a row that gives ``iterations``."""
     return _generic(load_table(path), Path(path).stem)
@@ -61,6 +61,8 @@ def _generic(table: Table, name: str) -> Workload:
             )
     if "plan" in table.frame.columns:
         out["plan"] = _plans(table, out["num_gpus"])
+    if "batch" in table.frame.columns:
+        out["batch"] = _batches(table)
     if "state" in table.frame.columns:
         out["state"] = table.text("state")
     for column in ("start_time", "end_time", "queue"):
@@ -89,3 +91,15 @@ def _plans(table: Table, gpus: pd.Series) -> pd.Series:
     return pd.Series(result, dtype=object, index=texts.index)
 
 
+
+
+def _batches(table: Table) -> pd.Series:
+    """``batch`` cells (``size=2048,initial=128,...``) in canonical form; blank = none."""
+    texts = table.text("batch")
+    result = []
+    for row, text in enumerate(texts.tolist()):
+        try:
+            result.append(str(BatchSpec.parse(text)) if text else "")
+        except (ModelError, TypeError) as exc:
+            raise table.fail(row, "batch", str(exc)) from None
+    return pd.Series(result, dtype=object, index=texts.index)

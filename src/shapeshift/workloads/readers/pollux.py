@@ -9,10 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from shapeshift.model import BatchSpec
 from shapeshift.workloads.readers.table import load_table
 from shapeshift.workloads.workload import Workload
 
 POLLUX_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+#: Model names of Pollux jobs live in their own namespace (``pollux/bert`` is not the
+#: Rubick catalog's ``bert``); the same prefix as ``shapeshift.perf.pollux.profiles``.
+NAMESPACE = "pollux/"
 
 
 @functools.cache
@@ -33,7 +37,9 @@ def read_pollux(path: str | Path) -> Workload:
     node) from ``shapeshift/data/pollux_reference.json`` (derived from the artifact's
     profiles, see ``scripts/derive_pollux_reference.py``), so the jobs replay with the
     duration-based throughput model. ``num_replicas`` -> ``num_gpus``; ``application`` ->
-    ``model``; ``batch_size`` only selects the reference row. A combination without a
+    ``model`` as ``pollux/<application>``; ``batch_size`` -> the job's batch (adaptive
+    between the application's initial and largest validated batch, except NCF), which
+    the ``pollux`` throughput model and goodput policies use. A combination without a
     reference row is an error naming the ones known for that application.
     """
     table = load_table(path)
@@ -44,12 +50,13 @@ def read_pollux(path: str | Path) -> Workload:
     replicas = table.numeric("num_replicas", integer=True, minimum=1).astype("int64")
     batch = table.numeric("batch_size", integer=True, minimum=1).astype("int64")
     reference = pollux_reference()
+    limits = {app: info["batch"] for app, info in reference.items()}
     lookup = {
         (app, c["replicas"], c["batch_size"]): (c["iterations"], c["duration_s"])
         for app, info in reference.items()
         for c in info["configs"]
     }
-    iterations, durations = [], []
+    iterations, durations, batches = [], [], []
     for row, key in enumerate(zip(apps.tolist(), replicas.tolist(), batch.tolist(), strict=True)):
         found = lookup.get(key)
         if found is None:
@@ -68,6 +75,12 @@ def read_pollux(path: str | Path) -> Workload:
             )
         iterations.append(found[0])
         durations.append(found[1])
+        app, _, size = key
+        lim = limits[app]
+        # Pollux adapts every job's batch except NCF's, which its simulator pins at 32768
+        # (simulator/simulator.py, Cluster.__init__).
+        spec = BatchSpec(size, lim["initial"], lim["max"], lim["min_local"], lim["max_local"], adaptive=app != "ncf")
+        batches.append(str(spec))
     out = pd.DataFrame(
         {
             "job_id": ids,
@@ -75,8 +88,9 @@ def read_pollux(path: str | Path) -> Workload:
             "num_gpus": replicas,
             "duration": pd.Series(durations, dtype=float),
             "name": ids,
-            "model": apps,
+            "model": NAMESPACE + apps,
             "iterations": pd.Series(iterations, dtype="Int64"),
+            "batch": batches,
         }
     )
     return Workload.from_frame(Path(path).stem, out)

@@ -1,0 +1,95 @@
+"""Goodput scheduling speed: the whole Pollux workload-6 and Pollux's decision time.
+
+1. Simulates Pollux workload-6 (160 jobs, 16 x 4 GPUs, measured profiles with statistical
+   efficiency, 30 s restarts as the authors' simulator) under ``pollux`` with 60 s rounds
+   and prints the wall time and the average JCT (the original Pollux simulator needs
+   tens of minutes for this trace). Goal (issue 14): under 60 s on the 2-core machine.
+2. Decision time of ``pollux`` with 160 jobs on 64 GPUs: all of workload-6 submitted at
+   once, jobs placed and run for ``--warm`` rounds of 60 s (so jobs hold GPUs, have
+   progress and restart history), then ``--repeat`` more rounds each timed; p50 / p99.
+
+    python benchmarks/bench_goodput.py [--policy pollux] [--repeat 50] [--skip-workload]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from shapeshift.cluster import shorthand_cluster
+from shapeshift.engine.engine import Engine
+from shapeshift.engine.overheads import Overheads
+from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
+from shapeshift.policies.registry import make_policy
+from shapeshift.runs import RunSpec, ThroughputSpec, run
+from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
+from shapeshift.workloads.readers import read_workload
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+DATA = SHARED / "data/pollux"
+
+
+def whole_workload(policy: str, round_seconds: float) -> None:
+    workload = read_workload(DATA / "workload-6.csv", "pollux")
+    spec = RunSpec(
+        workload=workload,
+        cluster=shorthand_cluster(16, 4),
+        policy=policy,
+        params=(("round", round_seconds),),
+        overheads=Overheads(30.0, 30.0),
+        throughput=ThroughputSpec("pollux", str(DATA / "profiles")),
+    )
+    t0 = time.perf_counter()
+    result = run(spec)
+    wall = time.perf_counter() - t0
+    s = result.summary
+    print(
+        f"{policy} on workload-6, {round_seconds:g} s rounds: {wall:.1f} s wall "
+        f"({s['decisions']} decisions), average JCT {s['avg_jct'] / 3600:.3f} h"
+    )
+
+
+def decision_time(policy_name: str, warm: int, repeat: int) -> None:
+    jobs = [replace(j, submit_time=0.0) for j in read_workload(DATA / "workload-6.csv", "pollux").jobs()]
+    policy = make_policy(policy_name, {"profiles": str(DATA / "profiles")})
+    truth = PolluxGroundTruth(DATA / "profiles")
+    engine = Engine(shorthand_cluster(16, 4), policy, SimulatedExecutor(truth, CompletionQueue()), Overheads(30, 30))
+    for spec in jobs:
+        engine.submit(spec, 0.0)
+    times = []
+    for k in range(warm + repeat):
+        now = 60.0 * (k + 1)
+        engine.fire_timer()
+        t0 = time.perf_counter()
+        engine.step(now)
+        if k >= warm:
+            times.append(time.perf_counter() - t0)
+    ms = np.array(times) * 1000
+    running = len(engine.allocations)
+    pending = sum(len(p) for p in engine.pending.values())
+    print(f"{policy_name}: {running} running + {pending} pending jobs on 64 GPUs")
+    p50, p99 = np.percentile(ms, 50), np.percentile(ms, 99)
+    print(f"decision time over {len(ms)} rounds: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--policy", default="pollux")
+    ap.add_argument("--round", type=float, default=60.0)
+    ap.add_argument("--warm", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=50)
+    ap.add_argument("--skip-workload", action="store_true")
+    args = ap.parse_args()
+    if not DATA.is_dir():
+        raise SystemExit(f"Pollux data not found under {DATA}")
+    if not args.skip_workload:
+        whole_workload(args.policy, args.round)
+    decision_time(args.policy, args.warm, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""The Pollux/AdaptDL throughput model, fitted with scipy, and the goodput it implies.
+
+Per-step time of data-parallel SGD on ``replicas`` GPUs over ``nodes`` nodes at an
+atomic (per-GPU) batch ``b`` with ``s`` accumulation steps (Pollux, OSDI'21 §3.2;
+artifact ``simulator/goodput.py``):
+
+* compute: ``T_grad(b) = alpha_c + beta_c * b``;
+* synchronisation: ``T_sync = alpha + beta * max(replicas - 2, 0)`` with
+  ``(alpha_n, beta_n)`` when the job spans nodes, ``(alpha_r, beta_r)`` when it spans
+  GPUs of one node, 0 on a single GPU;
+* overlap: ``T_iter = (T_grad^gamma + T_sync^gamma)^(1/gamma)``, ``gamma`` in [1, 10];
+* a step with ``s`` accumulation micro-steps takes ``s * T_grad + T_iter``.
+
+Fitting minimises the artifact's objective (``_obj_fn``): root-mean-square log error of
+the compute time (``step - sync`` as measured) plus that of the step time, a small pull
+of ``gamma`` towards 1 and of the retrogression terms towards 0, from a fixed start with
+fixed bounds (``scipy.optimize.minimize``, L-BFGS-B): same rows, same parameters.
+
+Goodput = throughput x statistical efficiency (:func:`..profiles.efficiency`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from shapeshift.perf.pollux.profiles import Row, efficiency
+
+
+class PerfParams(NamedTuple):
+    alpha_c: float
+    beta_c: float
+    alpha_n: float
+    beta_n: float
+    alpha_r: float
+    beta_r: float
+    gamma: float
+
+
+def _network(p: np.ndarray, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+    alpha = np.where(nodes > 1, p[2], np.where(replicas > 1, p[4], 1e-8))
+    beta = np.where(nodes > 1, p[3], np.where(replicas > 1, p[5], 1e-8))
+    return alpha + beta * np.maximum(replicas - 2, 1e-8)
+
+
+def _log_iter(p: np.ndarray, grad: np.ndarray, net: np.ndarray) -> np.ndarray:
+    g = p[6]
+    return np.log(grad**g + net**g) / g
+
+
+def step_time(params: PerfParams, nodes, replicas, atomic_bsz, accum=0):  # type: ignore[no-untyped-def]
+    """Predicted seconds per optimiser step (vectorised over its arguments)."""
+    p = np.asarray(params, dtype=float)
+    nodes, replicas = np.asarray(nodes, float), np.asarray(replicas, float)
+    grad = p[0] + p[1] * np.asarray(atomic_bsz, float)
+    net = _network(p, nodes, replicas)
+    return np.asarray(accum, float) * grad + np.exp(_log_iter(p, grad, net))
+
+
+def _objective(p: np.ndarray, nodes, replicas, bsz, compute, step) -> tuple[float, np.ndarray]:  # type: ignore[no-untyped-def]
+    """The artifact's fitting objective and its exact gradient (L-BFGS-B needs no finite
+    differences: same optimum, an eighth of the evaluations)."""
+    inter, intra = nodes > 1, (nodes == 1) & (replicas > 1)
+    extra = np.maximum(replicas - 2, 1e-8)
+    grad = p[0] + p[1] * bsz
+    net = _network(p, nodes, replicas)
+    g = p[6]
+    gg, ng = grad**g, net**g
+    total = gg + ng
+    log_iter = np.log(total) / g
+    d1 = np.log(grad) - np.log(compute)
+    d2 = log_iter - np.log(step)
+    err1 = math.sqrt(float(np.mean(d1**2)))
+    err2 = math.sqrt(float(np.mean(d2**2)))
+    value = err1 + err2 + 1e-3 * (g - 1) ** 2 + 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
+    jac = np.zeros(7)
+    w1 = d1 / grad / (len(d1) * max(err1, 1e-300))
+    jac[0] += np.sum(w1)
+    jac[1] += np.sum(w1 * bsz)
+    w2 = d2 / (len(d2) * max(err2, 1e-300))
+    dl_dgrad = gg / grad / total
+    dl_dnet = ng / net / total
+    jac[0] += np.sum(w2 * dl_dgrad)
+    jac[1] += np.sum(w2 * dl_dgrad * bsz)
+    jac[2] += np.sum(w2 * dl_dnet * inter)
+    jac[3] += np.sum(w2 * dl_dnet * inter * extra)
+    jac[4] += np.sum(w2 * dl_dnet * intra)
+    jac[5] += np.sum(w2 * dl_dnet * intra * extra)
+    dl_dg = (gg * np.log(grad) + ng * np.log(net)) / total / g - np.log(total) / g**2
+    jac[6] += np.sum(w2 * dl_dg) + 2e-3 * (g - 1)
+    jac[3] += 2e-2 * p[3] / p[2] ** 2
+    jac[2] -= 2e-2 * p[3] ** 2 / p[2] ** 3
+    jac[5] += 2e-2 * p[5] / p[4] ** 2
+    jac[4] -= 2e-2 * p[5] ** 2 / p[4] ** 3
+    return value, jac
+
+
+def fit_perf_params(rows: list[Row]) -> PerfParams:
+    """Fit the seven parameters to measured rows (deterministic: fixed start and bounds,
+    the artifact's ``fit_perf_params`` with its rules for missing kinds of rows)."""
+    from scipy.optimize import minimize
+
+    nodes = np.array([r.nodes for r in rows], float)
+    replicas = np.array([r.replicas for r in rows], float)
+    bsz = np.array([r.local_bsz for r in rows], float)
+    step = np.array([r.step for r in rows], float)
+    compute = np.maximum(step - np.array([r.sync for r in rows], float), 1e-6)
+    start = [1e-1, 1e-2] * 3 + [1.0 + 1e-3]
+    lower = [1e-8, 1e-8] * 3 + [1.0]
+    upper = [np.inf, np.inf] * 3 + [10.0]
+    fixed = set()
+    if len(np.unique(bsz)) == 1:
+        start[0] = lower[0] = upper[0] = float(np.mean(compute)) / 2
+        fixed.add(0)
+    if not np.any(nodes > 1):
+        fixed |= {2, 3}
+    if not np.any((nodes == 1) & (replicas > 1)):
+        fixed |= {4, 5}
+    if not np.any(replicas > 2):
+        fixed |= {3, 5}
+    for i in fixed - {0}:
+        start[i] = upper[i] = lower[i]
+    bounds = list(zip(lower, upper, strict=True))
+    args = (nodes, replicas, bsz, compute, step)
+    result = minimize(
+        _objective,
+        np.array(start),
+        args=args,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-10},
+    )
+    p = [float(v) for v in result.x]
+    if not np.any(nodes > 1):  # the artifact's prior: crossing nodes costs at least as much
+        p[2], p[3] = max(p[2], p[4] * 1.1), max(p[3], p[5] * 1.1)
+    return PerfParams(*p)
+
+
+def relative_errors(params: PerfParams, rows: list[Row]) -> np.ndarray:
+    """|predicted - measured| / measured step time per row."""
+    pred = step_time(params, [r.nodes for r in rows], [r.replicas for r in rows], [r.local_bsz for r in rows])
+    true = np.array([r.step for r in rows])
+    return np.abs(pred - true) / true
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    init: int
+    max_size: int
+    min_local: int
+    max_local: int
+
+
+class GoodputGrid:
+    """Candidate batches and their step times for a set of (nodes, replicas) columns,
+    computed once; :meth:`evaluate` then only applies a job's gradient statistics.
+
+    As AdaptDL's ``GoodputFunction.optimize`` with accumulation: 50 global batches in
+    geometric steps from ``max(init, min_local * replicas)`` to ``max_size``; local batches
+    above ``max_local`` accumulate; one GPU above the initial batch accumulates at least
+    once. A fixed-batch job has one candidate, its own batch (``limits.init``).
+    """
+
+    def __init__(self, params: PerfParams, limits: BatchLimits, nodes, replicas, adaptive: bool = True):  # type: ignore[no-untyped-def]
+        nodes = np.atleast_1d(np.asarray(nodes, float))
+        replicas = np.atleast_1d(np.asarray(replicas, float))
+        eps = 1e-8
+        lo = np.maximum(limits.init, limits.min_local * replicas)
+        if adaptive:
+            batch = np.geomspace(lo, np.maximum(limits.max_size, lo), 50)
+        else:
+            batch = np.full((1, len(replicas)), float(limits.init))
+        local = batch / replicas
+        accum = np.ceil(local / limits.max_local - eps) - 1
+        accum = np.where((replicas == 1) & (local > limits.init + eps), np.maximum(accum, 1), accum)
+        atomic = np.ceil(local / (accum + 1) - eps)
+        self.total = replicas * atomic * (accum + 1)
+        self.throughput = self.total / step_time(params, nodes, replicas, atomic, accum)
+        if adaptive:
+            ok = (
+                (atomic >= limits.min_local)
+                & (atomic <= limits.max_local)
+                & (self.total <= limits.max_size * (1 + eps))
+            )
+        else:
+            ok = atomic >= 1
+        self.throughput = np.where(ok & (replicas > 0), self.throughput, 0.0)
+        self.scale = self.total / limits.init
+        self._cols = np.arange(self.total.shape[1])
+
+    def evaluate(self, grad: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+        """(best goodput in examples/s at the initial batch, its global batch) per column."""
+        sqr, var = grad
+        denom = var / self.scale + sqr
+        gain = np.where(denom > 0, (var + sqr) / np.where(denom > 0, denom, 1.0), 1.0)
+        good = self.throughput * gain / self.scale
+        idx = np.argmax(good, axis=0)
+        return good[idx, self._cols], self.total[idx, self._cols].astype(int)
+
+
+def best_batch(
+    params: PerfParams, grad: tuple[float, float], limits: BatchLimits, nodes, replicas, adaptive: bool = True
+):  # type: ignore[no-untyped-def]
+    """Best goodput per (nodes, replicas) and the batch that reaches it (see :class:`GoodputGrid`)."""
+    return GoodputGrid(params, limits, nodes, replicas, adaptive).evaluate(grad)
+
+
+__all__ = [
+    "BatchLimits",
+    "GoodputGrid",
+    "PerfParams",
+    "best_batch",
+    "efficiency",
+    "fit_perf_params",
+    "relative_errors",
+    "step_time",
+]

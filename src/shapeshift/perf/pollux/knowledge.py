@@ -1,0 +1,107 @@
+"""What a goodput policy knows about a Pollux job: fitted throughput and reported noise.
+
+Policies never see the ground truth (:mod:`.ground_truth`). They get, per application,
+the throughput model of :mod:`.goodput` fitted on that application's ``placements.csv``
+(``scalability.csv`` is held out) and, per job, the gradient statistics an AdaptDL job
+reports for its current batch and epoch (the artifact's simulator hands the scheduler
+exactly these: ``Job.update_params`` with ``get_grad_stats``).
+
+Deviation from the artifact, named in the README: the artifact fits each *job's* model
+online from the configurations that job has run on; here every job of an application
+shares the model fitted offline on its profile rows (the exploration rule that limits a
+job to twice the replicas it has run on is kept in the policy).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from shapeshift.model import BatchSpec, JobSpec
+from shapeshift.perf.pollux.goodput import BatchLimits, GoodputGrid, PerfParams, best_batch, fit_perf_params
+from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, load_profiles
+
+#: Where the Pollux profiles are looked for when a policy names no directory.
+PROFILES_ENV = "SHAPESHIFT_POLLUX_PROFILES"
+
+
+def default_profiles() -> Path | None:
+    """``$SHAPESHIFT_POLLUX_PROFILES``, else ``../shared/data/pollux/profiles`` next to the checkout."""
+    env = os.environ.get(PROFILES_ENV)
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve()
+    candidates += [Path.cwd().parent / "shared/data/pollux/profiles", here.parents[5] / "shared/data/pollux/profiles"]
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+@functools.cache
+def fitted_params(root: str, app: str) -> PerfParams:
+    """The application's throughput model, fitted once per process (deterministic)."""
+    return fit_perf_params(load_profiles(root)[app].rows)
+
+
+@functools.lru_cache(maxsize=256)
+def _grid(params: PerfParams, limits: BatchLimits, adaptive: bool, gpn: int, max_r: int) -> GoodputGrid:
+    """Columns r = 1..max_r packed on ceil(r / gpn) nodes, then r = 1..max_r on one node."""
+    r = np.arange(1, max_r + 1)
+    return GoodputGrid(
+        params, limits, np.concatenate([np.ceil(r / gpn), np.ones(max_r)]), np.concatenate([r, r]), adaptive
+    )
+
+
+@dataclass(frozen=True)
+class JobGoodput:
+    """One job's goodput table: ``goodput(nodes, replicas)`` at the best batch for each."""
+
+    params: PerfParams | None
+    grad: tuple[float, float]
+    limits: BatchLimits
+    adaptive: bool
+
+    def best(self, nodes, replicas):  # type: ignore[no-untyped-def]
+        """(goodput in examples/s at the initial batch, batch) per (nodes, replicas)."""
+        if self.params is None:  # not a Pollux application: linear in replicas
+            r = np.atleast_1d(np.asarray(replicas, float))
+            return r.copy(), np.full(r.shape, self.limits.init, dtype=int)
+        return best_batch(self.params, self.grad, self.limits, nodes, replicas, self.adaptive)
+
+    def table(self, gpn: int, max_r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Best goodput for r = 1..max_r GPUs packed (``ceil(r / gpn)`` nodes), then for
+        r = 1..max_r on one node (the fair-share base); cached per application."""
+        if self.params is None:
+            r = np.arange(1, max_r + 1, dtype=float)
+            return np.concatenate([r, r]), np.full(2 * max_r, self.limits.init, dtype=int)
+        return _grid(self.params, self.limits, self.adaptive, gpn, max_r).evaluate(self.grad)
+
+
+class GoodputKnowledge:
+    """Fitted models per application under ``root``; ``job(...)`` builds a job's table."""
+
+    def __init__(self, root: str | Path | None):
+        if root and not Path(root).is_dir():
+            from shapeshift.errors import InputError
+
+            raise InputError(f"Pollux profiles directory {root} not found", field="profiles")
+        found = Path(root) if root else default_profiles()
+        self.root = str(found.resolve()) if found is not None and found.is_dir() else None
+        self.apps: dict[str, ApplicationProfile] = load_profiles(self.root) if self.root else {}
+
+    def job(self, spec: JobSpec, batch_now: int | None, progress: float) -> JobGoodput:
+        """``spec``'s goodput table at ``progress`` (examples at its initial batch), with the
+        noise it reports at ``batch_now`` (its current batch; its own size when not running)."""
+        app = self.apps.get(app_name(spec.model))
+        batch = spec.batch or BatchSpec(1)
+        if app is None or spec.batch is None or self.root is None:
+            return JobGoodput(None, (0.0, 0.0), BatchLimits(1, 1, 1, 1), False)
+        size = batch_now or batch.size
+        epoch = app.epoch_of(progress / app.init_batch + 1e-9)
+        grad = app.grad_stats(size, epoch)
+        if batch.adaptive:
+            limits = BatchLimits(batch.initial, batch.max_size, batch.min_local, batch.max_local)
+        else:  # a fixed job evaluates its own batch only
+            limits = BatchLimits(batch.size, batch.size, 1, batch.max_local)
+        return JobGoodput(fitted_params(self.root, app.name), grad, limits, batch.adaptive)
