@@ -33,6 +33,15 @@ class ThroughputModel(Protocol):
         ...
 
 
+def job_type_speed(job: JobSpec, gpu_type: str) -> float | None:
+    """``job``'s own throughput on ``gpu_type`` relative to its fastest listed type (0 = it
+    cannot run there), or ``None`` when the job gives no per-type throughputs."""
+    if not job.gpu_speed:
+        return None
+    best = max(v for _, v in job.gpu_speed)
+    return dict(job.gpu_speed).get(gpu_type, 0.0) / best
+
+
 def linear_speedup(gpus: int, efficiency: float = 1.0) -> float:
     """Throughput at ``gpus`` GPUs relative to one: ``1 + efficiency * (gpus - 1)``."""
     return 0.0 if gpus <= 0 else 1.0 + efficiency * (gpus - 1)
@@ -57,7 +66,10 @@ class TraceSpeedModel:
       ``scaling_efficiency`` is set, as ``S(g) / S(requested)`` with
       ``S(g) = 1 + scaling_efficiency * (g - 1)``;
     * the slowest GPU type of the placement sets the pace (synchronous training waits for
-      the straggler), scaled by ``gpu_speed[type] / gpu_speed[reference]``.
+      the straggler), scaled by ``gpu_speed[type] / gpu_speed[reference]``;
+    * a job that gives its own throughput per GPU type (``JobSpec.gpu_speed``) runs at
+      that throughput relative to its fastest type (0 where it cannot run), whatever the
+      catalog says.
 
     With ``catalog=True`` (the default), a job whose ``model`` is in the model catalog
     uses the catalog instead: its own speed per GPU type relative to ``reference_gpu``
@@ -98,7 +110,10 @@ class TraceSpeedModel:
             scale = linear_speedup(gpus, eff) / linear_speedup(job.num_gpus, eff)
         else:
             scale = (gpus / job.num_gpus) ** self.scaling_exponent
-        if info is not None and info.gpu_speed:
+        if job.gpu_speed:
+            nodes = self.cluster.nodes
+            scale *= min(job_type_speed(job, nodes[n].gpu_type) or 0.0 for n, _ in allocation.placement)
+        elif info is not None and info.gpu_speed:
             nodes = self.cluster.nodes
             speeds = [info.relative_speed(nodes[n].gpu_type, self.reference_gpu) for n, _ in allocation.placement]
             scale *= min(1.0 if s is None else s for s in speeds)
