@@ -71,16 +71,44 @@ def test_tiresias_decides_only_at_events_and_demotion_instants():
 
 
 def test_themis_gives_the_next_lease_to_the_job_with_the_worst_rho():
-    # 1 GPU, leases of 100 s. a (1000 s) runs from 0; b (100 s) and c (500 s) arrive at 10.
-    # At 100, N = 3 share 1 GPU (1/3 each): rho = (elapsed + remaining) / (duration * 3):
-    # a (100 + 900) / 3000 = 0.33, b (90 + 100) / 300 = 0.63, c (90 + 500) / 1500 = 0.39.
-    # b has the worst rho: it gets the lease, a is preempted. b ends at 200; then N = 2:
-    # a (200 + 900) / 2000 = 0.55, c (190 + 500) / 1000 = 0.69: c gets the GPU at 200.
+    # 1 GPU, leases of 100 s, Themis's knob f = 0.8 (offer to the worst 20%, at least one
+    # job). a (1000 s) runs from 0; b (100 s) and c (500 s) arrive at 10. At 100, T_ideal
+    # uses each job's average contention: a 1 job for 10 s then 3 for 90 s: 2.8; b and c 3.
+    # rho = (elapsed + remaining) / (duration * N_avg): a 1000 / 2800 = 0.36,
+    # b 190 / 300 = 0.63, c 590 / 1500 = 0.39. b is offered the lease, a is preempted. b ends
+    # at 200: a (200 + 900) / (1000 * 580 / 200) = 0.38, c 690 / 1500 = 0.46: c gets it.
     trace = [job("a", 0, 1, 1000), job("b", 10, 1, 100), job("c", 10, 1, 500)]
-    result = run(trace, "1x1", "themis", {"round": "100", "fraction": "0.5"})
+    result = run(trace, "1x1", "themis", {"round": "100"})
     jobs = by_id(result)
     assert jobs["b"].first_start == 100 and jobs["c"].first_start == 200
     assert jobs["a"].preemptions >= 1 and jcts(result)["b"] == 190
+
+
+def test_themis_ideal_time_uses_the_average_contention_over_the_jobs_lifetime():
+    # 1 GPU, leases of 100 s. a (1000 s) alone from 0 to 50, then b (200 s) arrives.
+    # At 100: a has N_avg = (50 x 1 + 50 x 2) / 100 = 1.5, so rho_a = (100 + 900) / 1500
+    # = 0.67 > rho_b = (50 + 200) / (200 x 2) = 0.63: a keeps the GPU. At 200: rho_a =
+    # 1000 / (1000 x 350 / 200) = 0.57 < rho_b = 350 / 400 = 0.875: b runs 200-400.
+    # With the current contention (2 for both) at 100: rho_a = 0.5 < rho_b: b runs 100-300.
+    trace = [job("a", 0, 1, 1000), job("b", 50, 1, 200)]
+    average = by_id(run(trace, "1x1", "themis", {"round": "100"}))
+    assert average["b"].first_start == 200 and average["b"].end_time == 400
+    current = by_id(run(trace, "1x1", "themis", {"round": "100", "contention": "current"}))
+    assert current["b"].first_start == 100 and current["b"].end_time == 300
+
+
+def test_themis_offers_leases_only_to_the_worst_one_minus_f_of_jobs():
+    # 2 GPUs on one node, leases of 100 s. a1, a2 (1000 s) run from 0; b (100 s) and
+    # c (300 s) arrive at 10. At 100 (C = 2; N_avg: a 3.8, b and c 4): rho_b = 190 / 200
+    # = 0.95, rho_c = 390 / 600 = 0.65, rho_a = 1000 / (1000 x 3.8 / 2) = 0.53. With f = 0.8
+    # one job (ceil(0.2 x 4)) is offered: b; the other GPU renews a running job's lease
+    # (a1, the earlier), so c waits. With f = 0.5 both b and c are offered and win.
+    trace = [job("a1", 0, 1, 1000), job("a2", 0, 1, 1000), job("b", 10, 1, 100), job("c", 10, 1, 300)]
+    default = by_id(run(trace, "1x2", "themis", {"round": "100"}))
+    assert default["b"].first_start == 100 and default["c"].first_start > 100
+    assert default["a2"].preemptions >= 1
+    half = by_id(run(trace, "1x2", "themis", {"round": "100", "knob": "0.5"}))
+    assert half["b"].first_start == 100 and half["c"].first_start == 100
 
 
 def test_themis_does_not_preempt_between_rounds():
