@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
+from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.overheads import Overheads
+from shapeshift.model import Allocation, Resources
+from shapeshift.perf.throughput import TraceSpeedModel
 from shapeshift.policies.registry import make_policy
+from shapeshift.sim.simulator import simulate
 from tests.conftest import by_id, jcts, job, run
 
 NONE = Overheads(0.0, 0.0)  # the reference simulator charges no checkpoint-restore pause
@@ -61,6 +67,39 @@ def test_tiresias_spreads_placement_insensitive_models_and_consolidates_the_rest
     assert _fragmented("resnet50").first_start == 1  # insensitive: takes 1 + 1 across nodes
     assert _fragmented("vgg16").first_start == 1000  # sensitive: waits for a whole node
     assert _fragmented("some-new-model").first_start == 1000  # unknown: consolidated
+
+
+def test_tiresias_skew_placement_consolidates_only_models_with_skewed_tensors():
+    # Tiresias Sec. 3.3 with the reference's profiled tensors: VGG-16's largest tensor is
+    # 74% of the model (consolidated: waits for a node), ResNet-50's 11% (spread at once).
+    # Transformer is not profiled: the reference takes it as Inception-3 (14%) and spreads
+    # it, where the catalog flag ("Tiresias+", the default) consolidates it.
+    def first_start(model: str, placement: str) -> float:
+        trace = [job("a", 0, 3, 1000), job("b", 0, 3, 1000), job("c", 1, 2, 10, model=model)]
+        return by_id(run(trace, "2x4", "tiresias", {"thresholds": "1e9", "placement": placement}))["c"].first_start
+
+    assert first_start("vgg16", "skew") == 1000 and first_start("resnet50", "skew") == 1
+    assert first_start("transformer", "skew") == 1 and first_start("transformer", "model-aware") == 1000
+
+
+def test_a_spread_placement_sensitive_job_runs_slower_with_the_placement_model():
+    # trace-placement: transformer (spread_slowdown 1.3) spread over 2 nodes when one
+    # could hold its 2 GPUs runs at 1 / 1.3; on one node, or with a model that is not
+    # sensitive, or with the plain trace model, at full speed.
+    cluster = shorthand_cluster(2, 4)
+    model = TraceSpeedModel(cluster, placement_slowdown=True)
+    spread = Allocation(((0, Resources(1)), (1, Resources(1))))
+    packed = Allocation(((0, Resources(2)),))
+    assert model.rate(job("t", 0, 2, 10, model="transformer"), spread) == pytest.approx(1 / 1.3)
+    assert model.rate(job("t", 0, 2, 10, model="transformer"), packed) == 1.0
+    assert model.rate(job("r", 0, 2, 10, model="resnet50"), spread) == 1.0
+    assert TraceSpeedModel(cluster).rate(job("t", 0, 2, 10, model="transformer"), spread) == 1.0
+    # In a run: the skew rule spreads c (10 s of work) at t = 1 over the 1 + 1 free GPUs;
+    # at 1 / 1.3 it ends at 1 + 13 = 14.
+    trace = [job("a", 0, 3, 1000), job("b", 0, 3, 1000), job("c", 1, 2, 10, model="transformer")]
+    policy = make_policy("tiresias", {"thresholds": "1e9", "placement": "skew"})
+    result = simulate(trace, cluster, policy, throughput=model, overheads=NONE)
+    assert by_id(result)["c"].end_time == pytest.approx(14.0)
 
 
 def test_tiresias_decides_only_at_events_and_demotion_instants():

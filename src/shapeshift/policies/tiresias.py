@@ -28,7 +28,9 @@ Placement: the reference counts GPUs only (``--scheme=count``) or places with YA
 (``--scheme=yarn``, its default). Ours defaults to ``model-aware``: placement-sensitive
 models (the catalog's flag, after the paper's tensor-skew study; unknown models count as
 sensitive) are consolidated on the fewest nodes, others take any free GPUs, which is what
-Blox calls "Tiresias+". ``placement=yarn`` reproduces the reference's scheme and
+Blox calls "Tiresias+". ``placement=skew`` is the paper's own profiler rule (Sec. 3.3:
+consolidate when the model's tensor sizes are skewed, ``TensorSkewPlacement``).
+``placement=yarn`` reproduces the reference's scheme and
 ``placement=consolidated`` consolidates every job. A job the count admits but no
 placement fits waits, with the reason.
 """
@@ -98,6 +100,31 @@ class ModelAwarePlacement:
         info = lookup(job.model)
         sensitive = info is None or info.placement_sensitive
         return (self._packed if sensitive else self._loose).find(job, nodes, free)
+
+
+class TensorSkewPlacement:
+    """Tiresias's own rule (paper Sec. 3.3): its profiler consolidates a job when the
+    model's tensor sizes are skewed (largest tensor / model size at least ``threshold``;
+    the catalog holds the skew of the nine models the reference simulator profiles). A
+    model it has not profiled is taken as Inception-3, as the reference's ``get_model``
+    does, and is not consolidated. ``threshold`` is ours: any value from 0.14 to 0.61
+    classifies the profiled models the same way (VGG and AlexNet consolidated)."""
+
+    name = "skew"
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        self.threshold = threshold
+        self._packed = Consolidated()
+        self._loose = AnyFit()
+
+    def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
+        info = lookup(job.model)
+        skew = info.tensor_skew if info is not None and info.tensor_skew is not None else _UNPROFILED_SKEW
+        return (self._packed if skew >= self.threshold else self._loose).find(job, nodes, free)
+
+
+#: The reference simulator takes a model it has not profiled as Inception-3.
+_UNPROFILED_SKEW = 0.138
 
 
 @dataclass
@@ -269,7 +296,9 @@ class TiresiasParams(AdmissionParams):
     service: Literal["gpu-time", "time"] = "gpu-time"
     #: Promote a starving job when pending >= k x its run time (0 = off, as ``dlas-gpu``).
     starvation: float = Field(0.0, ge=0, allow_inf_nan=False)
-    placement: Literal["model-aware", "consolidated", "first-fit", "scattered", "yarn"] = "model-aware"
+    placement: Literal["model-aware", "skew", "consolidated", "first-fit", "scattered", "yarn"] = "model-aware"
+    #: ``placement=skew``: consolidate models whose largest tensor is at least this share.
+    skew_threshold: float = Field(0.5, gt=0, le=1)
 
     @field_validator("thresholds", mode="before")
     @classmethod
@@ -295,7 +324,12 @@ class TiresiasParams(AdmissionParams):
     TiresiasParams,
 )
 def make_tiresias(params: TiresiasParams) -> TiresiasPolicy:
-    placement = ModelAwarePlacement() if params.placement == "model-aware" else PLACEMENTS[params.placement]()
+    if params.placement == "model-aware":
+        placement: Placement = ModelAwarePlacement()
+    elif params.placement == "skew":
+        placement = TensorSkewPlacement(params.skew_threshold)
+    else:
+        placement = PLACEMENTS[params.placement]()
     return TiresiasPolicy(
         tuple(params.thresholds),
         make_admission(params),

@@ -52,6 +52,12 @@ GAVEL_MEASURED = (
     "(stanford-futuredata/gavel scheduler/simulation_throughputs.json), K80 = 1"
 )
 TIRESIAS_FLAG = "after Tiresias (Gu et al., NSDI 2019), placement-sensitivity study"
+SPREAD_SLOWDOWN = (
+    "approximate: the size of the consolidation effect the Tiresias placement study "
+    "(Gu et al., NSDI 2019, Sec. 2.2 and 3.3) and Blox (Sec. 4.3) report for models with "
+    "large, skewed tensors on 10 GbE; not a measured table"
+)
+TENSOR_SKEW = "largest tensor / model size from the tensor lists in SymbioticLab/Tiresias simulator/models.py"
 OPTIMUS_SCALING = "approximate, after Optimus (Peng et al., EuroSys 2018), Fig. 3"
 RUBICK_SCALING = "approximate, after Rubick (placement measurements on A800 nodes)"
 
@@ -78,12 +84,19 @@ class ModelInfo:
     scaling_efficiency: float | None = None
     #: Where each kind of figure comes from.
     source: Mapping[str, str] = field(default_factory=dict)
+    #: How many times slower the job runs when its GPUs span more nodes than it needs
+    #: (1.0 = no effect; the simulator applies it only with ``throughput: trace-placement``).
+    spread_slowdown: float = 1.0
+    #: Tiresias's profiler input: largest tensor / total model size (``None`` = not profiled).
+    tensor_skew: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gpu_speed", MappingProxyType(dict(self.gpu_speed)))
         object.__setattr__(self, "source", MappingProxyType(dict(self.source)))
         if any(v <= 0 for v in self.gpu_speed.values()):
             raise ValueError(f"model {self.name}: GPU speeds must be > 0")
+        if not self.spread_slowdown >= 1.0:
+            raise ValueError(f"model {self.name}: spread_slowdown must be >= 1")
         if self.scaling_efficiency is not None and not 0.5 < self.scaling_efficiency <= 1.0:
             raise ValueError(f"model {self.name}: scaling_efficiency must be in (0.5, 1]")
 
@@ -186,6 +199,43 @@ _MODELS: tuple[ModelInfo, ...] = (
     _measured("a3c", "rl", False, 4, "Pong", (1.0, 1.65, 2.09), 0.9),
     _measured("recommendation", "recommendation", True, 512, "ML-20M", (1.0, 1.49, 0.71), 0.8),
     _measured("ncf", "recommendation", True, 512, "ML-20M", (1.0, 1.49, 0.71), 0.8),
+)
+
+#: Tiresias's profiled models (``simulator/models.py`` of its reference simulator):
+#: largest tensor / total size of the tensors it lists.
+_TENSOR_SKEW = {
+    "vgg19": 0.717,
+    "vgg16": 0.744,
+    "alexnet": 0.611,
+    "resnet101": 0.075,
+    "resnet50": 0.112,
+    "imagenet": 0.112,
+    "inception3": 0.138,
+}
+#: How much slower a placement-sensitive model runs spread over more nodes than needed.
+_SPREAD = {
+    "vgg16": 1.6,
+    "vgg19": 1.6,
+    "alexnet": 1.5,
+    "transformer": 1.3,
+    "bert-base": 1.3,
+    "lstm": 1.3,
+    "deepspeech2": 1.3,
+    "recommendation": 1.3,
+    "ncf": 1.3,
+}
+_MODELS = tuple(
+    dataclasses.replace(
+        m,
+        spread_slowdown=_SPREAD.get(m.name, 1.0),
+        tensor_skew=_TENSOR_SKEW.get(m.name),
+        source={
+            **m.source,
+            **({"spread_slowdown": SPREAD_SLOWDOWN} if m.name in _SPREAD else {}),
+            **({"tensor_skew": TENSOR_SKEW} if m.name in _TENSOR_SKEW else {}),
+        },
+    )
+    for m in _MODELS
 )
 
 _BY_NAME: dict[str, ModelInfo] = {m.name: m for m in _MODELS}
