@@ -63,6 +63,12 @@ def test_gavel_lp_is_max_min_fair_over_proportional_throughput():
     speed = np.array([[1.0, 7.10], [1.0, 2.09]])
     x = max_min_allocation(speed, np.array([1.0, 1.0]), np.array([1, 1]))
     assert x == pytest.approx(np.full((2, 2), 0.5), abs=1e-6)
+    # Our earlier objective (objective=best-type): normalised by the best type, res (0.141,
+    # 1) and a3c (0.478, 1). a3c gets the K80 for 1 - d and the V100 for d, res the rest:
+    # res 1 - 0.859 d = a3c 0.478 + 0.522 d -> d = 0.378, both at 0.675.
+    old = max_min_allocation(speed, np.array([1.0, 1.0]), np.array([1, 1]), objective="best-type")
+    assert ((speed * old).sum(axis=1) / speed.max(axis=1)) == pytest.approx([0.675, 0.675], abs=2e-3)
+    assert old[0, 1] == pytest.approx(0.622, abs=2e-3) and old[1, 0] == pytest.approx(0.622, abs=2e-3)
 
 
 def test_gavel_gives_jobs_of_different_sizes_equal_gpu_time_on_one_type():

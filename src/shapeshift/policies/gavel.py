@@ -35,8 +35,12 @@ one type per job, while the type has GPUs. A job granted the type it already run
 keeps its GPUs; jobs not granted are preempted at the round boundary. Between rounds,
 arrivals and completions only hand free GPUs to waiting jobs (first come, first served,
 no preemption), each on the free type where it is fastest relative to the catalog-wide
-mean speed of that type (its comparative advantage); this fill is ours (Gavel leaves
-GPUs idle until the next round) and ``fill=false`` turns it off.
+mean speed of that type (its comparative advantage). This fill is ours and off by
+default (Gavel's simulator dispatches only at round boundaries: ``fill=true``).
+Differences in the round mechanism that remain: Gavel measures the fraction received per
+type against the type's total time since its last allocation reset and visits types in a
+fixed order with deficits as tie-breaks; we use the time since the job's submission and
+one global priority order.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import Field
@@ -81,7 +85,12 @@ def job_speed(spec: JobSpec, gpu_type: str) -> float:
 
 
 def max_min_allocation(
-    speed: np.ndarray, demand: np.ndarray, capacity: np.ndarray, *, fill_spare: bool = False
+    speed: np.ndarray,
+    demand: np.ndarray,
+    capacity: np.ndarray,
+    *,
+    fill_spare: bool = False,
+    objective: str = "gavel",
 ) -> np.ndarray:
     """Solve Gavel's max-min fairness LP (``MaxMinFairnessPolicyWithPerf``).
 
@@ -95,7 +104,10 @@ def max_min_allocation(
 
     Gavel's solver returns whichever optimum it reaches when several exist;
     ``fill_spare`` (ours) picks, among them, one that also maximises the total normalised
-    throughput, so capacity the max-min level leaves over is handed out in the LP."""
+    throughput, so capacity the max-min level leaves over is handed out in the LP.
+
+    ``objective="best-type"`` is our earlier rule: no scale factor, throughput normalised
+    by the job's best type (``sum_k T X / max_k T``), always with ``fill_spare``."""
     # Imported here: scipy.optimize costs ~0.5 s at start-up and only this step needs it.
     from scipy.optimize import linprog
 
@@ -110,7 +122,10 @@ def max_min_allocation(
     # The objective's per-job coefficient: Gavel multiplies throughput by the scale factor
     # and divides by the proportional throughput (a job that can run only on an absent
     # type never reaches here: its speed row is 0).
-    coeff = s * (d / proportional)[:, None]
+    if objective == "best-type":
+        coeff, fill_spare = s / s.max(axis=1, keepdims=True), True
+    else:
+        coeff = s * (d / proportional)[:, None]
     m = runnable.size
     if types == 1 and not fill_spare:
         # demand_j X_j = t for all j, X_j <= 1, sum demand_j X_j <= G: t = min(G / m, min demand).
@@ -164,10 +179,11 @@ class GavelPolicy(RoundOrFillPolicy):
     name = "gavel"
     waiting_reason = "waiting for a round"
 
-    def __init__(self, round_seconds: float, fill: bool = True, fill_spare: bool = False):
+    def __init__(self, round_seconds: float, fill: bool = False, fill_spare: bool = False, objective: str = "gavel"):
         super().__init__(round_seconds)
         self._fill = fill
         self._fill_spare = fill_spare
+        self._objective = objective
         #: per partition: the job list of the last LP and its solution (re-solved on change)
         self._solved: dict[str, tuple[list[str], np.ndarray]] = {}
         #: LP solves so far (the benchmark prints it)
@@ -236,7 +252,7 @@ class GavelPolicy(RoundOrFillPolicy):
         else:
             speed = self._speeds(view, types, jobs)
             demand = np.array([view.job(j).spec.num_gpus for j in jobs], dtype=float)
-            x = max_min_allocation(speed, demand, types.gpus, fill_spare=self._fill_spare)
+            x = max_min_allocation(speed, demand, types.gpus, fill_spare=self._fill_spare, objective=self._objective)
             self._solved[partition] = (jobs, x)
             self.solves += 1
         pairs = []
@@ -320,8 +336,11 @@ class GavelPolicy(RoundOrFillPolicy):
 
 class GavelParams(PolicyParams):
     round: float = Field(360.0, gt=0)
-    fill: bool = Field(True, description="hand free GPUs to waiting jobs between rounds (ours)")
+    fill: bool = Field(False, description="hand free GPUs to waiting jobs between rounds (ours)")
     fill_spare: bool = Field(False, description="LP tie-break: maximise total normalised throughput (ours)")
+    objective: Literal["gavel", "best-type"] = Field(
+        "gavel", description="gavel: MaxMinFairnessPolicyWithPerf; best-type: our earlier objective"
+    )
 
 
 @register(
@@ -330,4 +349,4 @@ class GavelParams(PolicyParams):
     GavelParams,
 )
 def make_gavel(params: GavelParams) -> GavelPolicy:
-    return GavelPolicy(params.round, params.fill, params.fill_spare)
+    return GavelPolicy(params.round, params.fill, params.fill_spare, params.objective)
