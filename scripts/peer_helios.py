@@ -71,7 +71,7 @@ def main() -> int:
         if not files:
             print(f"{label:14} no Helios logs under {args.helios_log / helios_name}", file=sys.stderr)
             continue
-        theirs = pd.concat([pd.read_csv(f) for f in files])
+        theirs = pd.concat([pd.read_csv(f, dtype={"vc": str}) for f in files])
         vcs = sorted(theirs["vc"].astype(str).unique())
         theirs = _key(
             pd.DataFrame(
