@@ -141,7 +141,9 @@ def _classic(
     speed: tuple[float, float, float],
     efficiency: float,
     params: float | None = None,
+    measured: bool = False,
 ) -> ModelInfo:
+    """``measured``: the per-type speeds are Gavel's measured ratios, not estimates."""
     return ModelInfo(
         name=name,
         family=family,
@@ -151,23 +153,12 @@ def _classic(
         dataset=dataset,
         gpu_speed=dict(zip(GPU_TYPES, speed, strict=True)),
         scaling_efficiency=efficiency,
-        source={"gpu_speed": GAVEL_SPEED, "placement_sensitive": TIRESIAS_FLAG, "scaling": OPTIMUS_SCALING},
+        source={
+            "gpu_speed": GAVEL_MEASURED if measured else GAVEL_SPEED,
+            "placement_sensitive": TIRESIAS_FLAG,
+            "scaling": OPTIMUS_SCALING,
+        },
     )
-
-
-def _measured(
-    name: str,
-    family: str,
-    sensitive: bool,
-    batch: int,
-    dataset: str,
-    speed: tuple[float, float, float],
-    efficiency: float,
-    params: float | None = None,
-) -> ModelInfo:
-    """A model Gavel measured: its per-type speeds are Gavel's ratios, not estimates."""
-    info = _classic(name, family, sensitive, batch, dataset, speed, efficiency, params)
-    return dataclasses.replace(info, source={**info.source, "gpu_speed": GAVEL_MEASURED})
 
 
 _MODELS: tuple[ModelInfo, ...] = (
@@ -180,8 +171,8 @@ _MODELS: tuple[ModelInfo, ...] = (
     _rubick("llama7", 7e9, 4096, 32, 32, 2048, 8, "WuDaoCorpora", 0.85),
     _rubick("llama30", 30e9, 6656, 60, 52, 2048, 4, "WuDaoCorpora", 0.8),
     # CNN / RNN / RL / recommendation models of the Tiresias, Gavel and Blox studies.
-    _measured("resnet18", "cnn", False, 128, "CIFAR-10", (1.0, 6.46, 9.96), 0.95, 11.7e6),
-    _measured("resnet50", "cnn", False, 64, "ImageNet", (1.0, 4.23, 7.10), 0.93, 25.6e6),
+    _classic("resnet18", "cnn", False, 128, "CIFAR-10", (1.0, 6.46, 9.96), 0.95, 11.7e6, measured=True),
+    _classic("resnet50", "cnn", False, 64, "ImageNet", (1.0, 4.23, 7.10), 0.93, 25.6e6, measured=True),
     _classic("resnet101", "cnn", False, 64, "ImageNet", (1.0, 3.3, 9.0), 0.92, 44.5e6),
     _classic("vgg16", "cnn", True, 64, "ImageNet", (1.0, 3.0, 6.0), 0.8, 138e6),
     _classic("vgg19", "cnn", True, 64, "ImageNet", (1.0, 3.0, 6.2), 0.8, 144e6),
@@ -189,16 +180,16 @@ _MODELS: tuple[ModelInfo, ...] = (
     _classic("inception3", "cnn", False, 64, "ImageNet", (1.0, 3.2, 7.5), 0.93, 23.8e6),
     _classic("googlenet", "cnn", False, 128, "ImageNet", (1.0, 3.0, 6.5), 0.93, 6.8e6),
     _classic("cifar10", "cnn", False, 128, "CIFAR-10", (1.0, 2.5, 4.0), 0.95),
-    _measured("imagenet", "cnn", False, 64, "ImageNet", (1.0, 4.23, 7.10), 0.93),
+    _classic("imagenet", "cnn", False, 64, "ImageNet", (1.0, 4.23, 7.10), 0.93, measured=True),
     _classic("yolov3", "cnn", False, 16, "COCO", (1.0, 3.0, 6.0), 0.9, 62e6),
-    _measured("cyclegan", "cnn", False, 1, "monet2photo", (1.0, 4.76, 8.77), 0.9, 28e6),
-    _measured("transformer", "transformer", True, 64, "WMT16", (1.0, 2.91, 4.92), 0.88, 65e6),
+    _classic("cyclegan", "cnn", False, 1, "monet2photo", (1.0, 4.76, 8.77), 0.9, 28e6, measured=True),
+    _classic("transformer", "transformer", True, 64, "WMT16", (1.0, 2.91, 4.92), 0.88, 65e6, measured=True),
     _classic("bert-base", "transformer", True, 32, "SQuAD", (1.0, 2.7, 5.0), 0.9, 110e6),
-    _measured("lstm", "rnn", True, 20, "WikiText-2", (1.0, 3.39, 3.78), 0.85, 66e6),
+    _classic("lstm", "rnn", True, 20, "WikiText-2", (1.0, 3.39, 3.78), 0.85, 66e6, measured=True),
     _classic("deepspeech2", "rnn", True, 32, "LibriSpeech", (1.0, 2.4, 4.0), 0.85, 38e6),
-    _measured("a3c", "rl", False, 4, "Pong", (1.0, 1.65, 2.09), 0.9),
-    _measured("recommendation", "recommendation", True, 512, "ML-20M", (1.0, 1.49, 0.71), 0.8),
-    _measured("ncf", "recommendation", True, 512, "ML-20M", (1.0, 1.49, 0.71), 0.8),
+    _classic("a3c", "rl", False, 4, "Pong", (1.0, 1.65, 2.09), 0.9, measured=True),
+    _classic("recommendation", "recommendation", True, 512, "ML-20M", (1.0, 1.49, 0.71), 0.8, measured=True),
+    _classic("ncf", "recommendation", True, 512, "ML-20M", (1.0, 1.7, 2.3), 0.8),
 )
 
 #: Tiresias's profiled models (``simulator/models.py`` of its reference simulator):
