@@ -345,7 +345,8 @@ class GavelParams(PolicyParams):
 
 @register(
     "gavel",
-    "Heterogeneity-aware max-min fairness: LP over GPU-type time fractions (HiGHS), per-round placements.",
+    "Heterogeneity-aware max-min fairness as Gavel (scale factors, normalised by the proportional split): "
+    "LP over GPU-type time fractions (HiGHS), re-solved when the job set changes; per-round placements.",
     GavelParams,
 )
 def make_gavel(params: GavelParams) -> GavelPolicy:
