@@ -161,3 +161,23 @@ def test_every_new_policy_is_registered_with_a_description():
     for name in ("sjf", "srtf", "las", "tiresias", "themis", "gavel", "optimus"):
         policy = make_policy(name)
         assert policy.name == name
+
+
+def test_tiresias_in_two_partitions_decides_each_as_if_alone():
+    # Decisions skip a partition where nothing arrived, finished or reached a queue limit;
+    # a demotion instant in one VC must still wake the other's due changes. Two VCs of one
+    # 1-GPU node with the same kind of contention at different times: each VC's JCTs equal
+    # those of the VC simulated alone (a from 0 demoted at 100 GPU-s, b overtakes it).
+    from shapeshift.model import ClusterSpec, NodeSpec
+
+    def trace(vc: str, t0: float):
+        return [job(f"{vc}a", t0, 1, 1000, vc=vc), job(f"{vc}b", t0 + 10, 1, 50, vc=vc)]
+
+    nodes = (NodeSpec("n0", 1, 8, 64), NodeSpec("n1", 1, 8, 64))
+    both = ClusterSpec(nodes=nodes, partitions={"x": ("n0",), "y": ("n1",)})
+    together = jcts(run([*trace("x", 0), *trace("y", 35)], both, "tiresias", {"thresholds": "100"}, overheads=NONE))
+    alone_x = jcts(run(trace("x", 0), "1x1", "tiresias", {"thresholds": "100"}, overheads=NONE))
+    alone_y = jcts(run(trace("y", 35), "1x1", "tiresias", {"thresholds": "100"}, overheads=NONE))
+    assert together == {**alone_x, **alone_y}
+    # As derived in the first Tiresias test: a ends at 1,050 after b runs 100-150.
+    assert together["xa"] == 1050 and together["ya"] == 1050 and together["xb"] == 140
