@@ -121,3 +121,12 @@ def test_runner_writes_the_timeline_and_the_report_shows_it(shortest, tmp_path):
     assert row["auto_switches"] == 2 and row["avg_jct"] == pytest.approx(210.0)
     report = build_report(out, tmp_path / "report.html")
     assert any(p.name.startswith("auto-timeline-") and p.stat().st_size > 5000 for p in report.figures)
+
+
+def test_auto_handles_a_job_with_no_work_left_in_its_snapshot():
+    # Found by the invariant test: a zero-duration job started at 0 is in the live run's
+    # started set but not among the snapshot's jobs (nothing left to run); candidate
+    # simulations must not look it up. Decisions come only at 300 s rounds (Blox): at 0,
+    # j0 takes the one GPU and ends at once; a starts at the next round, 300, ends at 400.
+    result = run([job("j0", 0, 1, 0.0), job("a", 0, 1, 100)], "1x1", "auto")
+    assert jcts(result) == {"j0": 0, "a": 400}

@@ -220,12 +220,15 @@ class _Seeded:
     def decide(self, view: ClusterView) -> Schedule:
         if self._snapshot is not None:
             snapshot, self._snapshot = self._snapshot, None
+            # A job the snapshot left out (nothing left to run) is not in this simulation.
+            known = {job.job_id for job in snapshot.jobs}
             for job_id, gpu_seconds, seconds in snapshot.service:
-                status = view.job(job_id)
-                status.attained, status.run_seconds = gpu_seconds, seconds
+                if job_id in known:
+                    status = view.job(job_id)
+                    status.attained, status.run_seconds = gpu_seconds, seconds
             adopt = getattr(self.inner.admission, "adopt", None)
             if adopt is not None:
-                adopt(view, sorted(snapshot.admitted | snapshot.started))
+                adopt(view, sorted((snapshot.admitted | snapshot.started) & known))
         return self.inner.decide(view)
 
 
