@@ -4,8 +4,9 @@
                                              [--noise helios|lognormal] [--noise-ape 0.5]
 
 Reproduces the shape of Hu et al. (SC 2021, Table 6 / Figure 13): FIFO; SJF and SRTF with
-oracle durations (SRTF preemptive, every restart paying Helios' checkpoint rule: 7 s for
-1 GPU, 30 s up to 8 GPUs, 60 s above); and QSSF with the ``noise`` estimator (the Philly
+oracle durations (SRTF preemptive with no lease, as the artifact re-sorts every second,
+every restart paying Helios' checkpoint rule: 7 s for 1 GPU, 30 s up to 8 GPUs, 60 s
+above); and QSSF with the ``noise`` estimator (the Philly
 file has no users or job names to learn from; by default Helios' measured error
 distribution, the one Helios' artifact gives Philly jobs), all consolidated, per VC
 (``../shared/examples/cluster-philly-vcs.yaml``). QSSF runs once per noise seed
@@ -86,7 +87,7 @@ def main() -> int:
     runs = [
         ("FIFO", "fifo", {}, Overheads()),
         ("SJF", "sjf", {"estimator": "oracle"}, Overheads()),
-        ("SRTF", "srtf", {"estimator": "oracle"}, Overheads(restore_penalty="helios")),
+        ("SRTF", "srtf", {"estimator": "oracle", "lease": "0"}, Overheads(restore_penalty="helios")),
     ]
     noise = {"estimator": "noise", "noise": args.noise, "noise_ape": args.noise_ape}
     runs += [(f"QSSF#{seed}", "qssf", {**noise, "seed": seed}, Overheads()) for seed in range(args.seeds)]

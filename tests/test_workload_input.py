@@ -176,3 +176,31 @@ def test_a_generated_job_list_and_its_table_agree():
     tabled = Workload.from_frame(listed.name, listed.frame)
     assert tabled.jobs() == listed.jobs() and len(tabled) == len(listed) == 40
     assert pickle.loads(pickle.dumps(listed)).jobs() == listed.jobs()
+
+
+def test_per_gpu_type_throughputs_read_as_columns_and_round_trip(tmp_path):
+    # Gavel's input: a column per GPU type; blank or 0 = the job cannot run on that type.
+    path = _csv(tmp_path, f"{HEADER},speed_K80,speed_V100\na,0,1,10,1.8,18\nb,1,1,10,,4\nc,2,1,10,,\n")
+    workload = read_workload(path)
+    jobs = {j.job_id: j for j in workload.jobs()}
+    assert jobs["a"].gpu_speed == (("K80", 1.8), ("V100", 18.0))
+    assert jobs["b"].gpu_speed == (("V100", 4.0),) and jobs["c"].gpu_speed == ()
+    out = tmp_path / "out.csv"
+    workload.write(out)
+    assert read_workload(out).jobs() == workload.jobs()
+
+
+@pytest.mark.parametrize(
+    ("columns", "row", "field", "fragment"),
+    [
+        ("speed_K80,speed_V100", "0,0", "speed_K80", "no GPU type has a positive throughput"),
+        ("speed_K80", "-1", "speed_K80", ">= 0"),
+        ("speed_K80", "inf", "speed_K80", "finite"),
+        ("gpu_speed", "K80", "gpu_speed", "TYPE=THROUGHPUT"),
+    ],
+)
+def test_bad_per_gpu_type_throughputs_are_located(tmp_path, columns, row, field, fragment):
+    path = _csv(tmp_path, f"{HEADER},{columns}\na,0,1,10,{row}\n")
+    with pytest.raises(InputError) as err:
+        read_workload(path)
+    assert (err.value.line, err.value.field) == (2, field) and fragment in err.value.message

@@ -315,6 +315,11 @@ class JobSpec:
     #: Batch size (and whether a goodput policy may adapt it); ``None`` = the throughput
     #: model's business (every job before adaptive batch sizes existed).
     batch: BatchSpec | None = None
+    #: Measured throughput per GPU type, ``((type, value), ...)`` sorted by type, in any
+    #: unit (only ratios matter): ``duration`` is the run time on the job's fastest listed
+    #: type, and a type it does not list, or lists as 0, cannot run it. Empty = unknown
+    #: (the model catalog, if it knows the model, answers instead). Gavel reads it.
+    gpu_speed: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -336,6 +341,10 @@ class JobSpec:
             return "duration must be >= 0"
         if self.iterations is not None and self.iterations < 0:
             return "iterations must be >= 0"
+        if any(not (math.isfinite(v) and v >= 0) for _, v in self.gpu_speed):
+            return "gpu_speed values must be finite and >= 0"
+        if self.gpu_speed and max(v for _, v in self.gpu_speed) <= 0:
+            return "gpu_speed must give at least one GPU type a positive throughput"
         if self.plan is not None and self.plan.gpus != self.num_gpus:
             return f"plan uses {self.plan.gpus} GPU{'s' * (self.plan.gpus != 1)} but the job asks for {self.num_gpus}"
         return ""

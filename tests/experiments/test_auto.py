@@ -133,3 +133,10 @@ def test_auto_candidates_skip_a_waiting_job_with_no_work_left():
     round (Blox's rule: decisions only at rounds) and runs 300-301, JCT 301."""
     result = run([job("j0", 0, 1, 0.0), job("j1", 0, 1, 1.0)], "1x1", "auto")
     assert jcts(result) == {"j0": 0.0, "j1": 301.0}
+def test_auto_handles_a_job_with_no_work_left_in_its_snapshot():
+    # Found by the invariant test: a zero-duration job started at 0 is in the live run's
+    # started set but not among the snapshot's jobs (nothing left to run); candidate
+    # simulations must not look it up. Decisions come only at 300 s rounds (Blox): at 0,
+    # j0 takes the one GPU and ends at once; a starts at the next round, 300, ends at 400.
+    result = run([job("j0", 0, 1, 0.0), job("a", 0, 1, 100)], "1x1", "auto")
+    assert jcts(result) == {"j0": 0, "a": 400}

@@ -37,7 +37,7 @@ def test_compare_writes_one_csv_and_a_folder_per_policy(tmp_path):
 
 def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
-    args = ["compare", "--policies", "srtf,themis", "--policy-arg", "themis.fraction=0.5", "-q"]
+    args = ["compare", "--policies", "srtf,themis", "--policy-arg", "themis.knob=0.5", "-q"]
     assert invoke(*args, "--jobs", "1", "--out", str(one)).exit_code == 0
     assert invoke(*args, "--jobs", "2", "--out", str(two)).exit_code == 0
     assert (one / "compare.csv").read_bytes() == (two / "compare.csv").read_bytes()

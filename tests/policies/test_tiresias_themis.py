@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
+from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.overheads import Overheads
+from shapeshift.model import Allocation, Resources
+from shapeshift.perf.throughput import TraceSpeedModel
 from shapeshift.policies.registry import make_policy
+from shapeshift.sim.simulator import simulate
 from tests.conftest import by_id, jcts, job, run
 
 NONE = Overheads(0.0, 0.0)  # the reference simulator charges no checkpoint-restore pause
@@ -63,6 +69,39 @@ def test_tiresias_spreads_placement_insensitive_models_and_consolidates_the_rest
     assert _fragmented("some-new-model").first_start == 1000  # unknown: consolidated
 
 
+def test_tiresias_skew_placement_consolidates_only_models_with_skewed_tensors():
+    # Tiresias Sec. 3.3 with the reference's profiled tensors: VGG-16's largest tensor is
+    # 74% of the model (consolidated: waits for a node), ResNet-50's 11% (spread at once).
+    # Transformer is not profiled: the reference takes it as Inception-3 (14%) and spreads
+    # it, where the catalog flag ("Tiresias+", the default) consolidates it.
+    def first_start(model: str, placement: str) -> float:
+        trace = [job("a", 0, 3, 1000), job("b", 0, 3, 1000), job("c", 1, 2, 10, model=model)]
+        return by_id(run(trace, "2x4", "tiresias", {"thresholds": "1e9", "placement": placement}))["c"].first_start
+
+    assert first_start("vgg16", "skew") == 1000 and first_start("resnet50", "skew") == 1
+    assert first_start("transformer", "skew") == 1 and first_start("transformer", "model-aware") == 1000
+
+
+def test_a_spread_placement_sensitive_job_runs_slower_with_the_placement_model():
+    # trace-placement: transformer (spread_slowdown 1.3) spread over 2 nodes when one
+    # could hold its 2 GPUs runs at 1 / 1.3; on one node, or with a model that is not
+    # sensitive, or with the plain trace model, at full speed.
+    cluster = shorthand_cluster(2, 4)
+    model = TraceSpeedModel(cluster, placement_slowdown=True)
+    spread = Allocation(((0, Resources(1)), (1, Resources(1))))
+    packed = Allocation(((0, Resources(2)),))
+    assert model.rate(job("t", 0, 2, 10, model="transformer"), spread) == pytest.approx(1 / 1.3)
+    assert model.rate(job("t", 0, 2, 10, model="transformer"), packed) == 1.0
+    assert model.rate(job("r", 0, 2, 10, model="resnet50"), spread) == 1.0
+    assert TraceSpeedModel(cluster).rate(job("t", 0, 2, 10, model="transformer"), spread) == 1.0
+    # In a run: the skew rule spreads c (10 s of work) at t = 1 over the 1 + 1 free GPUs;
+    # at 1 / 1.3 it ends at 1 + 13 = 14.
+    trace = [job("a", 0, 3, 1000), job("b", 0, 3, 1000), job("c", 1, 2, 10, model="transformer")]
+    policy = make_policy("tiresias", {"thresholds": "1e9", "placement": "skew"})
+    result = simulate(trace, cluster, policy, throughput=model, overheads=NONE)
+    assert by_id(result)["c"].end_time == pytest.approx(14.0)
+
+
 def test_tiresias_decides_only_at_events_and_demotion_instants():
     # One long job alone: decisions at its arrival, its two demotions (3,250 and 7,200 GPU-s
     # on 1 GPU) and its completion; no periodic timer.
@@ -71,16 +110,44 @@ def test_tiresias_decides_only_at_events_and_demotion_instants():
 
 
 def test_themis_gives_the_next_lease_to_the_job_with_the_worst_rho():
-    # 1 GPU, leases of 100 s. a (1000 s) runs from 0; b (100 s) and c (500 s) arrive at 10.
-    # At 100, N = 3 share 1 GPU (1/3 each): rho = (elapsed + remaining) / (duration * 3):
-    # a (100 + 900) / 3000 = 0.33, b (90 + 100) / 300 = 0.63, c (90 + 500) / 1500 = 0.39.
-    # b has the worst rho: it gets the lease, a is preempted. b ends at 200; then N = 2:
-    # a (200 + 900) / 2000 = 0.55, c (190 + 500) / 1000 = 0.69: c gets the GPU at 200.
+    # 1 GPU, leases of 100 s, Themis's knob f = 0.8 (offer to the worst 20%, at least one
+    # job). a (1000 s) runs from 0; b (100 s) and c (500 s) arrive at 10. At 100, T_ideal
+    # uses each job's average contention: a 1 job for 10 s then 3 for 90 s: 2.8; b and c 3.
+    # rho = (elapsed + remaining) / (duration * N_avg): a 1000 / 2800 = 0.36,
+    # b 190 / 300 = 0.63, c 590 / 1500 = 0.39. b is offered the lease, a is preempted. b ends
+    # at 200: a (200 + 900) / (1000 * 580 / 200) = 0.38, c 690 / 1500 = 0.46: c gets it.
     trace = [job("a", 0, 1, 1000), job("b", 10, 1, 100), job("c", 10, 1, 500)]
-    result = run(trace, "1x1", "themis", {"round": "100", "fraction": "0.5"})
+    result = run(trace, "1x1", "themis", {"round": "100"})
     jobs = by_id(result)
     assert jobs["b"].first_start == 100 and jobs["c"].first_start == 200
     assert jobs["a"].preemptions >= 1 and jcts(result)["b"] == 190
+
+
+def test_themis_ideal_time_uses_the_average_contention_over_the_jobs_lifetime():
+    # 1 GPU, leases of 100 s. a (1000 s) alone from 0 to 50, then b (200 s) arrives.
+    # At 100: a has N_avg = (50 x 1 + 50 x 2) / 100 = 1.5, so rho_a = (100 + 900) / 1500
+    # = 0.67 > rho_b = (50 + 200) / (200 x 2) = 0.63: a keeps the GPU. At 200: rho_a =
+    # 1000 / (1000 x 350 / 200) = 0.57 < rho_b = 350 / 400 = 0.875: b runs 200-400.
+    # With the current contention (2 for both) at 100: rho_a = 0.5 < rho_b: b runs 100-300.
+    trace = [job("a", 0, 1, 1000), job("b", 50, 1, 200)]
+    average = by_id(run(trace, "1x1", "themis", {"round": "100"}))
+    assert average["b"].first_start == 200 and average["b"].end_time == 400
+    current = by_id(run(trace, "1x1", "themis", {"round": "100", "contention": "current"}))
+    assert current["b"].first_start == 100 and current["b"].end_time == 300
+
+
+def test_themis_offers_leases_only_to_the_worst_one_minus_f_of_jobs():
+    # 2 GPUs on one node, leases of 100 s. a1, a2 (1000 s) run from 0; b (100 s) and
+    # c (300 s) arrive at 10. At 100 (C = 2; N_avg: a 3.8, b and c 4): rho_b = 190 / 200
+    # = 0.95, rho_c = 390 / 600 = 0.65, rho_a = 1000 / (1000 x 3.8 / 2) = 0.53. With f = 0.8
+    # one job (ceil(0.2 x 4)) is offered: b; the other GPU renews a running job's lease
+    # (a1, the earlier), so c waits. With f = 0.5 both b and c are offered and win.
+    trace = [job("a1", 0, 1, 1000), job("a2", 0, 1, 1000), job("b", 10, 1, 100), job("c", 10, 1, 300)]
+    default = by_id(run(trace, "1x2", "themis", {"round": "100"}))
+    assert default["b"].first_start == 100 and default["c"].first_start > 100
+    assert default["a2"].preemptions >= 1
+    half = by_id(run(trace, "1x2", "themis", {"round": "100", "knob": "0.5"}))
+    assert half["b"].first_start == 100 and half["c"].first_start == 100
 
 
 def test_themis_does_not_preempt_between_rounds():
@@ -94,3 +161,23 @@ def test_every_new_policy_is_registered_with_a_description():
     for name in ("sjf", "srtf", "las", "tiresias", "themis", "gavel", "optimus"):
         policy = make_policy(name)
         assert policy.name == name
+
+
+def test_tiresias_in_two_partitions_decides_each_as_if_alone():
+    # Decisions skip a partition where nothing arrived, finished or reached a queue limit;
+    # a demotion instant in one VC must still wake the other's due changes. Two VCs of one
+    # 1-GPU node with the same kind of contention at different times: each VC's JCTs equal
+    # those of the VC simulated alone (a from 0 demoted at 100 GPU-s, b overtakes it).
+    from shapeshift.model import ClusterSpec, NodeSpec
+
+    def trace(vc: str, t0: float):
+        return [job(f"{vc}a", t0, 1, 1000, vc=vc), job(f"{vc}b", t0 + 10, 1, 50, vc=vc)]
+
+    nodes = (NodeSpec("n0", 1, 8, 64), NodeSpec("n1", 1, 8, 64))
+    both = ClusterSpec(nodes=nodes, partitions={"x": ("n0",), "y": ("n1",)})
+    together = jcts(run([*trace("x", 0), *trace("y", 35)], both, "tiresias", {"thresholds": "100"}, overheads=NONE))
+    alone_x = jcts(run(trace("x", 0), "1x1", "tiresias", {"thresholds": "100"}, overheads=NONE))
+    alone_y = jcts(run(trace("y", 35), "1x1", "tiresias", {"thresholds": "100"}, overheads=NONE))
+    assert together == {**alone_x, **alone_y}
+    # As derived in the first Tiresias test: a ends at 1,050 after b runs 100-150.
+    assert together["xa"] == 1050 and together["ya"] == 1050 and together["xb"] == 140

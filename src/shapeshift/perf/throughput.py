@@ -10,6 +10,7 @@ same way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -31,6 +32,15 @@ class ThroughputModel(Protocol):
         """The rate ``job`` is promised (its requested plan on its requested resources) if it
         is a guaranteed job, else ``None``. Used to measure SLO attainment."""
         ...
+
+
+def job_type_speed(job: JobSpec, gpu_type: str) -> float | None:
+    """``job``'s own throughput on ``gpu_type`` relative to its fastest listed type (0 = it
+    cannot run there), or ``None`` when the job gives no per-type throughputs."""
+    if not job.gpu_speed:
+        return None
+    best = max(v for _, v in job.gpu_speed)
+    return dict(job.gpu_speed).get(gpu_type, 0.0) / best
 
 
 def linear_speedup(gpus: int, efficiency: float = 1.0) -> float:
@@ -57,7 +67,15 @@ class TraceSpeedModel:
       ``scaling_efficiency`` is set, as ``S(g) / S(requested)`` with
       ``S(g) = 1 + scaling_efficiency * (g - 1)``;
     * the slowest GPU type of the placement sets the pace (synchronous training waits for
-      the straggler), scaled by ``gpu_speed[type] / gpu_speed[reference]``.
+      the straggler), scaled by ``gpu_speed[type] / gpu_speed[reference]``;
+    * a job that gives its own throughput per GPU type (``JobSpec.gpu_speed``) runs at
+      that throughput relative to its fastest type (0 where it cannot run), whatever the
+      catalog says;
+    * with ``placement_slowdown``, a catalogued model whose GPUs span more nodes than the
+      fewest that could hold them (``ceil(gpus / largest node)``) runs
+      ``spread_slowdown`` times slower (placement-sensitive models only; Tiresias Sec.
+      2.2, Blox Sec. 4.3). Off by default: the published simulators we compare with
+      (Tiresias's, Helios's) do not model it.
 
     With ``catalog=True`` (the default), a job whose ``model`` is in the model catalog
     uses the catalog instead: its own speed per GPU type relative to ``reference_gpu``
@@ -73,6 +91,13 @@ class TraceSpeedModel:
     scaling_efficiency: float | None = None
     catalog: bool = True
     reference_gpu: str = "V100"
+    #: Slow a catalogued model down by its ``spread_slowdown`` when its GPUs span more
+    #: nodes than the fewest that could hold them (``throughput: trace-placement``).
+    placement_slowdown: bool = False
+
+    @functools.cached_property
+    def _largest_node(self) -> int:
+        return max((n.gpus for n in self.cluster.nodes), default=1) or 1
 
     def total_work(self, job: JobSpec) -> float:
         if job.duration is None:
@@ -98,7 +123,13 @@ class TraceSpeedModel:
             scale = linear_speedup(gpus, eff) / linear_speedup(job.num_gpus, eff)
         else:
             scale = (gpus / job.num_gpus) ** self.scaling_exponent
-        if info is not None and info.gpu_speed:
+        spread = self.placement_slowdown and len(allocation.placement) > -(-gpus // self._largest_node)
+        if spread and info is not None:
+            scale /= info.spread_slowdown
+        if job.gpu_speed:
+            nodes = self.cluster.nodes
+            scale *= min(job_type_speed(job, nodes[n].gpu_type) or 0.0 for n, _ in allocation.placement)
+        elif info is not None and info.gpu_speed:
             nodes = self.cluster.nodes
             speeds = [info.relative_speed(nodes[n].gpu_type, self.reference_gpu) for n, _ in allocation.placement]
             scale *= min(1.0 if s is None else s for s in speeds)

@@ -1,35 +1,46 @@
 """``gavel``: heterogeneity-aware max-min fairness over GPU types, in rounds.
 
 Gavel (Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep
-Learning Workloads", OSDI 2020) expresses a policy as an optimisation over an
-*allocation* ``X[j, k]``: the fraction of time job ``j`` spends on GPU type ``k``. The
-effective throughput of job ``j`` is ``sum_k T[j, k] X[j, k]``, where ``T`` is the
-job's throughput on each type. This module implements its max-min fairness ("LAS")
-policy:
+Learning Workloads", OSDI 2020, Sec. 4.1 and 5) expresses a policy as an optimisation
+over an *allocation* ``X[j, k]``: the fraction of time job ``j`` spends on GPU type
+``k``. This module implements its max-min fairness ("LAS") policy as Gavel's code does
+(``MaxMinFairnessPolicyWithPerf`` in ``scheduler/policies/max_min_fairness.py``, with
+``ProportionalPolicy`` in ``proportional.py``):
 
-    maximise  min_j  sum_k T[j, k] X[j, k] / max_k T[j, k]
+    maximise  min_j  s_j * sum_k T[j, k] X[j, k] / T_prop[j]
     s.t.      sum_k X[j, k] <= 1                 (a job runs on one type at a time)
-              sum_j g_j X[j, k] <= G_k           (type k has G_k GPUs; job j needs g_j)
+              sum_j s_j X[j, k] <= G_k           (type k has G_k GPUs; job j needs s_j)
               0 <= X <= 1
 
-plus a small secondary term that maximises total normalised throughput among max-min
-optimal allocations (so spare capacity is not left idle). The LP is solved with
-``scipy.optimize.linprog`` (HiGHS) for every partition with more than one GPU type; with
-a single type its solution is closed-form (everyone gets ``min(1, G / sum g)``).
+``T`` is the job's throughput on each type, ``s_j`` its scale factor (GPU count) and
+``T_prop[j] = sum_k T[j, k] G_k / sum G`` its throughput under the
+heterogeneity-agnostic split of the cluster. The scale factor in the objective gives a
+1-GPU job ``s`` times the time of an ``s``-GPU job, so on one GPU type every job gets
+the same GPU-time (``s_j X_j`` equal). The LP is solved with ``scipy.optimize.linprog``
+(HiGHS), closed-form on one GPU type, and again only when a partition's set of active
+jobs changes (scipy's interface takes no starting basis, so the saving is the solves
+skipped, not a warm start).
 
-Throughputs come from the model catalog (relative speed per GPU type, approximate,
-after Gavel Fig. 1); a job whose model has no figures uses the catalog-wide mean
-speed of each type, and a GPU type the catalog does not know counts as 1.
+Throughputs: a job's own ``gpu_speed`` (a column per GPU type in the workload, 0 = it
+cannot run there) when it gives one, else the model catalog (Gavel's measured
+throughputs for the models they cover, ``workloads/catalog.py``); a job whose model the
+catalog does not know uses the catalog-wide mean speed of each type, and a GPU type
+nobody knows counts as 1.
 
-Gavel's round-based mechanism turns the time fractions into placements: every round
-(default 360 s) each (job, type) pair gets priority ``X[j, k] / f[j, k]``, where
-``f[j, k]`` is the fraction of its time in the system the job has actually spent on
-type ``k``; pairs are granted in priority order, one type per job, while the type has
-GPUs. A job granted the type it already runs on keeps its GPUs; jobs not granted are
-preempted at the round boundary. Between rounds, arrivals and completions only hand
-free GPUs to waiting jobs (first come, first served, no preemption), each on the free
-type where it is fastest relative to the catalog-wide mean speed of that type (its
-comparative advantage).
+Gavel's round-based mechanism (``scheduler.py``, ``_schedule_jobs_on_workers``) turns
+the time fractions into placements: every round (default 360 s) each (job, type) pair
+gets priority ``X[j, k] / f[j, k]``, where ``f[j, k]`` is the fraction of its time in the
+system the job has actually spent on type ``k``; pairs are granted in priority order,
+one type per job, while the type has GPUs. A job granted the type it already runs on
+keeps its GPUs; jobs not granted are preempted at the round boundary. Between rounds,
+arrivals and completions only hand free GPUs to waiting jobs (first come, first served,
+no preemption), each on the free type where it is fastest relative to the catalog-wide
+mean speed of that type (its comparative advantage). This fill is ours and off by
+default (Gavel's simulator dispatches only at round boundaries: ``fill=true``).
+Differences in the round mechanism that remain: Gavel measures the fraction received per
+type against the type's total time since its last allocation reset and visits types in a
+fixed order with deficits as tie-breaks; we use the time since the job's submission and
+one global priority order.
 """
 
 from __future__ import annotations
@@ -38,13 +49,14 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, ClusterSpec
+from shapeshift.model import Allocation, ClusterSpec, JobSpec
+from shapeshift.perf.throughput import job_type_speed
 from shapeshift.policies.placement import Consolidated
 from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.policies.rounds import RoundOrFillPolicy
@@ -66,57 +78,82 @@ def type_speed(model: str, gpu_type: str) -> float:
     return mean if mean is not None else 1.0
 
 
-def max_min_allocation(speed: np.ndarray, demand: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Solve Gavel's max-min fairness LP.
+def job_speed(spec: JobSpec, gpu_type: str) -> float:
+    """``spec``'s throughput on ``gpu_type``: its own figures if it gives them, else the catalog's."""
+    own = job_type_speed(spec, gpu_type)
+    return type_speed(spec.model, gpu_type) if own is None else own
+
+
+def max_min_allocation(
+    speed: np.ndarray,
+    demand: np.ndarray,
+    capacity: np.ndarray,
+    *,
+    fill_spare: bool = False,
+    objective: str = "gavel",
+) -> np.ndarray:
+    """Solve Gavel's max-min fairness LP (``MaxMinFairnessPolicyWithPerf``).
 
     ``speed``: (jobs x types) throughput (0 where a job cannot run on a type);
-    ``demand``: GPUs per job; ``capacity``: GPUs per type. Returns X (jobs x types)."""
+    ``demand``: GPUs per job (Gavel's scale factor); ``capacity``: GPUs per type.
+    Returns X (jobs x types). Every job that can run somewhere gets the same
+    ``demand_j * sum_k speed[j, k] X[j, k] / proportional_j``, as large as possible, where
+    ``proportional_j = sum_k speed[j, k] * capacity_k / sum(capacity)`` is its throughput
+    under the heterogeneity-agnostic split (Gavel's ``ProportionalPolicy``). On one GPU
+    type this gives every job the same GPU-time: ``demand_j * X_j`` equal.
+
+    Gavel's solver returns whichever optimum it reaches when several exist;
+    ``fill_spare`` (ours) picks, among them, one that also maximises the total normalised
+    throughput, so capacity the max-min level leaves over is handed out in the LP.
+
+    ``objective="best-type"`` is our earlier rule: no scale factor, throughput normalised
+    by the job's best type (``sum_k T X / max_k T``), always with ``fill_spare``."""
     # Imported here: scipy.optimize costs ~0.5 s at start-up and only this step needs it.
     from scipy.optimize import linprog
 
     jobs, types = speed.shape
-    if jobs == 0:
-        return np.zeros((0, types))
-    best = speed.max(axis=1, keepdims=True)
-    norm = np.divide(speed, best, out=np.zeros_like(speed), where=best > 0)
-    if types == 1:
-        share = min(1.0, float(capacity[0]) / max(float(demand[norm[:, 0] > 0].sum()), 1.0))
-        return np.where(norm > 0, share, 0.0)
-    n = jobs * types
-    # Variables: X flattened row-major (job, type), then t. Minimise -(t + w * sum norm X).
-    weight = 1e-3 / jobs
-    c = np.concatenate([-weight * norm.ravel(), [-1.0]])
-    rows, cols, vals = [], [], []
-    # t - sum_k norm[j,k] X[j,k] <= 0
-    for j in range(jobs):
-        for k in range(types):
-            rows.append(j)
-            cols.append(j * types + k)
-            vals.append(-norm[j, k])
-        rows.append(j)
-        cols.append(n)
-        vals.append(1.0)
+    x = np.zeros((jobs, types))
+    runnable = np.flatnonzero(speed.max(axis=1) > 0) if jobs else np.zeros(0, dtype=np.int64)
+    if runnable.size == 0:
+        return x
+    s = speed[runnable]
+    d = demand[runnable].astype(float)
+    proportional = s @ (capacity / capacity.sum())
+    # The objective's per-job coefficient: Gavel multiplies throughput by the scale factor
+    # and divides by the proportional throughput (a job that can run only on an absent
+    # type never reaches here: its speed row is 0).
+    if objective == "best-type":
+        coeff, fill_spare = s / s.max(axis=1, keepdims=True), True
+    else:
+        coeff = s * (d / proportional)[:, None]
+    m = runnable.size
+    if types == 1 and not fill_spare:
+        # demand_j X_j = t for all j, X_j <= 1, sum demand_j X_j <= G: t = min(G / m, min demand).
+        level = min(float(capacity[0]) / m, float(d.min()))
+        x[runnable, 0] = level / d
+        return x
+    n = m * types
+    rows = np.arange(m)
+    # Variables: X flattened row-major (job, type), then t. Minimise -t (- w * total).
+    c = np.zeros(n + 1)
+    c[n] = -1.0
+    if fill_spare:
+        c[:n] = -(1e-3 / m) * (s / s.max(axis=1, keepdims=True)).ravel()
+    a = np.zeros((2 * m + types, n + 1))
+    # t - sum_k coeff[j,k] X[j,k] <= 0
+    a[rows[:, None], rows[:, None] * types + np.arange(types)] = -coeff
+    a[rows, n] = 1.0
     # sum_k X[j,k] <= 1
-    for j in range(jobs):
-        for k in range(types):
-            rows.append(jobs + j)
-            cols.append(j * types + k)
-            vals.append(1.0)
-    # sum_j g_j X[j,k] <= G_k
-    for k in range(types):
-        for j in range(jobs):
-            rows.append(2 * jobs + k)
-            cols.append(j * types + k)
-            vals.append(float(demand[j]))
-    a = np.zeros((2 * jobs + types, n + 1))
-    a[rows, cols] = vals
-    b = np.concatenate([np.zeros(jobs), np.ones(jobs), capacity.astype(float)])
-    upper = np.where(norm.ravel() > 0, 1.0, 0.0)
-    bounds = [(0.0, float(u)) for u in upper] + [(0.0, 1.0)]
+    a[m + rows[:, None], rows[:, None] * types + np.arange(types)] = 1.0
+    # sum_j demand_j X[j,k] <= G_k
+    a[2 * m + np.arange(types)[None, :], rows[:, None] * types + np.arange(types)] = d[:, None]
+    b = np.concatenate([np.zeros(m), np.ones(m), capacity.astype(float)])
+    bounds = [(0.0, 1.0 if v > 0 else 0.0) for v in s.ravel()] + [(0.0, None)]
     result = linprog(c, A_ub=a, b_ub=b, bounds=bounds, method="highs")
     if not result.success:  # pragma: no cover - the LP is always feasible (X = 0)
-        return np.zeros((jobs, types))
-    return np.clip(result.x[:n].reshape(jobs, types), 0.0, 1.0)
+        return x
+    x[runnable] = np.clip(result.x[:n].reshape(m, types), 0.0, 1.0)
+    return x
 
 
 @dataclass(frozen=True)
@@ -142,8 +179,15 @@ class GavelPolicy(RoundOrFillPolicy):
     name = "gavel"
     waiting_reason = "waiting for a round"
 
-    def __init__(self, round_seconds: float):
+    def __init__(self, round_seconds: float, fill: bool = False, fill_spare: bool = False, objective: str = "gavel"):
         super().__init__(round_seconds)
+        self._fill = fill
+        self._fill_spare = fill_spare
+        self._objective = objective
+        #: per partition: the job list of the last LP and its solution (re-solved on change)
+        self._solved: dict[str, tuple[list[str], np.ndarray]] = {}
+        #: LP solves so far (the benchmark prints it)
+        self.solves = 0
         self._placement = Consolidated()
         self._types: dict[str, _Types] = {}
         #: seconds each job has run on each type index (per partition's type list)
@@ -165,7 +209,7 @@ class GavelPolicy(RoundOrFillPolicy):
             spec = view.job(job_id).spec
             for k, name in enumerate(types.names):
                 if spec.num_gpus <= types.gpus[k]:
-                    speed[i, k] = type_speed(spec.model, name)
+                    speed[i, k] = job_speed(spec, name)
         return speed
 
     def before_decision(self, view: ClusterView) -> None:
@@ -202,9 +246,15 @@ class GavelPolicy(RoundOrFillPolicy):
         jobs = sorted([*running, *view.pending(partition)], key=lambda j: (view.job(j).spec.submit_time, j))
         if not jobs:
             return
-        speed = self._speeds(view, types, jobs)
-        demand = np.array([view.job(j).spec.num_gpus for j in jobs], dtype=float)
-        x = max_min_allocation(speed, demand, types.gpus)
+        last = self._solved.get(partition)
+        if last is not None and last[0] == jobs:
+            x = last[1]
+        else:
+            speed = self._speeds(view, types, jobs)
+            demand = np.array([view.job(j).spec.num_gpus for j in jobs], dtype=float)
+            x = max_min_allocation(speed, demand, types.gpus, fill_spare=self._fill_spare, objective=self._objective)
+            self._solved[partition] = (jobs, x)
+            self.solves += 1
         pairs = []
         for i, job_id in enumerate(jobs):
             self._share[job_id] = x[i]
@@ -256,6 +306,8 @@ class GavelPolicy(RoundOrFillPolicy):
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
     ) -> None:
+        if not self._fill:
+            return
         types = self._types_of(view, partition)
         nodes = view.partitions[partition]
         free_gpus = int(free.gpus[nodes].sum())
@@ -284,12 +336,18 @@ class GavelPolicy(RoundOrFillPolicy):
 
 class GavelParams(PolicyParams):
     round: float = Field(360.0, gt=0)
+    fill: bool = Field(False, description="hand free GPUs to waiting jobs between rounds (ours)")
+    fill_spare: bool = Field(False, description="LP tie-break: maximise total normalised throughput (ours)")
+    objective: Literal["gavel", "best-type"] = Field(
+        "gavel", description="gavel: MaxMinFairnessPolicyWithPerf; best-type: our earlier objective"
+    )
 
 
 @register(
     "gavel",
-    "Heterogeneity-aware max-min fairness: LP over GPU-type time fractions (HiGHS), per-round placements.",
+    "Heterogeneity-aware max-min fairness as Gavel (scale factors, normalised by the proportional split): "
+    "LP over GPU-type time fractions (HiGHS), re-solved when the job set changes; per-round placements.",
     GavelParams,
 )
 def make_gavel(params: GavelParams) -> GavelPolicy:
-    return GavelPolicy(params.round)
+    return GavelPolicy(params.round, params.fill, params.fill_spare, params.objective)

@@ -28,29 +28,31 @@ Placement: the reference counts GPUs only (``--scheme=count``) or places with YA
 (``--scheme=yarn``, its default). Ours defaults to ``model-aware``: placement-sensitive
 models (the catalog's flag, after the paper's tensor-skew study; unknown models count as
 sensitive) are consolidated on the fewest nodes, others take any free GPUs, which is what
-Blox calls "Tiresias+". ``placement=yarn`` reproduces the reference's scheme and
+Blox calls "Tiresias+". ``placement=skew`` is the paper's own profiler rule (Sec. 3.3:
+consolidate when the model's tensor sizes are skewed, ``TensorSkewPlacement``).
+``placement=yarn`` reproduces the reference's scheme and
 ``placement=consolidated`` consolidates every job. A job the count admits but no
 placement fits waits, with the reason.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 from pydantic import Field, field_validator
 
 from shapeshift.engine.state import FreeResources, JobState
-from shapeshift.model import Allocation, JobSpec, Schedule
+from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.admission import AdmissionParams, make_admission
 from shapeshift.policies.base import ARRIVAL, COMPLETION
-from shapeshift.policies.composed import Admission
-from shapeshift.policies.placement import PLACEMENTS, Consolidated, Placement, allocation_for
+from shapeshift.policies.composed import AcceptAll, Admission
+from shapeshift.policies.placement import PLACEMENTS, Placement
 from shapeshift.policies.registry import register
+from shapeshift.policies.tiresias_placement import ModelAwarePlacement, TensorSkewPlacement
 from shapeshift.wording import count
-from shapeshift.workloads.catalog import lookup
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -61,51 +63,14 @@ REFERENCE_THRESHOLDS = (3250.0, 7200.0)
 _TOLERANCE = 1e-6
 
 
-class AnyFit:
-    """Best single-node fit if there is one, else GPUs from the nodes with the most free
-    GPUs first (fewest nodes, no whole-node requirement)."""
-
-    name = "any-fit"
-
-    def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
-        single = Consolidated().find(job, nodes, free)
-        if single is not None or job.num_gpus == 0:
-            return single
-        fg = free.gpus[nodes]
-        if int(fg.sum()) < job.num_gpus:
-            return None
-        picked: dict[int, int] = {}
-        need = job.num_gpus
-        for i in np.argsort(-fg, kind="stable").tolist():
-            if need == 0 or fg[i] == 0:
-                break
-            take = min(int(fg[i]), need)
-            picked[int(nodes[i])] = take
-            need -= take
-        return allocation_for(job, dict(sorted(picked.items())), free) if need == 0 else None
-
-
-class ModelAwarePlacement:
-    """Consolidate placement-sensitive (and unknown) models; place the others anywhere."""
-
-    name = "model-aware"
-
-    def __init__(self) -> None:
-        self._packed = Consolidated()
-        self._loose = AnyFit()
-
-    def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
-        info = lookup(job.model)
-        sensitive = info is None or info.placement_sensitive
-        return (self._packed if sensitive else self._loose).find(job, nodes, free)
-
-
 @dataclass
 class _Track:
     """A job's queue and the service and run time it had when it last entered queue 0
     (its promotion mark)."""
 
     queue: int
+    gpus: int
+    partition: str
     mark_service: float = 0.0
     mark_run: float = 0.0
     mark_time: float = 0.0
@@ -134,6 +99,14 @@ class TiresiasPolicy:
         self._track: dict[str, _Track] = {}
         #: Per partition, per queue: job ids in queue order.
         self._queues: dict[str, list[list[str]]] = {}
+        #: Per partition: the next instant one of its jobs changes queue (``wake_at``), and
+        #: the number of active jobs the last decision there left.
+        self._next: dict[str, float] = {}
+        self._seen: dict[str, int] = {}
+        #: Running jobs' demotion instants, and a heap of them per partition.
+        self._due: dict[str, float] = {}
+        self._heap: dict[str, list[tuple[float, str]]] = {}
+        self._accept_all = isinstance(admission, AcceptAll)
 
     # ----------------------------------------------------------- service
     def _service(self, view: ClusterView, job_id: str, track: _Track) -> float:
@@ -188,19 +161,37 @@ class TiresiasPolicy:
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         free = view.scratch()
+        finished: dict[str, list[str]] = {}
+        for job_id in view.finished:
+            track = self._track.pop(job_id, None)
+            self._due.pop(job_id, None)
+            if track is not None:
+                finished.setdefault(track.partition, []).append(job_id)
         for partition in sorted(view.dirty_partitions):
-            self._decide_partition(view, partition, free, changes, reasons)
-        runs = {j for j, a in view.allocations.items() if changes.get(j, a) is not None}
-        runs.update(j for j, a in changes.items() if a is not None)
-        wake = math.inf
-        for job_id, track in self._track.items():
-            wake = min(wake, self._next_change(view, job_id, track, job_id in runs))
+            if self._unchanged(view, partition, finished):
+                continue
+            self._decide_partition(view, partition, free, changes, reasons, finished.get(partition, ()))
+        wake = min(self._next.values(), default=math.inf)
         return Schedule(
             base=view.allocations,
             changes=changes,
             reasons=reasons,
             default_reason="waiting in a lower-priority queue",
             wake_at=None if math.isinf(wake) else wake,
+        )
+
+    def _active(self, view: ClusterView, partition: str) -> int:
+        return view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]
+
+    def _unchanged(self, view: ClusterView, partition: str, finished: dict[str, list[str]]) -> bool:
+        """Nothing can change in ``partition``: no job finished or arrived there (the count of
+        active jobs is what the last decision left) and none of its jobs reaches a queue
+        change now. Only with accept-all admission, whose answer depends on nothing else."""
+        return (
+            self._accept_all
+            and partition not in finished
+            and self._seen.get(partition) == self._active(view, partition)
+            and view.now < self._next.get(partition, math.inf) - _TOLERANCE
         )
 
     def _decide_partition(
@@ -210,37 +201,49 @@ class TiresiasPolicy:
         free: FreeResources,
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
+        finished: list[str] | tuple[str, ...],
     ) -> None:
         queues = self._queues.setdefault(partition, [[] for _ in range(len(self.thresholds) + 1)])
-        for queue in queues:  # finished jobs leave their queue
-            queue[:] = [j for j in queue if view.job(j).state in (JobState.PENDING, JobState.RUNNING)]
-        for job_id in [j for j in self._track if view.job(j).state not in (JobState.PENDING, JobState.RUNNING)]:
-            del self._track[job_id]
+        if finished:  # finished jobs leave their queue
+            gone = set(finished)
+            for queue in queues:
+                queue[:] = [j for j in queue if j not in gone]
         running = list(view.running(partition))
-        for job_id in [*running, *self.admission.admit(view, partition)]:
-            if job_id not in self._track:  # a new job enters the end of queue 0
-                self._track[job_id] = _Track(0, mark_time=view.job(job_id).spec.submit_time)
-                queues[0].append(job_id)
-        for queue in [list(q) for q in queues]:  # demotions and promotions append to their new queue
-            for job_id in queue:
-                before = self._track[job_id].queue
-                after = self._update(view, job_id).queue
-                if after != before:
-                    queues[before].remove(job_id)
-                    queues[after].append(job_id)
+        if finished or self._seen.get(partition) != self._active(view, partition) or not self._accept_all:
+            for job_id in [*running, *self.admission.admit(view, partition)]:
+                if job_id not in self._track:  # a new job enters the end of queue 0
+                    spec = view.job(job_id).spec
+                    self._track[job_id] = _Track(0, spec.num_gpus, partition, mark_time=spec.submit_time)
+                    queues[0].append(job_id)
+        # Demotions and promotions append to their new queue. Service grows only while a
+        # job runs, so without the starvation rule only running jobs can change queue.
+        movers = [j for q in queues for j in q] if self.starvation > 0 else self._due_now(view, partition)
+        moved = False
+        for job_id in movers:
+            track = self._track[job_id]
+            before = track.queue
+            after = self._update(view, job_id).queue
+            if after != before:
+                queues[before].remove(job_id)
+                queues[after].append(job_id)
+                moved = True
         capacity = view.capacity_gpus(partition)
         is_running = set(running)
         keep: set[str] = set()
         start: list[str] = []
         for level, queue in enumerate(queues):
+            if capacity == 0:
+                break
             for job_id in queue:
-                gpus = view.job(job_id).spec.num_gpus
+                gpus = self._track[job_id].gpus
                 if gpus <= capacity:
                     capacity -= gpus
                     if job_id in is_running:
                         keep.add(job_id)
                     else:
                         start.append(job_id)
+                    if capacity == 0:
+                        break
                 elif job_id not in is_running:
                     reasons[job_id] = f"queue {level}: needs {count(gpus, 'GPU')}, {capacity} left"
         current = view.allocations
@@ -258,8 +261,46 @@ class TiresiasPolicy:
             changes[job_id] = alloc
             free.take(alloc)
             keep.add(job_id)
-        for queue in queues:  # after deciding, waiting jobs go behind the running ones
-            queue[:] = [j for j in queue if j in keep] + [j for j in queue if j not in keep]
+        if moved or keep != is_running:  # after deciding, waiting jobs go behind the running ones
+            for queue in queues:
+                queue[:] = [j for j in queue if j in keep] + [j for j in queue if j not in keep]
+        self._seen[partition] = self._active(view, partition)
+        if self.starvation > 0:
+            watched = [j for q in queues for j in q]
+            self._next[partition] = min(
+                (self._next_change(view, j, self._track[j], j in keep) for j in watched), default=math.inf
+            )
+        else:
+            self._schedule_demotions(view, partition, keep, is_running, movers)
+
+    def _due_now(self, view: ClusterView, partition: str) -> list[str]:
+        """Running jobs whose demotion instant has come (a heap per partition: a running
+        job's service grows at a constant rate, so its instant is fixed until it stops)."""
+        heap = self._heap.setdefault(partition, [])
+        due: list[str] = []
+        while heap and heap[0][0] <= view.now + _TOLERANCE:
+            at, job_id = heapq.heappop(heap)
+            if self._due.get(job_id) == at:
+                del self._due[job_id]
+                due.append(job_id)
+        return due
+
+    def _schedule_demotions(
+        self, view: ClusterView, partition: str, keep: set[str], was_running: set[str], movers: list[str]
+    ) -> None:
+        heap = self._heap[partition]
+        for job_id in was_running - keep:
+            self._due.pop(job_id, None)
+        for job_id in [*(keep - was_running), *(j for j in movers if j in keep)]:
+            at = self._next_change(view, job_id, self._track[job_id], True)
+            if math.isinf(at):
+                self._due.pop(job_id, None)
+                continue
+            self._due[job_id] = at
+            heapq.heappush(heap, (at, job_id))
+        while heap and self._due.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        self._next[partition] = heap[0][0] if heap else math.inf
 
 
 class TiresiasParams(AdmissionParams):
@@ -269,7 +310,9 @@ class TiresiasParams(AdmissionParams):
     service: Literal["gpu-time", "time"] = "gpu-time"
     #: Promote a starving job when pending >= k x its run time (0 = off, as ``dlas-gpu``).
     starvation: float = Field(0.0, ge=0, allow_inf_nan=False)
-    placement: Literal["model-aware", "consolidated", "first-fit", "scattered", "yarn"] = "model-aware"
+    placement: Literal["model-aware", "skew", "consolidated", "first-fit", "scattered", "yarn"] = "model-aware"
+    #: ``placement=skew``: consolidate models whose largest tensor is at least this share.
+    skew_threshold: float = Field(0.5, gt=0, le=1)
 
     @field_validator("thresholds", mode="before")
     @classmethod
@@ -295,7 +338,12 @@ class TiresiasParams(AdmissionParams):
     TiresiasParams,
 )
 def make_tiresias(params: TiresiasParams) -> TiresiasPolicy:
-    placement = ModelAwarePlacement() if params.placement == "model-aware" else PLACEMENTS[params.placement]()
+    if params.placement == "model-aware":
+        placement: Placement = ModelAwarePlacement()
+    elif params.placement == "skew":
+        placement = TensorSkewPlacement(params.skew_threshold)
+    else:
+        placement = PLACEMENTS[params.placement]()
     return TiresiasPolicy(
         tuple(params.thresholds),
         make_admission(params),

@@ -27,6 +27,12 @@ def _trace(cluster: ClusterSpec, _path: str | None) -> ThroughputModel:
     return TraceSpeedModel(cluster)
 
 
+def _trace_placement(cluster: ClusterSpec, _path: str | None) -> ThroughputModel:
+    from shapeshift.perf.throughput import TraceSpeedModel
+
+    return TraceSpeedModel(cluster, placement_slowdown=True)
+
+
 def _ground_truth(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
     from shapeshift.perf.ground_truth import GroundTruthModel
 
@@ -43,6 +49,11 @@ def _pollux(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
 
 THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
     "trace": ThroughputKind("recorded durations, scaled by GPU count and type", False, _trace),
+    "trace-placement": ThroughputKind(
+        "as trace, and placement-sensitive models run slower spread over more nodes than needed",
+        False,
+        _trace_placement,
+    ),
     "ground-truth": ThroughputKind("measured Rubick speed tables (a traces/ directory)", True, _ground_truth),
     "pollux": ThroughputKind(
         "measured Pollux profiles with statistical efficiency (a profiles/ directory)", True, _pollux

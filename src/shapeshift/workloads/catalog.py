@@ -18,9 +18,13 @@ Sources, per figure (``ModelInfo.source``):
 * the CNN / RNN / recommendation models of the Tiresias, Gavel and Blox studies: the
   placement-sensitivity flag follows Tiresias (Gu et al., NSDI 2019, §3.3: models with
   large, skewed tensors such as VGG and AlexNet are sensitive to consolidation, ResNet
-  and Inception much less); relative throughput on K80/P100/V100 is approximate, after
-  Gavel (Narayanan et al., OSDI 2020, Fig. 1 and its throughput tables), normalised to
-  K80 = 1; scaling efficiencies are approximate, after Optimus (Peng et al., EuroSys
+  and Inception much less); relative throughput on K80/P100/V100 is Gavel's measured
+  isolated 1-GPU throughput at the catalog's batch size for the models Gavel measured
+  (ResNet-18 at 128, ResNet-50 at 64, Transformer at 64, LM at 20, Recommendation at
+  512, A3C, CycleGAN; ``scheduler/simulation_throughputs.json`` of
+  stanford-futuredata/gavel; Gavel's ratios also move with batch size and GPU count,
+  which one ratio per model cannot hold) and approximate, after Gavel Fig. 1, for the
+  others, normalised to K80 = 1; scaling efficiencies are approximate, after Optimus (Peng et al., EuroSys
   2018, Fig. 3) and the Tiresias placement study. Estimated figures say so.
 
 Scaling model: ``speedup(g) = g * scaling_efficiency ** log2(g)``, i.e. every doubling of
@@ -29,6 +33,7 @@ the GPU count keeps ``scaling_efficiency`` of the ideal gain (1.0 = linear).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from collections.abc import Mapping
@@ -42,7 +47,17 @@ GPU_TYPES: tuple[str, ...] = ("K80", "P100", "V100")
 
 RUBICK_SOURCE = "Rubick/Morphling artifact models.csv (A800 measurements, Apache-2.0)"
 GAVEL_SPEED = "approximate, after Gavel (Narayanan et al., OSDI 2020), Fig. 1, K80 = 1"
+GAVEL_MEASURED = (
+    "Gavel's measured isolated 1-GPU throughputs at this batch size "
+    "(stanford-futuredata/gavel scheduler/simulation_throughputs.json), K80 = 1"
+)
 TIRESIAS_FLAG = "after Tiresias (Gu et al., NSDI 2019), placement-sensitivity study"
+SPREAD_SLOWDOWN = (
+    "approximate: the size of the consolidation effect the Tiresias placement study "
+    "(Gu et al., NSDI 2019, Sec. 2.2 and 3.3) and Blox (Sec. 4.3) report for models with "
+    "large, skewed tensors on 10 GbE; not a measured table"
+)
+TENSOR_SKEW = "largest tensor / model size from the tensor lists in SymbioticLab/Tiresias simulator/models.py"
 OPTIMUS_SCALING = "approximate, after Optimus (Peng et al., EuroSys 2018), Fig. 3"
 RUBICK_SCALING = "approximate, after Rubick (placement measurements on A800 nodes)"
 
@@ -69,12 +84,19 @@ class ModelInfo:
     scaling_efficiency: float | None = None
     #: Where each kind of figure comes from.
     source: Mapping[str, str] = field(default_factory=dict)
+    #: How many times slower the job runs when its GPUs span more nodes than it needs
+    #: (1.0 = no effect; the simulator applies it only with ``throughput: trace-placement``).
+    spread_slowdown: float = 1.0
+    #: Tiresias's profiler input: largest tensor / total model size (``None`` = not profiled).
+    tensor_skew: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gpu_speed", MappingProxyType(dict(self.gpu_speed)))
         object.__setattr__(self, "source", MappingProxyType(dict(self.source)))
         if any(v <= 0 for v in self.gpu_speed.values()):
             raise ValueError(f"model {self.name}: GPU speeds must be > 0")
+        if not self.spread_slowdown >= 1.0:
+            raise ValueError(f"model {self.name}: spread_slowdown must be >= 1")
         if self.scaling_efficiency is not None and not 0.5 < self.scaling_efficiency <= 1.0:
             raise ValueError(f"model {self.name}: scaling_efficiency must be in (0.5, 1]")
 
@@ -119,7 +141,9 @@ def _classic(
     speed: tuple[float, float, float],
     efficiency: float,
     params: float | None = None,
+    measured: bool = False,
 ) -> ModelInfo:
+    """``measured``: the per-type speeds are Gavel's measured ratios, not estimates."""
     return ModelInfo(
         name=name,
         family=family,
@@ -129,7 +153,11 @@ def _classic(
         dataset=dataset,
         gpu_speed=dict(zip(GPU_TYPES, speed, strict=True)),
         scaling_efficiency=efficiency,
-        source={"gpu_speed": GAVEL_SPEED, "placement_sensitive": TIRESIAS_FLAG, "scaling": OPTIMUS_SCALING},
+        source={
+            "gpu_speed": GAVEL_MEASURED if measured else GAVEL_SPEED,
+            "placement_sensitive": TIRESIAS_FLAG,
+            "scaling": OPTIMUS_SCALING,
+        },
     )
 
 
@@ -143,8 +171,8 @@ _MODELS: tuple[ModelInfo, ...] = (
     _rubick("llama7", 7e9, 4096, 32, 32, 2048, 8, "WuDaoCorpora", 0.85),
     _rubick("llama30", 30e9, 6656, 60, 52, 2048, 4, "WuDaoCorpora", 0.8),
     # CNN / RNN / RL / recommendation models of the Tiresias, Gavel and Blox studies.
-    _classic("resnet18", "cnn", False, 128, "CIFAR-10", (1.0, 2.8, 4.8), 0.95, 11.7e6),
-    _classic("resnet50", "cnn", False, 64, "ImageNet", (1.0, 3.4, 9.6), 0.93, 25.6e6),
+    _classic("resnet18", "cnn", False, 128, "CIFAR-10", (1.0, 6.46, 9.96), 0.95, 11.7e6, measured=True),
+    _classic("resnet50", "cnn", False, 64, "ImageNet", (1.0, 4.23, 7.10), 0.93, 25.6e6, measured=True),
     _classic("resnet101", "cnn", False, 64, "ImageNet", (1.0, 3.3, 9.0), 0.92, 44.5e6),
     _classic("vgg16", "cnn", True, 64, "ImageNet", (1.0, 3.0, 6.0), 0.8, 138e6),
     _classic("vgg19", "cnn", True, 64, "ImageNet", (1.0, 3.0, 6.2), 0.8, 144e6),
@@ -152,16 +180,53 @@ _MODELS: tuple[ModelInfo, ...] = (
     _classic("inception3", "cnn", False, 64, "ImageNet", (1.0, 3.2, 7.5), 0.93, 23.8e6),
     _classic("googlenet", "cnn", False, 128, "ImageNet", (1.0, 3.0, 6.5), 0.93, 6.8e6),
     _classic("cifar10", "cnn", False, 128, "CIFAR-10", (1.0, 2.5, 4.0), 0.95),
-    _classic("imagenet", "cnn", False, 64, "ImageNet", (1.0, 3.4, 9.6), 0.93),
+    _classic("imagenet", "cnn", False, 64, "ImageNet", (1.0, 4.23, 7.10), 0.93, measured=True),
     _classic("yolov3", "cnn", False, 16, "COCO", (1.0, 3.0, 6.0), 0.9, 62e6),
-    _classic("cyclegan", "cnn", False, 1, "monet2photo", (1.0, 3.1, 6.4), 0.9, 28e6),
-    _classic("transformer", "transformer", True, 64, "WMT16", (1.0, 2.5, 4.4), 0.88, 65e6),
+    _classic("cyclegan", "cnn", False, 1, "monet2photo", (1.0, 4.76, 8.77), 0.9, 28e6, measured=True),
+    _classic("transformer", "transformer", True, 64, "WMT16", (1.0, 2.91, 4.92), 0.88, 65e6, measured=True),
     _classic("bert-base", "transformer", True, 32, "SQuAD", (1.0, 2.7, 5.0), 0.9, 110e6),
-    _classic("lstm", "rnn", True, 20, "WikiText-2", (1.0, 2.2, 3.3), 0.85, 66e6),
+    _classic("lstm", "rnn", True, 20, "WikiText-2", (1.0, 3.39, 3.78), 0.85, 66e6, measured=True),
     _classic("deepspeech2", "rnn", True, 32, "LibriSpeech", (1.0, 2.4, 4.0), 0.85, 38e6),
-    _classic("a3c", "rl", False, 4, "Pong", (1.0, 1.1, 1.2), 0.9),
-    _classic("recommendation", "recommendation", True, 512, "ML-20M", (1.0, 1.7, 2.3), 0.8),
+    _classic("a3c", "rl", False, 4, "Pong", (1.0, 1.65, 2.09), 0.9, measured=True),
+    _classic("recommendation", "recommendation", True, 512, "ML-20M", (1.0, 1.49, 0.71), 0.8, measured=True),
     _classic("ncf", "recommendation", True, 512, "ML-20M", (1.0, 1.7, 2.3), 0.8),
+)
+
+#: Tiresias's profiled models (``simulator/models.py`` of its reference simulator):
+#: largest tensor / total size of the tensors it lists.
+_TENSOR_SKEW = {
+    "vgg19": 0.717,
+    "vgg16": 0.744,
+    "alexnet": 0.611,
+    "resnet101": 0.075,
+    "resnet50": 0.112,
+    "imagenet": 0.112,
+    "inception3": 0.138,
+}
+#: How much slower a placement-sensitive model runs spread over more nodes than needed.
+_SPREAD = {
+    "vgg16": 1.6,
+    "vgg19": 1.6,
+    "alexnet": 1.5,
+    "transformer": 1.3,
+    "bert-base": 1.3,
+    "lstm": 1.3,
+    "deepspeech2": 1.3,
+    "recommendation": 1.3,
+    "ncf": 1.3,
+}
+_MODELS = tuple(
+    dataclasses.replace(
+        m,
+        spread_slowdown=_SPREAD.get(m.name, 1.0),
+        tensor_skew=_TENSOR_SKEW.get(m.name),
+        source={
+            **m.source,
+            **({"spread_slowdown": SPREAD_SLOWDOWN} if m.name in _SPREAD else {}),
+            **({"tensor_skew": TENSOR_SKEW} if m.name in _TENSOR_SKEW else {}),
+        },
+    )
+    for m in _MODELS
 )
 
 _BY_NAME: dict[str, ModelInfo] = {m.name: m for m in _MODELS}

@@ -45,6 +45,7 @@ COLUMNS: dict[str, str] = {
     "plan": "object",
     "cpu_only": "bool",
     "batch": "object",
+    "gpu_speed": "object",
 }
 #: Columns only a datacenter log has (Helios schema): they describe what happened to the
 #: job in the real cluster, never reach ``JobSpec``, and are kept only when the source
@@ -74,7 +75,27 @@ _DEFAULTS = {
     "plan": "",
     "cpu_only": False,
     "batch": "",
+    "gpu_speed": "",
 }
+
+
+def format_gpu_speed(speeds: tuple[tuple[str, float], ...]) -> str:
+    """The ``gpu_speed`` column's text for a job's per-type throughputs: ``K80=1.8;V100=18``."""
+    return ";".join(f"{gpu_type}={value:g}" for gpu_type, value in speeds)
+
+
+def parse_gpu_speed(text: str) -> tuple[tuple[str, float], ...]:
+    """Inverse of ``format_gpu_speed``; ValueError names the bad part."""
+    pairs = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        gpu_type, sep, value = part.partition("=")
+        if not sep or not gpu_type.strip():
+            raise ValueError(f"expected TYPE=THROUGHPUT, got {part!r}")
+        number = float(value)
+        if not (math.isfinite(number) and number >= 0):
+            raise ValueError(f"throughput of {gpu_type.strip()} must be finite and >= 0, got {value.strip()!r}")
+        pairs.append((gpu_type.strip(), number))
+    return tuple(sorted(pairs))
 
 
 class Workload:
@@ -171,6 +192,8 @@ class Workload:
         plans: dict[str, ExecutionPlan | None] = {"": None}
         batches: dict[str, BatchSpec | None] = {"": None}
         batch_texts = f["batch"].tolist()
+        speeds: dict[str, tuple[tuple[str, float], ...]] = {"": ()}
+        gpu_speed = f["gpu_speed"].tolist()
         result = []
         for i, (job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan) in enumerate(
             zip(
@@ -191,6 +214,8 @@ class Workload:
         ):
             if plan not in plans:
                 plans[plan] = ExecutionPlan.parse(plan)
+            if gpu_speed[i] not in speeds:
+                speeds[gpu_speed[i]] = parse_gpu_speed(gpu_speed[i])
             d = duration[i]
             it = iterations[i]
             if batch_texts[i] not in batches:
@@ -212,6 +237,7 @@ class Workload:
                     iterations=None if it is None else int(it),
                     plan=plans[plan],
                     batch=batches[batch_texts[i]],
+                    gpu_speed=speeds[gpu_speed[i]],
                 )
             )
         return result
@@ -251,6 +277,7 @@ def _frame_of(jobs: Sequence[JobSpec]) -> pd.DataFrame:
             "plan": "" if j.plan is None else str(j.plan),
             "cpu_only": False,
             "batch": "" if j.batch is None else str(j.batch),
+            "gpu_speed": format_gpu_speed(j.gpu_speed),
         }
         for j in jobs
     ]

@@ -11,7 +11,7 @@ import pandas as pd
 from shapeshift.model import BatchSpec, ExecutionPlan, ModelError
 from shapeshift.wording import count
 from shapeshift.workloads.readers.table import Table, frame_table, load_table
-from shapeshift.workloads.workload import REQUIRED, Workload
+from shapeshift.workloads.workload import REQUIRED, Workload, format_gpu_speed, parse_gpu_speed
 
 
 def read_generic(path: str | Path) -> Workload:
@@ -19,7 +19,11 @@ def read_generic(path: str | Path) -> Workload:
     ``name, user, vc, tenant, guaranteed, model, num_cpus, mem_gb, iterations, plan,
     batch, cpu_only`` and the trace-log columns ``state, start_time, end_time, queue``. This is
     what ``Workload.write`` produces, so every reader's output reads back unchanged.
-    ``duration`` may be blank on a row that gives ``iterations``."""
+    ``duration`` may be blank on a row that gives ``iterations``.
+
+    Per-GPU-type throughputs (Gavel's input): one column per type, ``speed_<TYPE>``
+    (e.g. ``speed_V100``; blank or 0 = the job cannot run on that type), or one
+    ``gpu_speed`` column as ``Workload.write`` writes it (``K80=1.8;V100=18``)."""
     return _generic(load_table(path), Path(path).stem)
 
 
@@ -63,12 +67,43 @@ def _generic(table: Table, name: str) -> Workload:
         out["plan"] = _plans(table, out["num_gpus"])
     if "batch" in table.frame.columns:
         out["batch"] = _batches(table)
+    speeds = _gpu_speeds(table)
+    if speeds is not None:
+        out["gpu_speed"] = speeds
     if "state" in table.frame.columns:
         out["state"] = table.text("state")
     for column in ("start_time", "end_time", "queue"):
         if column in table.frame.columns:
             out[column] = table.numeric(column, required=False, minimum=-np.inf).astype(float)
     return Workload.from_frame(name, out)
+
+
+def _gpu_speeds(table: Table) -> pd.Series | None:
+    """The ``gpu_speed`` text per row from ``speed_<TYPE>`` columns or a ``gpu_speed`` column."""
+    per_type = sorted(c for c in table.frame.columns if str(c).startswith("speed_") and len(str(c)) > 6)
+    if not per_type and "gpu_speed" not in table.frame.columns:
+        return None
+    if per_type:
+        values = {c: table.numeric(c, required=False) for c in per_type}
+        given = np.column_stack([values[c].notna().to_numpy() for c in per_type]).any(axis=1)
+        rows = [
+            tuple((c[6:], float(values[c].iat[r])) for c in per_type if values[c].iat[r] > 0)
+            for r in range(len(table.frame))
+        ]
+        column = per_type[0]
+        for r, speeds in enumerate(rows):
+            if speeds == () and given[r]:
+                raise table.fail(r, column, "no GPU type has a positive throughput")
+    else:
+        rows = []
+        for r, text in enumerate(table.text("gpu_speed").tolist()):
+            try:
+                rows.append(parse_gpu_speed(text))
+            except ValueError as exc:
+                raise table.fail(r, "gpu_speed", str(exc)) from None
+            if rows[-1] and max(v for _, v in rows[-1]) <= 0:
+                raise table.fail(r, "gpu_speed", "no GPU type has a positive throughput")
+    return pd.Series([format_gpu_speed(s) for s in rows], dtype=object, index=table.frame.index)
 
 
 def _plans(table: Table, gpus: pd.Series) -> pd.Series:
