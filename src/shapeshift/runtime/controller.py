@@ -41,7 +41,16 @@ from shapeshift.runtime.live_run import (
 )
 from shapeshift.runtime.recovery import Recovery
 from shapeshift.runtime.service import ServerFactory
-from shapeshift.runtime.state_files import ADDRESS_FILE, DB_FILE, TOKEN_FILE, ensure_token
+from shapeshift.runtime.metrics_export import DecisionStats, time_decisions
+from shapeshift.runtime.state_files import (
+    ADDRESS_FILE,
+    DB_FILE,
+    TOKEN_FILE,
+    default_work_dir,
+    ensure_token,
+    prepare_state_dir,
+    write_private,
+)
 from shapeshift.runtime.store import RunRecord, Store
 
 __all__ = [
@@ -77,9 +86,11 @@ class Controller(Recovery):
         poll_interval: float = 0.1,
         round_seconds: float | None = None,
         stop_grace: float = 30.0,
+        work_dir: str | Path | None = None,
     ):
         self.state_dir = Path(state_dir)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        prepare_state_dir(self.state_dir)
+        self.work_dir = Path(work_dir) if work_dir is not None else default_work_dir(self.state_dir)
         self.token = ensure_token(self.state_dir)
         self.store = Store(self.state_dir / DB_FILE)
         self.cluster = cluster
@@ -92,6 +103,8 @@ class Controller(Recovery):
         self.round_seconds = round_seconds
         if round_seconds is None and ROUND in policy.triggers:
             self.round_seconds = policy.default_round or 60.0
+        self.decision_stats = DecisionStats()
+        time_decisions(policy, self.decision_stats)
         self.engine = Engine(cluster, policy, self, Overheads(restore_penalty=0.0), on_decision=self._on_decision)
         self.runs: dict[str, LiveRun] = {}  # current run of each running job
         self.stopping: list[LiveRun] = []  # runs asked to stop, holding their slots until they exit
@@ -115,10 +128,8 @@ class Controller(Recovery):
         self._server = server(self, self.host, self.port)
         self.port = self._server.server_address[1]
         self.url = f"http://{self.host}:{self.port}"
-        address = self.state_dir / ADDRESS_FILE
-        tmp = address.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"url": self.url, "pid": os.getpid(), "backend": self.backend.name}))
-        os.replace(tmp, address)
+        info = {"url": self.url, "pid": os.getpid(), "backend": self.backend.name, "work_dir": str(self.work_dir)}
+        write_private(self.state_dir / ADDRESS_FILE, json.dumps(info))
         for target, name in ((self._server.serve_forever, "api"), (self._loop, "control")):
             thread = threading.Thread(target=target, name=f"shapeshift-{name}", daemon=True)
             thread.start()
@@ -134,6 +145,10 @@ class Controller(Recovery):
             thread.join(timeout=5)
         self.backend.close()
         self.store.close()
+
+    def submit_job(self, job: JobFile, submission_id: str | None = None) -> str:
+        """Store a validated job; the control loop picks it up on its next tick."""
+        return self.store.add_job(job.name, job.to_json())
 
     def wait(self) -> None:
         while not self._stop.wait(0.5):

@@ -22,10 +22,15 @@ from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_p
 from shapeshift.runtime.store import RunRecord, Store
 
 
+#: The controller's own settings that lead to its secrets; a job never inherits them.
+PRIVATE_ENV = frozenset({"SHAPESHIFT_STATE", "SHAPESHIFT_TOKEN"})
+
+
 class Launcher:
     """Mixin of ``Controller``: launching, stopping and laying out runs."""
 
     state_dir: Path
+    work_dir: Path
     cluster: ClusterSpec
     store: Store
     backend: Backend
@@ -137,13 +142,15 @@ class Launcher:
         self.backend.spawn(run.run_id, run.ranks)
 
     def job_dir(self, job_id: str) -> Path:
-        return self.state_dir / "jobs" / job_id
+        """Outside the state directory (``work_dir``), so a job cannot walk to the token."""
+        return self.work_dir / job_id
 
     def _layout(self, run: LiveRun, chosen: dict[int, list[int]]) -> list[RankLaunch]:
         job = self._jobs[run.job_id]
         plan = effective_plan(job.execution_plan, run.allocation)
         run_dir = self.job_dir(run.job_id) / f"attempt{run.attempt}"
         ckpt = self.job_dir(run.job_id) / "checkpoint"
+        self.work_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         ckpt.mkdir(parents=True, exist_ok=True)
         run_dir.mkdir(parents=True, exist_ok=True)
         per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
@@ -169,7 +176,7 @@ class Launcher:
                 }
                 argv = tuple(shlex.split(job.command.format(**fields)))
                 env = {
-                    **os.environ,
+                    **{k: v for k, v in os.environ.items() if k not in PRIVATE_ENV},
                     **job.env,
                     "SHAPESHIFT_JOB_ID": run.job_id,
                     "SHAPESHIFT_ATTEMPT": str(run.attempt),

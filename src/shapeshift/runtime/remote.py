@@ -1,16 +1,21 @@
 """Talking to a running controller from the CLI (standard library HTTP).
 
-The CLI finds the controller through its state directory: ``DIR/controller.json`` holds
-the URL and ``DIR/token`` the bearer token, so ``--state DIR`` is all a user passes
-(or ``SHAPESHIFT_STATE``). Every failure becomes an ``InputError`` with a hint, never a
-traceback.
+The operator's CLI finds the controller through its state directory:
+``DIR/controller.json`` holds the URL and ``DIR/token`` the admin token, so ``--state
+DIR`` is all it passes (or ``SHAPESHIFT_STATE``). Other users cannot read that directory
+(0700): they set ``SHAPESHIFT_URL`` and ``SHAPESHIFT_TOKEN`` (a token from ``shapeshift
+token create``), which take precedence. Every failure becomes an ``InputError`` with a
+hint, never a traceback.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
+import urllib.parse
+import uuid
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -32,18 +37,33 @@ class ControllerClient:
 
     @classmethod
     def from_state(cls, directory: str | Path | None) -> ControllerClient:
+        env_url, env_token = os.environ.get("SHAPESHIFT_URL"), os.environ.get("SHAPESHIFT_TOKEN")
+        if env_url and not directory:
+            return cls(env_url, env_token)
         path = state_dir(str(directory) if directory else None)
         address = path / "controller.json"
-        if not address.exists():
+        try:
+            url = json.loads(address.read_text())["url"]
+        except FileNotFoundError:
             raise InputError(
-                f"no controller state in {path}; start one with 'shapeshift serve --state {path}' or pass --state"
-            )
-        url = json.loads(address.read_text())["url"]
-        token_file = path / "token"
-        token = token_file.read_text().strip() if token_file.exists() else None
+                f"no controller state in {path}; start one with 'shapeshift serve --state {path}', pass --state, "
+                "or set SHAPESHIFT_URL and SHAPESHIFT_TOKEN"
+            ) from None
+        except PermissionError:
+            raise InputError(
+                f"{path} belongs to another user; set SHAPESHIFT_URL and SHAPESHIFT_TOKEN (ask the operator)"
+            ) from None
+        except (ValueError, KeyError, TypeError):
+            raise InputError(f"{address} is not a controller address file; restart 'shapeshift serve'") from None
+        token = env_token
+        if token is None:
+            try:
+                token = (path / "token").read_text().strip()
+            except OSError:
+                token = None
         return cls(url, token)
 
-    def request(self, method: str, path: str, body: bytes | None = None, auth: bool = False) -> tuple[int, bytes]:
+    def request(self, method: str, path: str, body: bytes | None = None, auth: bool = True) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json"}
         if auth and self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -59,8 +79,11 @@ class ControllerClient:
                 f"cannot reach the controller at {self.url}: {reason}; is 'shapeshift serve' running?"
             ) from None
 
-    def _json(self, method: str, path: str, body: bytes | None = None, auth: bool = False) -> Any:
-        status, data = self.request(method, path, body, auth)
+    def _json(self, method: str, path: str, body: bytes | None = None) -> Any:
+        return self._decode(*self.request(method, path, body))
+
+    @staticmethod
+    def _decode(status: int, data: bytes) -> Any:
         if status >= 400:
             try:
                 message = json.loads(data)["error"]
@@ -69,14 +92,29 @@ class ControllerClient:
             raise InputError(message)
         return json.loads(data) if data else None
 
-    def submit(self, job_json: str) -> str:
-        return str(self._json("POST", "/jobs", job_json.encode(), auth=True)["id"])
+    def submit(self, job_json: str, submission_id: str | None = None, tries: int = 3) -> str:
+        """Submit with a client-chosen ``submission_id`` (generated when not given), retried
+        on a lost connection or a 503: the controller returns the first job for a repeated id."""
+        body = {**json.loads(job_json), "submission_id": submission_id or uuid.uuid4().hex}
+        for attempt in range(tries):
+            try:
+                status, data = self.request("POST", "/jobs", json.dumps(body).encode())
+            except InputError:
+                if attempt == tries - 1:
+                    raise
+                time.sleep(0.2 * 2**attempt)
+                continue
+            if status != 503 or attempt == tries - 1:
+                break
+            time.sleep(0.2 * 2**attempt)
+        return str(self._decode(status, data)["id"])
 
     def cancel(self, job_id: str) -> dict[str, Any]:
-        return self._json("POST", f"/jobs/{job_id}/cancel", b"", auth=True)
+        return self._json("POST", f"/jobs/{job_id}/cancel", b"")
 
-    def jobs(self) -> list[dict[str, Any]]:
-        return self._json("GET", "/jobs")
+    def jobs(self, states: str | None = None, user: str | None = None) -> list[dict[str, Any]]:
+        query = urllib.parse.urlencode({k: v for k, v in (("state", states), ("user", user)) if v})
+        return self._json("GET", "/jobs" + (f"?{query}" if query else ""))
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self._json("GET", f"/jobs/{job_id}")
@@ -85,7 +123,7 @@ class ControllerClient:
         return self._json("GET", "/nodes")
 
     def logs(self, job_id: str, rank: int = 0) -> str:
-        status, data = self.request("GET", f"/jobs/{job_id}/logs?rank={rank}")
+        status, data = self.request("GET", f"/jobs/{job_id}/logs?rank={int(rank)}")
         if status >= 400:
-            raise InputError(f"no job {job_id}")
+            self._decode(status, data)
         return data.decode(errors="replace")

@@ -282,3 +282,10 @@ class Store:
                 "SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key)
             ).fetchone()
         return dict(row) if row is not None else None
+
+    # ------------------------------------------------------ additive: the API's views
+    def recent_events(self, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` most recent events, newest first (the dashboard's feed)."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM events ORDER BY id DESC LIMIT ?", (int(limit),)).fetchall()
+        return [dict(r) for r in rows]
