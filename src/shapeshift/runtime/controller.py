@@ -39,9 +39,9 @@ from shapeshift.runtime.live_run import (
     plan_json,
     short_plan,
 )
+from shapeshift.runtime.metrics_export import DecisionStats, time_decisions
 from shapeshift.runtime.recovery import Recovery
 from shapeshift.runtime.service import ServerFactory
-from shapeshift.runtime.metrics_export import DecisionStats, time_decisions
 from shapeshift.runtime.state_files import (
     ADDRESS_FILE,
     DB_FILE,

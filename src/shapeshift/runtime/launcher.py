@@ -21,7 +21,6 @@ from shapeshift.runtime.jobfile import JobFile
 from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_plan, free_port, plan_json, short_plan
 from shapeshift.runtime.store import RunRecord, Store
 
-
 #: The controller's own settings that lead to its secrets; a job never inherits them.
 PRIVATE_ENV = frozenset({"SHAPESHIFT_STATE", "SHAPESHIFT_TOKEN"})
 

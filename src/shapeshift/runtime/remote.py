@@ -15,8 +15,8 @@ import os
 import time
 import urllib.error
 import urllib.parse
-import uuid
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
