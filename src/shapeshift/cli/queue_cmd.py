@@ -1,13 +1,21 @@
-"""``shapeshift queue``: every job with state, plan, placement, progress, and why it waits."""
+"""``shapeshift queue``: every job with owner, state, plan, placement, progress, times, and
+why it waits (``--json`` for scripts; ``-t/--states`` and ``-u/--user`` filter like squeue)."""
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from shapeshift.cli.common import console, guarded
+from shapeshift.cli.options import JsonOption
+from shapeshift.errors import InputError
+
+STATES = ("queued", "running", "completed", "failed", "cancelled", "rejected")
+FINISHED = ("completed", "failed", "cancelled", "rejected")
 
 
 def progress_text(job: dict[str, Any]) -> str:
@@ -18,28 +26,91 @@ def progress_text(job: dict[str, Any]) -> str:
     return f"{done:.0f}s"
 
 
+def clock(t: float | None) -> str:
+    """Local wall-clock time, with the date only when it is not today."""
+    if t is None:
+        return ""
+    fmt = "%H:%M:%S" if time.localtime(t)[:3] == time.localtime()[:3] else "%m-%d %H:%M"
+    return time.strftime(fmt, time.localtime(t))
+
+
+def elapsed_seconds(job: dict[str, Any], now: float) -> float | None:
+    """Wall time since the first start (to the end for finished jobs), like squeue's TIME."""
+    if job.get("first_start") is None:
+        return None
+    return max(0.0, (job.get("end_time") or now) - job["first_start"])
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def parse_states(value: str | None) -> str | None:
+    if not value:
+        return None
+    states = [s.strip() for s in value.split(",") if s.strip()]
+    unknown = [s for s in states if s not in STATES]
+    if unknown:
+        raise InputError(f"unknown job state {unknown[0]!r}; use {', '.join(STATES)}", field="--states")
+    return ",".join(states)
+
+
 @guarded
 def command(
     state: Annotated[str | None, typer.Option(help="Controller state directory.")] = None,
-    all_jobs: Annotated[bool, typer.Option("--all", help="Include finished jobs.")] = True,
+    states: Annotated[
+        str | None,
+        typer.Option("--states", "-t", help=f"Only jobs in these states (comma-separated: {', '.join(STATES)})."),
+    ] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's jobs.")] = None,
+    all_jobs: Annotated[bool, typer.Option("--all/--active", help="Include finished jobs (default) or not.")] = True,
+    as_json: JsonOption = False,
 ) -> None:
-    """List jobs: id, name, state, plan, placement, progress, and the reason a waiting job waits."""
+    """List jobs: id, name, owner, state, plan, placement, progress, submit/start time,
+    elapsed time, and the reason a waiting job waits."""
     from shapeshift.runtime.remote import ControllerClient
 
+    wanted = parse_states(states)
+    jobs = ControllerClient.from_state(state).jobs(wanted, user)
+    if not all_jobs:
+        jobs = [j for j in jobs if j["state"] not in FINISHED]
+    now = time.time()
+    if as_json:
+        for job in jobs:
+            job["elapsed"] = elapsed_seconds(job, now)
+        typer.echo(json.dumps(jobs, indent=2))
+        return
     table = Table()
-    for column in ("id", "name", "state", "plan", "placement", "progress", "reason"):
+    for column in (
+        "id",
+        "name",
+        "user",
+        "state",
+        "plan",
+        "placement",
+        "progress",
+        "submit",
+        "start",
+        "elapsed",
+        "reason",
+    ):
         table.add_column(column, overflow="fold")
-    for job in ControllerClient.from_state(state).jobs():
-        if not all_jobs and job["state"] in ("completed", "failed", "cancelled", "rejected"):
-            continue
+    for job in jobs:
         waiting = job["state"] == "queued"
         table.add_row(
             job["id"],
             job["name"],
+            job.get("user") or "",
             job["state"],
             job["plan"] if not waiting else "",
             job["placement"] if not waiting else "",
             progress_text(job),
+            clock(job["submit_time"]),
+            clock(job["first_start"]),
+            duration_text(elapsed_seconds(job, now)),
             job["reason"] if waiting or job["state"] in ("failed", "rejected") else "",
         )
-    console.print(table)
+    console.print(table, highlight=False)

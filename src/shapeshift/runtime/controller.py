@@ -29,6 +29,7 @@ from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import ClusterSpec, Schedule
 from shapeshift.runtime import store as st
 from shapeshift.runtime.backends.base import VANISHED, Backend, RunId
+from shapeshift.runtime.isolation import JobUser
 from shapeshift.runtime.jobfile import JobFile, job_from_json
 from shapeshift.runtime.live_run import (
     LiveRun,
@@ -87,10 +88,12 @@ class Controller(Recovery):
         round_seconds: float | None = None,
         stop_grace: float = 30.0,
         work_dir: str | Path | None = None,
+        job_user: JobUser | None = None,
     ):
         self.state_dir = Path(state_dir)
         prepare_state_dir(self.state_dir)
         self.work_dir = Path(work_dir) if work_dir is not None else default_work_dir(self.state_dir)
+        self.job_user = job_user
         self.token = ensure_token(self.state_dir)
         self.store = Store(self.state_dir / DB_FILE)
         self.cluster = cluster

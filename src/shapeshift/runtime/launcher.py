@@ -17,6 +17,7 @@ from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation, ClusterSpec
 from shapeshift.runtime import store as st
 from shapeshift.runtime.backends.base import Backend, RankLaunch, RunId
+from shapeshift.runtime.isolation import JobUser
 from shapeshift.runtime.jobfile import JobFile
 from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_plan, free_port, plan_json, short_plan
 from shapeshift.runtime.store import RunRecord, Store
@@ -30,6 +31,7 @@ class Launcher:
 
     state_dir: Path
     work_dir: Path
+    job_user: JobUser | None
     cluster: ClusterSpec
     store: Store
     backend: Backend
@@ -149,9 +151,11 @@ class Launcher:
         plan = effective_plan(job.execution_plan, run.allocation)
         run_dir = self.job_dir(run.job_id) / f"attempt{run.attempt}"
         ckpt = self.job_dir(run.job_id) / "checkpoint"
-        self.work_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.work_dir.mkdir(mode=0o711, parents=True, exist_ok=True)  # traversable, not listable
         ckpt.mkdir(parents=True, exist_ok=True)
         run_dir.mkdir(parents=True, exist_ok=True)
+        if self.job_user is not None:
+            self.job_user.give(ckpt)
         per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
         world = max(sum(len(s) for _, s in per_node), 1)
         layout = [[self.cluster.nodes[n].name, len(s) or 1] for n, s in per_node]
@@ -174,6 +178,8 @@ class Launcher:
                     "python": sys.executable,
                 }
                 argv = tuple(shlex.split(job.command.format(**fields)))
+                if self.job_user is not None:
+                    argv = self.job_user.wrap(argv)
                 env = {
                     **{k: v for k, v in os.environ.items() if k not in PRIVATE_ENV},
                     **job.env,

@@ -7,8 +7,13 @@ outside the job's directory (``rank=x/../../..`` is refused before any file is o
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
+import sqlite3
 from pathlib import Path
+
+from shapeshift.errors import InputError
 
 _ATTEMPT = re.compile(r"^attempt(\d+)$")
 _RANK_LOG = re.compile(r"^rank(\d+)\.log$")
@@ -43,3 +48,27 @@ def read_rank_logs(job_dir: Path, rank: int) -> tuple[str | None, list[int]]:
     if not chunks:
         return None, ranks_logged(job_dir)
     return "\n".join(chunks), ranks_logged(job_dir)
+
+
+def job_dir_from_state(state_dir: Path, job_id: str) -> Path:
+    """Where a job's logs are, read from the state database alone (no controller needed):
+    every run records its ranks' log paths."""
+    db = state_dir / "state.db"
+    if not job_id.isdigit():
+        raise InputError(f"{job_id!r} is not a job id", field="JOB_ID")
+    if not db.is_file():
+        raise InputError(f"no controller state in {state_dir}; pass --state")
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
+            job = conn.execute("SELECT state FROM jobs WHERE id = ?", (int(job_id),)).fetchone()
+            run = conn.execute(
+                "SELECT ranks FROM runs WHERE job_id = ? ORDER BY attempt DESC LIMIT 1", (int(job_id),)
+            ).fetchone()
+    except sqlite3.Error as exc:
+        raise InputError(f"{db} cannot be read: {exc}") from None
+    if job is None:
+        raise InputError(f"no job {job_id}")
+    ranks = json.loads(run[0]) if run is not None else []
+    if not ranks:
+        raise InputError(f"job {job_id} has not started yet ({job[0]}); no logs")
+    return Path(ranks[0]["log"]).parent.parent

@@ -25,6 +25,10 @@ from shapeshift.errors import InputError
 DEFAULT_STATE = ".shapeshift"
 
 
+class ControllerUnreachable(InputError):
+    """No controller answers at the recorded address (not running, or gone)."""
+
+
 def state_dir(value: str | None) -> Path:
     return Path(value or os.environ.get("SHAPESHIFT_STATE") or DEFAULT_STATE)
 
@@ -45,7 +49,7 @@ class ControllerClient:
         try:
             url = json.loads(address.read_text())["url"]
         except FileNotFoundError:
-            raise InputError(
+            raise ControllerUnreachable(
                 f"no controller state in {path}; start one with 'shapeshift serve --state {path}', pass --state, "
                 "or set SHAPESHIFT_URL and SHAPESHIFT_TOKEN"
             ) from None
@@ -75,7 +79,7 @@ class ControllerClient:
             return exc.code, exc.read()
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise InputError(
+            raise ControllerUnreachable(
                 f"cannot reach the controller at {self.url}: {reason}; is 'shapeshift serve' running?"
             ) from None
 
