@@ -8,6 +8,7 @@ import time
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from shapeshift.cli.common import console, guarded
@@ -83,34 +84,30 @@ def command(
             job["elapsed"] = elapsed_seconds(job, now)
         typer.echo(json.dumps(jobs, indent=2))
         return
-    table = Table()
-    for column in (
-        "id",
-        "name",
-        "user",
-        "state",
-        "plan",
-        "placement",
-        "progress",
-        "submit",
-        "start",
-        "elapsed",
-        "reason",
-    ):
-        table.add_column(column, overflow="fold")
+    # Plan, placement and submit time only where they fit: at 80 columns the start, the
+    # elapsed time and the reason matter more (``--json`` always has everything).
+    wide = console.width >= 120
+    columns = ["id", "name", "user", "state", *(["plan", "placement"] if wide else []), "progress"]
+    columns += [*(["submit"] if wide else []), "start", "time", "reason"]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in columns:
+        table.add_column(
+            column, overflow="fold", no_wrap=column != "reason", min_width=20 if column == "reason" else None
+        )
     for job in jobs:
         waiting = job["state"] == "queued"
-        table.add_row(
-            job["id"],
-            job["name"],
-            job.get("user") or "",
-            job["state"],
-            job["plan"] if not waiting else "",
-            job["placement"] if not waiting else "",
-            progress_text(job),
-            clock(job["submit_time"]),
-            clock(job["first_start"]),
-            duration_text(elapsed_seconds(job, now)),
-            job["reason"] if waiting or job["state"] in ("failed", "rejected") else "",
-        )
+        cells = {
+            "id": job["id"],
+            "name": job["name"],
+            "user": job.get("user") or "",
+            "state": job["state"],
+            "plan": job["plan"] if not waiting else "",
+            "placement": job["placement"] if not waiting else "",
+            "progress": progress_text(job),
+            "submit": clock(job["submit_time"]),
+            "start": clock(job["first_start"]),
+            "time": duration_text(elapsed_seconds(job, now)),
+            "reason": job["reason"] if waiting or job["state"] in ("failed", "rejected") else "",
+        }
+        table.add_row(*(cells[c] for c in columns))
     console.print(table, highlight=False)
