@@ -110,7 +110,7 @@ def test_queue_and_nodes_json_filters_and_logs_without_a_controller(live, tmp_pa
 
 
 def test_prometheus_metrics(live):
-    controller, client = live("1x2")
+    _, client = live("1x2")
     job_id = client.submit(demo_job("m", iterations=3, iter_time=0.02))
     wait_for(lambda: client.job(job_id)["state"] == "completed", 20, "the job")
     status, body = client.request("GET", "/metrics", auth=False)
