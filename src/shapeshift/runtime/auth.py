@@ -130,7 +130,8 @@ class Authenticator:
         self._tokens = {r["digest"]: Identity(r["user"], r["tenant"], False) for r in rows}
         self._loaded = time.monotonic()
 
-    def identify(self, header: str | bytes | None) -> Identity | None:
+    @staticmethod
+    def _token(header: str | bytes | None) -> str | None:
         if not header:
             return None
         if isinstance(header, bytes):
@@ -142,10 +143,30 @@ class Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token or not token.isascii():
             return None
+        return token
+
+    def needs_reload(self) -> bool:
+        return time.monotonic() - self._loaded > self.refresh
+
+    def identify_cached(self, header: str | bytes | None) -> Identity | None:
+        """From memory only (never touches the database): the admin or a cached user."""
+        token = self._token(header)
+        if token is None:
+            return None
         if hmac.compare_digest(token.encode(), self.admin_token.encode()):
             return ADMIN_IDENTITY
-        key = digest(token)
+        if self.needs_reload():
+            return None
+        return self._tokens.get(digest(token))
+
+    def identify(self, header: str | bytes | None) -> Identity | None:
+        """Re-reads the token table when it is older than ``refresh`` (blocking)."""
+        token = self._token(header)
+        if token is None:
+            return None
+        if hmac.compare_digest(token.encode(), self.admin_token.encode()):
+            return ADMIN_IDENTITY
         with self._lock:
-            if time.monotonic() - self._loaded > self.refresh:
+            if self.needs_reload():
                 self._reload()
-            return self._tokens.get(key)
+            return self._tokens.get(digest(token))

@@ -3,7 +3,7 @@
 Why uvicorn and not ``http.server``: the standard library's threading server starts one
 thread per connection with no cap, has no idle timeout, listens with a backlog of 5, and
 drops a connection with a traceback on a malformed request line or length. uvicorn
-(h11) parses requests strictly — a negative or non-numeric ``Content-Length`` is a clean
+(httptools, or h11) parses requests strictly — a negative or non-numeric ``Content-Length`` is a clean
 400 — and serves every connection from one event loop; blocking work (SQLite) runs in a
 bounded thread pool. On top of uvicorn's own settings this module adds:
 
@@ -41,9 +41,19 @@ class Limits:
     head_timeout: float = 10.0  # seconds to send a complete request head
 
 
-def _guarded_protocol(head_timeout: float) -> type[H11Protocol]:
-    class GuardedH11Protocol(H11Protocol):
-        """h11 with a deadline for the first request head (see the module docstring)."""
+def _base_protocol() -> type[Any]:
+    """httptools (llhttp, C) when installed, else h11 (pure Python); both refuse a
+    malformed ``Content-Length`` with 400."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return H11Protocol
+    return HttpToolsProtocol
+
+
+def _guarded_protocol(head_timeout: float) -> type[Any]:
+    class GuardedProtocol(_base_protocol()):  # type: ignore[misc]
+        """uvicorn's protocol with a deadline for the first request head (see the module docstring)."""
 
         _head_timer: asyncio.TimerHandle | None = None
 
@@ -60,7 +70,7 @@ def _guarded_protocol(head_timeout: float) -> type[H11Protocol]:
                 self._head_timer.cancel()
             super().connection_lost(exc)
 
-    return GuardedH11Protocol
+    return GuardedProtocol
 
 
 def _raise_file_limit(wanted: int) -> None:
