@@ -117,7 +117,7 @@ def health_times(host: str, port: int, token: str, n: int = 50) -> list[float]:
 
 
 def idle_connections(host: str, port: int, token: str, count: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 1024), hard))
     before = health_times(host, port, token)

@@ -152,8 +152,8 @@ class Launcher:
         run_dir = self.job_dir(run.job_id) / f"attempt{run.attempt}"
         ckpt = self.job_dir(run.job_id) / "checkpoint"
         self.work_dir.mkdir(mode=0o711, parents=True, exist_ok=True)  # traversable, not listable
-        ckpt.mkdir(parents=True, exist_ok=True)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        ckpt.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: logs and checkpoints
+        run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold secrets
         if self.job_user is not None:
             self.job_user.give(ckpt)
         per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
