@@ -13,7 +13,9 @@ the controller's token.
     GET  /jobs/ID/lease?key=K     -> {"revoked": bool}          (lease key)
     POST /jobs/ID/metrics         -> 204                        (lease key in the body)
     GET  /nodes                   -> [node, ...]
-    POST /jobs        (token)     job file as YAML or JSON -> 201 {"id": ...}
+    POST /jobs        (token)     job file as YAML or JSON, optional "submission_id"
+                                  -> 201 {"id": ...} (200 with the first job on a repeat;
+                                  400 refused, 503 state unwritable: nothing stored)
     POST /jobs/ID/cancel (token)  -> {"id": ..., "previous": state}
 """
 
@@ -28,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
 from shapeshift.errors import InputError
-from shapeshift.runtime.jobfile import parse_job_text
+from shapeshift.runtime.service import http_status
+from shapeshift.runtime.store import StateUnavailable
 
 if TYPE_CHECKING:
     from shapeshift.runtime.service import ControllerService
@@ -108,7 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
         parts, query = self._parts()
         store = self.controller.store
         if parts == ["health"]:
-            self._send(HTTPStatus.OK, {"ok": True, "backend": self.controller.backend.name})
+            ok, health = self.controller.health()
+            self._send(HTTPStatus.OK if ok else HTTPStatus.SERVICE_UNAVAILABLE, health)
         elif parts == ["jobs"]:
             self._send(HTTPStatus.OK, [public_job(r) for r in store.jobs()])
         elif parts == ["nodes"]:
@@ -178,12 +182,11 @@ class _Handler(BaseHTTPRequestHandler):
         if body is None:
             return
         try:
-            job = parse_job_text(body.decode("utf-8", errors="replace"))
-        except InputError as exc:
-            self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            job_id, created = self.controller.submit_document(body.decode("utf-8", errors="replace"))
+        except (InputError, StateUnavailable) as exc:
+            self._error(http_status(exc), str(exc))
             return
-        job_id = self.controller.store.add_job(job.name, job.to_json())
-        self._send(HTTPStatus.CREATED, {"id": job_id})
+        self._send(HTTPStatus.CREATED if created else HTTPStatus.OK, {"id": job_id, "created": created})
 
     def _metrics(self, job_id: str) -> None:
         body = self._body()

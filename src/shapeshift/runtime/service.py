@@ -13,8 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from shapeshift.errors import InputError
 from shapeshift.runtime.backends.base import Backend
-from shapeshift.runtime.store import Store
+from shapeshift.runtime.store import StateUnavailable, Store
 
 
 class ServerHandle(Protocol):
@@ -42,6 +43,26 @@ class ControllerService(Protocol):
     def job_dir(self, job_id: str) -> Path:
         """Where a job's attempts (logs, exit files) and checkpoint live."""
         ...
+
+    def submit_document(self, text: str, *, overrides: dict[str, Any] | None = None) -> tuple[str, bool]:
+        """Validate and store a submit body (job document + optional ``submission_id``):
+        ``(job id, created)``; a repeated ``submission_id`` returns the first job with
+        ``created=False``. Raises ``InputError`` or ``StateUnavailable`` (see ``http_status``)."""
+        ...
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """``(ok, body)``: not ok while the state database cannot be written."""
+        ...
+
+
+def http_status(exc: BaseException) -> int:
+    """The one place controller exceptions become HTTP statuses: a refused submission is
+    400 (nothing stored), unwritable state is 503 (retry later, nothing stored)."""
+    if isinstance(exc, StateUnavailable):
+        return 503
+    if isinstance(exc, InputError):
+        return 400
+    return 500
 
 
 #: Builds the HTTP server for a controller on ``(host, port)``.
