@@ -43,6 +43,13 @@ def command(
     round_seconds: Annotated[float | None, typer.Option("--round", help="Scheduling round in seconds.")] = None,
     stop_grace: Annotated[float, typer.Option(help="Seconds a stopped job gets to checkpoint before SIGKILL.")] = 30.0,
     poll_interval: Annotated[float, typer.Option(help="Control loop period in seconds.")] = 0.2,
+    on_shutdown: Annotated[
+        str,
+        typer.Option(
+            help="What running jobs do when the controller stops: 'leave' them running for a restarted "
+            "controller to re-adopt, or 'drain' (revoke leases, checkpoint, requeue)."
+        ),
+    ] = "leave",
 ) -> None:
     """Run the controller: schedule submitted jobs on real processes with the chosen policy."""
     from shapeshift.cluster import load_cluster
@@ -51,6 +58,8 @@ def command(
     from shapeshift.runtime.controller import Controller
     from shapeshift.runtime.remote import state_dir
 
+    if on_shutdown not in ("leave", "drain"):
+        raise InputError(f"unknown choice {on_shutdown!r}; use leave or drain", field="--on-shutdown")
     spec = load_cluster(cluster)
     pol = make_policy(policy, parse_policy_args(policy_arg))
     directory = state_dir(state)
@@ -64,6 +73,7 @@ def command(
         poll_interval=poll_interval,
         round_seconds=round_seconds,
         stop_grace=stop_grace,
+        on_shutdown=on_shutdown,
     )
     controller.start(make_server)
     console.print(

@@ -153,12 +153,12 @@ class Controller(Admission, Supervision, Recovery):
         re-adopted workers keep reporting to the address they were launched with."""
         if self.port == 0:
             try:
-                previous = json.loads((self.state_dir / ADDRESS_FILE).read_text())
-                old_port = int(previous["url"].rsplit(":", 1)[1])
-                return server(self, self.host, old_port)
-            except (OSError, ValueError, KeyError, IndexError):
+                return server(self, self.host, int(self.store.meta("port") or ""))
+            except (OSError, ValueError):
                 pass
-        return server(self, self.host, self.port)
+        handle = server(self, self.host, self.port)
+        self.store.set_meta("port", str(handle.server_address[1]))
+        return handle
 
     def shutdown(self) -> None:
         """Stop serving. With ``on_shutdown="leave"`` (default) running jobs keep running

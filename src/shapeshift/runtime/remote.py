@@ -8,8 +8,10 @@ traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,11 +26,20 @@ def state_dir(value: str | None) -> Path:
     return Path(value or os.environ.get("SHAPESHIFT_STATE") or DEFAULT_STATE)
 
 
+class ControllerUnreachable(InputError):
+    """No answer from the controller (connection refused, reset, timed out)."""
+
+
+#: Seconds between submit retries (a controller restart takes about a second).
+RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
 class ControllerClient:
     def __init__(self, url: str, token: str | None = None, timeout: float = 10.0):
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.state: Path | None = None
 
     @classmethod
     def from_state(cls, directory: str | Path | None) -> ControllerClient:
@@ -41,7 +52,9 @@ class ControllerClient:
         url = json.loads(address.read_text())["url"]
         token_file = path / "token"
         token = token_file.read_text().strip() if token_file.exists() else None
-        return cls(url, token)
+        client = cls(url, token)
+        client.state = path
+        return client
 
     def request(self, method: str, path: str, body: bytes | None = None, auth: bool = False) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json"}
@@ -55,12 +68,15 @@ class ControllerClient:
             return exc.code, exc.read()
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise InputError(
+            raise ControllerUnreachable(
                 f"cannot reach the controller at {self.url}: {reason}; is 'shapeshift serve' running?"
             ) from None
 
     def _json(self, method: str, path: str, body: bytes | None = None, auth: bool = False) -> Any:
         status, data = self.request(method, path, body, auth)
+        return self._decode(status, data)
+
+    def _decode(self, status: int, data: bytes) -> Any:
         if status >= 400:
             try:
                 message = json.loads(data)["error"]
@@ -69,8 +85,33 @@ class ControllerClient:
             raise InputError(message)
         return json.loads(data) if data else None
 
-    def submit(self, job_json: str) -> str:
-        return str(self._json("POST", "/jobs", job_json.encode(), auth=True)["id"])
+    def submit(self, job_json: str, submission_id: str | None = None, retry: bool = False) -> str:
+        """Submit a job (JSON); returns its id. With a ``submission_id`` the submit is
+        idempotent, so ``retry=True`` resends it after a lost answer, a connection error or
+        a 503 (controller restarting, state unwritable) without ever creating a second job."""
+        body = job_json
+        if submission_id is not None:
+            body = json.dumps({**json.loads(job_json), "submission_id": submission_id})
+        delays = list(RETRY_DELAYS) if retry and submission_id is not None else []
+        while True:
+            try:
+                status, data = self.request("POST", "/jobs", body.encode(), auth=True)
+            except ControllerUnreachable:
+                if not delays:
+                    raise
+                time.sleep(delays.pop(0))
+                self._refresh()
+                continue
+            if status == 503 and delays:
+                time.sleep(delays.pop(0))
+                continue
+            return str(self._decode(status, data)["id"])
+
+    def _refresh(self) -> None:
+        """Re-read the address file: a restarted controller may listen on another port."""
+        if self.state is not None:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                self.url = json.loads((self.state / "controller.json").read_text())["url"].rstrip("/")
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         return self._json("POST", f"/jobs/{job_id}/cancel", b"", auth=True)

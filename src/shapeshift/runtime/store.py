@@ -217,6 +217,14 @@ class Store:
                 raise
             self.write_error = ""
 
+    def meta(self, key: str) -> str | None:
+        rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0]["value"]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
     def probe(self, now: float | None = None) -> str:
         """Try a real write (the controller does this every few seconds); '' when writable."""
         try:
