@@ -106,6 +106,7 @@ class Controller(Admission, Supervision, Recovery):
         self.on_shutdown = on_shutdown
         self._stop_records: dict[str, tuple[str, str, dict[str, Any]]] = {}
         self._next_probe = 0.0
+        self._cordoned: dict[int, Any] = {}
         self.cluster = cluster
         self.policy = policy
         self.backend = backend
@@ -208,6 +209,7 @@ class Controller(Admission, Supervision, Recovery):
             self._next_round = now + self.round_seconds
         if self.engine.wake_at is not None and now >= self.engine.wake_at:
             self.engine.fire_wakeup()
+        self._cordon()
         self.engine.step(now)
         self._start_deferred(now)
 

@@ -244,6 +244,7 @@ class Launcher:
     def node_table(self) -> list[dict[str, Any]]:
         """Per node: capacity, used slots and which jobs hold them (read by the API)."""
         result = []
+        dead = self.backend.dead_nodes()
         for i, node in enumerate(self.cluster.nodes):
             owners = dict(self.slots.get(i, {}))
             jobs = sorted({job for job, _ in owners.values()}, key=int)
@@ -255,6 +256,7 @@ class Launcher:
                     "free": node.gpus - len(owners),
                     "jobs": jobs,
                     "gpu_type": node.gpu_type,
+                    "down": node.name in dead,
                 }
             )
         return result

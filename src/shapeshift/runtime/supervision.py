@@ -8,6 +8,10 @@ happens to running jobs when the controller shuts down.
   metric report, going that long without another counts as a failed rank (hung, e.g.
   stopped with SIGSTOP or deadlocked in a collective): it is killed and requeued from its
   checkpoint, counted against ``max_retries``. Jobs that never report are exempt.
+* **Dead nodes** (``Backend.dead_nodes``, e.g. a Ray node that died) are cordoned: the
+  controller holds every free resource of the node in the engine, so no policy places a
+  new run there; runs already there vanish and are requeued elsewhere; the resources
+  come back when the node does.
 * **Shutdown** (``serve --on-shutdown``): ``leave`` (default) leaves running jobs running,
   unsupervised until a controller restarts on the same state directory and re-adopts
   them (their leases stay valid meanwhile; metric reports are lost); ``drain`` revokes
@@ -21,6 +25,7 @@ import time
 from typing import Any
 
 from shapeshift.engine.engine import Engine
+from shapeshift.model import Allocation, ClusterSpec, Resources
 from shapeshift.runtime import store as st
 from shapeshift.runtime.jobfile import JobFile
 from shapeshift.runtime.live_run import LiveRun
@@ -37,6 +42,24 @@ class Supervision:
     stop_grace: float
     _jobs: dict[str, JobFile]
     backend: Any
+    cluster: ClusterSpec
+    #: node index -> resources held back from the engine while the node is dead
+    _cordoned: dict[int, Resources]
+
+    def _cordon(self) -> None:
+        dead = self.backend.dead_nodes()
+        free = self.engine.free
+        for i, node in enumerate(self.cluster.nodes):
+            held = self._cordoned.get(i)
+            if node.name in dead:
+                extra = Resources(int(free.gpus[i]), max(float(free.cpus[i]), 0.0), max(float(free.mem[i]), 0.0))
+                if extra.gpus or extra.cpus or extra.mem_gb:
+                    free.take(Allocation(((i, extra),)))
+                    self._cordoned[i] = extra if held is None else held + extra
+            elif held is not None:
+                free.give(Allocation(((i, held),)))
+                del self._cordoned[i]
+                self.engine.fire_timer()  # capacity came back: decide again
 
     def _supervise(self, now: float) -> None:
         for job_id, run in list(self.runs.items()):

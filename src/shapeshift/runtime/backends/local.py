@@ -123,6 +123,9 @@ class LocalBackend:
             if proc is not None:
                 proc.poll()
 
+    def dead_nodes(self) -> set[str]:
+        return set()  # every node is this machine
+
     def close(self) -> None:
         for run in list(self._procs):
             for _, proc, _ in self._procs[run]:
