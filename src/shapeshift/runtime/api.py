@@ -54,6 +54,7 @@ PUBLIC_FIELDS = (
     "failures",
     "loss",
     "iter_time",
+    "predicted_iter_time",
     "result",
 )
 

@@ -45,6 +45,7 @@ from shapeshift.runtime.live_run import (
     plan_json,
     short_plan,
 )
+from shapeshift.runtime.perf_live import predicted_iter_time
 from shapeshift.runtime.recovery import Recovery
 from shapeshift.runtime.service import ServerFactory
 from shapeshift.runtime.state_files import ADDRESS_FILE, DB_FILE, TOKEN_FILE, ensure_token
@@ -250,7 +251,6 @@ class Controller(Admission, Supervision, Recovery):
         for job_id, item in latest.items():
             status = self.engine.jobs[job_id]
             run = self.runs[job_id]
-            first = run.last_report is None
             run.last_report = now
             step = float(item.get("step", status.work_done))
             status.work_done = min(step, status.work_total)
@@ -260,7 +260,10 @@ class Controller(Admission, Supervision, Recovery):
             if item.get("iter_time"):
                 status.rate = 1.0 / item["iter_time"] if status.spec.iterations else 1.0
                 fields["iter_time"] = item["iter_time"]
-                if first or not run.observed:
+                predicted = predicted_iter_time(self.policy, status.spec.model, status.allocation)
+                if predicted is not None:
+                    fields["predicted_iter_time"] = predicted
+                if not run.observed:
                     run.observed = True
                     self.engine.fire_wakeup()  # a plan-aware policy observes the measured speed
             if "loss" in item:
