@@ -174,19 +174,18 @@ def test_malformed_requests_get_clean_answers_and_the_server_keeps_serving(stric
 
 
 def test_submission_id_passes_through_and_an_unwritable_store_answers_503(strict, monkeypatch):
-    seen = []
-    original = strict.submit_job
-    monkeypatch.setattr(strict, "submit_job", lambda job, sid=None: seen.append(sid) or original(job, sid))
-    body = {**json.loads(demo_job("once", iterations=2)), "submission_id": "req-42"}
-    status, answer = call(strict.url, "POST", "/jobs", strict.token, json.dumps(body).encode())
-    assert status == 201 and seen == ["req-42"], answer
+    body = json.dumps({**json.loads(demo_job("once", iterations=2)), "submission_id": "req-42"}).encode()
+    first = call(strict.url, "POST", "/jobs", strict.token, body)
+    again = call(strict.url, "POST", "/jobs", strict.token, body)
+    assert first[0] == 201 and again[0] == 200 and json.loads(first[1])["id"] == json.loads(again[1])["id"]
 
     def readonly(*args, **kwargs):
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
-    monkeypatch.setattr(strict.store, "add_job", readonly)
-    status, answer = call(strict.url, "POST", "/jobs", strict.token, json.dumps(body).encode())
-    assert status == 503 and "not writable" in json.loads(answer)["error"]
+    monkeypatch.setattr(strict, "submit_document", readonly)
+    other = json.dumps({**json.loads(demo_job("twice", iterations=2)), "submission_id": "req-43"}).encode()
+    status, answer = call(strict.url, "POST", "/jobs", strict.token, other)
+    assert status == 503 and "readonly" in json.loads(answer)["error"]
 
 
 def test_openapi_description_lists_the_endpoints(strict):

@@ -59,6 +59,27 @@ def parse_states(value: str | None) -> str | None:
     return ",".join(states)
 
 
+def _seconds(value: float | None) -> str:
+    return f"{value:.3f}" if value else "-"
+
+
+def perf_table(jobs: list[dict[str, Any]]) -> Table:
+    """Per running job: the policy model's predicted seconds per iteration, the measured
+    ones (the workers' reports) and the relative error, which drives the online refit."""
+    table = Table()
+    for column in ("id", "name", "plan", "placement", "predicted s/iter", "observed s/iter", "error"):
+        table.add_column(column, overflow="fold")
+    for job in jobs:
+        if job["state"] != "running":
+            continue
+        predicted, observed = job.get("predicted_iter_time"), job.get("iter_time")
+        error = f"{100 * (predicted - observed) / observed:+.0f}%" if predicted and observed else "-"
+        table.add_row(
+            job["id"], job["name"], job["plan"], job["placement"], _seconds(predicted), _seconds(observed), error
+        )
+    return table
+
+
 @guarded
 def command(
     state: Annotated[str | None, typer.Option(help="Controller state directory.")] = None,
@@ -69,6 +90,9 @@ def command(
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's jobs.")] = None,
     all_jobs: Annotated[bool, typer.Option("--all/--active", help="Include finished jobs (default) or not.")] = True,
     as_json: JsonOption = False,
+    perf: Annotated[
+        bool, typer.Option("--perf", help="Running jobs: predicted vs observed iteration time (plan-aware policies).")
+    ] = False,
 ) -> None:
     """List jobs: id, name, owner, state, plan, placement, progress, submit/start time,
     elapsed time, and the reason a waiting job waits."""
@@ -79,6 +103,9 @@ def command(
     if not all_jobs:
         jobs = [j for j in jobs if j["state"] not in FINISHED]
     now = time.time()
+    if perf and not as_json:
+        console.print(perf_table(jobs))
+        return
     if as_json:
         for job in jobs:
             job["elapsed"] = elapsed_seconds(job, now)

@@ -76,6 +76,13 @@ def command(
     job_user: Annotated[
         str | None, typer.Option(help="Run jobs as this unprivileged user (controller as root): they cannot read DIR.")
     ] = None,
+    on_shutdown: Annotated[
+        str,
+        typer.Option(
+            help="What running jobs do when the controller stops: 'leave' them running for a restarted "
+            "controller to re-adopt, or 'drain' (revoke leases, checkpoint, requeue)."
+        ),
+    ] = "leave",
 ) -> None:
     """Run the controller: schedule submitted jobs on real processes with the chosen policy."""
     from shapeshift.cluster import load_cluster
@@ -85,7 +92,10 @@ def command(
     from shapeshift.runtime.isolation import resolve_job_user
     from shapeshift.runtime.preflight import check_database, check_port, check_positive, check_state_dir
     from shapeshift.runtime.remote import state_dir
+    from shapeshift.runtime.store import StateUnavailable
 
+    if on_shutdown not in ("leave", "drain"):
+        raise InputError(f"unknown choice {on_shutdown!r}; use leave or drain", field="--on-shutdown")
     check_positive(round_seconds, "--round")
     check_positive(poll_interval, "--poll-interval")
     if not 0 <= stop_grace < float("inf"):
@@ -111,8 +121,9 @@ def command(
             stop_grace=stop_grace,
             work_dir=work_dir,
             job_user=run_as,
+            on_shutdown=on_shutdown,
         )
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, StateUnavailable) as exc:
         backend_obj.close()
         raise InputError(f"{directory / 'state.db'} cannot be used: {exc}", field="--state") from None
     try:

@@ -10,13 +10,13 @@ hint, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,16 @@ from shapeshift.errors import InputError
 DEFAULT_STATE = ".shapeshift"
 
 
-class ControllerUnreachable(InputError):
-    """No controller answers at the recorded address (not running, or gone)."""
-
-
 def state_dir(value: str | None) -> Path:
     return Path(value or os.environ.get("SHAPESHIFT_STATE") or DEFAULT_STATE)
+
+
+class ControllerUnreachable(InputError):
+    """No answer from the controller (no address file, connection refused, reset, timed out)."""
+
+
+#: Seconds between submit retries (a controller restart takes about a second).
+RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class ControllerClient:
@@ -38,6 +42,7 @@ class ControllerClient:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.state: Path | None = None
 
     @classmethod
     def from_state(cls, directory: str | Path | None) -> ControllerClient:
@@ -65,7 +70,9 @@ class ControllerClient:
                 token = (path / "token").read_text().strip()
             except OSError:
                 token = None
-        return cls(url, token)
+        client = cls(url, token)
+        client.state = path
+        return client
 
     def request(self, method: str, path: str, body: bytes | None = None, auth: bool = True) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json"}
@@ -96,22 +103,33 @@ class ControllerClient:
             raise InputError(message)
         return json.loads(data) if data else None
 
-    def submit(self, job_json: str, submission_id: str | None = None, tries: int = 3) -> str:
-        """Submit with a client-chosen ``submission_id`` (generated when not given), retried
-        on a lost connection or a 503: the controller returns the first job for a repeated id."""
-        body = {**json.loads(job_json), "submission_id": submission_id or uuid.uuid4().hex}
-        for attempt in range(tries):
+    def submit(self, job_json: str, submission_id: str | None = None, retry: bool = False) -> str:
+        """Submit a job (JSON); returns its id. With a ``submission_id`` the submit is
+        idempotent, so ``retry=True`` resends it after a lost answer, a connection error or
+        a 503 (controller restarting, state unwritable) without ever creating a second job."""
+        body = job_json
+        if submission_id is not None:
+            body = json.dumps({**json.loads(job_json), "submission_id": submission_id})
+        delays = list(RETRY_DELAYS) if retry and submission_id is not None else []
+        while True:
             try:
-                status, data = self.request("POST", "/jobs", json.dumps(body).encode())
-            except InputError:
-                if attempt == tries - 1:
+                status, data = self.request("POST", "/jobs", body.encode(), auth=True)
+            except ControllerUnreachable:
+                if not delays:
                     raise
-                time.sleep(0.2 * 2**attempt)
+                time.sleep(delays.pop(0))
+                self._refresh()
                 continue
-            if status != 503 or attempt == tries - 1:
-                break
-            time.sleep(0.2 * 2**attempt)
-        return str(self._decode(status, data)["id"])
+            if status == 503 and delays:
+                time.sleep(delays.pop(0))
+                continue
+            return str(self._decode(status, data)["id"])
+
+    def _refresh(self) -> None:
+        """Re-read the address file: a restarted controller may listen on another port."""
+        if self.state is not None:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                self.url = json.loads((self.state / "controller.json").read_text())["url"].rstrip("/")
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         return self._json("POST", f"/jobs/{job_id}/cancel", b"")

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from shapeshift.model import ExecutionPlan
-from shapeshift.runtime.auth import Identity
+from shapeshift.runtime.auth import ADMIN, Identity
 
 #: Fields of a job row that every client sees (the stored spec is returned parsed).
 PUBLIC_FIELDS = (
@@ -30,6 +30,7 @@ PUBLIC_FIELDS = (
     "failures",
     "loss",
     "iter_time",
+    "predicted_iter_time",
     "result",
 )
 
@@ -45,7 +46,7 @@ def public_job(row: dict[str, Any], viewer: Identity | None = None) -> dict[str,
     spec = json.loads(row["spec"])
     job["iterations"] = spec.get("iterations")
     job["tenant"] = spec.get("tenant", "")
-    job["user"] = spec.get("user", "")
+    job["user"] = spec.get("user") or ADMIN  # submitted with the admin token for nobody in particular
     job["gpus"] = (spec.get("resources") or {}).get("gpus")
     if job["gpus"] is None:
         job["gpus"] = ExecutionPlan.parse(spec["plan"]).gpus if spec.get("plan") else 1
