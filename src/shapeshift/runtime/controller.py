@@ -33,8 +33,8 @@ from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import ClusterSpec, Schedule
 from shapeshift.runtime import store as st
-from shapeshift.runtime.backends.base import VANISHED, Backend, RunId
 from shapeshift.runtime.admission import Admission
+from shapeshift.runtime.backends.base import VANISHED, Backend, RunId
 from shapeshift.runtime.jobfile import JobFile, job_from_json
 from shapeshift.runtime.live_run import (
     LiveRun,
@@ -400,4 +400,3 @@ class Controller(Admission, Supervision, Recovery):
                 if self._reasons.get(job_id) != reason:
                     self._reasons[job_id] = reason
                     self.store.update_job(job_id, reason=reason)
-

@@ -262,8 +262,6 @@ class Launcher:
         return result
 
 
-
-
 _GPU_COUNT: int | None = None
 
 

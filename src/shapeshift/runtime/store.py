@@ -37,6 +37,7 @@ class StateUnavailable(RuntimeError):
 
     The HTTP layer maps it to ``503 Service Unavailable``; nothing was stored."""
 
+
 #: Job states as shown by ``shapeshift queue``. Terminal states never change again.
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED, REJECTED = (
     "queued",
@@ -150,9 +151,7 @@ class Store:
         #: The last write failure, cleared by the next successful write (``/health`` shows it).
         self.write_error = ""
         try:
-            self._db = sqlite3.connect(
-                str(self.path), check_same_thread=False, isolation_level=None, timeout=timeout
-            )
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=timeout)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -181,7 +180,11 @@ class Store:
         db = getattr(self._local, "db", None)
         if db is None:
             db = sqlite3.connect(
-                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None, timeout=READ_TIMEOUT
+                f"file:{self.path}?mode=ro",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=READ_TIMEOUT,
             )
             db.row_factory = sqlite3.Row
             self._local.db = db
@@ -426,7 +429,9 @@ class Store:
         """The run a lease key belongs to (the key authenticates the worker)."""
         if not str(job_id).isdigit():
             return None
-        rows = self._read("SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key))
+        rows = self._read(
+            "SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key)
+        )
         return dict(rows[0]) if rows else None
 
 
