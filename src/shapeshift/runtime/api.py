@@ -109,6 +109,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------- GET
     def do_GET(self) -> None:
+        try:
+            self._get()
+        except StateUnavailable as exc:  # the database cannot be read: say so, do not drop
+            self._error(http_status(exc), str(exc))
+
+    def _get(self) -> None:
         parts, query = self._parts()
         store = self.controller.store
         if parts == ["health"]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import sqlite3
 import threading
 import time
@@ -146,8 +147,7 @@ class Store:
         self.path = Path(path)
         timeout = WRITE_TIMEOUT if write_timeout is None else write_timeout
         self._lock = threading.RLock()
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._pool: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         #: The last write failure, cleared by the next successful write (``/health`` shows it).
         self.write_error = ""
         try:
@@ -170,33 +170,37 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-            for reader in self._readers:
+            while True:
+                try:
+                    reader = self._pool.get_nowait()
+                except queue.Empty:
+                    break
                 with contextlib.suppress(sqlite3.Error):
                     reader.close()
-            self._readers.clear()
-
-    def _reader(self) -> sqlite3.Connection:
-        """This thread's read connection (opened on first use, read-only)."""
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(
-                f"file:{self.path}?mode=ro",
-                uri=True,
-                check_same_thread=False,
-                isolation_level=None,
-                timeout=READ_TIMEOUT,
-            )
-            db.row_factory = sqlite3.Row
-            self._local.db = db
-            with self._lock:
-                self._readers.append(db)
-        return db
 
     def _read(self, query: str, args: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
+        """Run a read on a pooled read-only connection (one per concurrent reader, reused:
+        the HTTP server's threads come and go, the connections stay few)."""
         try:
-            return self._reader().execute(query, args).fetchall()
+            db = self._pool.get_nowait()
+        except queue.Empty:
+            try:
+                db = sqlite3.connect(
+                    f"file:{self.path}?mode=ro",
+                    uri=True,
+                    check_same_thread=False,
+                    isolation_level=None,
+                    timeout=READ_TIMEOUT,
+                )
+            except sqlite3.Error as exc:
+                raise StateUnavailable(f"cannot read the state database: {exc}") from None
+            db.row_factory = sqlite3.Row
+        try:
+            return db.execute(query, args).fetchall()
         except sqlite3.OperationalError as exc:
             raise StateUnavailable(f"cannot read the state database: {exc}") from None
+        finally:
+            self._pool.put(db)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
