@@ -91,7 +91,7 @@ def test_a_locked_state_database_gives_health_503_submit_503_and_reads_still_ans
     # items 10 and 11: an outside process holds the write lock. Reads answer (they used to
     # queue behind the writer's lock for 30 s), writes fail after store_timeout with a clear
     # 503, /health says the state is unwritable, and all recovers when the lock goes.
-    controller, client = live("1x2", store_timeout=0.3)
+    _, client = live("1x2", store_timeout=0.3)
     job_id = client.submit(demo_job("before", iterations=2, iter_time=0.05))
     wait_for(lambda: client.job(job_id)["state"] == "completed", 20, "the first job to complete")
     outsider = sqlite3.connect(tmp_path / "state" / "state.db", isolation_level=None)
@@ -124,3 +124,27 @@ def test_a_second_controller_on_the_same_state_directory_exits_2_naming_the_hold
     assert f"PID {first.pid}" in second.stdout + second.stderr
     assert (tmp_path / "state" / "controller.json").read_text() == address
 
+
+def test_a_failed_completion_write_is_retried_and_the_job_does_not_run_again(live, tmp_path):
+    # item 1: one "database is locked" between "run done" and "job completed" used to leave
+    # the run done and the job running, so it was requeued and ran a second time
+    from shapeshift.runtime.store import StateUnavailable
+
+    controller, client = live("1x2")
+    real = controller.store.transition
+    failed: list[str] = []
+
+    def flaky(job_id, state, *args, **kwargs):
+        if state == "completed" and not failed:
+            failed.append(job_id)
+            raise StateUnavailable("cannot write the state database: database is locked")
+        return real(job_id, state, *args, **kwargs)
+
+    controller.store.transition = flaky  # type: ignore[method-assign]
+    marker = tmp_path / "done.txt"
+    command = f"{{python}} -m shapeshift.client.demo --iterations {{iterations}} --iter-time 0.05 --marker {marker}"
+    job_id = client.submit(json.dumps({"name": "once", "command": command, "iterations": 4}))
+    wait_for(lambda: client.job(job_id)["state"] == "completed", 20, "the job to complete", detail=client.jobs)
+    assert failed == [job_id]
+    job = client.job(job_id)
+    assert job["attempts"] == 1 and marker.read_text().splitlines() == [f"done {job_id} attempt=1"]

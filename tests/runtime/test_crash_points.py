@@ -22,8 +22,12 @@ from tests.runtime.conftest import kill_processes_under, wait_for
 
 
 def _job(name: str, iterations: int, marker: str, gpus: int = 1, iter_time: float = 0.1, **extra: object) -> str:
-    command = f"{{python}} -m shapeshift.client.demo --iterations {{iterations}} --iter-time {iter_time} --marker {marker}"
-    return json.dumps({"name": name, "command": command, "iterations": iterations, "resources": {"gpus": gpus}, **extra})
+    command = (
+        f"{{python}} -m shapeshift.client.demo --iterations {{iterations}} --iter-time {iter_time} --marker {marker}"
+    )
+    return json.dumps(
+        {"name": name, "command": command, "iterations": iterations, "resources": {"gpus": gpus}, **extra}
+    )
 
 
 def _restart(serve_process, state):
@@ -84,7 +88,9 @@ def test_a_lost_submit_answer_is_retried_and_creates_one_job(serve_process, tmp_
     first = serve_process("--cluster", "1x2", crash_at="after_submit_commit")
     client = ControllerClient.from_state(state)
     answer: list[str] = []
-    thread = threading.Thread(target=lambda: answer.append(client.submit(_job("x", 3, str(marker)), "sid-1", retry=True)))
+    thread = threading.Thread(
+        target=lambda: answer.append(client.submit(_job("x", 3, str(marker)), "sid-1", retry=True))
+    )
     thread.start()
     _crashed(first)
     again = _restart(serve_process, state)
@@ -116,7 +122,9 @@ def test_a_rank_that_dies_while_the_controller_is_down_is_a_counted_failure(serv
     first = serve_process("--cluster", "1x2")
     client = ControllerClient.from_state(state)
     job_id = client.submit(_job("victim", 40, str(marker), iter_time=0.05))
-    wait_for(lambda: client.job(job_id)["state"] == "running" and (client.job(job_id)["progress"] or 0) >= 1, 20, "a report")
+    wait_for(
+        lambda: client.job(job_id)["state"] == "running" and (client.job(job_id)["progress"] or 0) >= 1, 20, "a report"
+    )
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     _kill_workers(tmp_path)  # the rank dies while nobody watches

@@ -91,7 +91,9 @@ def test_a_dead_ray_node_is_excluded_and_the_healthy_job_completes_on_time(live,
     on_node000 = healthy if on_node001 == victim else victim
     worker = next(n for n in ray_cluster.worker_nodes)
     ray_cluster.remove_node(worker, allow_graceful=False)
-    wait_for(lambda: client.job(on_node000)["state"] == "completed", 60, "the healthy job to complete", detail=client.jobs)
+    wait_for(
+        lambda: client.job(on_node000)["state"] == "completed", 60, "the healthy job to complete", detail=client.jobs
+    )
     wait_for(lambda: any(n["down"] for n in client.nodes()), 20, "node001 to show down")
     wait_for(lambda: client.job(on_node001)["state"] == "completed", 90, "the requeued job", detail=client.jobs)
     job = client.job(on_node001)

@@ -15,7 +15,7 @@ from typing import Any
 
 from shapeshift.engine.engine import Engine
 from shapeshift.errors import InputError
-from shapeshift.runtime.jobfile import parse_submission
+from shapeshift.runtime.jobfile import JobFile, parse_submission
 from shapeshift.runtime.store import StateUnavailable, Store
 
 
@@ -34,6 +34,14 @@ class Admission:
         job, submission_id = parse_submission(text)
         if overrides:
             job = type(job).model_validate({**job.model_dump(), **overrides})
+        return self.admit(job, submission_id)
+
+    def submit_job(self, job: JobFile, submission_id: str | None = None) -> str:
+        """``admit`` for an HTTP layer that parsed the body itself: the job's id."""
+        return self.admit(job, submission_id)[0]
+
+    def admit(self, job: JobFile, submission_id: str | None = None) -> tuple[str, bool]:
+        """Refuse a job that can never run here, then store it once per submission id."""
         now = time.time()
         reason = self.engine.never_fits(job.spec("0", now))
         if reason:

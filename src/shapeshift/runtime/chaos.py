@@ -62,8 +62,10 @@ def _serve(state: Path, cluster: str, log: Path) -> subprocess.Popen[bytes]:
         address.unlink()
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "shapeshift.cli.main", "serve", "--state", str(state), "--cluster", cluster]
-            + ["--poll-interval", "0.05", "--stop-grace", "2"],
+            [
+                *(sys.executable, "-m", "shapeshift.cli.main", "serve", "--state", str(state)),
+                *("--cluster", cluster, "--poll-interval", "0.05", "--stop-grace", "2"),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -414,4 +414,3 @@ class Controller(Admission, Supervision, Recovery):
                 if self._reasons.get(job_id) != reason:
                     self._reasons[job_id] = reason
                     self.store.update_job(job_id, reason=reason)
-

@@ -162,7 +162,9 @@ class JobFile(BaseModel):
             raise ValueError(f"bad command template: {exc}") from None
         return self
 
-    def template_values(self, job_id: str, checkpoint_dir: str, world_size: int, rank: int, python: str) -> dict[str, Any]:
+    def template_values(
+        self, job_id: str, checkpoint_dir: str, world_size: int, rank: int, python: str
+    ) -> dict[str, Any]:
         """The values a launch fills the command template with."""
         plan = self.execution_plan or ExecutionPlan(dp=max(self.gpus, 1))
         return {

@@ -274,8 +274,6 @@ class Launcher:
         return result
 
 
-
-
 _GPU_COUNT: int | None = None
 
 

@@ -87,5 +87,3 @@ class LiveRun:
     @property
     def run_id(self) -> RunId:
         return (self.job_id, self.attempt)
-
-

@@ -74,4 +74,3 @@ class Recovery(Launcher):
                 reason = "requeued from last checkpoint after controller restart"
                 self.store.set_state(job_id, st.QUEUED, now, reason, reason=reason)
         self.engine.fire_timer()
-

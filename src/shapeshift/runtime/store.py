@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import sqlite3
 import threading
 import time
@@ -36,6 +37,7 @@ class StateUnavailable(RuntimeError):
     """The state database cannot be written (read-only, full, or locked by another process).
 
     The HTTP layer maps it to ``503 Service Unavailable``; nothing was stored."""
+
 
 #: Job states as shown by ``shapeshift queue``. Terminal states never change again.
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED, REJECTED = (
@@ -145,14 +147,11 @@ class Store:
         self.path = Path(path)
         timeout = WRITE_TIMEOUT if write_timeout is None else write_timeout
         self._lock = threading.RLock()
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._pool: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         #: The last write failure, cleared by the next successful write (``/health`` shows it).
         self.write_error = ""
         try:
-            self._db = sqlite3.connect(
-                str(self.path), check_same_thread=False, isolation_level=None, timeout=timeout
-            )
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=timeout)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -171,29 +170,37 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-            for reader in self._readers:
+            while True:
+                try:
+                    reader = self._pool.get_nowait()
+                except queue.Empty:
+                    break
                 with contextlib.suppress(sqlite3.Error):
                     reader.close()
-            self._readers.clear()
-
-    def _reader(self) -> sqlite3.Connection:
-        """This thread's read connection (opened on first use, read-only)."""
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(
-                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None, timeout=READ_TIMEOUT
-            )
-            db.row_factory = sqlite3.Row
-            self._local.db = db
-            with self._lock:
-                self._readers.append(db)
-        return db
 
     def _read(self, query: str, args: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
+        """Run a read on a pooled read-only connection (one per concurrent reader, reused:
+        the HTTP server's threads come and go, the connections stay few)."""
         try:
-            return self._reader().execute(query, args).fetchall()
+            db = self._pool.get_nowait()
+        except queue.Empty:
+            try:
+                db = sqlite3.connect(
+                    f"file:{self.path}?mode=ro",
+                    uri=True,
+                    check_same_thread=False,
+                    isolation_level=None,
+                    timeout=READ_TIMEOUT,
+                )
+            except sqlite3.Error as exc:
+                raise StateUnavailable(f"cannot read the state database: {exc}") from None
+            db.row_factory = sqlite3.Row
+        try:
+            return db.execute(query, args).fetchall()
         except sqlite3.OperationalError as exc:
             raise StateUnavailable(f"cannot read the state database: {exc}") from None
+        finally:
+            self._pool.put(db)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -426,7 +433,9 @@ class Store:
         """The run a lease key belongs to (the key authenticates the worker)."""
         if not str(job_id).isdigit():
             return None
-        rows = self._read("SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key))
+        rows = self._read(
+            "SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key)
+        )
         return dict(rows[0]) if rows else None
 
     # ------------------------------------------------------ additive: the API's views

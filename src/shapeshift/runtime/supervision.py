@@ -69,7 +69,9 @@ class Supervision:
             if job.time_limit is not None and now - run.started >= job.time_limit:
                 detail = f"time limit of {job.time_limit:g} s exceeded (attempt {run.attempt})"
                 self._fail_over(job_id, [], now, detail=detail, final=True)  # type: ignore[attr-defined]
-            elif job.heartbeat_timeout and run.last_report is not None and now - run.last_report > job.heartbeat_timeout:
+            elif (
+                job.heartbeat_timeout and run.last_report is not None and now - run.last_report > job.heartbeat_timeout
+            ):
                 detail = f"no progress report for {job.heartbeat_timeout:g} s (hung?)"
                 self._fail_over(job_id, [], now, detail=detail)  # type: ignore[attr-defined]
 

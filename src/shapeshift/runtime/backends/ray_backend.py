@@ -168,7 +168,12 @@ class RayBackend:
         ]
         group = placement_group(bundles, strategy="PACK", name=_group_name(run), lifetime="detached")
         self._runs[run] = _RayRun(
-            group, ranks=list(ranks), nodes=nodes, ready=group.ready(), since=time.monotonic(), codes=[None] * len(ranks)
+            group,
+            ranks=list(ranks),
+            nodes=nodes,
+            ready=group.ready(),
+            since=time.monotonic(),
+            codes=[None] * len(ranks),
         )
 
     def _start_actors(self, run: RunId, state: _RayRun) -> None:
