@@ -44,7 +44,7 @@ from shapeshift.runtime.logs import read_rank_logs
 from shapeshift.runtime.metrics_export import render, tenant_usage
 from shapeshift.runtime.service import http_status
 from shapeshift.runtime.store import StateUnavailable
-from shapeshift.runtime.views import public_job
+from shapeshift.runtime.views import public_job, recent_events
 
 if TYPE_CHECKING:
     from shapeshift.runtime.service import ControllerService
@@ -175,7 +175,7 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
 
     @app.get("/events")
     def events(who: Viewer, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
-        return store.recent_events(limit)
+        return recent_events(store, limit)
 
     def _all_jobs() -> list[dict[str, Any]]:
         return [public_job(r) for r in store.jobs()]

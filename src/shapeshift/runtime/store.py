@@ -438,11 +438,6 @@ class Store:
         )
         return dict(rows[0]) if rows else None
 
-    # ------------------------------------------------------ additive: the API's views
-    def recent_events(self, limit: int) -> list[dict[str, Any]]:
-        """The ``limit`` most recent events, newest first (the dashboard's feed)."""
-        return [dict(r) for r in self._read("SELECT * FROM events ORDER BY id DESC LIMIT ?", (int(limit),))]
-
 
 def crash_point(name: str) -> None:
     """Crash-injection hook (tests only): with ``SHAPESHIFT_CRASH_AT=name`` in the

@@ -13,6 +13,7 @@ from typing import Any
 
 from shapeshift.model import ExecutionPlan
 from shapeshift.runtime.auth import ADMIN, Identity
+from shapeshift.runtime.store import Store
 
 #: Fields of a job row that every client sees (the stored spec is returned parsed).
 PUBLIC_FIELDS = (
@@ -60,3 +61,10 @@ def throughput(job: dict[str, Any]) -> float | None:
     """Iterations per second from the last reports (None before the first report)."""
     iter_time = job.get("iter_time")
     return 1.0 / iter_time if iter_time else None
+
+
+def recent_events(store: Store, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` most recent events, newest first (the dashboard's feed), through the
+    store's read-only connections so the writer's lock never delays it."""
+    rows = store._read("SELECT * FROM events ORDER BY id DESC LIMIT ?", (int(limit),))
+    return [dict(r) for r in rows]
