@@ -125,8 +125,8 @@ class Authenticator:
         ensure_schema(store)
 
     def _reload(self) -> None:
-        with self.store.transaction() as db:
-            rows = db.execute("SELECT digest, user, tenant FROM tokens WHERE revoked = 0").fetchall()
+        # Through the store's read-only connections: never waits for the writer's lock.
+        rows = self.store._read("SELECT digest, user, tenant FROM tokens WHERE revoked = 0")
         self._tokens = {r["digest"]: Identity(r["user"], r["tenant"], False) for r in rows}
         self._loaded = time.monotonic()
 
