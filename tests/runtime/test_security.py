@@ -155,7 +155,7 @@ def strict(tmp_path):
 
 def test_malformed_requests_get_clean_answers_and_the_server_keeps_serving(strict):
     port, token = strict.port, strict.token
-    auth = f"Authorization: Bearer {token}\r\n".encode()
+    auth = f"Authorization: Bearer {token}\r\nConnection: close\r\n".encode()
     for length in (b"-1", b"abc", b"1e9"):
         answer = raw(port, b"POST /jobs HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: " + length + b"\r\n\r\n{}")
         assert answer.startswith(b"HTTP/1.1 400"), (length, answer[:80])
@@ -164,7 +164,8 @@ def test_malformed_requests_get_clean_answers_and_the_server_keeps_serving(stric
     answer = raw(port, b"POST /jobs HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: 10000\r\n\r\n" + big)
     assert answer.startswith(b"HTTP/1.1 413")
     # A non-ASCII Authorization header is a wrong token, not a dropped connection.
-    answer = raw(port, "GET /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \u00e9t\u00e9\r\n\r\n".encode("latin-1"))
+    bad_auth = "GET /jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \u00e9t\u00e9\r\n\r\n"
+    answer = raw(port, bad_auth.encode("latin-1"))
     assert answer.startswith(b"HTTP/1.1 401")
     # A client that connects and says nothing is disconnected after the head timeout (0.5 s).
     started = time.monotonic()
