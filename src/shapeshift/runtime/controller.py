@@ -35,6 +35,7 @@ from shapeshift.model import ClusterSpec, Schedule
 from shapeshift.runtime import store as st
 from shapeshift.runtime.admission import Admission
 from shapeshift.runtime.backends.base import VANISHED, Backend, RunId
+from shapeshift.runtime.isolation import JobUser
 from shapeshift.runtime.jobfile import JobFile, job_from_json
 from shapeshift.runtime.live_run import (
     LiveRun,
@@ -45,10 +46,19 @@ from shapeshift.runtime.live_run import (
     plan_json,
     short_plan,
 )
+from shapeshift.runtime.metrics_export import DecisionStats, time_decisions
 from shapeshift.runtime.perf_live import predicted_iter_time
 from shapeshift.runtime.recovery import Recovery
 from shapeshift.runtime.service import ServerFactory
-from shapeshift.runtime.state_files import ADDRESS_FILE, DB_FILE, TOKEN_FILE, ensure_token
+from shapeshift.runtime.state_files import (
+    ADDRESS_FILE,
+    DB_FILE,
+    TOKEN_FILE,
+    default_work_dir,
+    ensure_token,
+    prepare_state_dir,
+    write_private,
+)
 from shapeshift.runtime.statelock import StateDirLock
 from shapeshift.runtime.store import RunRecord, Store, crash_point
 from shapeshift.runtime.supervision import SHUTDOWN_CHOICES, Supervision
@@ -90,13 +100,15 @@ class Controller(Admission, Supervision, Recovery):
         poll_interval: float = 0.1,
         round_seconds: float | None = None,
         stop_grace: float = 30.0,
+        work_dir: str | Path | None = None,
+        job_user: JobUser | None = None,
         on_shutdown: str = "leave",
         store_timeout: float | None = None,
     ):
         if on_shutdown not in SHUTDOWN_CHOICES:
             raise ValueError(f"on_shutdown must be one of {SHUTDOWN_CHOICES}")
         self.state_dir = Path(state_dir)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        prepare_state_dir(self.state_dir)
         self._lock = StateDirLock(self.state_dir)  # a second controller exits here
         try:
             self.token = ensure_token(self.state_dir)
@@ -104,6 +116,8 @@ class Controller(Admission, Supervision, Recovery):
         except BaseException:
             self._lock.release()
             raise
+        self.work_dir = Path(work_dir) if work_dir is not None else default_work_dir(self.state_dir)
+        self.job_user = job_user
         self.on_shutdown = on_shutdown
         self._stop_records: dict[str, tuple[str, str, dict[str, Any]]] = {}
         self._next_probe = 0.0
@@ -118,6 +132,8 @@ class Controller(Admission, Supervision, Recovery):
         self.round_seconds = round_seconds
         if round_seconds is None and ROUND in policy.triggers:
             self.round_seconds = policy.default_round or 60.0
+        self.decision_stats = DecisionStats()
+        time_decisions(policy, self.decision_stats)
         self.engine = Engine(cluster, policy, self, Overheads(restore_penalty=0.0), on_decision=self._on_decision)
         self.runs: dict[str, LiveRun] = {}  # current run of each running job
         self.stopping: list[LiveRun] = []  # runs asked to stop, holding their slots until they exit
@@ -141,10 +157,8 @@ class Controller(Admission, Supervision, Recovery):
         self._server = self._bind(server)
         self.port = self._server.server_address[1]
         self.url = f"http://{self.host}:{self.port}"
-        address = self.state_dir / ADDRESS_FILE
-        tmp = address.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"url": self.url, "pid": os.getpid(), "backend": self.backend.name}))
-        os.replace(tmp, address)
+        info = {"url": self.url, "pid": os.getpid(), "backend": self.backend.name, "work_dir": str(self.work_dir)}
+        write_private(self.state_dir / ADDRESS_FILE, json.dumps(info))
         for target, name in ((self._server.serve_forever, "api"), (self._loop, "control")):
             thread = threading.Thread(target=target, name=f"shapeshift-{name}", daemon=True)
             thread.start()

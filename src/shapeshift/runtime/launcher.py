@@ -16,15 +16,21 @@ from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation, ClusterSpec
 from shapeshift.runtime import store as st
 from shapeshift.runtime.backends.base import Backend, RankLaunch, RunId
+from shapeshift.runtime.isolation import JobUser
 from shapeshift.runtime.jobfile import JobFile, render_command
 from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_plan, free_port, plan_json, short_plan
 from shapeshift.runtime.store import RunRecord, Store, crash_point
+
+#: The controller's own settings that lead to its secrets; a job never inherits them.
+PRIVATE_ENV = frozenset({"SHAPESHIFT_STATE", "SHAPESHIFT_TOKEN"})
 
 
 class Launcher:
     """Mixin of ``Controller``: launching, stopping and laying out runs."""
 
     state_dir: Path
+    work_dir: Path
+    job_user: JobUser | None
     cluster: ClusterSpec
     store: Store
     backend: Backend
@@ -159,15 +165,19 @@ class Launcher:
         crash_point("after_run_start")
 
     def job_dir(self, job_id: str) -> Path:
-        return self.state_dir / "jobs" / job_id
+        """Outside the state directory (``work_dir``), so a job cannot walk to the token."""
+        return self.work_dir / job_id
 
     def _layout(self, run: LiveRun, chosen: dict[int, list[int]]) -> list[RankLaunch]:
         job = self._jobs[run.job_id]
         plan = effective_plan(job.execution_plan, run.allocation)
         run_dir = self.job_dir(run.job_id) / f"attempt{run.attempt}"
         ckpt = self.job_dir(run.job_id) / "checkpoint"
-        ckpt.mkdir(parents=True, exist_ok=True)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        self.work_dir.mkdir(mode=0o711, parents=True, exist_ok=True)  # traversable, not listable
+        ckpt.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: logs and checkpoints
+        run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold secrets
+        if self.job_user is not None:
+            self.job_user.give(ckpt)
         per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
         world = max(sum(len(s) for _, s in per_node), 1)
         layout = [[self.cluster.nodes[n].name, len(s) or 1] for n, s in per_node]
@@ -180,8 +190,10 @@ class Launcher:
                 fields = job.template_values(run.job_id, str(ckpt), world, rank, sys.executable)
                 fields["plan"] = str(plan)
                 argv = render_command(job.command, fields)
+                if self.job_user is not None:
+                    argv = self.job_user.wrap(argv)
                 env = {
-                    **os.environ,
+                    **{k: v for k, v in os.environ.items() if k not in PRIVATE_ENV},
                     **job.env,
                     "SHAPESHIFT_JOB_ID": run.job_id,
                     "SHAPESHIFT_ATTEMPT": str(run.attempt),
