@@ -66,4 +66,4 @@ def test_shutdown_with_drain_requeues_running_jobs_and_leaves_nothing_running(li
     row = Store(tmp_path / "state" / "state.db").job(job_id)
     assert row is not None and row["state"] == "queued" and "--on-shutdown drain" in row["reason"]
     # the worker checkpointed on its way out (lease revoked, not killed)
-    assert int((tmp_path / "state-jobs" / job_id / "checkpoint" / "demo-step").read_text()) >= 2
+    assert int((controller.job_dir(job_id) / "checkpoint" / "demo-step").read_text()) >= 2

@@ -127,6 +127,9 @@ def command(
     except (sqlite3.Error, StateUnavailable) as exc:
         backend_obj.close()
         raise InputError(f"{directory / 'state.db'} cannot be used: {exc}", field="--state") from None
+    except InputError:  # another controller holds the state directory
+        backend_obj.close()
+        raise
     try:
         controller.start(make_server)
     except OSError as exc:  # lost a race for the port between the check and the bind

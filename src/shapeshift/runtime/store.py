@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shapeshift.runtime.store_schema import ADDED_COLUMNS, JOB_COLUMNS, SCHEMA
+
 #: Seconds a write waits for a lock held by someone else before ``StateUnavailable``.
 WRITE_TIMEOUT = 5.0
 #: Seconds a read waits (only a checkpoint or an outside exclusive lock can block it under WAL).
@@ -49,79 +51,6 @@ QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED, REJECTED = (
     "rejected",
 )
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED, REJECTED})
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL,
-    spec TEXT NOT NULL,
-    state TEXT NOT NULL,
-    submit_time REAL NOT NULL,
-    first_start REAL,
-    end_time REAL,
-    plan TEXT NOT NULL DEFAULT '',
-    placement TEXT NOT NULL DEFAULT '',
-    progress REAL NOT NULL DEFAULT 0,
-    reason TEXT NOT NULL DEFAULT '',
-    attempts INTEGER NOT NULL DEFAULT 0,
-    failures INTEGER NOT NULL DEFAULT 0,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    loss REAL,
-    iter_time REAL,
-    result TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS runs (
-    job_id INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    allocation TEXT NOT NULL,
-    ranks TEXT NOT NULL,
-    lease_key TEXT NOT NULL,
-    state TEXT NOT NULL,
-    revoked INTEGER NOT NULL DEFAULT 0,
-    started REAL NOT NULL,
-    PRIMARY KEY (job_id, attempt)
-);
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time REAL NOT NULL,
-    job_id INTEGER,
-    kind TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT ''
-);
-"""
-
-JOB_COLUMNS = (
-    "id",
-    "name",
-    "spec",
-    "state",
-    "submit_time",
-    "first_start",
-    "end_time",
-    "plan",
-    "placement",
-    "progress",
-    "reason",
-    "attempts",
-    "failures",
-    "cancel_requested",
-    "loss",
-    "iter_time",
-    "result",
-    "submission_id",
-    "predicted_iter_time",
-)
-
-#: Columns added after the first release (``ALTER TABLE`` on older databases): additive only.
-_ADDED_COLUMNS = (
-    ("jobs", "submission_id", "TEXT"),
-    ("jobs", "predicted_iter_time", "REAL"),
-    ("runs", "exit_codes", "TEXT NOT NULL DEFAULT ''"),
-)
 
 
 @dataclass(frozen=True)
@@ -155,8 +84,8 @@ class Store:
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            for table, column, kind in _ADDED_COLUMNS:
+            self._db.executescript(SCHEMA)
+            for table, column, kind in ADDED_COLUMNS:
                 have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
                 if column not in have:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
@@ -437,6 +366,12 @@ class Store:
             "SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key)
         )
         return dict(rows[0]) if rows else None
+
+    # ------------------------------------------------------ additive: the API's views
+    def recent_events(self, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` most recent events, newest first (the dashboard's feed)."""
+        rows = self._read("SELECT * FROM events ORDER BY id DESC LIMIT ?", (int(limit),))
+        return [dict(r) for r in rows]
 
 
 def crash_point(name: str) -> None:
