@@ -14,26 +14,12 @@ from typing import Any
 from shapeshift.model import ExecutionPlan
 from shapeshift.runtime.auth import ADMIN, Identity
 from shapeshift.runtime.store import Store
+from shapeshift.runtime.store_schema import JOB_COLUMNS
 
-#: Fields of a job row that every client sees (the stored spec is returned parsed).
-PUBLIC_FIELDS = (
-    "id",
-    "name",
-    "state",
-    "submit_time",
-    "first_start",
-    "end_time",
-    "plan",
-    "placement",
-    "progress",
-    "reason",
-    "attempts",
-    "failures",
-    "loss",
-    "iter_time",
-    "predicted_iter_time",
-    "result",
-)
+#: Columns of a job row that every client sees: all but the stored spec (its public part
+#: is returned parsed; command and env only to the owner) and bookkeeping.
+PRIVATE_COLUMNS = frozenset({"spec", "cancel_requested", "submission_id"})
+PUBLIC_FIELDS = tuple(c for c in JOB_COLUMNS if c not in PRIVATE_COLUMNS)
 
 
 def owner_of(row: dict[str, Any]) -> dict[str, str]:
