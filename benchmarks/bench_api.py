@@ -67,7 +67,14 @@ def request(host: str, port: int, method: str, path: str, token: str, body: byte
         conn.close()
 
 
-def submit_storm(host: str, port: int, token: str, clients: int, submits: int) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (from /proc), to separate the server's own
+    cost per request from the time it waited for a core on a loaded machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def submit_storm(host: str, port: int, token: str, clients: int, submits: int, server_pid: int) -> None:
     latencies: list[float] = []
     errors: list[str] = []
     statuses: dict[int, int] = {}
@@ -91,12 +98,15 @@ def submit_storm(host: str, port: int, token: str, clients: int, submits: int) -
                 statuses[status] = statuses.get(status, 0) + 1
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    cpu = cpu_seconds(server_pid)
     wall = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - wall
+    time.sleep(0.5)  # let the control loop take in the submissions it was sent
+    cpu = cpu_seconds(server_pid) - cpu
     ms = [1000 * v for v in latencies]
     print(f"submits: {clients} clients x {submits} = {clients * submits} in {wall:.2f} s")
     print(f"  statuses {statuses}, connection errors/resets {len(errors)} {sorted(set(errors))}")
@@ -105,6 +115,11 @@ def submit_storm(host: str, port: int, token: str, clients: int, submits: int) -
             f"  latency ms: p50 {percentile(ms, 0.5):.1f}  p95 {percentile(ms, 0.95):.1f}  "
             f"p99 {percentile(ms, 0.99):.1f}  max {max(ms):.1f}   (goal: no reset, p99 < 100)"
         )
+    n = clients * submits
+    print(
+        f"  controller CPU: {cpu:.2f} s for {n} submits = {1000 * cpu / n:.2f} ms each "
+        f"(the whole burst needs {cpu * 1000:.0f} ms of one free core; load average {os.getloadavg()[0]:.1f})"
+    )
 
 
 def health_times(host: str, port: int, token: str, n: int = 50) -> list[float]:
@@ -149,7 +164,7 @@ def main() -> None:
         proc, url, token = start_controller(state)
         host, port = url.removeprefix("http://").rsplit(":", 1)
         try:
-            submit_storm(host, int(port), token, args.clients, args.submits)
+            submit_storm(host, int(port), token, args.clients, args.submits, proc.pid)
             idle_connections(host, int(port), token, args.idle)
         finally:
             os.killpg(proc.pid, signal.SIGKILL)

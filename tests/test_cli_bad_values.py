@@ -118,6 +118,9 @@ def _base(command: tuple[str, ...], inputs, tmp: Path) -> list[str] | None:
         ("nodes",): ["nodes", "--state", str(tmp / "nostate")],
         ("cancel",): ["cancel", "1", "--state", str(tmp / "nostate")],
         ("logs",): ["logs", "1", "--state", str(tmp / "nostate")],
+        ("token", "create"): ["token", "create", "--user", "u", "--state", str(tmp / "nostate")],
+        ("token", "list"): ["token", "list", "--state", str(tmp / "nostate")],
+        ("token", "revoke"): ["token", "revoke", "--user", "u", "--state", str(tmp / "nostate")],
     }
     if command in bases:
         return bases[command]

@@ -46,7 +46,7 @@ def broken_database(directory: Path, how: str) -> None:
         (["--round", "-5"], "field '--round'"),
         (["--poll-interval", "nan"], "field '--poll-interval'"),
         (["--state", "FILE"], "is a file; --state needs a directory"),
-        (["--state", "/proc/nope/state"], "cannot use /proc/nope/state as the state directory"),
+        (["--state", "/proc/nope/state"], "field '--state': cannot write here: /proc/nope: No such file"),
         (["--state", "GARBAGE"], "cannot be read as a state database"),
         (["--state", "TRUNCATED"], "cannot be read as a state database (database disk image is malformed)"),
         (["--backend", "ray", "--ray-address", "CLOSED"], "cannot reach a Ray cluster at 127.0.0.1:"),

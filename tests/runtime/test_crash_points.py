@@ -169,4 +169,4 @@ def test_a_readopted_job_keeps_reporting_progress_after_a_restart(serve_process,
 
 
 def _kill_workers(tmp_path) -> None:
-    kill_processes_under(tmp_path / "state-jobs")  # the default work directory, beside the state
+    kill_processes_under(tmp_path / "state-jobs")  # default_work_dir: beside the state dir

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from shapeshift.cli.common import console, guarded
+from shapeshift.cli.common import console, guarded, output_dir
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
 
@@ -104,6 +104,7 @@ def command(
     pol = make_policy(policy, parse_policy_args(policy_arg))
     directory = Path(state_dir(state))
     check_state_dir(directory)
+    output_dir(directory, "--state")
     check_database(directory)
     check_port(host, port)
     run_as = resolve_job_user(job_user)

@@ -34,7 +34,7 @@ def operator_store(state: str | None) -> Iterator[Store]:
     from shapeshift.runtime.preflight import check_database
     from shapeshift.runtime.remote import state_dir
     from shapeshift.runtime.state_files import DB_FILE
-    from shapeshift.runtime.store import Store
+    from shapeshift.runtime.store import StateUnavailable, Store
 
     directory = Path(state_dir(state))
     if not (directory / DB_FILE).is_file():
@@ -42,11 +42,11 @@ def operator_store(state: str | None) -> Iterator[Store]:
     check_database(directory)
     try:
         store = Store(directory / DB_FILE)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, StateUnavailable) as exc:
         raise InputError(f"{directory / DB_FILE} cannot be opened: {exc}") from None
     try:
         yield store
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, StateUnavailable) as exc:
         raise InputError(f"{directory / DB_FILE}: {exc}") from None
     finally:
         store.close()

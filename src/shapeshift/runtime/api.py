@@ -16,7 +16,9 @@ they were launched with, so a job never holds a user's token.
     GET  /events?limit=N             -> the N most recent events
     GET  /stats                      -> per-tenant use and decision latency (dashboard)
     GET  /metrics                    -> Prometheus text format
-    POST /jobs                       job file (YAML or JSON; optional "submission_id") -> 201 {"id": ...}
+    POST /jobs                       job file (YAML or JSON; optional "submission_id")
+                                     -> 201 {"id", "created": true}; 200 with the first job on a
+                                     repeated submission_id; 400 refused, 503 state unwritable
     POST /jobs/ID/cancel             -> {"id": ..., "previous": state}          (owner)
     GET  /dashboard                  -> the live page (static; it fetches the above with a token)
 
@@ -30,7 +32,6 @@ import sqlite3
 from importlib import resources
 from typing import TYPE_CHECKING, Annotated, Any
 
-import yaml
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
@@ -39,18 +40,16 @@ from starlette.concurrency import run_in_threadpool
 from shapeshift.errors import InputError
 from shapeshift.runtime.auth import Authenticator, Identity
 from shapeshift.runtime.http_server import Limits, UvicornServer
-from shapeshift.runtime.jobfile import parse_job
 from shapeshift.runtime.logs import read_rank_logs
 from shapeshift.runtime.metrics_export import render, tenant_usage
-from shapeshift.runtime.views import public_job
+from shapeshift.runtime.service import http_status
+from shapeshift.runtime.store import StateUnavailable
+from shapeshift.runtime.views import public_job, recent_events
 
 if TYPE_CHECKING:
     from shapeshift.runtime.service import ControllerService
 
-#: Names of the controller's "state store not writable" errors, mapped to 503. SQLite's
-#: own errors (read-only database, disk full, locked) are matched by type.
-UNWRITABLE_ERRORS = ("StateNotWritable", "StateUnavailable")
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 
 class ApiError(Exception):
@@ -63,10 +62,6 @@ class ApiError(Exception):
 def _error(status: int, message: str) -> JSONResponse:
     headers = {"WWW-Authenticate": 'Bearer realm="shapeshift"'} if status == 401 else None
     return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-
-def _unwritable(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError | sqlite3.DatabaseError) or type(exc).__name__ in UNWRITABLE_ERRORS
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -101,27 +96,6 @@ async def viewer(request: Request) -> Identity:
 Viewer = Annotated[Identity, Depends(viewer)]
 
 
-def split_submission(body: bytes) -> tuple[dict[str, Any], str | None]:
-    """The job mapping and the client's ``submission_id`` (popped: it is not a job field)."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("a job file must be UTF-8 text") from None
-    try:  # the CLI sends JSON: parse it as such (YAML's pure-Python parser is 20x slower)
-        data = json.loads(text)
-    except ValueError:
-        try:
-            data = yaml.load(text, Loader=_YAML_LOADER)
-        except yaml.YAMLError as exc:
-            raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise InputError("a job file must be a mapping with at least name, command and iterations")
-    sid = data.pop("submission_id", None)
-    if sid is not None and (not isinstance(sid, str) or not 1 <= len(sid) <= 128 or not sid.isprintable()):
-        raise InputError("submission_id must be a printable string of 1-128 characters", field="submission_id")
-    return data, sid
-
-
 def make_app(controller: ControllerService, limits: Limits | None = None) -> FastAPI:
     limits = limits or Limits()
     auth = Authenticator(controller.store, controller.token)
@@ -148,16 +122,11 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
         where = ".".join(str(p) for p in err["loc"][1:]) or "request"
         return _error(400, f"{where}: {err['msg']}")
 
+    @app.exception_handler(StateUnavailable)
     @app.exception_handler(sqlite3.Error)
     async def _state_error(request: Request, exc: Exception) -> JSONResponse:
         # A read-only, full or locked state store: the request changed nothing; retry later.
-        return _error(503, f"controller state is not writable right now ({exc}); nothing was changed, retry later")
-
-    @app.exception_handler(Exception)
-    async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        if _unwritable(exc):
-            return _error(503, f"controller state is not writable right now ({exc}); retry later")
-        return _error(500, f"internal error: {type(exc).__name__}")
+        return _error(http_status(StateUnavailable()), f"{exc}; nothing was changed, retry later")
 
     def job_or_404(job_id: str) -> dict[str, Any]:
         row = store.job(job_id) if job_id.isdigit() else None
@@ -167,8 +136,8 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
 
     # ------------------------------------------------------------------ reads
     @app.get("/health", response_model=None)
-    async def health() -> JSONResponse:  # async: no thread hop for the cheapest request
-        ok, body = controller.health()  # not ok while the state cannot be written: 503
+    async def health() -> JSONResponse:  # async: no thread hop (health reads memory only)
+        ok, body = controller.health()
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/jobs")
@@ -206,7 +175,7 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
 
     @app.get("/events")
     def events(who: Viewer, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
-        return store.recent_events(limit)
+        return recent_events(store, limit)
 
     def _all_jobs() -> list[dict[str, Any]]:
         return [public_job(r) for r in store.jobs()]
@@ -244,16 +213,15 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
     @app.post("/jobs", status_code=201, response_model=None)
     async def submit(request: Request, who: Viewer) -> JSONResponse:
         body = await read_body(request, limits.max_body)
-        data, submission_id = split_submission(body)
-        if not who.admin:  # a user submits as themself, in their tenant
-            data["user"] = who.user
-            if who.tenant:
-                data["tenant"] = who.tenant
-        elif not data.get("user"):
-            data["user"] = who.user
-        job = parse_job(data)
-        job_id = await run_in_threadpool(controller.submit_job, job, submission_id)  # a repeated id: the first job
-        return JSONResponse({"id": job_id}, status_code=201)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError(400, "a job file must be UTF-8 text") from None
+        # A user submits as themself, in their tenant, whatever the file says; the admin
+        # may submit for anyone (a job without a user is the admin's).
+        overrides = None if who.admin else {"user": who.user, **({"tenant": who.tenant} if who.tenant else {})}
+        job_id, created = await run_in_threadpool(lambda: controller.submit_document(text, overrides=overrides))
+        return JSONResponse({"id": job_id, "created": created}, status_code=201 if created else 200)
 
     @app.post("/jobs/{job_id}/cancel")
     def cancel(job_id: str, who: Viewer) -> dict[str, Any]:

@@ -125,8 +125,8 @@ class Authenticator:
         ensure_schema(store)
 
     def _reload(self) -> None:
-        with self.store.transaction() as db:
-            rows = db.execute("SELECT digest, user, tenant FROM tokens WHERE revoked = 0").fetchall()
+        # Through the store's read-only connections: never waits for the writer's lock.
+        rows = self.store._read("SELECT digest, user, tenant FROM tokens WHERE revoked = 0")
         self._tokens = {r["digest"]: Identity(r["user"], r["tenant"], False) for r in rows}
         self._loaded = time.monotonic()
 
@@ -148,25 +148,28 @@ class Authenticator:
     def needs_reload(self) -> bool:
         return time.monotonic() - self._loaded > self.refresh
 
-    def identify_cached(self, header: str | bytes | None) -> Identity | None:
-        """From memory only (never touches the database): the admin or a cached user."""
+    def _admin_or_token(self, header: str | bytes | None) -> Identity | str | None:
+        """The admin identity, else the presented token (to look up), else None."""
         token = self._token(header)
         if token is None:
             return None
         if hmac.compare_digest(token.encode(), self.admin_token.encode()):
             return ADMIN_IDENTITY
-        if self.needs_reload():
-            return None
-        return self._tokens.get(digest(token))
+        return token
+
+    def identify_cached(self, header: str | bytes | None) -> Identity | None:
+        """From memory only (never touches the database): the admin or a cached user."""
+        found = self._admin_or_token(header)
+        if not isinstance(found, str):
+            return found
+        return None if self.needs_reload() else self._tokens.get(digest(found))
 
     def identify(self, header: str | bytes | None) -> Identity | None:
         """Re-reads the token table when it is older than ``refresh`` (blocking)."""
-        token = self._token(header)
-        if token is None:
-            return None
-        if hmac.compare_digest(token.encode(), self.admin_token.encode()):
-            return ADMIN_IDENTITY
+        found = self._admin_or_token(header)
+        if not isinstance(found, str):
+            return found
         with self._lock:
             if self.needs_reload():
                 self._reload()
-            return self._tokens.get(digest(token))
+            return self._tokens.get(digest(found))
