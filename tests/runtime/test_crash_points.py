@@ -45,8 +45,6 @@ def _crashed(proc) -> None:
     [
         # item 1: the run finished, the controller died before anything was recorded
         ("before_completion", 1),
-        # item 1: ... or right after the one completion transaction
-        ("after_completion", 1),
         # the run is recorded and spawned, the controller dies before the next tick
         ("after_run_start", 1),
     ],
