@@ -75,8 +75,8 @@ def test_a_repeated_submission_id_returns_the_first_job(live, tmp_path):
     first = _post(client, {**json.loads(demo_job("a", iterations=2)), "submission_id": "run-7"})
     again = _post(client, {**json.loads(demo_job("a", iterations=2)), "submission_id": "run-7"})
     other = _post(client, {**json.loads(demo_job("a", iterations=2)), "submission_id": "run-8"})
-    assert first == (201, {"id": "1"})
-    assert again == (201, {"id": "1"})  # the first job, nothing new stored
+    assert first == (201, {"id": "1", "created": True})
+    assert again == (200, {"id": "1", "created": False})  # the first job, nothing new stored
     assert other[1]["id"] == "2"
     job_file = tmp_path / "job.json"
     job_file.write_text(demo_job("cli", iterations=2))

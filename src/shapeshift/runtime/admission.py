@@ -3,7 +3,7 @@
 A submission is refused (``InputError``, HTTP 400) when the job file is malformed, when
 its command template cannot be rendered, or when the job can never run on this cluster
 (more GPUs, CPUs or memory than any partition has): nothing is stored. A submission with
-a ``submission_id`` seen before returns the first job and stores nothing, so a
+a ``submission_id`` seen before returns the first job (HTTP 200 instead of 201), so a
 client may retry a submit whose answer it lost. When the state database cannot be
 written, submits raise ``StateUnavailable`` (HTTP 503) and ``/health`` says so.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from shapeshift.engine.engine import Engine
 from shapeshift.errors import InputError
-from shapeshift.runtime.jobfile import JobFile
+from shapeshift.runtime.jobfile import JobFile, parse_submission
 from shapeshift.runtime.store import StateUnavailable, Store
 
 
@@ -25,6 +25,15 @@ class Admission:
     store: Store
     engine: Engine
     backend: Any
+
+    def submit_document(self, text: str, *, overrides: dict[str, Any] | None = None) -> tuple[str, bool]:
+        """Validate and store one submit body (job document + optional ``submission_id``);
+        returns ``(job id, created)``. ``overrides`` set job fields the caller vouches for
+        (``user``/``tenant`` from an authenticated token) before validation."""
+        job, submission_id = parse_submission(text)
+        if overrides:
+            job = type(job).model_validate({**job.model_dump(), **overrides})
+        return self.admit(job, submission_id)
 
     def submit_job(self, job: JobFile, submission_id: str | None = None) -> str:
         """Store a validated job once per ``submission_id`` (a repeat returns the first

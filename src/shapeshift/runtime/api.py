@@ -17,8 +17,8 @@ they were launched with, so a job never holds a user's token.
     GET  /stats                      -> per-tenant use and decision latency (dashboard)
     GET  /metrics                    -> Prometheus text format
     POST /jobs                       job file (YAML or JSON; optional "submission_id")
-                                     -> 201 {"id"} (the first job's id on a repeated
-                                     submission_id); 400 refused, 503 state unwritable
+                                     -> 201 {"id", "created": true}; 200 with the first job on a
+                                     repeated submission_id; 400 refused, 503 state unwritable
     POST /jobs/ID/cancel             -> {"id": ..., "previous": state}          (owner)
     GET  /dashboard                  -> the live page (static; it fetches the above with a token)
 
@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import string
 from importlib import resources
 from typing import TYPE_CHECKING, Annotated, Any
 
-import yaml
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
@@ -42,9 +40,9 @@ from starlette.concurrency import run_in_threadpool
 from shapeshift.errors import InputError
 from shapeshift.runtime.auth import Authenticator, Identity
 from shapeshift.runtime.http_server import Limits, UvicornServer
-from shapeshift.runtime.jobfile import parse_job
 from shapeshift.runtime.logs import read_rank_logs
 from shapeshift.runtime.metrics_export import render, tenant_usage
+from shapeshift.runtime.service import http_status
 from shapeshift.runtime.store import StateUnavailable
 from shapeshift.runtime.views import public_job, recent_events
 
@@ -98,33 +96,6 @@ async def viewer(request: Request) -> Identity:
 Viewer = Annotated[Identity, Depends(viewer)]
 
 
-#: A submission id: what an idempotency key needs and a log line shows safely.
-SUBMISSION_ID_CHARS = frozenset(string.ascii_letters + string.digits + "._:-")
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def split_submission(body: bytes) -> tuple[dict[str, Any], str | None]:
-    """The job mapping and the client's ``submission_id`` (popped: it is not a job field).
-    JSON, what the CLI sends, is parsed as such first (YAML's Python parser is ~20x slower)."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("a job file must be UTF-8 text") from None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        try:
-            data = yaml.load(text, Loader=_YAML_LOADER)
-        except yaml.YAMLError as exc:
-            raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise InputError("a job file must be a mapping with at least name, command and iterations")
-    sid = data.pop("submission_id", None)
-    if sid is not None and (not isinstance(sid, str) or not 1 <= len(sid) <= 128 or set(sid) - SUBMISSION_ID_CHARS):
-        raise InputError("must be 1-128 characters of letters, digits and ._:-", field="submission_id")
-    return data, sid
-
-
 def make_app(controller: ControllerService, limits: Limits | None = None) -> FastAPI:
     limits = limits or Limits()
     auth = Authenticator(controller.store, controller.token)
@@ -155,7 +126,7 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
     @app.exception_handler(sqlite3.Error)
     async def _state_error(request: Request, exc: Exception) -> JSONResponse:
         # A read-only, full or locked state store: the request changed nothing; retry later.
-        return _error(503, f"{exc}; nothing was changed, retry later")
+        return _error(http_status(StateUnavailable()), f"{exc}; nothing was changed, retry later")
 
     def job_or_404(job_id: str) -> dict[str, Any]:
         row = store.job(job_id) if job_id.isdigit() else None
@@ -242,16 +213,15 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
     @app.post("/jobs", status_code=201, response_model=None)
     async def submit(request: Request, who: Viewer) -> JSONResponse:
         body = await read_body(request, limits.max_body)
-        data, submission_id = split_submission(body)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError(400, "a job file must be UTF-8 text") from None
         # A user submits as themself, in their tenant, whatever the file says; the admin
         # may submit for anyone (a job without a user is the admin's).
-        if not who.admin:
-            data["user"] = who.user
-            if who.tenant:
-                data["tenant"] = who.tenant
-        job = parse_job(data)
-        job_id = await run_in_threadpool(controller.submit_job, job, submission_id)
-        return JSONResponse({"id": job_id}, status_code=201)
+        overrides = None if who.admin else {"user": who.user, **({"tenant": who.tenant} if who.tenant else {})}
+        job_id, created = await run_in_threadpool(lambda: controller.submit_document(text, overrides=overrides))
+        return JSONResponse({"id": job_id, "created": created}, status_code=201 if created else 200)
 
     @app.post("/jobs/{job_id}/cancel")
     def cancel(job_id: str, who: Viewer) -> dict[str, Any]:

@@ -100,15 +100,17 @@ class Controller(Admission, Supervision, Recovery):
         poll_interval: float = 0.1,
         round_seconds: float | None = None,
         stop_grace: float = 30.0,
-        work_dir: str | Path | None = None,
-        job_user: JobUser | None = None,
         on_shutdown: str = "leave",
         store_timeout: float | None = None,
+        work_dir: str | Path | None = None,
+        job_user: JobUser | None = None,
     ):
         if on_shutdown not in SHUTDOWN_CHOICES:
             raise ValueError(f"on_shutdown must be one of {SHUTDOWN_CHOICES}")
         self.state_dir = Path(state_dir)
         prepare_state_dir(self.state_dir)
+        self.work_dir = Path(work_dir) if work_dir is not None else default_work_dir(self.state_dir)
+        self.job_user = job_user
         self._lock = StateDirLock(self.state_dir)  # a second controller exits here
         try:
             self.token = ensure_token(self.state_dir)
@@ -116,8 +118,6 @@ class Controller(Admission, Supervision, Recovery):
         except BaseException:
             self._lock.release()
             raise
-        self.work_dir = Path(work_dir) if work_dir is not None else default_work_dir(self.state_dir)
-        self.job_user = job_user
         self.on_shutdown = on_shutdown
         self._stop_records: dict[str, tuple[str, str, dict[str, Any]]] = {}
         self._next_probe = 0.0

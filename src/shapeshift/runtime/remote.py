@@ -17,13 +17,16 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 from pathlib import Path
 from typing import Any
 
 from shapeshift.errors import InputError
 
 DEFAULT_STATE = ".shapeshift"
+
+
+def state_dir(value: str | None) -> Path:
+    return Path(value or os.environ.get("SHAPESHIFT_STATE") or DEFAULT_STATE)
 
 
 class ControllerUnreachable(InputError):
@@ -34,16 +37,12 @@ class ControllerUnreachable(InputError):
 RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
-def state_dir(value: str | None) -> Path:
-    return Path(value or os.environ.get("SHAPESHIFT_STATE") or DEFAULT_STATE)
-
-
 class ControllerClient:
     def __init__(self, url: str, token: str | None = None, timeout: float = 10.0):
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
-        self.state: Path | None = None  # the state directory, when found through one
+        self.state: Path | None = None
 
     @classmethod
     def from_state(cls, directory: str | Path | None) -> ControllerClient:
@@ -104,16 +103,17 @@ class ControllerClient:
             raise InputError(message)
         return json.loads(data) if data else None
 
-    def submit(self, job_json: str, submission_id: str | None = None, retry: bool = True) -> str:
-        """Submit a job (JSON); returns its id. Every submit carries a ``submission_id``
-        (a random one unless given), so with ``retry`` it is resent after a lost answer, a
-        connection error or a 503 (controller restarting, state unwritable) for about 16 s
-        without ever creating a second job: the controller returns the first job."""
-        body = json.dumps({**json.loads(job_json), "submission_id": submission_id or uuid.uuid4().hex}).encode()
-        delays = list(RETRY_DELAYS) if retry else []
+    def submit(self, job_json: str, submission_id: str | None = None, retry: bool = False) -> str:
+        """Submit a job (JSON); returns its id. With a ``submission_id`` the submit is
+        idempotent, so ``retry=True`` resends it after a lost answer, a connection error or
+        a 503 (controller restarting, state unwritable) without ever creating a second job."""
+        body = job_json
+        if submission_id is not None:
+            body = json.dumps({**json.loads(job_json), "submission_id": submission_id})
+        delays = list(RETRY_DELAYS) if retry and submission_id is not None else []
         while True:
             try:
-                status, data = self.request("POST", "/jobs", body)
+                status, data = self.request("POST", "/jobs", body.encode(), auth=True)
             except ControllerUnreachable:
                 if not delays:
                     raise
