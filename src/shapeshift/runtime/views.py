@@ -22,11 +22,6 @@ PRIVATE_COLUMNS = frozenset({"spec", "cancel_requested", "submission_id"})
 PUBLIC_FIELDS = tuple(c for c in JOB_COLUMNS if c not in PRIVATE_COLUMNS)
 
 
-def owner_of(row: dict[str, Any]) -> dict[str, str]:
-    spec = json.loads(row["spec"])
-    return {"user": spec.get("user") or "", "tenant": spec.get("tenant") or ""}
-
-
 def public_job(row: dict[str, Any], viewer: Identity | None = None) -> dict[str, Any]:
     """A job as ``viewer`` may see it (``None``: the public part only)."""
     job = {k: row.get(k) for k in PUBLIC_FIELDS}
