@@ -119,6 +119,9 @@ def _base(command: tuple[str, ...], inputs, tmp: Path) -> list[str] | None:
         ("cancel",): ["cancel", "1", "--state", str(tmp / "nostate")],
         ("logs",): ["logs", "1", "--state", str(tmp / "nostate")],
         ("explain",): ["explain", "--trace", t, "--out", out, "--trials", "1", "--model-kinds", "prdt", "-q"],
+        ("token", "create"): ["token", "create", "--user", "u", "--state", str(tmp / "nostate")],
+        ("token", "list"): ["token", "list", "--state", str(tmp / "nostate")],
+        ("token", "revoke"): ["token", "revoke", "--user", "u", "--state", str(tmp / "nostate")],
     }
     if command in bases:
         return bases[command]

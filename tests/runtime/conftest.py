@@ -96,7 +96,9 @@ def serve_process(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[byt
     """Start ``shapeshift serve`` as a real process (so a test can SIGKILL it)."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(*args: str) -> subprocess.Popen[bytes]:
+    def start(*args: str, crash_at: str = "", expect_running: bool = True) -> subprocess.Popen[bytes]:
+        """``crash_at`` names a crash-injection point (``store.crash_point``): the process
+        dies there as if SIGKILLed, the first time it gets there."""
         state = tmp_path / "state"
         address = state / "controller.json"
         with contextlib.suppress(FileNotFoundError):
@@ -107,10 +109,12 @@ def serve_process(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[byt
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, "SHAPESHIFT_CRASH_AT": crash_at},
         )
         procs.append(proc)
-        wait_for(lambda: address.exists() or proc.poll() is not None, 30, "the controller to start")
-        assert proc.poll() is None, (tmp_path / f"serve{len(procs) - 1}.log").read_text()
+        if expect_running:
+            wait_for(lambda: address.exists() or proc.poll() is not None, 30, "the controller to start")
+            assert proc.poll() is None, (tmp_path / f"serve{len(procs) - 1}.log").read_text()
         return proc
 
     try:

@@ -2,7 +2,8 @@
 
 It does what a real training script does with the client library, minus the training:
 resumes from its checkpoint, checks its lease every iteration, reports progress and
-iteration times, checkpoints and exits with ``PREEMPTED_EXIT`` when the lease is revoked.
+iteration times, logs a line per step (``step 3/30 loss ... it/s``), checkpoints and
+exits with ``PREEMPTED_EXIT`` when the lease is revoked.
 The runtime tests and the fidelity benchmark use it because it starts in milliseconds.
 With ``--marker FILE`` it appends one line when it finishes, so a test can count completions.
 """
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 from shapeshift.client import PREEMPTED_EXIT, Lease, WorkerEnv, flush, report
+from shapeshift.client.progress import log_step, should_log
 
 
 def _checkpoint(directory: str) -> Path | None:
@@ -48,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
             tmp = ckpt.with_suffix(".tmp")
             tmp.write_text(str(step))
             os.replace(tmp, ckpt)
-        report(step, iter_time=time.perf_counter() - started, loss=1.0 / step)
+        iter_time = time.perf_counter() - started
+        report(step, iter_time=iter_time, loss=1.0 / step)
+        if should_log(step, args.iterations):
+            log_step(step, args.iterations, 1.0 / step, iter_time)
     flush()
     if args.marker and env.rank == 0:
         with open(args.marker, "a") as f:

@@ -195,6 +195,11 @@ class Engine:
             self.executor.launch(status, desired, now, pause)
 
     # -------------------------------------------------------------- helpers
+    def never_fits(self, spec: JobSpec) -> str:
+        """Why ``spec`` can never run on this cluster ('' if it can); reads only the
+        cluster's fixed shape, so a live controller may ask from another thread."""
+        return self._never_fits(spec, self._partition_of(spec))
+
     def _partition_of(self, spec: JobSpec) -> str:
         if not self.cluster.partitions:
             return ""

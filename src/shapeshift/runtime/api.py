@@ -1,211 +1,262 @@
-"""The controller's HTTP API (standard library only, JSON bodies).
+"""The controller's HTTP API (FastAPI on uvicorn, JSON bodies, OpenAPI at /openapi.json).
 
-Read-only endpoints are open (the server binds to loopback by default); mutating ones
-need ``Authorization: Bearer <DIR/token>``. A refused request changes nothing: the token
-is checked before the body is even parsed. Workers authenticate their lease polls and
-metric reports with the per-run lease key they were launched with, so a job never holds
-the controller's token.
+Every request but ``/health`` and the dashboard's static page needs a bearer token (see
+``auth``): the admin token in ``DIR/token`` or a user token from ``shapeshift token
+create``. A refused request changes nothing: identity is checked before the body is read.
+Workers authenticate their lease polls and metric reports with the per-run lease key
+they were launched with, so a job never holds a user's token.
 
-    GET  /health                  -> {"ok": true, "backend": ...}
-    GET  /jobs                    -> [job, ...]
-    GET  /jobs/ID                 -> job with its events
-    GET  /jobs/ID/logs?rank=R     -> text/plain, every attempt of that rank
-    GET  /jobs/ID/lease?key=K     -> {"revoked": bool}          (lease key)
-    POST /jobs/ID/metrics         -> 204                        (lease key in the body)
-    GET  /nodes                   -> [node, ...]
-    POST /jobs        (token)     job file as YAML or JSON -> 201 {"id": ...}
-    POST /jobs/ID/cancel (token)  -> {"id": ..., "previous": state}
+    GET  /health                     -> {"ok": true, "backend": ...}            (open)
+    GET  /jobs[?state=S&user=U]      -> [job, ...]
+    GET  /jobs/ID                    -> job with its events (command/env for its owner)
+    GET  /jobs/ID/logs?rank=R        -> text/plain, every attempt of that rank (owner)
+    GET  /jobs/ID/lease?key=K        -> {"revoked": bool}                       (lease key)
+    POST /jobs/ID/metrics            -> 204                     (lease key in the body)
+    GET  /nodes                      -> [node, ...]
+    GET  /events?limit=N             -> the N most recent events
+    GET  /stats                      -> per-tenant use and decision latency (dashboard)
+    GET  /metrics                    -> Prometheus text format
+    POST /jobs                       job file (YAML or JSON; optional "submission_id")
+                                     -> 201 {"id", "created": true}; 200 with the first job on a
+                                     repeated submission_id; 400 refused, 503 state unwritable
+    POST /jobs/ID/cancel             -> {"id": ..., "previous": state}          (owner)
+    GET  /dashboard                  -> the live page (static; it fetches the above with a token)
+
+The HTTP layer never imports the controller: it is handed a ``ControllerService``.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlparse
+import sqlite3
+from importlib import resources
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from shapeshift.errors import InputError
-from shapeshift.runtime.jobfile import parse_job_text
+from shapeshift.runtime.auth import Authenticator, Identity
+from shapeshift.runtime.http_server import Limits, UvicornServer
+from shapeshift.runtime.logs import read_rank_logs
+from shapeshift.runtime.metrics_export import render, tenant_usage
+from shapeshift.runtime.service import http_status
+from shapeshift.runtime.store import StateUnavailable
+from shapeshift.runtime.views import public_job, recent_events
 
 if TYPE_CHECKING:
     from shapeshift.runtime.service import ControllerService
 
-MAX_BODY = 1 << 20
-
-#: Fields of a job row that clients see (the stored spec is returned parsed).
-PUBLIC_FIELDS = (
-    "id",
-    "name",
-    "state",
-    "submit_time",
-    "first_start",
-    "end_time",
-    "plan",
-    "placement",
-    "progress",
-    "reason",
-    "attempts",
-    "failures",
-    "loss",
-    "iter_time",
-    "result",
-)
 
 
-def public_job(row: dict[str, Any]) -> dict[str, Any]:
-    job = {k: row[k] for k in PUBLIC_FIELDS}
-    spec = json.loads(row["spec"])
-    job["iterations"] = spec.get("iterations")
-    job["tenant"] = spec.get("tenant", "")
-    job["gpus"] = (spec.get("resources") or {}).get("gpus")
-    return job
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
-class _Handler(BaseHTTPRequestHandler):
-    controller: ControllerService
-    server_version = "shapeshift"
+def _error(status: int, message: str) -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="shapeshift"'} if status == 401 else None
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
-    def log_message(self, format: str, *args: Any) -> None:  # keep the terminal quiet
-        return
 
-    # ---------------------------------------------------------------- helpers
-    def _send(self, status: int, body: Any = None, content_type: str = "application/json") -> None:
-        data = b""
-        if body is not None:
-            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        self.send_response(status)
-        if status == HTTPStatus.UNAUTHORIZED:
-            self.send_header("WWW-Authenticate", 'Bearer realm="shapeshift"')
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 past ``limit`` bytes whether or not a length was
+    announced (h11 has already refused negative or non-numeric lengths with 400)."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise ApiError(413, f"request body too large (limit {limit} bytes)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"request body too large (limit {limit} bytes)")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
-    def _error(self, status: int, message: str) -> None:
-        self._send(status, {"error": message})
 
-    def _authorized(self) -> bool:
-        header = self.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), self.controller.token)
+async def viewer(request: Request) -> Identity:
+    """The caller's identity from ``Authorization: Bearer ...`` (raw bytes: a non-ASCII
+    header is simply a wrong token), or 401. Async, so it costs no thread hop; the
+    authenticator's occasional re-read of the token table runs in the thread pool."""
+    raw = dict(request.scope["headers"]).get(b"authorization")
+    auth: Authenticator = request.app.state.auth
+    who = auth.identify_cached(raw)
+    if who is None and auth.needs_reload():
+        who = await run_in_threadpool(auth.identify, raw)
+    if who is None:
+        raise ApiError(401, "missing or wrong bearer token (the admin token is in DIR/token)")
+    return who
 
-    def _body(self) -> bytes | None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request body too large")
-            return None
-        return self.rfile.read(length) if length else b""
 
-    def _parts(self) -> tuple[list[str], dict[str, list[str]]]:
-        url = urlparse(self.path)
-        return [p for p in url.path.split("/") if p], parse_qs(url.query)
+Viewer = Annotated[Identity, Depends(viewer)]
 
-    # ------------------------------------------------------------------- GET
-    def do_GET(self) -> None:
-        parts, query = self._parts()
-        store = self.controller.store
-        if parts == ["health"]:
-            self._send(HTTPStatus.OK, {"ok": True, "backend": self.controller.backend.name})
-        elif parts == ["jobs"]:
-            self._send(HTTPStatus.OK, [public_job(r) for r in store.jobs()])
-        elif parts == ["nodes"]:
-            self._send(HTTPStatus.OK, self.controller.node_table())
-        elif len(parts) >= 2 and parts[0] == "jobs":
-            row = store.job(parts[1])
-            if row is None:
-                self._error(HTTPStatus.NOT_FOUND, f"no job {parts[1]}")
-            elif len(parts) == 2:
-                self._send(HTTPStatus.OK, {**public_job(row), "events": store.events(parts[1])})
-            elif parts[2:] == ["logs"]:
-                self._send(HTTPStatus.OK, self._logs(parts[1], query), "text/plain; charset=utf-8")
-            elif parts[2:] == ["lease"]:
-                lease = store.lease(parts[1], (query.get("key") or [""])[0])
-                if lease is None:
-                    self._error(HTTPStatus.NOT_FOUND, "unknown lease")
-                else:
-                    self._send(HTTPStatus.OK, {"revoked": bool(lease["revoked"]) or lease["state"] != "active"})
-            else:
-                self._error(HTTPStatus.NOT_FOUND, "no such endpoint")
-        else:
-            self._error(HTTPStatus.NOT_FOUND, "no such endpoint")
 
-    def _logs(self, job_id: str, query: dict[str, list[str]]) -> str:
-        rank = (query.get("rank") or ["0"])[0]
-        job_dir = self.controller.job_dir(job_id)
-        attempts = sorted(job_dir.glob("attempt*"), key=lambda p: int(p.name.removeprefix("attempt") or 0))
-        chunks = []
-        for attempt in attempts:
-            path = Path(attempt) / f"rank{rank}.log"
-            if path.exists():
-                text = path.read_text(errors="replace")
-                chunks.append(f"==> {attempt.name} rank {rank} <==\n{text}")
-        return "\n".join(chunks)
+def make_app(controller: ControllerService, limits: Limits | None = None) -> FastAPI:
+    limits = limits or Limits()
+    auth = Authenticator(controller.store, controller.token)
+    app = FastAPI(
+        title="shapeshift controller",
+        description="Submit, watch and cancel training jobs scheduled by a shapeshift policy.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.auth = auth
+    store = controller.store
 
-    # ------------------------------------------------------------------ POST
-    def do_POST(self) -> None:
-        parts, _ = self._parts()
-        if len(parts) == 3 and parts[0] == "jobs" and parts[2] == "metrics":
-            self._metrics(parts[1])
-            return
-        if not self._authorized():
-            self._error(HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token (see DIR/token)")
-            return
-        if parts == ["jobs"]:
-            self._submit()
-        elif len(parts) == 3 and parts[0] == "jobs" and parts[2] == "cancel":
-            previous = self.controller.store.request_cancel(parts[1]) if parts[1].isdigit() else None
-            if previous is None:
-                self._error(HTTPStatus.NOT_FOUND, f"no job {parts[1]}")
-            else:
-                self._send(HTTPStatus.OK, {"id": parts[1], "previous": previous})
-        else:
-            self._error(HTTPStatus.NOT_FOUND, "no such endpoint")
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc.status, exc.message)
 
-    def do_DELETE(self) -> None:
-        if not self._authorized():
-            self._error(HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token (see DIR/token)")
-            return
-        self._error(HTTPStatus.METHOD_NOT_ALLOWED, "use POST /jobs/ID/cancel")
+    @app.exception_handler(InputError)
+    async def _input_error(request: Request, exc: InputError) -> JSONResponse:
+        return _error(400, str(exc))
 
-    do_PUT = do_DELETE
-    do_PATCH = do_DELETE
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"][1:]) or "request"
+        return _error(400, f"{where}: {err['msg']}")
 
-    def _submit(self) -> None:
-        body = self._body()
-        if body is None:
-            return
+    @app.exception_handler(StateUnavailable)
+    @app.exception_handler(sqlite3.Error)
+    async def _state_error(request: Request, exc: Exception) -> JSONResponse:
+        # A read-only, full or locked state store: the request changed nothing; retry later.
+        return _error(http_status(StateUnavailable()), f"{exc}; nothing was changed, retry later")
+
+    def job_or_404(job_id: str) -> dict[str, Any]:
+        row = store.job(job_id) if job_id.isdigit() else None
+        if row is None:
+            raise ApiError(404, f"no job {job_id}")
+        return row
+
+    # ------------------------------------------------------------------ reads
+    @app.get("/health", response_model=None)
+    async def health() -> JSONResponse:  # async: no thread hop (health reads memory only)
+        ok, body = controller.health()
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/jobs")
+    def jobs(who: Viewer, state: str | None = None, user: str | None = None) -> list[dict[str, Any]]:
+        states = frozenset(state.split(",")) if state else None
+        rows = [public_job(r, who) for r in store.jobs(states)]
+        return [j for j in rows if user is None or j["user"] == user]
+
+    @app.get("/jobs/{job_id}")
+    def job(job_id: str, who: Viewer) -> dict[str, Any]:
+        row = job_or_404(job_id)
+        return {**public_job(row, who), "events": store.events(job_id)}
+
+    @app.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
+    def logs(job_id: str, who: Viewer, rank: Annotated[int, Query(ge=0, le=1_000_000)] = 0) -> PlainTextResponse:
+        row = job_or_404(job_id)
+        if not who.owns(public_job(row)):
+            raise ApiError(403, f"job {job_id} belongs to another user; only its owner and the admin read its logs")
+        text, ranks = read_rank_logs(controller.job_dir(job_id), rank)
+        if text is None:
+            have = f"ranks 0-{max(ranks)}" if ranks else "no log yet"
+            raise ApiError(404, f"job {job_id} has no rank {rank} ({have})")
+        return PlainTextResponse(text)
+
+    @app.get("/jobs/{job_id}/lease")
+    def lease(job_id: str, key: str = "") -> dict[str, bool]:
+        found = store.lease(job_id, key)
+        if found is None:
+            raise ApiError(404, "unknown lease")
+        return {"revoked": bool(found["revoked"]) or found["state"] != "active"}
+
+    @app.get("/nodes")
+    def nodes(who: Viewer) -> list[dict[str, Any]]:
+        return controller.node_table()
+
+    @app.get("/events")
+    def events(who: Viewer, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
+        return recent_events(store, limit)
+
+    def _all_jobs() -> list[dict[str, Any]]:
+        return [public_job(r) for r in store.jobs()]
+
+    @app.get("/stats")
+    def stats(who: Viewer) -> dict[str, Any]:
+        quotas = dict(controller.cluster.tenants)
+        usage = [u.__dict__ for u in tenant_usage(_all_jobs(), quotas)]
+        counts, total, last = controller.decision_stats.snapshot()
+        decisions = sum(counts)
+        return {
+            "tenants": usage,
+            "decisions": decisions,
+            "decision_seconds_mean": total / decisions if decisions else None,
+            "decision_seconds_last": last if decisions else None,
+        }
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics(who: Viewer) -> Response:
+        text = render(_all_jobs(), controller.node_table(), dict(controller.cluster.tenants), controller.decision_stats)
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/dashboard")
+
+    page = resources.files("shapeshift.runtime").joinpath("dashboard.html").read_text()
+
+    @app.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
+    def dashboard() -> HTMLResponse:
+        # The page holds no data: it asks for a token and fetches the API with it.
+        return HTMLResponse(page, headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
+
+    # ----------------------------------------------------------------- writes
+    @app.post("/jobs", status_code=201, response_model=None)
+    async def submit(request: Request, who: Viewer) -> JSONResponse:
+        body = await read_body(request, limits.max_body)
         try:
-            job = parse_job_text(body.decode("utf-8", errors="replace"))
-        except InputError as exc:
-            self._error(HTTPStatus.BAD_REQUEST, str(exc))
-            return
-        job_id = self.controller.store.add_job(job.name, job.to_json())
-        self._send(HTTPStatus.CREATED, {"id": job_id})
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError(400, "a job file must be UTF-8 text") from None
+        # A user submits as themself, in their tenant, whatever the file says; the admin
+        # may submit for anyone (a job without a user is the admin's).
+        overrides = None if who.admin else {"user": who.user, **({"tenant": who.tenant} if who.tenant else {})}
+        job_id, created = await run_in_threadpool(lambda: controller.submit_document(text, overrides=overrides))
+        return JSONResponse({"id": job_id, "created": created}, status_code=201 if created else 200)
 
-    def _metrics(self, job_id: str) -> None:
-        body = self._body()
-        if body is None:
-            return
+    @app.post("/jobs/{job_id}/cancel")
+    def cancel(job_id: str, who: Viewer) -> dict[str, Any]:
+        row = job_or_404(job_id)
+        if not who.may_cancel(public_job(row)):
+            raise ApiError(403, f"job {job_id} belongs to another user; you may cancel only your own jobs")
+        previous = store.request_cancel(job_id)
+        if previous is None:
+            raise ApiError(404, f"no job {job_id}")
+        return {"id": job_id, "previous": previous}
+
+    @app.post("/jobs/{job_id}/metrics", status_code=204)
+    async def report(job_id: str, request: Request) -> Response:
+        body = await read_body(request, limits.max_body)
         try:
             payload = json.loads(body or b"{}")
             key, attempt, reports = str(payload["key"]), int(payload["attempt"]), list(payload["reports"])
         except (ValueError, KeyError, TypeError):
-            self._error(HTTPStatus.BAD_REQUEST, "expected {key, attempt, reports}")
-            return
-        lease = self.controller.store.lease(job_id, key)
-        if lease is None or lease["attempt"] != attempt:
-            self._error(HTTPStatus.UNAUTHORIZED, "unknown lease key")
-            return
+            raise ApiError(400, "expected {key, attempt, reports}") from None
+        found = await run_in_threadpool(store.lease, job_id, key)
+        if found is None or found["attempt"] != attempt:
+            raise ApiError(401, "unknown lease key")
         clean = [r for r in reports if isinstance(r, dict) and isinstance(r.get("step"), int | float)]
-        self.controller.reports.put((job_id, attempt, clean))
-        self._send(HTTPStatus.NO_CONTENT)
+        controller.reports.put((job_id, attempt, clean))
+        return Response(status_code=204)
+
+    @app.api_route("/jobs", methods=["PUT", "PATCH", "DELETE"], include_in_schema=False)
+    @app.api_route("/jobs/{job_id}", methods=["PUT", "PATCH", "DELETE"], include_in_schema=False)
+    def not_allowed(who: Viewer) -> None:
+        raise ApiError(405, "use POST /jobs to submit and POST /jobs/ID/cancel to cancel")
+
+    return app
 
 
-def make_server(controller: ControllerService, host: str, port: int) -> ThreadingHTTPServer:
-    handler = type("Handler", (_Handler,), {"controller": controller})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+def make_server(controller: ControllerService, host: str, port: int, limits: Limits | None = None) -> UvicornServer:
+    """The controller's ``ServerFactory``: the API on uvicorn, bound to ``(host, port)``."""
+    limits = limits or Limits()
+    return UvicornServer(make_app(controller, limits), host, port, limits)

@@ -3,13 +3,18 @@
 A job file is validated completely before anything is stored, so a typo never leaves a
 half-registered job behind: every problem becomes one ``InputError`` naming the field and
 the reason. The command is a template (``{iterations}``, ``{job_id}``, ...) so the same
-file can be relaunched with a new plan after a reconfiguration; unknown placeholders are
-refused at submission, not at launch time hours later.
+file can be relaunched with a new plan after a reconfiguration. The template is split
+into words first (shell quoting) and each word is then filled in, so a value holding a
+quote or a space never changes the word structure; at submission the template is
+rendered completely with the job's own values, so every placeholder, format spec and
+quote is checked before the job is stored, never at launch time hours later.
+Every number has bounds and booleans are not numbers (``gpus: true`` is refused).
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import string
 from pathlib import Path
 from typing import Any
@@ -35,12 +40,37 @@ TEMPLATE_FIELDS = (
 )
 
 
+#: Upper bounds: far beyond any real job, low enough that arithmetic on them stays exact.
+MAX_GPUS = 100_000
+MAX_ITERATIONS = 10**12
+MAX_SECONDS = 10**9
+#: Bytes of command line or environment a job may carry (Linux refuses ~128 KiB per string).
+MAX_COMMAND = 64 * 1024
+MAX_ENV = 64 * 1024
+#: Default seconds without a metric report (after the first one) before a rank counts as hung.
+DEFAULT_HEARTBEAT = 300.0
+
+
+def _int(default: Any, ge: int, le: int) -> Any:
+    return Field(default, ge=ge, le=le, strict=True)
+
+
+def _float(default: Any, ge: float, le: float, gt: bool = False) -> Any:
+    bound = {"gt": ge} if gt else {"ge": ge}
+    return Field(default, le=le, strict=True, allow_inf_nan=False, **bound)
+
+
 class ResourceRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    gpus: int = Field(1, ge=0)
-    cpus: float = Field(0.0, ge=0)
-    mem_gb: float = Field(0.0, ge=0)
+    gpus: int = _int(1, 1, MAX_GPUS)
+    cpus: float = _float(0.0, 0, 1e6)
+    mem_gb: float = _float(0.0, 0, 1e9)
+
+
+def render_command(command: str, fields: dict[str, Any]) -> tuple[str, ...]:
+    """The argv of one rank: split the template into words, then fill in each word."""
+    return tuple(word.format(**fields) for word in shlex.split(command))
 
 
 class JobFile(BaseModel):
@@ -52,20 +82,31 @@ class JobFile(BaseModel):
     command: str = Field(..., min_length=1)
     resources: ResourceRequest | None = None
     model: str = ""
-    global_batch: int | None = Field(None, ge=1)
+    global_batch: int | None = _int(None, 1, 10**9)
     plan: str | None = None
-    iterations: int | None = Field(None, ge=1)
-    duration: float | None = Field(None, gt=0)
-    tenant: str = ""
-    user: str = ""
-    vc: str = ""
-    guaranteed: bool = False
-    max_retries: int = Field(2, ge=0, le=100)
+    iterations: int | None = _int(None, 1, MAX_ITERATIONS)
+    duration: float | None = _float(None, 0, MAX_SECONDS, gt=True)
+    tenant: str = Field("", max_length=200)
+    user: str = Field("", max_length=200)
+    vc: str = Field("", max_length=200)
+    guaranteed: bool = Field(False, strict=True)
+    max_retries: int = _int(2, 0, 100)
+    #: Wall seconds one attempt may run (Slurm's ``TimeLimit``); then it is stopped and the
+    #: job fails with "time limit exceeded" (not retried). None: no limit.
+    time_limit: float | None = _float(None, 0, MAX_SECONDS, gt=True)
+    #: Seconds without a metric report, counted from the attempt's first report, after
+    #: which the attempt counts as hung: a failed rank, requeued from its checkpoint
+    #: (counted against ``max_retries``). 0 turns it off; jobs that never report are exempt.
+    heartbeat_timeout: float = _float(DEFAULT_HEARTBEAT, 0, MAX_SECONDS)
     env: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("command")
     @classmethod
     def _template(cls, value: str) -> str:
+        if "\0" in value:
+            raise ValueError("the command holds a NUL byte")
+        if len(value.encode()) > MAX_COMMAND:
+            raise ValueError(f"the command is longer than {MAX_COMMAND} bytes")
         try:
             names = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
         except ValueError as exc:
@@ -73,6 +114,26 @@ class JobFile(BaseModel):
         unknown = sorted(n for n in names if n not in TEMPLATE_FIELDS)
         if unknown:
             raise ValueError(f"unknown placeholder {{{unknown[0]}}}; known: {', '.join(TEMPLATE_FIELDS)}")
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"bad command template: {exc}") from None
+        if not words:
+            raise ValueError("the command is empty")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        size = 0
+        for key, item in value.items():
+            if not key or "=" in key or "\0" in key:
+                raise ValueError(f"bad variable name {key!r} (empty, or holds '=' or a NUL byte)")
+            if "\0" in item:
+                raise ValueError(f"the value of {key} holds a NUL byte")
+            size += len(key.encode()) + len(item.encode()) + 2
+        if size > MAX_ENV:
+            raise ValueError(f"env is larger than {MAX_ENV} bytes")
         return value
 
     @field_validator("plan")
@@ -95,7 +156,29 @@ class JobFile(BaseModel):
                 raise ValueError(f"plan uses {plan.gpus} GPUs but resources.gpus is {self.resources.gpus}")
         if self.model and self.global_batch is None:
             raise ValueError("a job that names a model needs its global_batch (plan-aware policies keep it fixed)")
+        try:  # render with this job's own values: format specs and conversions are checked now
+            render_command(self.command, self.template_values("0", "/checkpoint", 1, 0, "/usr/bin/python3"))
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ValueError(f"bad command template: {exc}") from None
         return self
+
+    def template_values(
+        self, job_id: str, checkpoint_dir: str, world_size: int, rank: int, python: str
+    ) -> dict[str, Any]:
+        """The values a launch fills the command template with."""
+        plan = self.execution_plan or ExecutionPlan(dp=max(self.gpus, 1))
+        return {
+            "job_id": job_id,
+            "name": self.name,
+            "iterations": self.iterations if self.iterations is not None else "",
+            "global_batch": self.global_batch if self.global_batch is not None else "",
+            "model": self.model,
+            "plan": str(plan),
+            "checkpoint_dir": checkpoint_dir,
+            "world_size": world_size,
+            "rank": rank,
+            "python": python,
+        }
 
     @property
     def execution_plan(self) -> ExecutionPlan | None:
@@ -141,22 +224,56 @@ def parse_job(data: Any, source: str | None = None) -> JobFile:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or None
+        if loc is None and "command template" in err["msg"]:
+            loc = "command"
         message = err["msg"].removeprefix("Value error, ")
+        if err["type"] in ("int_type", "float_type", "bool_type") and isinstance(err.get("input"), bool):
+            message = f"{message} (true/false is not a number)"
         if err["type"] == "extra_forbidden":
             message = f"unknown field; known: {', '.join(JobFile.model_fields)}"
         raise InputError(message, path=source, field=loc) from None
 
 
-def parse_job_text(text: str, source: str | None = None) -> JobFile:
-    """Parse YAML (or JSON, which is YAML) job text."""
+def load_document(text: str, source: str | None = None) -> Any:
+    """JSON or YAML text as data. JSON (what the CLI sends) is tried first: YAML's
+    pure-Python parser is about 20x slower, and JSON is YAML, so the result is the same."""
     try:
-        data = yaml.safe_load(text)
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(
             f"not valid YAML: {getattr(exc, 'problem', exc)}", path=source, line=mark.line + 1 if mark else None
         ) from None
-    return parse_job(data, source)
+
+
+def parse_job_text(text: str, source: str | None = None) -> JobFile:
+    """Parse YAML (or JSON, which is YAML) job text."""
+    return parse_job(load_document(text, source), source)
+
+
+#: The key of a submit body that carries the client-chosen submission id (not a job field).
+SUBMISSION_ID = "submission_id"
+
+
+def parse_submission(text: str, source: str | None = None) -> tuple[JobFile, str | None]:
+    """A submit body: a job document plus an optional ``submission_id`` (1-128 characters
+    of letters, digits and ``._:-``), which makes retrying the submit safe."""
+    data = load_document(text, source)
+    submission_id = None
+    if isinstance(data, dict) and SUBMISSION_ID in data:
+        data = dict(data)
+        submission_id = data.pop(SUBMISSION_ID)
+        if (
+            not isinstance(submission_id, str)
+            or not 1 <= len(submission_id) <= 128
+            or not all(c.isascii() and (c.isalnum() or c in "._:-") for c in submission_id)
+        ):
+            raise InputError("must be 1-128 characters of letters, digits and ._:-", path=source, field=SUBMISSION_ID)
+    return parse_job(data, source), submission_id
 
 
 def load_job_file(path: str | Path) -> JobFile:

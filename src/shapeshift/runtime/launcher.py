@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,21 @@ from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation, ClusterSpec
 from shapeshift.runtime import store as st
 from shapeshift.runtime.backends.base import Backend, RankLaunch, RunId
-from shapeshift.runtime.jobfile import JobFile
+from shapeshift.runtime.isolation import JobUser
+from shapeshift.runtime.jobfile import JobFile, render_command
 from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_plan, free_port, plan_json, short_plan
-from shapeshift.runtime.store import RunRecord, Store
+from shapeshift.runtime.store import RunRecord, Store, crash_point
+
+#: The controller's own settings that lead to its secrets; a job never inherits them.
+PRIVATE_ENV = frozenset({"SHAPESHIFT_STATE", "SHAPESHIFT_TOKEN"})
 
 
 class Launcher:
     """Mixin of ``Controller``: launching, stopping and laying out runs."""
 
     state_dir: Path
+    work_dir: Path
+    job_user: JobUser | None
     cluster: ClusterSpec
     store: Store
     backend: Backend
@@ -37,6 +42,8 @@ class Launcher:
     _jobs: dict[str, JobFile]
     _adopting: dict[str, Any]
     _reasons: dict[str, str]
+    #: Controller._preempt_now: the job state a forced stop records with the run's revocation.
+    _stop_records: dict[str, tuple[str, str, dict[str, Any]]]
 
     # -------------------------------------------------------------- executor
     def on_submit(self, job: JobStatus) -> None:
@@ -48,7 +55,9 @@ class Launcher:
         job.stall_until = now
         adopted = self._adopting.pop(job.job_id, None)
         if adopted is not None:
-            run = LiveRun(job.job_id, adopted.attempt, allocation, adopted.lease_key, spawned=True)
+            run = LiveRun(
+                job.job_id, adopted.attempt, allocation, adopted.lease_key, spawned=True, started=adopted.started
+            )
             run.ranks = [self._rank_from_record(r) for r in adopted.ranks]
             self.runs[job.job_id] = run
             for r in run.ranks:
@@ -60,6 +69,8 @@ class Launcher:
         spec = self._jobs[job.job_id]
         rate_hint = (spec.duration / spec.iterations) if spec.duration and spec.iterations else 0.0
         job.rate = (1.0 / rate_hint) if rate_hint else (0.0 if spec.iterations else 1.0)
+        if spec.model and spec.iterations:
+            job.rate = 0.0  # a plan-aware policy must learn the speed from reports, not from a guess
         run = LiveRun(job.job_id, attempt, allocation, secrets.token_urlsafe(16))
         self.runs[job.job_id] = run
         plan = effective_plan(job.spec.plan, allocation)
@@ -76,12 +87,19 @@ class Launcher:
         self._try_spawn(run, now)
 
     def stop(self, job: JobStatus, now: float) -> None:
-        run = self.runs.pop(job.job_id, None)
+        run = self.runs.get(job.job_id)
+        state, detail, fields = self._stop_records.get(job.job_id) or (
+            st.QUEUED,
+            "preempted",
+            {"reason": "preempted; waiting to resume"},
+        )
+        revoke = (run.attempt, {"state": "stopping", "revoked": 1}) if run is not None and run.spawned else None
+        # the job's new state and the run's revocation together, before any signal is sent
+        self.store.transition(job.job_id, state, now, detail, run=revoke, unless_terminal=True, **fields)
+        self.runs.pop(job.job_id, None)
         job.rate = 0.0
-        self.store.set_state(job.job_id, st.QUEUED, now, "preempted", reason="preempted; waiting to resume")
         if run is None or not run.spawned:
             return
-        self.store.update_run(run.job_id, run.attempt, state="stopping", revoked=1)
         self.backend.terminate(run.run_id)
         run.deadline = now + self.stop_grace
         self.stopping.append(run)
@@ -94,7 +112,7 @@ class Launcher:
     # --------------------------------------------------------------- spawning
     def _start_deferred(self, now: float) -> None:
         for run in list(self.runs.values()):
-            if not run.spawned:
+            if not run.spawned and not run.launch_error:
                 self._try_spawn(run, now)
 
     def _try_spawn(self, run: LiveRun, now: float) -> None:
@@ -108,7 +126,11 @@ class Launcher:
             chosen[node] = free[: res.gpus]
         if any(r.job_id == run.job_id for r in self.stopping):
             return  # the previous attempt is still checkpointing
-        run.ranks = self._layout(run, chosen)
+        try:
+            run.ranks = self._layout(run, chosen)
+        except Exception as exc:  # this job's problem alone; the next tick records the failure
+            run.launch_error = f"{type(exc).__name__}: {exc}"
+            return
         for r in run.ranks:
             for slot in r.slots:
                 self.slots[r.node][slot] = run.run_id
@@ -134,18 +156,28 @@ class Launcher:
         )
         self.store.add_run(record)  # persisted before any process exists
         run.spawned = True
-        self.backend.spawn(run.run_id, run.ranks)
+        run.started = now
+        try:
+            self.backend.spawn(run.run_id, run.ranks)
+        except Exception as exc:  # argument list too long, a NUL byte, no such node...
+            run.launch_error = f"{type(exc).__name__}: {exc}"
+            self.backend.kill(run.run_id)  # the ranks that did start
+        crash_point("after_run_start")
 
     def job_dir(self, job_id: str) -> Path:
-        return self.state_dir / "jobs" / job_id
+        """Outside the state directory (``work_dir``), so a job cannot walk to the token."""
+        return self.work_dir / job_id
 
     def _layout(self, run: LiveRun, chosen: dict[int, list[int]]) -> list[RankLaunch]:
         job = self._jobs[run.job_id]
         plan = effective_plan(job.execution_plan, run.allocation)
         run_dir = self.job_dir(run.job_id) / f"attempt{run.attempt}"
         ckpt = self.job_dir(run.job_id) / "checkpoint"
-        ckpt.mkdir(parents=True, exist_ok=True)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        self.work_dir.mkdir(mode=0o711, parents=True, exist_ok=True)  # traversable, not listable
+        ckpt.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: logs and checkpoints
+        run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold secrets
+        if self.job_user is not None:
+            self.job_user.give(ckpt)
         per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
         world = max(sum(len(s) for _, s in per_node), 1)
         layout = [[self.cluster.nodes[n].name, len(s) or 1] for n, s in per_node]
@@ -155,21 +187,13 @@ class Launcher:
         rank = 0
         for node_rank, (node, slots) in enumerate(per_node):
             for local_rank, slot in enumerate(slots or [None]):
-                fields = {
-                    "job_id": run.job_id,
-                    "name": job.name,
-                    "iterations": job.iterations if job.iterations is not None else "",
-                    "global_batch": job.global_batch if job.global_batch is not None else "",
-                    "model": job.model,
-                    "plan": str(plan),
-                    "checkpoint_dir": str(ckpt),
-                    "world_size": world,
-                    "rank": rank,
-                    "python": sys.executable,
-                }
-                argv = tuple(shlex.split(job.command.format(**fields)))
+                fields = job.template_values(run.job_id, str(ckpt), world, rank, sys.executable)
+                fields["plan"] = str(plan)
+                argv = render_command(job.command, fields)
+                if self.job_user is not None:
+                    argv = self.job_user.wrap(argv)
                 env = {
-                    **os.environ,
+                    **{k: v for k, v in os.environ.items() if k not in PRIVATE_ENV},
                     **job.env,
                     "SHAPESHIFT_JOB_ID": run.job_id,
                     "SHAPESHIFT_ATTEMPT": str(run.attempt),
@@ -232,6 +256,7 @@ class Launcher:
     def node_table(self) -> list[dict[str, Any]]:
         """Per node: capacity, used slots and which jobs hold them (read by the API)."""
         result = []
+        dead = self.backend.dead_nodes()
         for i, node in enumerate(self.cluster.nodes):
             owners = dict(self.slots.get(i, {}))
             jobs = sorted({job for job, _ in owners.values()}, key=int)
@@ -243,11 +268,10 @@ class Launcher:
                     "free": node.gpus - len(owners),
                     "jobs": jobs,
                     "gpu_type": node.gpu_type,
+                    "down": node.name in dead,
                 }
             )
         return result
-
-
 
 
 _GPU_COUNT: int | None = None

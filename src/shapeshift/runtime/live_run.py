@@ -79,9 +79,11 @@ class LiveRun:
     spawned: bool = False
     deadline: float | None = None  # set when stopping: SIGKILL after this wall time
     killed: bool = False
+    started: float = 0.0  # wall time the ranks were spawned (time limits count from here)
+    last_report: float | None = None  # wall time of the last metric report (heartbeat)
+    observed: bool = False  # a measured iteration time has reached the engine
+    launch_error: str = ""  # why the ranks could not be started (a failure of this job)
 
     @property
     def run_id(self) -> RunId:
         return (self.job_id, self.attempt)
-
-

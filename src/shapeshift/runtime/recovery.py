@@ -1,5 +1,9 @@
-"""Controller restart: rebuild the engine from the store, re-adopt runs that survived,
-requeue the rest from their last checkpoint."""
+"""Controller restart: rebuild the engine from the store and re-adopt every run it
+recorded as active, whatever became of its ranks meanwhile. The first tick then sees
+each adopted run as it is: still running (supervised again), finished with every exit
+status 0 (completed: it never runs a second time), or with a rank that failed or
+vanished while nobody watched (a failure counted against ``max_retries``). Only a run
+the cluster can no longer hold is requeued without counting a failure."""
 
 from __future__ import annotations
 
@@ -50,18 +54,16 @@ class Recovery(Launcher):
             self.backend.adopt((record.job_id, record.attempt), ranks)
             codes = self.backend.poll((record.job_id, record.attempt))
             alloc = allocation_from_json(record.allocation)
-            if all(c in (None, 0) for c in codes):
-                self._adopting[record.job_id] = record
-                try:
-                    self.engine.reconcile(
-                        Schedule(base=dict(self.engine.allocations), changes={record.job_id: alloc}), now
-                    )
-                    self.store.event("adopted", record.job_id, f"attempt {record.attempt}", now)
-                    continue
-                except PolicyError as exc:  # the cluster changed under the run
-                    self._adopting.pop(record.job_id, None)
-                    self.runs.pop(record.job_id, None)
-                    log.warning("cannot re-adopt job %s: %s", record.job_id, exc)
+            self._adopting[record.job_id] = record
+            try:
+                self.engine.reconcile(Schedule(base=dict(self.engine.allocations), changes={record.job_id: alloc}), now)
+                ended = ",".join("running" if c is None else str(c) for c in codes)
+                self.store.event("adopted", record.job_id, f"attempt {record.attempt} (ranks: {ended})", now)
+                continue
+            except PolicyError as exc:  # the cluster changed under the run
+                self._adopting.pop(record.job_id, None)
+                self.runs.pop(record.job_id, None)
+                log.warning("cannot re-adopt job %s: %s", record.job_id, exc)
             self.backend.kill((record.job_id, record.attempt))
             self.backend.forget((record.job_id, record.attempt))
             self.store.update_run(record.job_id, record.attempt, state="done")
@@ -72,4 +74,3 @@ class Recovery(Launcher):
                 reason = "requeued from last checkpoint after controller restart"
                 self.store.set_state(job_id, st.QUEUED, now, reason, reason=reason)
         self.engine.fire_timer()
-

@@ -3,13 +3,21 @@
 Everything the controller must not forget goes here *before* it acts on it: a submission
 is a row before its id is returned; a run is a row before its processes are spawned. So
 killing the controller at any moment loses no submitted job and no finished result, and
-a restarted controller finds every process it may have left behind. WAL lets the API
-threads read the queue while the control loop writes.
+a restarted controller finds every process it may have left behind.
+
+Every state change is ONE transaction (the job row, its run row and the event together),
+so a crash or a failed write leaves the old state or the new one, never half of each.
+Reads use their own connection per thread under WAL and never wait for the writer's lock;
+writes wait at most ``WRITE_TIMEOUT`` seconds for an outside lock and then raise
+``StateUnavailable`` (the API answers 503), never hang.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import queue
 import sqlite3
 import threading
 import time
@@ -18,6 +26,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from shapeshift.runtime.store_schema import ADDED_COLUMNS, JOB_COLUMNS, SCHEMA
+
+#: Seconds a write waits for a lock held by someone else before ``StateUnavailable``.
+WRITE_TIMEOUT = 5.0
+#: Seconds a read waits (only a checkpoint or an outside exclusive lock can block it under WAL).
+READ_TIMEOUT = 5.0
+
+
+class StateUnavailable(RuntimeError):
+    """The state database cannot be written (read-only, full, or locked by another process).
+
+    The HTTP layer maps it to ``503 Service Unavailable``; nothing was stored."""
+
 
 #: Job states as shown by ``shapeshift queue``. Terminal states never change again.
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED, REJECTED = (
@@ -29,66 +51,6 @@ QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED, REJECTED = (
     "rejected",
 )
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED, REJECTED})
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL,
-    spec TEXT NOT NULL,
-    state TEXT NOT NULL,
-    submit_time REAL NOT NULL,
-    first_start REAL,
-    end_time REAL,
-    plan TEXT NOT NULL DEFAULT '',
-    placement TEXT NOT NULL DEFAULT '',
-    progress REAL NOT NULL DEFAULT 0,
-    reason TEXT NOT NULL DEFAULT '',
-    attempts INTEGER NOT NULL DEFAULT 0,
-    failures INTEGER NOT NULL DEFAULT 0,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    loss REAL,
-    iter_time REAL,
-    result TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS runs (
-    job_id INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    allocation TEXT NOT NULL,
-    ranks TEXT NOT NULL,
-    lease_key TEXT NOT NULL,
-    state TEXT NOT NULL,
-    revoked INTEGER NOT NULL DEFAULT 0,
-    started REAL NOT NULL,
-    PRIMARY KEY (job_id, attempt)
-);
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time REAL NOT NULL,
-    job_id INTEGER,
-    kind TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT ''
-);
-"""
-
-JOB_COLUMNS = (
-    "id",
-    "name",
-    "spec",
-    "state",
-    "submit_time",
-    "first_start",
-    "end_time",
-    "plan",
-    "placement",
-    "progress",
-    "reason",
-    "attempts",
-    "failures",
-    "cancel_requested",
-    "loss",
-    "iter_time",
-    "result",
-)
 
 
 @dataclass(frozen=True)
@@ -103,51 +65,142 @@ class RunRecord:
     state: str
     revoked: bool
     started: float
+    exit_codes: str = ""
 
 
 class Store:
-    """Thread-safe access to the controller database (one connection, one lock)."""
+    """Thread-safe access to the controller database: one writer connection behind a
+    lock, one read connection per reading thread (WAL readers never wait for the writer)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, write_timeout: float | None = None):
         self.path = Path(path)
+        timeout = WRITE_TIMEOUT if write_timeout is None else write_timeout
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._pool: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        #: The last write failure, cleared by the next successful write (``/health`` shows it).
+        self.write_error = ""
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=timeout)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+            for table, column, kind in ADDED_COLUMNS:
+                have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            self._db.execute(
+                "CREATE UNIQUE INDEX IF NOT EXISTS jobs_submission ON jobs (submission_id) "
+                "WHERE submission_id IS NOT NULL"
+            )
+        except sqlite3.Error as exc:
+            raise StateUnavailable(f"cannot open the state database {self.path}: {exc}") from None
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            while True:
+                try:
+                    reader = self._pool.get_nowait()
+                except queue.Empty:
+                    break
+                with contextlib.suppress(sqlite3.Error):
+                    reader.close()
+
+    def _read(self, query: str, args: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
+        """Run a read on a pooled read-only connection (one per concurrent reader, reused:
+        the HTTP server's threads come and go, the connections stay few)."""
+        try:
+            db = self._pool.get_nowait()
+        except queue.Empty:
+            try:
+                db = sqlite3.connect(
+                    f"file:{self.path}?mode=ro",
+                    uri=True,
+                    check_same_thread=False,
+                    isolation_level=None,
+                    timeout=READ_TIMEOUT,
+                )
+            except sqlite3.Error as exc:
+                raise StateUnavailable(f"cannot read the state database: {exc}") from None
+            db.row_factory = sqlite3.Row
+        try:
+            return db.execute(query, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StateUnavailable(f"cannot read the state database: {exc}") from None
+        finally:
+            self._pool.put(db)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                self.write_error = str(exc)
+                raise StateUnavailable(f"cannot write the state database: {exc}") from None
             try:
                 yield self._db
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                self.write_error = str(exc)
+                raise StateUnavailable(f"cannot write the state database: {exc}") from None
             except BaseException:
-                self._db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
+            self.write_error = ""
+
+    def meta(self, key: str) -> str | None:
+        rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0]["value"]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def probe(self, now: float | None = None) -> str:
+        """Try a real write (the controller does this every few seconds); '' when writable."""
+        try:
+            with self.transaction() as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)",
+                    (str(time.time() if now is None else now),),
+                )
+        except StateUnavailable:
+            pass
+        return self.write_error
 
     # ------------------------------------------------------------------ jobs
-    def add_job(self, name: str, spec_json: str, now: float | None = None) -> str:
+    def add_job(self, name: str, spec_json: str, now: float | None = None, submission_id: str | None = None) -> str:
+        return self.add_job_once(name, spec_json, now, submission_id)[0]
+
+    def add_job_once(
+        self, name: str, spec_json: str, now: float | None = None, submission_id: str | None = None
+    ) -> tuple[str, bool]:
+        """Store a submission; with a ``submission_id`` seen before, return the first job
+        instead (``(id, False)``): a client retrying a lost response creates no second job."""
         now = time.time() if now is None else now
         with self.transaction() as db:
+            if submission_id is not None:
+                row = db.execute("SELECT id FROM jobs WHERE submission_id = ?", (submission_id,)).fetchone()
+                if row is not None:
+                    return str(row["id"]), False
             cur = db.execute(
-                "INSERT INTO jobs (name, spec, state, submit_time) VALUES (?, ?, ?, ?)", (name, spec_json, QUEUED, now)
+                "INSERT INTO jobs (name, spec, state, submit_time, submission_id) VALUES (?, ?, ?, ?, ?)",
+                (name, spec_json, QUEUED, now, submission_id),
             )
             job_id = str(cur.lastrowid)
             db.execute(
                 "INSERT INTO events (time, job_id, kind, detail) VALUES (?, ?, ?, ?)", (now, job_id, "submitted", "")
             )
-        return job_id
+        crash_point("after_submit_commit")
+        return job_id, True
 
     def jobs(self, states: frozenset[str] | None = None) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM jobs ORDER BY id").fetchall()
+        rows = self._read("SELECT * FROM jobs ORDER BY id")
         result = [dict(r) for r in rows]
         for r in result:
             r["id"] = str(r["id"])
@@ -155,27 +208,24 @@ class Store:
 
     def jobs_after(self, last_id: int) -> list[dict[str, Any]]:
         """Jobs submitted after ``last_id`` (how the control loop picks up new submissions)."""
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM jobs WHERE id > ? ORDER BY id", (last_id,)).fetchall()
+        rows = self._read("SELECT * FROM jobs WHERE id > ? ORDER BY id", (last_id,))
         return [{**dict(r), "id": str(r["id"])} for r in rows]
 
     def cancel_requests(self) -> list[str]:
         terminal = tuple(sorted(TERMINAL))
         marks = ", ".join("?" for _ in terminal)
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT id FROM jobs WHERE cancel_requested = 1 AND state NOT IN ({marks}) ORDER BY id", terminal
-            ).fetchall()
+        rows = self._read(
+            f"SELECT id FROM jobs WHERE cancel_requested = 1 AND state NOT IN ({marks}) ORDER BY id", terminal
+        )
         return [str(r["id"]) for r in rows]
 
     def job(self, job_id: str) -> dict[str, Any] | None:
         if not str(job_id).isdigit():
             return None
-        with self._lock:
-            row = self._db.execute("SELECT * FROM jobs WHERE id = ?", (int(job_id),)).fetchone()
-        if row is None:
+        rows = self._read("SELECT * FROM jobs WHERE id = ?", (int(job_id),))
+        if not rows:
             return None
-        result = dict(row)
+        result = dict(rows[0])
         result["id"] = str(result["id"])
         return result
 
@@ -199,6 +249,41 @@ class Store:
                 "INSERT INTO events (time, job_id, kind, detail) VALUES (?, ?, ?, ?)", (now, job_id, state, detail)
             )
 
+    def transition(
+        self,
+        job_id: str,
+        state: str,
+        now: float,
+        detail: str = "",
+        *,
+        run: tuple[int, dict[str, Any]] | None = None,
+        unless_terminal: bool = False,
+        **fields: Any,
+    ) -> bool:
+        """One state change as ONE transaction: the job's new state and fields, its run's
+        new fields (``run=(attempt, fields)``) and the event. With ``unless_terminal`` a job
+        that already finished is left alone (returns False): a late cancel never turns a
+        completed job into a cancelled one."""
+        fields["state"] = state
+        assignments = ", ".join(f"{k} = ?" for k in fields)
+        with self.transaction() as db:
+            if unless_terminal:
+                row = db.execute("SELECT state FROM jobs WHERE id = ?", (int(job_id),)).fetchone()
+                if row is None or row["state"] in TERMINAL:
+                    return False
+            if run is not None and run[1]:
+                attempt, run_fields = run
+                run_set = ", ".join(f"{k} = ?" for k in run_fields)
+                db.execute(
+                    f"UPDATE runs SET {run_set} WHERE job_id = ? AND attempt = ?",
+                    (*run_fields.values(), int(job_id), attempt),
+                )
+            db.execute(f"UPDATE jobs SET {assignments} WHERE id = ?", (*fields.values(), int(job_id)))
+            db.execute(
+                "INSERT INTO events (time, job_id, kind, detail) VALUES (?, ?, ?, ?)", (now, job_id, state, detail)
+            )
+        return True
+
     def request_cancel(self, job_id: str) -> str | None:
         """Mark a job for cancellation; returns its state, or None if unknown."""
         with self.transaction() as db:
@@ -217,18 +302,18 @@ class Store:
             )
 
     def events(self, job_id: str | None = None) -> list[dict[str, Any]]:
-        with self._lock:
-            if job_id is None:
-                rows = self._db.execute("SELECT * FROM events ORDER BY id").fetchall()
-            else:
-                rows = self._db.execute("SELECT * FROM events WHERE job_id = ? ORDER BY id", (job_id,)).fetchall()
+        if job_id is None:
+            rows = self._read("SELECT * FROM events ORDER BY id")
+        else:
+            rows = self._read("SELECT * FROM events WHERE job_id = ? ORDER BY id", (job_id,))
         return [dict(r) for r in rows]
 
     # ------------------------------------------------------------------ runs
     def add_run(self, run: RunRecord) -> None:
         with self.transaction() as db:
             db.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO runs (job_id, attempt, allocation, ranks, lease_key, state, revoked, started) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     int(run.job_id),
                     run.attempt,
@@ -257,8 +342,7 @@ class Store:
         if job_id is not None:
             query += " AND job_id = ?"
             args.append(int(job_id))
-        with self._lock:
-            rows = self._db.execute(query + " ORDER BY job_id, attempt", args).fetchall()
+        rows = self._read(query + " ORDER BY job_id, attempt", args)
         return [
             RunRecord(
                 job_id=str(r["job_id"]),
@@ -269,6 +353,7 @@ class Store:
                 state=r["state"],
                 revoked=bool(r["revoked"]),
                 started=r["started"],
+                exit_codes=r["exit_codes"],
             )
             for r in rows
         ]
@@ -277,8 +362,20 @@ class Store:
         """The run a lease key belongs to (the key authenticates the worker)."""
         if not str(job_id).isdigit():
             return None
-        with self._lock:
-            row = self._db.execute(
-                "SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key)
-            ).fetchone()
-        return dict(row) if row is not None else None
+        rows = self._read(
+            "SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key)
+        )
+        return dict(rows[0]) if rows else None
+
+    # ------------------------------------------------------ additive: the API's views
+    def recent_events(self, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` most recent events, newest first (the dashboard's feed)."""
+        rows = self._read("SELECT * FROM events ORDER BY id DESC LIMIT ?", (int(limit),))
+        return [dict(r) for r in rows]
+
+
+def crash_point(name: str) -> None:
+    """Crash-injection hook (tests only): with ``SHAPESHIFT_CRASH_AT=name`` in the
+    environment, the controller process dies here as if SIGKILLed (no cleanup)."""
+    if os.environ.get("SHAPESHIFT_CRASH_AT") == name:
+        os._exit(137)

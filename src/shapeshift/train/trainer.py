@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from shapeshift.client import PREEMPTED_EXIT, Lease, WorkerEnv, flush, report
+from shapeshift.client.progress import log_step, should_log
 from shapeshift.model import ExecutionPlan, ZeroMode
 from shapeshift.train.data import batch_starts, corpus
 from shapeshift.train.plans import UnsupportedPlan, check_plan
@@ -206,7 +207,10 @@ def _train(args: argparse.Namespace, env: WorkerEnv, plan: ExecutionPlan, micro:
             total += float(loss.item())
         optimizer.step()
         step += 1
-        report(step, loss=total, samples=args.global_batch, iter_time=time.perf_counter() - started)
+        iter_time = time.perf_counter() - started
+        report(step, loss=total, samples=args.global_batch, iter_time=iter_time)
+        if env.rank == 0 and should_log(step, args.iterations):
+            log_step(step, args.iterations, total, iter_time, samples=args.global_batch)
         if args.checkpoint_every and step % args.checkpoint_every == 0:
             save()
     save()

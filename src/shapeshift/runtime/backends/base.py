@@ -33,6 +33,9 @@ class RankLaunch:
 
 
 class Backend(Protocol):
+    """Every method must return promptly: the control loop calls them and must never
+    wait on a slow or dead node (a backend polls, it does not block)."""
+
     name: str
 
     def spawn(self, run: RunId, ranks: list[RankLaunch]) -> None:
@@ -52,6 +55,10 @@ class Backend(Protocol):
 
     def forget(self, run: RunId) -> None:
         """Drop bookkeeping for a run whose ranks have all exited."""
+
+    def dead_nodes(self) -> set[str]:
+        """Names of nodes that cannot run anything now (the controller cordons them).
+        Must answer at once: the control loop calls it every tick."""
 
     def close(self) -> None:
         """Release the backend's own resources; running ranks are left running."""

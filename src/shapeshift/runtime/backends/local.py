@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from shapeshift.runtime.backends.base import VANISHED, RankLaunch, RunId
+from shapeshift.runtime.store import crash_point
 
 #: ``$0`` is the exit file; the command is ``"$@"``. SIGTERM is forwarded to the command
 #: and the wrapper keeps waiting, so the exit status is always the command's own.
@@ -82,6 +83,8 @@ class LocalBackend:
                         cwd=rank.env.get("SHAPESHIFT_WORKDIR") or None,
                     )
                 entries.append((rank, proc, proc.pid))
+                if len(entries) < len(ranks):
+                    crash_point("between_ranks")
         finally:
             self._procs[run] = entries
 
@@ -119,6 +122,9 @@ class LocalBackend:
         for _, proc, _ in self._procs.pop(run, []):
             if proc is not None:
                 proc.poll()
+
+    def dead_nodes(self) -> set[str]:
+        return set()  # every node is this machine
 
     def close(self) -> None:
         for run in list(self._procs):

@@ -17,6 +17,15 @@ Why this shape:
 * **A dead node is a vanished rank.** If an actor cannot be reached (its node died),
   the rank reports ``VANISHED`` and the controller requeues the job from its checkpoint
   (bounded retries), exactly as for a crashed local process.
+* **Nothing blocks the control loop.** Every Ray call the controller makes returns at
+  once: a placement group is waited for with ``ray.wait(timeout=0)`` on later polls (the
+  actors start when it is ready), a rank's exit status is an outstanding call whose
+  answer a later poll collects, and a signal is delivered in the background before the
+  actors of a forgotten run are killed. A call unanswered for ``CALL_TIMEOUT`` seconds,
+  or a placement not ready after ``PLACEMENT_TIMEOUT``, is a vanished rank.
+* **Dead nodes are excluded.** A background thread reads ``ray.nodes()`` every second;
+  ``dead_nodes`` names the Shapeshift nodes no live Ray node advertises, and the
+  controller cordons them so no new run is placed there.
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
+import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -113,10 +124,21 @@ def _rank_actor() -> Any:
     return _ray().remote(num_cpus=0)(_RankProcess)
 
 
+#: Seconds between reads of Ray's node table (dead-node detection).
+NODE_REFRESH = 1.0
+
+
 @dataclass
 class _RayRun:
     group: Any | None
     actors: list[Any | None] = field(default_factory=list)
+    ranks: list[RankLaunch] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    ready: Any | None = None  # the placement group's ready() ref until the actors exist
+    since: float = 0.0  # when the placement was asked for
+    codes: list[int | None] = field(default_factory=list)  # last known exit codes
+    calls: dict[int, tuple[Any, float]] = field(default_factory=dict)  # rank -> (poll ref, asked at)
+    signals: list[Any] = field(default_factory=list)  # signal refs not yet answered
 
 
 class RayBackend:
@@ -130,11 +152,14 @@ class RayBackend:
         if not ray.is_initialized():
             ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
         self._runs: dict[RunId, _RayRun] = {}
+        self._forgotten: list[tuple[_RayRun, float]] = []
+        self._dead: set[str] = set()
+        self._closing = threading.Event()
+        self._watcher = threading.Thread(target=self._watch_nodes, name="shapeshift-ray-nodes", daemon=True)
+        self._watcher.start()
 
     def spawn(self, run: RunId, ranks: list[RankLaunch]) -> None:
-        ray = _ray()
         from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         nodes = list(dict.fromkeys(r.node_name for r in ranks))
         slots = {name: sum(len(r.slots) for r in ranks if r.node_name == name) for name in nodes}
@@ -142,14 +167,22 @@ class RayBackend:
             {node_resource(name): 0.001, **({SLOT_RESOURCE: slots[name]} if slots[name] else {})} for name in nodes
         ]
         group = placement_group(bundles, strategy="PACK", name=_group_name(run), lifetime="detached")
-        state = self._runs[run] = _RayRun(group)
-        try:
-            ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT)
-        except Exception:  # the placement cannot be met (a node is gone): the ranks never start
-            state.actors = [None] * len(ranks)
-            return
-        for rank in ranks:
-            strategy = PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=nodes.index(rank.node_name))
+        self._runs[run] = _RayRun(
+            group,
+            ranks=list(ranks),
+            nodes=nodes,
+            ready=group.ready(),
+            since=time.monotonic(),
+            codes=[None] * len(ranks),
+        )
+
+    def _start_actors(self, run: RunId, state: _RayRun) -> None:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        for rank in state.ranks:
+            strategy = PlacementGroupSchedulingStrategy(
+                state.group, placement_group_bundle_index=state.nodes.index(rank.node_name)
+            )
             actor = _rank_actor().options(
                 name=_actor_name(run, rank.rank),
                 namespace=NAMESPACE,
@@ -173,32 +206,60 @@ class RayBackend:
             group = get_placement_group(_group_name(run))
         except ValueError:
             group = None
-        self._runs[run] = _RayRun(group, actors)
+        self._runs[run] = _RayRun(group, actors, ranks=list(ranks), codes=[None] * len(ranks))
 
     def poll(self, run: RunId) -> list[int | None]:
+        """Never waits: collects answers that arrived, asks again, times out silent ranks."""
         ray = _ray()
+        self._reap()
         state = self._runs.get(run)
         if state is None:
             return []
-        codes: list[int | None] = []
-        for actor in state.actors:
-            if actor is None:
-                codes.append(VANISHED)
-                continue
+        now = time.monotonic()
+        if state.ready is not None:
+            done, _ = ray.wait([state.ready], timeout=0)
+            if not done:
+                if now - state.since > PLACEMENT_TIMEOUT or set(state.nodes) & self.dead_nodes():
+                    state.ready = None
+                    state.codes = [VANISHED] * len(state.ranks)  # the ranks never started
+                return list(state.codes)
+            state.ready = None
             try:
-                codes.append(ray.get(actor.poll.remote(), timeout=CALL_TIMEOUT))
-            except Exception:  # actor or node died: the rank is gone
-                codes.append(VANISHED)
-        return codes
+                ray.get(done[0], timeout=0)
+            except Exception:  # the group was removed or cannot be placed
+                state.codes = [VANISHED] * len(state.ranks)
+                return list(state.codes)
+            self._start_actors(run, state)
+        if len(state.codes) < len(state.actors):
+            state.codes = [None] * len(state.actors)
+        for i, actor in enumerate(state.actors):
+            if state.codes[i] is not None:
+                continue
+            if actor is None:
+                state.codes[i] = VANISHED
+                continue
+            call = state.calls.get(i)
+            if call is None:
+                state.calls[i] = (actor.poll.remote(), now)
+                continue
+            ref, asked = call
+            done, _ = ray.wait([ref], timeout=0)
+            if done:
+                del state.calls[i]
+                try:
+                    state.codes[i] = ray.get(ref, timeout=0)
+                except Exception:  # actor or node died: the rank is gone
+                    state.codes[i] = VANISHED
+            elif now - asked > CALL_TIMEOUT:
+                del state.calls[i]
+                state.codes[i] = VANISHED
+        return list(state.codes)
 
     def _signal(self, run: RunId, sig: int) -> None:
-        # Waited for: ``forget`` kills the actors right after ``kill``, and a process in its
-        # own session would outlive an actor that died before delivering the signal.
-        ray = _ray()
         state = self._runs.get(run)
-        pending = [actor.signal.remote(sig) for actor in (state.actors if state else []) if actor is not None]
-        with contextlib.suppress(Exception):
-            ray.get(pending, timeout=CALL_TIMEOUT)
+        if state is None:
+            return
+        state.signals += [actor.signal.remote(sig) for actor in state.actors if actor is not None]
 
     def terminate(self, run: RunId) -> None:
         self._signal(run, signal.SIGTERM)
@@ -207,22 +268,56 @@ class RayBackend:
         self._signal(run, signal.SIGKILL)
 
     def forget(self, run: RunId) -> None:
+        """Killed later (``_reap``), once the signals sent to its ranks were delivered: a
+        process in its own session would outlive an actor killed before the signal."""
+        state = self._runs.pop(run, None)
+        if state is not None:
+            self._forgotten.append((state, time.monotonic()))
+        self._reap()
+
+    def _reap(self) -> None:
         ray = _ray()
         from ray.util.placement_group import remove_placement_group
 
-        state = self._runs.pop(run, None)
-        if state is None:
-            return
-        for actor in state.actors:
-            if actor is not None:
+        keep = []
+        for state, since in self._forgotten:
+            pending = state.signals
+            if pending:
+                done, _ = ray.wait(pending, num_returns=len(pending), timeout=0)
+                if len(done) < len(pending) and time.monotonic() - since < CALL_TIMEOUT:
+                    keep.append((state, since))
+                    continue
+            for actor in state.actors:
+                if actor is not None:
+                    with contextlib.suppress(Exception):
+                        ray.kill(actor)
+            if state.group is not None:
                 with contextlib.suppress(Exception):
-                    ray.kill(actor)
-        if state.group is not None:
-            with contextlib.suppress(Exception):
-                remove_placement_group(state.group)
+                    remove_placement_group(state.group)
+        self._forgotten = keep
+
+    def dead_nodes(self) -> set[str]:
+        """Shapeshift nodes that no live Ray node advertises (refreshed in the background)."""
+        return self._dead
+
+    def _watch_nodes(self) -> None:
+        ray = _ray()
+        names = [n.name for n in self.cluster.nodes]
+        while not self._closing.wait(NODE_REFRESH):
+            try:
+                alive = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+            except Exception:  # Ray unreachable: leave the last answer in place
+                continue
+            self._dead = {name for name in names if not any(node_resource(name) in r for r in alive)}
 
     def close(self) -> None:
         """Disconnect from Ray; detached rank actors keep running for a restarted controller."""
+        self._closing.set()
+        self._watcher.join(timeout=5)
+        deadline = time.monotonic() + CALL_TIMEOUT
+        while self._forgotten and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.05)
         self._runs.clear()
         with contextlib.suppress(Exception):
             _ray().shutdown()
