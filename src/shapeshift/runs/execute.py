@@ -80,6 +80,9 @@ def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult
     intervals = recorder.finish(simulation) if recorder is not None else None
 
     extra: dict[str, Any] = {"seed": spec.seed}
+    policy_fields = getattr(inner, "summary_fields", None)
+    if policy_fields is not None:
+        extra.update(policy_fields())
     timeline = getattr(inner, "timeline", None)
     if timeline is not None:
         extra["auto_switches"] = getattr(inner, "switches", None)
