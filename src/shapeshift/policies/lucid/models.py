@@ -108,14 +108,25 @@ class RowEvaluator:
         return total
 
 
-def _pram(seed: int, outer_bags: int, nominal: int, total: int):  # type: ignore[no-untyped-def]
+@dataclass(frozen=True)
+class PrAMSettings:
+    """EBM settings of both models. Defaults: the artifact's (``estimator_lucid.ipynb``:
+    learning rate 0.01, 20 interactions); bagging 1 and at most 5,000 rounds are ours."""
+
+    learning_rate: float = 0.01
+    interactions: int = 20
+    max_rounds: int = 5000
+    outer_bags: int = 1
+
+
+def _pram(seed: int, settings: PrAMSettings, nominal: int, total: int):  # type: ignore[no-untyped-def]
     from shapeshift.predict.primo import PrAMRegressor
 
-    # The artifact's EBM settings: learning_rate 0.01, 20 interactions.
     return PrAMRegressor(
-        learning_rate=0.01,
-        interactions=20,
-        outer_bags=outer_bags,
+        learning_rate=settings.learning_rate,
+        interactions=settings.interactions,
+        max_rounds=settings.max_rounds,
+        outer_bags=settings.outer_bags,
         feature_types=["nominal"] * nominal + ["continuous"] * (total - nominal),
         random_state=seed,
     )
@@ -124,9 +135,9 @@ def _pram(seed: int, outer_bags: int, nominal: int, total: int):  # type: ignore
 class DurationModel:
     """PrAM over finished jobs; see the module docstring."""
 
-    def __init__(self, seed: int = 0, outer_bags: int = 1, window: int = 10_000):
+    def __init__(self, seed: int = 0, settings: PrAMSettings = PrAMSettings(), window: int = 10_000):
         self.seed = seed
-        self.outer_bags = outer_bags
+        self.settings = settings
         self.window = window
         self.users, self.vcs, self.names = Codes(), Codes(), Codes()
         self.rows: list[list[float]] = []
@@ -162,15 +173,17 @@ class DurationModel:
     def observed(self) -> int:
         return len(self.targets)
 
-    def fit(self) -> None:
-        x = np.array(self.rows[-self.window :], dtype=float)
-        y = np.array(self.targets[-self.window :], dtype=float)
+    def fit(self, rows: int | None = None) -> None:
+        """Fit on the first ``rows`` finished jobs (all by default), the last ``window`` of them."""
+        rows = self.observed if rows is None else rows
+        x = np.array(self.rows[max(rows - self.window, 0) : rows], dtype=float)
+        y = np.array(self.targets[max(rows - self.window, 0) : rows], dtype=float)
         # Jobs measured only while running (larger than the profiler takes) may lack
         # profiled features; they take the column median (Primo refuses missing values).
         fill = np.nanmedian(np.where(np.isfinite(x), x, np.nan), axis=0)
         self._fill = np.where(np.isfinite(fill), fill, 0.0)
         x = np.where(np.isfinite(x), x, self._fill)
-        self.model = _pram(self.seed, self.outer_bags, 3, len(DURATION_FEATURES))
+        self.model = _pram(self.seed, self.settings, 3, len(DURATION_FEATURES))
         self.model.fit(x, y)
         self.evaluate = RowEvaluator(self.model)
 
@@ -197,9 +210,9 @@ class DurationModel:
 class SubmissionForecaster:
     """PrAM over 10-minute submission counts; see the module docstring."""
 
-    def __init__(self, seed: int = 0, outer_bags: int = 1, window_days: float = 28.0):
+    def __init__(self, seed: int = 0, settings: PrAMSettings = PrAMSettings(), window_days: float = 28.0):
         self.seed = seed
-        self.outer_bags = outer_bags
+        self.settings = settings
         self.window_bins = int(window_days * 86400 / BIN_SECONDS)
         self.counts: dict[int, int] = {}
         self.model = None
@@ -222,17 +235,22 @@ class SubmissionForecaster:
         stats = [past.mean(), float(np.median(past)), past.std()] if past.size else [0.0, 0.0, 0.0]
         return [float(hour), float(weekday), *lags, *map(float, stats)]
 
+    @staticmethod
+    def ready(now: float) -> bool:
+        """Whether two days of complete bins exist before ``now``."""
+        return int(now // BIN_SECONDS) - 1 >= 2 * max(_LAGS)
+
     def fit(self, now: float) -> bool:
         """Fit on the complete bins before ``now``; False when under two days are known."""
         last = int(now // BIN_SECONDS) - 1
-        if last < 2 * max(_LAGS):
+        if not self.ready(now):
             return False
         start = max(max(_LAGS), last - self.window_bins)
         first = start - max(_LAGS)
         series = self._series(first, last)
         x = np.array([self._features(series, first, b) for b in range(start, last + 1)])
         y = series[start - first :]
-        self.model = _pram(self.seed, self.outer_bags, 0, len(FORECAST_FEATURES))
+        self.model = _pram(self.seed, self.settings, 0, len(FORECAST_FEATURES))
         self.model.fit(x, y)
         self.evaluate = RowEvaluator(self.model)
         self._cached = None

@@ -32,6 +32,7 @@ placement declares the job's profiled GPU memory, so a later newcomer can join i
 
 from __future__ import annotations
 
+import heapq
 import math
 from typing import TYPE_CHECKING, Literal
 
@@ -42,7 +43,7 @@ from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.colocation import SharingProfile
 from shapeshift.policies.base import ARRIVAL, COMPLETION
-from shapeshift.policies.lucid.models import DurationModel, SubmissionForecaster
+from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
 from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
 from shapeshift.policies.placement import Consolidated
@@ -77,7 +78,11 @@ class LucidParams(PolicyParams):
     min_train_jobs: int = Field(200, ge=10)
     #: Most recent finished jobs a duration model trains on.
     train_window: int = Field(10_000, ge=100)
-    #: PrAM bagging rounds (ours: 1 for speed; interpret's default is 14).
+    #: PrAM (both models): the artifact's learning rate and interactions; bagging rounds
+    #: (ours: 1 for speed; interpret's default is 14) and a cap on boosting rounds.
+    pram_learning_rate: float = Field(0.01, gt=0.0, le=1.0)
+    pram_interactions: int = Field(20, ge=0)
+    pram_max_rounds: int = Field(5000, ge=1)
     outer_bags: int = Field(1, ge=1)
     seed: int = 0
 
@@ -92,20 +97,25 @@ class Lucid:
         self.profiler = ProfilerSettings(params.profiler_nodes, params.profile_seconds, params.profiler_max_gpus)
         self.rules = BinderRules(params.share_threshold, params.priority_ratio)
         self.packing = fit_packing_model(params.seed)
-        self.durations = DurationModel(params.seed, params.outer_bags, params.train_window)
-        self.forecaster = SubmissionForecaster(params.seed, params.outer_bags)
+        pram = PrAMSettings(
+            params.pram_learning_rate, params.pram_interactions, params.pram_max_rounds, params.outer_bags
+        )
+        self.durations = DurationModel(params.seed, pram, params.train_window)
+        self.forecaster = SubmissionForecaster(params.seed, pram)
         self.placement = Consolidated()
         self.features: dict[str, SharingProfile] = {}
         self.scores: dict[str, int] = {}
         self.priority: dict[str, float] = {}
         #: Jobs waiting for (or in) the profiler, and when each profiling run started.
-        self.profile_queue: dict[str, dict[str, None]] = {}
+        self.profile_queue: dict[str, list[tuple[int, float, str]]] = {}
         self.profiling: dict[str, float] = {}
         self.profiling_in: dict[str, dict[str, None]] = {}
         self.main_queue: dict[str, dict[str, None]] = {}
         self.known: set[str] = set()
         self.finished_in_profiler = 0
         self.next_retrain = 0.0
+        self._due_forecast: float | None = None
+        self._due_rows: int | None = None
         self.sharing_on = params.sharing != "off"
         self.next_switch_check = 0.0
         self._split: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -121,10 +131,16 @@ class Lucid:
             duration = status.spec.duration if status.spec.duration is not None else status.work_total
             self.durations.observe(status.spec, self.features.get(job_id), duration)
             self.priority.pop(job_id, None)
-        for partition in view.dirty_partitions:
-            for job_id in view.pending(partition):
-                if job_id not in self.known:
-                    self._arrive(view, partition, job_id)
+        # Jobs join the engine's pending order at its end; everything that arrived since the
+        # last decision (Lucid decides on every arrival) lies after the last known job.
+        for partition in sorted(view.dirty_partitions):
+            new = []
+            for job_id in reversed(view.pending(partition)):  # type: ignore[call-overload]
+                if job_id in self.known:
+                    break
+                new.append(job_id)
+            for job_id in reversed(new):
+                self._arrive(view, partition, job_id)
 
     def _arrive(self, view: ClusterView, partition: str, job_id: str) -> None:
         self.known.add(job_id)
@@ -132,28 +148,43 @@ class Lucid:
         self.forecaster.observe_submit(spec.submit_time)
         profiler_nodes, _ = self._nodes(view, partition)
         if wants_profiling(spec, self.profiler, len(profiler_nodes) > 0):
-            self.profile_queue.setdefault(partition, {})[job_id] = None
+            heapq.heappush(self.profile_queue.setdefault(partition, []), (spec.num_gpus, spec.submit_time, job_id))
         else:
-            self._to_main(partition, spec, None)
+            self._to_main(view, partition, spec, None)
 
-    def _to_main(self, partition: str, spec: JobSpec, profile: SharingProfile | None) -> None:
+    def _to_main(self, view: ClusterView, partition: str, spec: JobSpec, profile: SharingProfile | None) -> None:
+        self._ensure_models(view)
         if profile is not None:
             self.features[spec.job_id] = profile
         self.priority[spec.job_id] = spec.num_gpus * self.durations.predict([spec], [profile])[0]
         self.main_queue.setdefault(partition, {})[spec.job_id] = None
 
-    def _retrain(self, view: ClusterView) -> None:
-        """Weekly retraining; a model that does not exist yet is fitted as soon as its
-        history allows (two days of submissions; ``min_train_jobs`` finished jobs)."""
-        due = view.now >= self.next_retrain
-        if due:
-            self.next_retrain = view.now + self.p.retrain_days * DAY
-        if due or self.forecaster.model is None:
-            self.forecaster.fit(view.now)
-        enough = self.durations.observed >= self.p.min_train_jobs
-        if not enough or not (due or self.durations.model is None):
+    def _note_due(self, now: float) -> None:
+        """Record that the models are due for retraining, and on what data: every
+        ``retrain_days``, and for a model that does not exist yet as soon as its history
+        allows (two days of submissions; ``min_train_jobs`` finished jobs)."""
+        if now >= self.next_retrain:
+            self.next_retrain = now + self.p.retrain_days * DAY
+            self._due_forecast = now
+            self._due_rows = self.durations.observed
+        if self.forecaster.model is None and self._due_forecast is None and self.forecaster.ready(now):
+            self._due_forecast = now
+        if self.durations.model is None and self._due_rows is None and self.durations.observed >= self.p.min_train_jobs:
+            self._due_rows = self.durations.observed
+
+    def _ensure_models(self, view: ClusterView) -> None:
+        """Fit what is due, on the data as of the due instant, when a prediction is first
+        needed. A long tail of decisions with nothing waiting fits nothing, and the models
+        are the ones an eager refit at the due instant would have given."""
+        if self._due_forecast is not None:
+            self.forecaster.fit(self._due_forecast)
+            self._due_forecast = None
+        if self._due_rows is None:
             return
-        self.durations.fit()
+        rows, self._due_rows = self._due_rows, None
+        if rows < self.p.min_train_jobs:
+            return
+        self.durations.fit(rows)
         waiting = [j for queue in self.main_queue.values() for j in queue]
         specs = [view.job(j).spec for j in waiting]
         predicted = self.durations.predict(specs, [self.features.get(j) for j in waiting])
@@ -175,9 +206,8 @@ class Lucid:
         return split
 
     def decide(self, view: ClusterView) -> Schedule:
+        self._note_due(view.now)
         self._learn(view)
-        self._retrain(view)
-        self._switch(view.now)
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         free = view.scratch()
@@ -207,18 +237,17 @@ class Lucid:
                 changes[job_id] = None
                 free.give(alloc)
                 spec = view.job(job_id).spec
-                self._to_main(partition, spec, measure(spec, self.p.seed))
-        queue = self.profile_queue.get(partition, {})
-        waiting = sorted(queue, key=lambda j: (view.job(j).spec.num_gpus, view.job(j).spec.submit_time, j))
-        for position, job_id in enumerate(waiting):
+                self._to_main(view, partition, spec, measure(spec, self.p.seed))
+        queue = self.profile_queue.get(partition, [])
+        while queue:
+            job_id = queue[0][2]
             alloc = self.placement.find(view.job(job_id).spec, nodes, free)
             if alloc is None:
-                for later in waiting[position:]:
-                    reasons[later] = "waiting for the profiler (least GPUs first)"
+                reasons[job_id] = "waiting for the profiler (least GPUs first)"
                 break
+            heapq.heappop(queue)
             free.take(alloc)
             changes[job_id] = alloc
-            del queue[job_id]
             self.profiling[job_id] = now
             running[job_id] = None
 
@@ -227,6 +256,8 @@ class Lucid:
         if not queue:
             return
         _, nodes = self._nodes(view, partition)
+        self._ensure_models(view)
+        self._switch(view.now)
         ledger = view.sharing
         pairing = self.sharing_on and ledger is not None and ledger.limit >= 2
         partners = PartnerIndex(self.rules, self._partners(view, partition) if pairing else ())
