@@ -192,6 +192,9 @@ class HeliosSyntheticParams(_Params):
     zipf: float = Field(1.1, gt=0)
     duration_sigma: float = Field(0.6, ge=0)
     amplitude: float = Field(0.5, ge=0, lt=1)
+    #: VC labels (e.g. a cluster file's partitions) and the share of users in each.
+    vc_names: list[str] | None = None
+    vc_weights: list[float] | None = None
 
 
 def _helios_synthetic(p: HeliosSyntheticParams, seed: int, name: str) -> Workload:

@@ -7,7 +7,8 @@ duration is predictable from its user's and name's history. The trace also has a
 diurnal submission cycle. This generator produces that structure with Philly-fitted
 sizes and durations (``shapeshift.workloads.generators.philly_fit``):
 
-* users get Zipf weights (exponent ``zipf``). Each user belongs to one VC and owns
+* users get Zipf weights (exponent ``zipf``). Each user belongs to one VC (``vcs``
+  named ``vc0``..., or ``vc_names`` drawn with ``vc_weights``) and owns
   ``names_per_user`` job names;
 * each name has one GPU count and one characteristic duration, both drawn from the
   Philly fit, and one model drawn from the catalog models with sharing profiles;
@@ -47,6 +48,8 @@ def helios_synthetic(
     zipf: float = 1.1,
     duration_sigma: float = 0.6,
     amplitude: float = 0.5,
+    vc_names: list[str] | None = None,
+    vc_weights: list[float] | None = None,
     name: str | None = None,
 ) -> Workload:
     """``jobs`` jobs at ``rate`` jobs/hour on average; see the module docstring."""
@@ -60,7 +63,11 @@ def helios_synthetic(
     dist = philly_fit()
     weights = 1.0 / np.arange(1, users + 1) ** zipf
     weights /= weights.sum()
-    user_vc = rng.integers(0, vcs, size=users)
+    labels = list(vc_names) if vc_names else [f"vc{i}" for i in range(vcs)]
+    if vc_weights is not None and (len(vc_weights) != len(labels) or min(vc_weights) < 0 or sum(vc_weights) <= 0):
+        raise InputError("helios-synthetic: vc_weights needs one weight >= 0 per VC, not all 0")
+    share = None if vc_weights is None else np.asarray(vc_weights, dtype=float) / float(sum(vc_weights))
+    user_vc = rng.choice(len(labels), size=users, p=share)
     n_names = users * names_per_user
     name_sizes = dist.sample_sizes(rng, n_names)
     name_durations = dist.durations(name_sizes, rng.random(n_names))
@@ -79,7 +86,7 @@ def helios_synthetic(
             "duration": np.round(durations, 1),
             "user": [f"u{u:03d}" for u in user],
             "name": [f"{name_models[w]}_{w:04d}" for w in which],
-            "vc": [f"vc{user_vc[u]}" for u in user],
+            "vc": [labels[user_vc[u]] for u in user],
             "model": name_models[which],
         }
     )
