@@ -115,3 +115,10 @@ def test_lucid_learns_from_finished_jobs_only():
 
     clean, dirty = starts(jobs), starts(poisoned)
     assert len(clean) > 250 and clean == dirty
+
+
+def test_a_job_larger_than_the_profiler_or_the_main_nodes_still_runs():
+    # Found by the sharing invariant test: on 2 nodes x 1 GPU the profiler holds 1 GPU and
+    # the main nodes 1 GPU; a 2-GPU job skips profiling and runs across both nodes.
+    result = simulate([JobSpec("big", 0.0, 2, duration=50.0)], cluster(2, 1), lucid(), overheads=Overheads(0.0, 0.0))
+    assert [(j.job_id, j.end_time) for j in result.jobs] == [("big", 50.0)]

@@ -147,7 +147,8 @@ class Lucid:
         spec = view.job(job_id).spec
         self.forecaster.observe_submit(spec.submit_time)
         profiler_nodes, _ = self._nodes(view, partition)
-        if wants_profiling(spec, self.profiler, len(profiler_nodes) > 0):
+        profiler_gpus = sum(view.cluster.nodes[int(n)].gpus for n in profiler_nodes)
+        if wants_profiling(spec, self.profiler, profiler_gpus):
             heapq.heappush(self.profile_queue.setdefault(partition, []), (spec.num_gpus, spec.submit_time, job_id))
         else:
             self._to_main(view, partition, spec, None)
@@ -263,13 +264,17 @@ class Lucid:
         partners = PartnerIndex(self.rules, self._partners(view, partition) if pairing else ())
         order = sorted(queue, key=lambda j: (self.priority[j], view.job(j).spec.submit_time, j))
         largest = int(free.gpu_capacity[nodes].max()) if len(nodes) else 0
+        main_gpus = int(free.gpu_capacity[nodes].sum())
         for position, job_id in enumerate(order):
             spec = view.job(job_id).spec
             alloc = None
             if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
                 alloc = self._pair(view, spec, partners, free)
             if alloc is None:
-                alloc = self.placement.find(spec, nodes, free)
+                # A job larger than the main nodes may use the profiling nodes too, so
+                # that every job the VC can hold can run (the artifact never meets one).
+                where = nodes if spec.num_gpus <= main_gpus else view.partitions[partition]
+                alloc = self.placement.find(spec, where, free)
                 if alloc is not None:
                     alloc = self._declare_memory(view, spec, alloc)
                     free.take(alloc)

@@ -52,5 +52,6 @@ def measure(spec: JobSpec, seed: int) -> SharingProfile:
     return noisy(profile_of(spec, seed), spec.job_id, seed)
 
 
-def wants_profiling(spec: JobSpec, settings: ProfilerSettings, has_profiler: bool) -> bool:
-    return has_profiler and 0 < spec.num_gpus <= settings.max_gpus
+def wants_profiling(spec: JobSpec, settings: ProfilerSettings, profiler_gpus: int) -> bool:
+    """Jobs of at most ``max_gpus`` GPUs that the profiling nodes can hold."""
+    return 0 < spec.num_gpus <= min(settings.max_gpus, profiler_gpus)
