@@ -122,3 +122,16 @@ def test_a_job_larger_than_the_profiler_or_the_main_nodes_still_runs():
     # the main nodes 1 GPU; a 2-GPU job skips profiling and runs across both nodes.
     result = simulate([JobSpec("big", 0.0, 2, duration=50.0)], cluster(2, 1), lucid(), overheads=Overheads(0.0, 0.0))
     assert [(j.job_id, j.end_time) for j in result.jobs] == [("big", 50.0)]
+
+
+def test_row_evaluator_gives_what_predict_gives():
+    from shapeshift.policies.lucid.models import DurationModel, PrAMSettings
+
+    model = DurationModel(settings=PrAMSettings(interactions=3, max_rounds=50))
+    for job in list(helios_synthetic(300, 30, seed=2).jobs()):
+        profile = PROFILED["ResNet18"] if job.num_gpus == 1 else None  # some rows lack features
+        model.observe(job, profile, job.duration)
+    model.fit()
+    x = np.array(model.rows[:40], dtype=float)
+    x = np.where(np.isfinite(x), x, model._fill)
+    assert np.allclose([model.evaluate(list(row)) for row in x], model.model.predict(x), rtol=0, atol=1e-9)
