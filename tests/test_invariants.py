@@ -118,7 +118,7 @@ class CheckedSharing(Checked):
 SHARING_POLICIES = sorted(n for n in registry() if n != "auto")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace=traces(), name=st.sampled_from(SHARING_POLICIES), limit=st.sampled_from([2, 3]))
 def test_sharing_never_exceeds_memory_or_the_per_gpu_limit(trace, name, limit):
     from dataclasses import replace
