@@ -5,7 +5,7 @@
 Writes ``lucid_tree.png``, the PrDT that gives sharing scores (Tiny / Medium / Jumbo)
 drawn as text boxes, and ``lucid_pram_shapes.png``, the shape functions of the duration
 model. That model is trained the way ``lucid`` trains it: on the finished jobs of a
-``helios-synthetic`` run (5,000 jobs, 30 jobs/hour, seed 0) on 4 x 8 GPUs, with two jobs
+``helios-synthetic`` run (2,000 jobs, 30 jobs/hour, seed 0) on 4 x 8 GPUs, with two jobs
 allowed per GPU. The tree leaves name the class each leaf predicts.
 """
 
@@ -57,14 +57,15 @@ def tree_figure(out: Path) -> None:
 
 def shapes_figure(out: Path) -> None:
     nodes = tuple(NodeSpec(f"n{i}", 8, 64, 512, gpu_mem_gb=24.0) for i in range(4))
-    jobs = list(helios_synthetic(5000, 30, seed=0, vcs=1, vc_names=[""]).jobs())
+    jobs = list(helios_synthetic(2000, 30, seed=0, vcs=1, vc_names=[""]).jobs())
     policy = Lucid(LucidParams())
     simulate(jobs, ClusterSpec(nodes, gpu_share_limit=2), policy)
     policy.durations.fit()
     shapes = [s for s in policy.durations.model.explain().shapes if " x " not in s.term]
     fig, axes = plt.subplots(3, 3, figsize=(12, 9))
-    for ax, name in zip(axes.flat, DURATION_FEATURES, strict=True):
-        shape = next((s for s in shapes if s.term == name), None)
+    for i, (ax, name) in enumerate(zip(axes.flat, DURATION_FEATURES, strict=True)):
+        # The model is fitted on arrays, so its terms are named x0, x1, ... in feature order.
+        shape = next((s for s in shapes if s.term in (name, f"x{i}")), None)
         if shape is None:
             ax.set_title(f"{name} (no term)")
             continue
@@ -73,7 +74,7 @@ def shapes_figure(out: Path) -> None:
         ax.set_xlabel("bin")
         ax.set_ylabel("seconds added")
         ax.grid(alpha=0.3)
-    fig.suptitle("Lucid duration model (PrAM): shape functions, helios-synthetic 5,000 jobs, seed 0")
+    fig.suptitle("Lucid duration model (PrAM): shape functions, helios-synthetic 2,000 jobs, seed 0")
     fig.tight_layout()
     fig.savefig(out / "lucid_pram_shapes.png", dpi=110)
     plt.close(fig)
