@@ -22,8 +22,10 @@ things per VC (partition):
 
 Lucid never preempts, except to end a profiling run. Both models retrain every
 ``retrain_days`` (the artifact's EBM estimates are "weekly updated"), on finished jobs
-and past submissions only. The system tuner (``tuner.py``) is a separate step, not part
-of a run.
+and past submissions only. Models are fitted lazily: at the first decision that needs a
+prediction after they fall due, on the data as of the due instant. Not implemented:
+the thesis's system tuner (a sweep of T_prof and the binder threshold in simulation) and
+the artifact's forecast-driven profiler scaling (Venus only).
 
 Pairs need a cluster that lets two jobs share a GPU (``gpu_share_limit: 2`` in the
 cluster file). Elsewhere Lucid runs with profiling and priorities only. Every exclusive
