@@ -41,6 +41,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "optimus": "shapeshift.policies.optimus",
     "pollux": "shapeshift.policies.pollux",
     "auto": "shapeshift.policies.auto",
+    "lucid": "shapeshift.policies.lucid.policy",
 }
 #: Modules whose import registers the built-in policies.
 BUILTIN_MODULES: tuple[str, ...] = tuple(dict.fromkeys(BUILTIN_POLICIES.values()))

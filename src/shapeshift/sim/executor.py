@@ -11,8 +11,10 @@ from __future__ import annotations
 import heapq
 import math
 
+from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation
+from shapeshift.perf.colocation import InterferenceModel, UtilisationInterference
 from shapeshift.perf.throughput import ThroughputModel
 
 #: Event times are exact to this many decimals (1 microsecond). A finish time computed in
@@ -44,18 +46,56 @@ class CompletionQueue:
 
 
 class SimulatedExecutor:
-    """Rates from the throughput model. A model with ``rate_at`` (progress-dependent
-    goodput, :mod:`shapeshift.perf.pollux`) also says until which progress its rate holds;
-    the executor then queues that instant as a *boundary* (not a completion) and
-    recomputes the rate there (:meth:`crossed_boundary`), so progress stays exact."""
+    """Rates from the throughput model; on shared GPUs, times the interference model's speed.
 
-    def __init__(self, throughput: ThroughputModel, completions: CompletionQueue):
+    A model with ``rate_at`` (progress-dependent goodput, :mod:`shapeshift.perf.pollux`)
+    also says until which progress its rate holds; the executor then queues that instant as
+    a *boundary* (not a completion) and recomputes the rate there (:meth:`crossed_boundary`),
+    so progress stays exact.
+
+    A job sharing GPUs runs at the speed of its slowest GPU (synchronous training waits for
+    the straggler); on one GPU its speed is the product of its pair speeds beside each
+    partner (exact for pairs, the usual case; an approximation for three or more).
+    """
+
+    def __init__(
+        self,
+        throughput: ThroughputModel,
+        completions: CompletionQueue,
+        interference: InterferenceModel | None = None,
+    ):
         self.throughput = throughput
         self.completions = completions
+        self.interference = interference or UtilisationInterference()
+        self.sharing: GpuLedger | None = None
         self._rate_at = getattr(throughput, "rate_at", None)
         #: (time, progress) of the pending boundary event per job (absent: the queued event
         #: is a completion).
         self._boundary: dict[str, tuple[float, float]] = {}
+
+    def use_sharing(self, ledger: GpuLedger) -> None:
+        """The engine's GPU ledger, on clusters where jobs may share GPUs."""
+        self.sharing = ledger
+
+    def sharing_changed(self, job: JobStatus, now: float) -> None:
+        """A partner came or left: new speed from ``now`` (the engine folded progress)."""
+        if job.allocation is None:
+            job.rate = 0.0
+            self._boundary.pop(job.job_id, None)
+            return
+        self._queue(job, job.allocation, max(job.stall_until, now))
+
+    def _speed(self, job: JobStatus) -> float:
+        """The interference model's speed factor of ``job`` beside its current partners."""
+        speed = 1.0
+        if self.sharing is not None:
+            for partners in self.sharing.partners(job.job_id):
+                on_gpu = 1.0
+                for partner in partners:
+                    on_gpu *= self.interference.pair_speed(job.spec, partner.spec)
+                speed = min(speed, on_gpu)
+        job.speed = speed
+        return speed
 
     def on_submit(self, job: JobStatus) -> None:
         job.work_total = self.throughput.total_work(job.spec)
@@ -97,6 +137,9 @@ class SimulatedExecutor:
             job.rate, horizon = self._rate_at(job.spec, allocation, job.work_done)
         else:
             job.rate = self.throughput.rate(job.spec, allocation)
+        speed = self._speed(job)
+        if speed != 1.0:
+            job.rate *= speed
         remaining = job.work_total - job.work_done
         if remaining <= 0:
             self.completions.push(start, job.job_id, job.version)
