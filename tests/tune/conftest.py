@@ -1,0 +1,5 @@
+"""Tune tests need torch (the `tune` extra); skip the folder with a reason without it."""
+
+import pytest
+
+pytest.importorskip("torch", reason="shapeshift.tune needs torch (pip install -e '.[tune]')")
