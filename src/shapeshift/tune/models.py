@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -115,12 +116,26 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class TuneModel:
-    """What the tuner needs to train one model: a builder, a batch source and a loss."""
+    """What the tuner needs to train one model: a builder, example inputs for tracing,
+    a data source with ``batch(generator, batch_size, split)`` and a loss."""
 
     name: str
     build: Callable[[], nn.Module]
     example_inputs: Callable[[], tuple]
+    data: Callable[[], Any]
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     description: str
+
+
+@dataclass(frozen=True)
+class LMData:
+    """Windows of the packaged corpus for a model with ``context`` positions."""
+
+    corpus: Corpus
+    context: int
+
+    def batch(self, generator: torch.Generator, batch: int, split: str = "train"):
+        return self.corpus.batch(generator, batch, self.context, split)
 
 
 def _lm_example() -> tuple:
@@ -128,8 +143,9 @@ def _lm_example() -> tuple:
 
 
 MODELS: dict[str, TuneModel] = {
-    "tiny-lm": TuneModel("tiny-lm", lambda: TinyLM(), _lm_example,
+    "tiny-lm": TuneModel("tiny-lm", lambda: TinyLM(), _lm_example, lambda: LMData(Corpus.load(), 64), lm_loss,
                          "2-layer character transformer, width 128, 4 heads, context 64, on pydoc topics"),
     "tiny-lm-small": TuneModel("tiny-lm-small", lambda: TinyLM(width=64, context=32), _lm_example,
+                               lambda: LMData(Corpus.load(max_chars=200_000), 32), lm_loss,
                                "2-layer character transformer, width 64, context 32 (quick runs and tests)"),
 }
