@@ -99,6 +99,7 @@ SUBCOMMAND_GROUPS = {
     "analyze": "shapeshift.cli.analyze_cmd",
     "energy": "shapeshift.cli.energy_cmd",
     "experiment": "shapeshift.cli.experiment_cmd",
+    "tune": "shapeshift.cli.tune_cmd",
 }
 SINGLE_COMMANDS = {
     "compare": "shapeshift.cli.compare_cmd",

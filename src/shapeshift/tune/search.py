@@ -206,3 +206,31 @@ def run_tuning(spec: TuneSpec, progress: Callable[[int, int], None] | None = Non
     return TuneResult(tuple(sorted(rows, key=lambda r: r.trial)), dict(study.best_trial.params), target_metric,
                       target.restarts, target.wasted, seconds, target.seconds, flops, target_flops, spec.fusion,
                       group_index)
+
+
+#: Device memory the planner fits trials into when none is given: 16 GiB, a V100-16GB
+#: (the smallest GPU of Hydro's evaluation). On a CPU this is an assumption, not a measurement.
+DEFAULT_DEVICE_MEMORY = 16 * 2**30
+
+
+def auto_fusion(model_name: str, space: SearchSpace, scale: int, trials: int,
+                capacity: float = DEFAULT_DEVICE_MEMORY) -> int:
+    """Hydro's planner: measure one fused step of the surrogate at F=1 and F=2 (largest
+    batch size searched) and take the largest F that fits ``capacity``, at most ``trials``."""
+    from shapeshift.tune.planner import max_fusion, step_memory_bytes
+
+    model = MODELS[model_name]
+    torch.manual_seed(space.seed)
+    surrogate = shrink(model.build(), model.example_inputs(), scale, seed=space.seed)
+    batch = max([space.batch_size, *[int(v) for p in space.params if p.name == "batch_size" for v in p.values]])
+    data = model.data()
+    states = 1 if space.optimizer == "sgd" else 2
+    memory = []
+    for fused in (1, 2):
+        run = FusedRun(surrogate.module, [{"lr": 0.0}] * fused, optimizer=space.optimizer, data=data,
+                       loss=model.loss, batch_size=batch, seed=space.seed)
+        x, y = data.batch(torch.Generator().manual_seed(0), batch)
+        memory.append(step_memory_bytes(
+            run.model, (x.repeat(fused, *[1] * (x.dim() - 1)),),
+            lambda out, y=y, f=fused: model.loss(out, y.repeat(f, *[1] * (y.dim() - 1))), states))
+    return min(trials, max_fusion(memory[0], memory[1], capacity))
