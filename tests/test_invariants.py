@@ -92,3 +92,40 @@ def test_every_job_completes_exactly_once_under_preemption():
     result = simulate(jobs, shorthand_cluster(1, 2), _srtf())
     assert all(j.state is JobState.COMPLETED for j in result.jobs)
     assert sum(j.preemptions for j in result.jobs) > 0
+
+
+class CheckedSharing(Checked):
+    """On a cluster that lets jobs share GPUs: no GPU holds more jobs than the limit or
+    more memory than it has, and the free count is the number of empty GPUs."""
+
+    def decide(self, view):
+        ledger = view.sharing
+        free = view.free()
+        for node, gpus in enumerate(ledger.holders):
+            cap = view.cluster.nodes[node].gpu_mem_gb
+            for held in gpus:
+                assert len(held) <= view.cluster.gpu_share_limit
+                assert sum(held.values()) <= cap + 1e-9
+            assert free.gpus[node] == sum(1 for held in gpus if not held)
+        assert (free.cpus >= -1e-9).all() and (free.mem >= -1e-9).all()
+        self.checks += 1
+        return self.inner.decide(view)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=traces(), name=st.sampled_from(sorted(registry())), limit=st.sampled_from([2, 3]))
+def test_sharing_never_exceeds_memory_or_the_per_gpu_limit(trace, name, limit):
+    from dataclasses import replace
+
+    from shapeshift.model import ClusterSpec
+
+    nodes, gpus, jobs = trace
+    base = shorthand_cluster(nodes, gpus)
+    small = tuple(replace(n, gpu_mem_gb=24.0) for n in base.nodes)
+    # Models with known sharing profiles, so policies that pack have something to pack.
+    models = ("resnet18", "ncf", "a3c", "resnet50", "vgg16", "")
+    jobs = [replace(j, model=models[i % len(models)]) for i, j in enumerate(jobs)]
+    policy = CheckedSharing(make_policy(name, {}))
+    result = simulate(jobs, ClusterSpec(small, gpu_share_limit=limit), policy)
+    assert policy.checks > 0
+    assert all(status.state is JobState.COMPLETED for status in result.jobs)

@@ -66,6 +66,8 @@ class _ClusterFile(BaseModel):
     nodes: list[_NodeGroup] = Field(..., min_length=1)
     partitions: dict[str, int | list[str]] = Field(default_factory=dict)
     tenants: dict[str, int] = Field(default_factory=dict)
+    #: Jobs that may hold one GPU at once (1 = whole GPUs only).
+    gpu_share_limit: int = Field(1, ge=1)
 
     @field_validator("partitions", "tenants", mode="before")
     @classmethod
@@ -139,6 +141,6 @@ def _build_cluster(parsed: _ClusterFile) -> ClusterSpec:
             cursor += members
         else:
             partitions[name] = tuple(members)
-    return ClusterSpec(tuple(nodes), partitions, dict(parsed.tenants))
+    return ClusterSpec(tuple(nodes), partitions, dict(parsed.tenants), parsed.gpu_share_limit)
 
 

@@ -111,6 +111,10 @@ class ClusterSpec:
     nodes: tuple[NodeSpec, ...]
     partitions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tenants: Mapping[str, int] = field(default_factory=dict)
+    #: How many jobs may hold one GPU at once (1 = whole GPUs only, the default). Above
+    #: 1 an allocation may name GPUs other jobs hold (``Allocation.devices``), within
+    #: each GPU's memory (``NodeSpec.gpu_mem_gb``); see ``shapeshift.engine.sharing``.
+    gpu_share_limit: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", tuple(self.nodes))
@@ -130,11 +134,13 @@ class ClusterSpec:
                 seen[node] = part
         for tenant, quota in self.tenants.items():
             _require(quota >= 0, f"tenant {tenant!r}: quota must be >= 0")
+        limit = self.gpu_share_limit
+        _require(isinstance(limit, int) and limit >= 1, f"gpu_share_limit must be an integer >= 1, got {limit!r}")
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The read-only mapping proxies do not pickle; rebuild from plain dicts, so a
         # cluster can travel to worker processes with a run description.
-        return (ClusterSpec, (self.nodes, dict(self.partitions), dict(self.tenants)))
+        return (ClusterSpec, (self.nodes, dict(self.partitions), dict(self.tenants), self.gpu_share_limit))
 
     @property
     def total_gpus(self) -> int:
@@ -305,6 +311,13 @@ class Allocation:
 
     placement: tuple[tuple[int, Resources], ...]
     plan: ExecutionPlan | None = None
+    #: The GPUs used, as ``(node_index, gpu_index)`` pairs sorted; ``None`` = any free
+    #: whole GPUs on the placement's nodes (the engine picks). Naming GPUs that other jobs
+    #: hold shares them, on clusters whose ``gpu_share_limit`` is above 1.
+    devices: tuple[tuple[int, int], ...] | None = None
+    #: GPU memory (GB) the job uses on each of its GPUs; ``None`` = the whole GPU, so
+    #: nobody can join it. A job that declares less leaves room for partners.
+    gpu_mem_gb: float | None = None
     #: Total GPUs, derived once: the engine and executors ask for it on every event.
     gpus: int = field(init=False, compare=False, repr=False, default=0)
 
@@ -329,6 +342,32 @@ class Allocation:
         if self.plan is not None and self.plan.gpus != gpus:
             uses = f"{self.plan.gpus} GPU{'s' * (self.plan.gpus != 1)}"
             raise ModelError(f"plan uses {uses} but the allocation holds {gpus}")
+        if self.devices is not None or self.gpu_mem_gb is not None:
+            self._check_sharing(placement)
+
+    def _check_sharing(self, placement: tuple[tuple[int, Resources], ...]) -> None:
+        mem = self.gpu_mem_gb
+        if mem is not None and not (math.isfinite(mem) and mem > 0):
+            raise ModelError(f"gpu_mem_gb must be a finite number > 0, got {mem!r}")
+        if self.devices is None:
+            return
+        devices = tuple(sorted(set(self.devices)))
+        if len(devices) != len(self.devices):
+            raise ModelError("an allocation names the same GPU twice")
+        object.__setattr__(self, "devices", devices)
+        per_node: dict[int, int] = {}
+        for node, gpu in devices:
+            if gpu < 0:
+                raise ModelError("GPU index must be >= 0")
+            per_node[node] = per_node.get(node, 0) + 1
+        wanted = {n: r.gpus for n, r in placement if r.gpus}
+        if per_node != wanted:
+            raise ModelError(f"devices name GPUs {per_node} per node but the placement holds {wanted}")
+
+    @property
+    def shares(self) -> bool:
+        """Whether this allocation may sit on GPUs with other jobs (it names them or leaves memory)."""
+        return self.devices is not None or self.gpu_mem_gb is not None
 
     @property
     def total(self) -> Resources:

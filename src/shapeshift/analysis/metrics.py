@@ -8,7 +8,14 @@ Definitions (seconds unless named):
 * ``responsiveness`` = first start - submit (time to first service);
 * ``makespan`` = last completion - first submission;
 * ``gpu_utilization`` = allocated GPU-seconds / (cluster GPUs x makespan), restart
-  pauses included, since the GPUs are held during them;
+  pauses included, since the GPUs are held during them; a GPU that jobs share counts
+  once;
+* on clusters where jobs may share GPUs (``gpu_share_limit`` above 1):
+  ``shared_gpu_time_share`` = GPU-seconds on GPUs holding two or more jobs / busy
+  GPU-seconds (both counting each GPU once), ``shared_jobs`` = jobs that ever shared, and
+  ``shared_slowdown`` = their seconds held while sharing / the seconds the same progress
+  takes alone (1.0 = no interference; restart pauses excluded); ``jobs.csv`` always has
+  ``shared_seconds`` (seconds held while sharing a GPU);
 * slowdown, bounded slowdown, Jain's fairness index and finish-time fairness are
   defined in :mod:`shapeshift.analysis.fairness`;
 * ``slo_attainment`` = over guaranteed jobs, the share of their running time (time
@@ -63,6 +70,7 @@ JOB_COLUMNS = (
     "preemptions",
     "reconfigurations",
     "status",
+    "shared_seconds",
 )
 #: Fields that measure the machine, not the schedule; excluded from determinism checks.
 WALL_TIME_KEYS = ("sim_wall_seconds",)
@@ -92,7 +100,7 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
     accepted = [j for j in result.jobs if j.state is not JobState.REJECTED]
     gpus = result.cluster.total_gpus
     makespan = max(j.end_time for j in done) - min(j.spec.submit_time for j in accepted) if done else 0.0
-    attained = float(sum(j.attained for j in result.jobs))
+    attained = float(sum(j.attained for j in result.jobs)) - float(sum(j.overcount_gpu_seconds for j in result.jobs))
     summary: dict[str, Any] = {
         "policy": result.policy,
         "workload": result.workload,
@@ -119,8 +127,23 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
     preempted = sum(j.preemptions for j in accepted)
     summary["preemptions_per_job"] = preempted / len(accepted) if accepted else 0.0
     summary.update(fairness_summary(result.jobs, result.cluster))
+    if result.cluster.gpu_share_limit > 1:
+        summary.update(sharing_summary(result, attained))
     summary.update(extra or {})
     return {k: _clean(v) for k, v in summary.items()}
+
+
+def sharing_summary(result: SimulationResult, busy_gpu_seconds: float) -> dict[str, Any]:
+    """The sharing figures of the module docstring (``busy_gpu_seconds`` counts GPUs once)."""
+    shared = [j for j in result.jobs if j.shared_seconds > 0]
+    once = float(sum(j.shared_gpu_seconds for j in shared))
+    held = float(sum(j.shared_seconds for j in shared))
+    alone = held - float(sum(j.slowed_seconds for j in shared))
+    return {
+        "shared_gpu_time_share": once / busy_gpu_seconds if busy_gpu_seconds > 0 else 0.0,
+        "shared_jobs": len(shared),
+        "shared_slowdown": held / alone if shared and alone > 0 else None,
+    }
 
 
 def _slo_attainment(result: SimulationResult) -> float | None:
@@ -148,6 +171,7 @@ def job_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
                 j.preemptions,
                 j.reconfigurations,
                 j.state.value,
+                j.shared_seconds,
             )
         )
     return rows

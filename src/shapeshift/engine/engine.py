@@ -17,6 +17,7 @@ import numpy as np
 from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
+from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.state import FreeResources, JobState, JobStatus
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
@@ -59,6 +60,13 @@ class Engine:
             p: float(sum(cluster.nodes[n].mem_gb for n in nodes)) for p, nodes in self.partition_nodes.items()
         }
         self.free = FreeResources.of(cluster)
+        #: GPU identity and sharing; only on clusters that let jobs share GPUs.
+        self.sharing = GpuLedger(cluster) if cluster.gpu_share_limit > 1 else None
+        #: Running jobs whose GPU partners changed since their speed was last set.
+        self._reshared: dict[str, None] = {}
+        attach = getattr(executor, "use_sharing", None)
+        if self.sharing is not None and attach is not None:
+            attach(self.sharing)
         self.jobs: dict[str, JobStatus] = {}
         # Insertion-ordered dicts used as ordered sets: O(1) add/remove, stable order.
         self.pending: dict[str, dict[str, None]] = {p: {} for p in self.partition_nodes}
@@ -107,6 +115,7 @@ class Engine:
         status.end_time = now
         status.version += 1
         self._finished.append(job_id)
+        self._apply_sharing(now)
         if self._wants_completions:
             self._dirty.add(status.partition)
 
@@ -187,6 +196,7 @@ class Engine:
             if status.first_start is None:
                 status.first_start = now
             self.executor.launch(status, desired, now, pause)
+        self._apply_sharing(now)
 
     # -------------------------------------------------------------- helpers
     def _partition_of(self, spec: JobSpec) -> str:
@@ -215,22 +225,67 @@ class Engine:
                 raise PolicyError(
                     f"{self.policy.name}: job {status.job_id} placed on node {node} outside its partition"
                 )
-        if not self.free.fits(desired):
+        if desired.devices is not None:
+            if self.sharing is None:
+                raise PolicyError(
+                    f"{self.policy.name}: job {status.job_id} names GPUs but the cluster allows one job per GPU"
+                    " (gpu_share_limit: 1)"
+                )
+            problem = self.sharing.problem(desired)
+            if problem or not self.free.fits_host(desired):
+                problem = problem or "over-allocates a node's CPUs or memory"
+                raise PolicyError(f"{self.policy.name}: allocation for job {status.job_id} {problem}")
+        elif not self.free.fits(desired):
             raise PolicyError(f"{self.policy.name}: allocation for job {status.job_id} over-allocates a node")
 
     def _hold(self, status: JobStatus, alloc: Allocation) -> None:
-        self.free.take(alloc)
+        if self.sharing is None:
+            self.free.take(alloc)
+        else:
+            newly, joined = self.sharing.take(status, alloc)
+            self.free.take(alloc, newly)
+            self._reshared.update(dict.fromkeys(joined))
+            self._reshared[status.job_id] = None
         status.allocation = alloc
         self.allocations[status.job_id] = alloc
         self.running[status.partition][status.job_id] = None
 
     def _release(self, status: JobStatus, keep_state: bool = False) -> None:
         assert status.allocation is not None
-        self.free.give(status.allocation)
+        if self.sharing is None:
+            self.free.give(status.allocation)
+        else:
+            emptied, left = self.sharing.give(status.job_id)
+            self.free.give(status.allocation, emptied)
+            self._reshared.update(dict.fromkeys(left))
+            status.share = None
         del self.allocations[status.job_id]
         if not keep_state:
             del self.running[status.partition][status.job_id]
             status.allocation = None
+
+    def _apply_sharing(self, now: float) -> None:
+        """Jobs whose GPU partners changed: fold their progress up to ``now`` at the old
+        speed, then let the executor set the new one (exact between events)."""
+        if not self._reshared:
+            return
+        assert self.sharing is not None
+        changed = self.executor_sharing_hook
+        for job_id in self._reshared:
+            status = self.jobs[job_id]
+            if status.state is not JobState.RUNNING or status.allocation is None:
+                continue
+            status.advance(now)
+            status.share = self.sharing.share_rates(job_id)
+            if changed is not None:
+                status.version += 1
+                changed(status, now)
+        self._reshared.clear()
+
+    @property
+    def executor_sharing_hook(self) -> Callable[[JobStatus, float], None] | None:
+        """The executor's ``sharing_changed(job, now)``, if it models interference."""
+        return getattr(self.executor, "sharing_changed", None)
 
     def _preempt(self, status: JobStatus, now: float) -> None:
         status.advance(now)

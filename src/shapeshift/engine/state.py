@@ -8,6 +8,7 @@ These are the only mutable objects in the scheduling core. Policies see them thr
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,6 +67,20 @@ class JobStatus:
     #: Bumped whenever the completion time may change, to invalidate stale events.
     version: int = 0
     reject_reason: str = ""
+    #: While the job shares a GPU (``shapeshift.engine.sharing``): GPU-seconds per second
+    #: counted beyond once, and GPU-seconds per second on shared GPUs counted once;
+    #: ``None`` while it holds its GPUs alone.
+    share: tuple[float, float] | None = None
+    #: Speed relative to running alone, set by the executor (interference while sharing).
+    speed: float = 1.0
+    #: Seconds held while sharing a GPU with another job.
+    shared_seconds: float = 0.0
+    #: Held GPU-seconds counted more than once because partners hold the same GPUs.
+    overcount_gpu_seconds: float = 0.0
+    #: GPU-seconds on shared GPUs, each GPU counted once (split over its jobs).
+    shared_gpu_seconds: float = 0.0
+    #: Progressing seconds lost to interference: sum of ``(1 - speed) * dt`` while sharing.
+    slowed_seconds: float = 0.0
 
     @property
     def job_id(self) -> str:
@@ -96,7 +111,17 @@ class JobStatus:
             self.run_seconds += dt
             if self.target_rate is not None and self.rate >= self.target_rate * (1 - 1e-9):
                 self.slo_met_seconds += max(now - max(self.last_update, self.stall_until), 0.0)
+            if self.share is not None:
+                self._fold_share(now, dt)
         self.last_update = now
+
+    def _fold_share(self, now: float, dt: float) -> None:
+        assert self.share is not None
+        over, once = self.share
+        self.shared_seconds += dt
+        self.overcount_gpu_seconds += over * dt
+        self.shared_gpu_seconds += once * dt
+        self.slowed_seconds += (1.0 - self.speed) * max(now - max(self.last_update, self.stall_until), 0.0)
 
 
 @dataclass
@@ -132,14 +157,21 @@ class FreeResources:
             for n, r in alloc.placement
         )
 
-    def take(self, alloc: Allocation) -> None:
+    def fits_host(self, alloc: Allocation) -> bool:
+        """CPUs and host memory only: an allocation naming shared GPUs (the GPU ledger checks those)."""
+        eps = 1e-9
+        return all(self.cpus[n] + eps >= r.cpus and self.mem[n] + eps >= r.mem_gb for n, r in alloc.placement)
+
+    def take(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
+        """Take ``alloc``; ``gpus`` (per node), when given, is how many *empty* GPUs it
+        occupies, for allocations that join GPUs other jobs hold."""
         for n, r in alloc.placement:
-            self.gpus[n] -= r.gpus
+            self.gpus[n] -= r.gpus if gpus is None else gpus.get(n, 0)
             self.cpus[n] -= r.cpus
             self.mem[n] -= r.mem_gb
 
-    def give(self, alloc: Allocation) -> None:
+    def give(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
         for n, r in alloc.placement:
-            self.gpus[n] += r.gpus
+            self.gpus[n] += r.gpus if gpus is None else gpus.get(n, 0)
             self.cpus[n] += r.cpus
             self.mem[n] += r.mem_gb

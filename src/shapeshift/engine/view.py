@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.state import FreeResources, JobStatus
 from shapeshift.model import Allocation, ClusterSpec
 
@@ -29,6 +30,7 @@ class EngineState(Protocol):
     allocations: dict[str, Allocation]
     pending: dict[str, dict[str, None]]
     running: dict[str, dict[str, None]]
+    sharing: GpuLedger | None
 
 
 class ClusterView:
@@ -80,6 +82,12 @@ class ClusterView:
 
     def job(self, job_id: str) -> JobStatus:
         return self._engine.jobs[job_id]
+
+    @property
+    def sharing(self) -> GpuLedger | None:
+        """Which jobs hold which GPU and their GPU memory, on clusters that let jobs share
+        GPUs (``gpu_share_limit`` above 1); ``None`` elsewhere. Read-only."""
+        return self._engine.sharing
 
     def free(self) -> FreeResources:
         """The engine's free resources. Read-only: use ``scratch()`` to plan."""

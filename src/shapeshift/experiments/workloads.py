@@ -15,6 +15,10 @@ Generators:
   ``start_hour`` (a non-homogeneous Poisson process, sampled by time rescaling). Job
   sizes and durations do not depend on the spike, so runs with and without it are paired.
 
+* ``helios-synthetic``: jobs with users, names, VCs and models in the Helios schema
+  (``shapeshift.workloads.helios_synth``: Zipf users, recurring names with a
+  characteristic duration, diurnal arrivals; Philly-fitted sizes and durations).
+
 Transformations (applied in order): ``head`` (first N jobs), ``load_scale`` (divide
 submit times by a factor: 2 = twice the load), ``duration_scale`` (multiply durations),
 ``window`` (jobs submitted in ``[start, end)`` seconds), ``vc`` (jobs of the named
@@ -175,6 +179,29 @@ def _register_philly() -> None:
 
 
 _register_philly()
+
+
+class HeliosSyntheticParams(_Params):
+    jobs: int = Field(2000, ge=0)
+    #: Mean arrivals per hour.
+    rate: float = Field(12.0, gt=0)
+    seed: int | None = None
+    users: int = Field(60, ge=1)
+    vcs: int = Field(4, ge=1)
+    names_per_user: int = Field(4, ge=1)
+    zipf: float = Field(1.1, gt=0)
+    duration_sigma: float = Field(0.6, ge=0)
+    amplitude: float = Field(0.5, ge=0, lt=1)
+
+
+def _helios_synthetic(p: HeliosSyntheticParams, seed: int, name: str) -> Workload:
+    from shapeshift.workloads.helios_synth import helios_synthetic
+
+    fields = p.model_dump(exclude={"jobs", "rate", "seed"})
+    return helios_synthetic(p.jobs, p.rate, seed=p.seed if p.seed is not None else seed, name=name, **fields)
+
+
+GENERATORS["helios-synthetic"] = Generator(HeliosSyntheticParams, _helios_synthetic)
 
 
 class HeadParams(_Params):

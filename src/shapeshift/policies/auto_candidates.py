@@ -158,9 +158,10 @@ class Snapshot:
     nodes: tuple[NodeSpec, ...]
     partitions: tuple[tuple[str, tuple[str, ...]], ...]
     tenants: tuple[tuple[str, int], ...]
+    gpu_share_limit: int = 1
 
     def cluster(self) -> ClusterSpec:
-        return ClusterSpec(self.nodes, dict(self.partitions), dict(self.tenants))
+        return ClusterSpec(self.nodes, dict(self.partitions), dict(self.tenants), self.gpu_share_limit)
 
 
 def take_snapshot(view: ClusterView, admission: Admission, max_jobs: int) -> Snapshot:
@@ -203,6 +204,7 @@ def take_snapshot(view: ClusterView, admission: Admission, max_jobs: int) -> Sna
         nodes=cluster.nodes,
         partitions=tuple(sorted(cluster.partitions.items())),
         tenants=tuple(sorted(cluster.tenants.items())),
+        gpu_share_limit=cluster.gpu_share_limit,
     )
 
 

@@ -40,6 +40,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "gavel": "shapeshift.policies.gavel",
     "optimus": "shapeshift.policies.optimus",
     "auto": "shapeshift.policies.auto",
+    "lucid": "shapeshift.policies.lucid.policy",
 }
 #: Modules whose import registers the built-in policies.
 BUILTIN_MODULES: tuple[str, ...] = tuple(dict.fromkeys(BUILTIN_POLICIES.values()))

@@ -23,7 +23,7 @@ from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.contract import Policy
 from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy, policy_info
-from shapeshift.runs.models import build_throughput
+from shapeshift.runs.models import build_interference, build_throughput
 from shapeshift.runs.recording import IntervalRecorder
 from shapeshift.runs.result import RunResult
 from shapeshift.runs.spec import RunSpec
@@ -62,6 +62,7 @@ def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult
     if recorder is not None:
         policy = recorder
     throughput = build_throughput(spec.throughput.kind, spec.throughput.path, spec.cluster)
+    interference = build_interference(spec.interference, spec.seed)
     try:
         simulation = simulate(
             spec.workload.jobs(),
@@ -72,12 +73,16 @@ def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult
             overheads=spec.overheads,
             round_seconds=spec.round_seconds,
             progress=progress,
+            interference=interference,
         )
     except ValueError as exc:
         raise InputError(str(exc)) from None
     intervals = recorder.finish(simulation) if recorder is not None else None
 
     extra: dict[str, Any] = {"seed": spec.seed}
+    policy_fields = getattr(inner, "summary_fields", None)
+    if policy_fields is not None:
+        extra.update(policy_fields())
     timeline = getattr(inner, "timeline", None)
     if timeline is not None:
         extra["auto_switches"] = getattr(inner, "switches", None)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shapeshift.model import ClusterSpec
+from shapeshift.perf.colocation import InterferenceModel
 from shapeshift.perf.throughput import ThroughputModel
 
 
@@ -43,3 +44,11 @@ THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
 def build_throughput(kind: str, path: str | None, cluster: ClusterSpec) -> ThroughputModel:
     """The speed model named ``kind`` (reading ``path`` if it needs data) for ``cluster``."""
     return THROUGHPUT_KINDS[kind].build(cluster, path)
+
+
+def build_interference(table: str | None, seed: int) -> InterferenceModel:
+    """The speed of jobs sharing a GPU: the measured ``table`` (CSV) over the default model."""
+    from shapeshift.perf.colocation import PairTable, UtilisationInterference
+
+    default = UtilisationInterference(seed=seed)
+    return PairTable.from_csv(table, default) if table else default

@@ -104,6 +104,9 @@ class RunSpec:
     energy: EnergySpec | None = None
     window: tuple[int, int] | None = None
     record: frozenset[str] = frozenset()
+    #: A measured pairwise interference table (CSV ``model_a,model_b,speed_a,speed_b``)
+    #: for jobs sharing GPUs; ``None`` = the default model (``shapeshift.perf.colocation``).
+    interference: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", _frozen_items(self.params))

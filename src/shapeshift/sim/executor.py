@@ -11,8 +11,10 @@ from __future__ import annotations
 import heapq
 import math
 
+from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation
+from shapeshift.perf.colocation import InterferenceModel, UtilisationInterference
 from shapeshift.perf.throughput import ThroughputModel
 
 #: Event times are exact to this many decimals (1 microsecond). A finish time computed in
@@ -44,9 +46,49 @@ class CompletionQueue:
 
 
 class SimulatedExecutor:
-    def __init__(self, throughput: ThroughputModel, completions: CompletionQueue):
+    """Rates from the throughput model; on shared GPUs, times the interference model's speed.
+
+    A job sharing GPUs runs at the speed of its slowest GPU (synchronous training waits for
+    the straggler); on one GPU its speed is the product of its pair speeds beside each
+    partner (exact for pairs, the usual case; an approximation for three or more).
+    """
+
+    def __init__(
+        self,
+        throughput: ThroughputModel,
+        completions: CompletionQueue,
+        interference: InterferenceModel | None = None,
+    ):
         self.throughput = throughput
         self.completions = completions
+        self.interference = interference or UtilisationInterference()
+        self.sharing: GpuLedger | None = None
+
+    def use_sharing(self, ledger: GpuLedger) -> None:
+        """The engine's GPU ledger, on clusters where jobs may share GPUs."""
+        self.sharing = ledger
+
+    def sharing_changed(self, job: JobStatus, now: float) -> None:
+        """A partner came or left: new speed from ``now`` (the engine folded progress)."""
+        job.rate = self._rate(job, job.allocation) if job.allocation is not None else 0.0
+        remaining = job.work_total - job.work_done
+        start = max(job.stall_until, now)
+        if remaining <= 0:
+            self.completions.push(start, job.job_id, job.version)
+        elif job.rate > 0:
+            self.completions.push(start + remaining / job.rate, job.job_id, job.version)
+
+    def _rate(self, job: JobStatus, allocation: Allocation) -> float:
+        rate = self.throughput.rate(job.spec, allocation)
+        speed = 1.0
+        if self.sharing is not None:
+            for partners in self.sharing.partners(job.job_id):
+                on_gpu = 1.0
+                for partner in partners:
+                    on_gpu *= self.interference.pair_speed(job.spec, partner.spec)
+                speed = min(speed, on_gpu)
+        job.speed = speed
+        return rate * speed if speed != 1.0 else rate
 
     def on_submit(self, job: JobStatus) -> None:
         job.work_total = self.throughput.total_work(job.spec)
@@ -62,7 +104,7 @@ class SimulatedExecutor:
         job.rate = 0.0
 
     def _start(self, job: JobStatus, allocation: Allocation, now: float, pause: float) -> None:
-        job.rate = self.throughput.rate(job.spec, allocation)
+        job.rate = self._rate(job, allocation)
         job.last_update = now
         job.stall_until = now + pause
         remaining = job.work_total - job.work_done

@@ -19,6 +19,7 @@ from shapeshift.engine.engine import Engine, Rejection
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import ClusterSpec, JobSpec
+from shapeshift.perf.colocation import InterferenceModel
 from shapeshift.perf.throughput import ThroughputModel, TraceSpeedModel
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 
@@ -60,11 +61,13 @@ def simulate(
     overheads: Overheads | None = None,
     round_seconds: float | None = None,
     progress: ProgressCallback | None = None,
+    interference: InterferenceModel | None = None,
 ) -> SimulationResult:
-    """Run ``jobs`` (sorted by submit time) to completion under ``policy``."""
+    """Run ``jobs`` (sorted by submit time) to completion under ``policy``. ``interference``
+    sets the speed of jobs that share GPUs (clusters with ``gpu_share_limit`` above 1)."""
     started = time.perf_counter()
     completions = CompletionQueue()
-    executor = SimulatedExecutor(throughput or TraceSpeedModel(cluster), completions)
+    executor = SimulatedExecutor(throughput or TraceSpeedModel(cluster), completions, interference)
     engine = Engine(cluster, policy, executor, overheads)
     period = round_length(policy, round_seconds)
     arrivals = sorted(jobs, key=lambda j: j.submit_time)

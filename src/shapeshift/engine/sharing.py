@@ -1,0 +1,136 @@
+"""Shared GPUs: which jobs hold which GPU, and how much of its memory.
+
+The engine allocates whole GPUs by count (``FreeResources``) as long as a cluster allows
+one job per GPU. When its ``gpu_share_limit`` is above 1 the engine also keeps this
+ledger, which knows GPU identity: every running job's GPUs as ``(node, gpu)`` pairs, the
+jobs on each GPU and the GPU memory each uses. An allocation that names GPUs
+(``Allocation.devices``) may then join GPUs other jobs hold, within two hard limits:
+
+* at most ``gpu_share_limit`` jobs on one GPU;
+* the memory of the jobs on a GPU within its ``NodeSpec.gpu_mem_gb``. A job that declares
+  no memory (``Allocation.gpu_mem_gb is None``) uses the whole GPU, so nobody can join it
+  and it can join nobody: exclusive by default.
+
+An allocation that names no GPUs gets the lowest-numbered empty GPUs of its nodes, so
+policies that think in counts keep working unchanged on a sharing cluster.
+``FreeResources.gpus`` keeps counting *empty* GPUs. The ledger is arithmetic on state
+only; the speed partners lose to each other is the executor's business
+(``shapeshift.perf.colocation``).
+
+Why a ledger separate from ``FreeResources``: count-based placement is the hot path of
+every exclusive policy, and a cluster without sharing never builds this object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shapeshift.engine.state import JobStatus
+from shapeshift.model import Allocation, ClusterSpec
+from shapeshift.wording import count
+
+#: Slack for floating-point memory sums (GB).
+_MEM_EPS = 1e-9
+
+Device = tuple[int, int]
+
+
+class GpuLedger:
+    """Jobs and memory per GPU of every node (mutable; owned by the engine)."""
+
+    def __init__(self, cluster: ClusterSpec):
+        self.limit = cluster.gpu_share_limit
+        self.gpu_mem = [node.gpu_mem_gb for node in cluster.nodes]
+        #: ``holders[node][gpu]`` = {job id: GPU memory it uses there}, in arrival order.
+        self.holders: list[list[dict[str, float]]] = [[{} for _ in range(n.gpus)] for n in cluster.nodes]
+        self.devices: dict[str, tuple[Device, ...]] = {}
+        self.statuses: dict[str, JobStatus] = {}
+
+    # ------------------------------------------------------------ questions
+    def memory_of(self, node: int, alloc: Allocation) -> float:
+        return alloc.gpu_mem_gb if alloc.gpu_mem_gb is not None else self.gpu_mem[node]
+
+    def problem(self, alloc: Allocation) -> str:
+        """Why ``alloc``'s named GPUs cannot take it now ("" = they can)."""
+        if alloc.devices is None:
+            return ""
+        for node, gpu in alloc.devices:
+            if node >= len(self.holders) or gpu >= len(self.holders[node]):
+                return f"names GPU {gpu} of node {node}, which does not exist"
+            held = self.holders[node][gpu]
+            if len(held) >= self.limit:
+                return f"GPU {gpu} of node {node} already holds {count(len(held), 'job')} (limit {self.limit})"
+            used = sum(held.values()) + self.memory_of(node, alloc)
+            if used > self.gpu_mem[node] + _MEM_EPS:
+                return f"GPU {gpu} of node {node} would need {used:g} GB of its {self.gpu_mem[node]:g} GB memory"
+        return ""
+
+    def occupants(self, node: int, gpu: int) -> tuple[str, ...]:
+        return tuple(self.holders[node][gpu])
+
+    def free_memory(self, node: int, gpu: int) -> float:
+        return self.gpu_mem[node] - sum(self.holders[node][gpu].values())
+
+    def partners(self, job_id: str) -> Iterator[list[JobStatus]]:
+        """Per GPU of the job, the other jobs on it."""
+        for node, gpu in self.devices.get(job_id, ()):
+            yield [self.statuses[j] for j in self.holders[node][gpu] if j != job_id]
+
+    def share_rates(self, job_id: str) -> tuple[float, float] | None:
+        """``(GPU-s per s counted beyond once, GPU-s per s on shared GPUs counted once)``
+        for a job that shares a GPU; ``None`` when it holds all its GPUs alone.
+
+        A GPU with ``k`` jobs is counted ``1/k`` for each, so summing over jobs counts
+        every GPU once (utilisation) and the rest is the overcount.
+        """
+        over = once = 0.0
+        for node, gpu in self.devices.get(job_id, ()):
+            k = len(self.holders[node][gpu])
+            if k > 1:
+                over += 1.0 - 1.0 / k
+                once += 1.0 / k
+        return (over, once) if once > 0 else None
+
+    # -------------------------------------------------------------- changes
+    def take(self, status: JobStatus, alloc: Allocation) -> tuple[dict[int, int], list[str]]:
+        """Record ``alloc`` for the job: (GPUs it makes non-empty per node, jobs it joins)."""
+        devices = alloc.devices if alloc.devices is not None else self._pick(alloc)
+        newly: dict[int, int] = {}
+        joined: list[str] = []
+        job_id = status.job_id
+        for node, gpu in devices:
+            held = self.holders[node][gpu]
+            if held:
+                joined.extend(held)
+            else:
+                newly[node] = newly.get(node, 0) + 1
+            held[job_id] = self.memory_of(node, alloc)
+        self.devices[job_id] = devices
+        self.statuses[job_id] = status
+        return newly, joined
+
+    def give(self, job_id: str) -> tuple[dict[int, int], list[str]]:
+        """Forget the job's GPUs: (GPUs it leaves empty per node, jobs it leaves behind)."""
+        emptied: dict[int, int] = {}
+        left: list[str] = []
+        for node, gpu in self.devices.pop(job_id):
+            held = self.holders[node][gpu]
+            del held[job_id]
+            if held:
+                left.extend(held)
+            else:
+                emptied[node] = emptied.get(node, 0) + 1
+        del self.statuses[job_id]
+        return emptied, left
+
+    def _pick(self, alloc: Allocation) -> tuple[Device, ...]:
+        devices: list[Device] = []
+        for node, res in alloc.placement:
+            wanted = res.gpus
+            for gpu, held in enumerate(self.holders[node]):
+                if wanted == 0:
+                    break
+                if not held:
+                    devices.append((node, gpu))
+                    wanted -= 1
+        return tuple(devices)

@@ -1,0 +1,255 @@
+"""Lucid's two learned models: job duration (orchestrator) and cluster load (forecaster).
+
+Both are Primo PrAM regressors (``shapeshift.predict.primo``), as in Hu's thesis
+(chapter 4, "throughput predict model" and "workload estimate model") and the Lucid
+artifact (``simulation/estimator/estimator_lucid.ipynb``,
+``simulation/predictor/predictor.ipynb``). They learn **only from the past**: the
+duration model from jobs that have finished, the forecaster from submissions already
+seen. ``tests/sharing/test_lucid.py`` poisons a future job to prove it.
+
+Duration model features: user, VC, name bucket (nominal codes), GPUs, submit hour and
+weekday, and the profiled GPU utilisation, memory-bandwidth use and GPU memory. The
+target is the recorded duration. A negative prediction becomes 1,000 s (the artifact's
+``CombinedEstimator``). A job whose user the model has never seen gets the mean duration
+of finished jobs with its GPU count (thesis chapter 4). Traces without users (Philly)
+leave the user feature empty for every job, which counts as known.
+
+Forecaster: GPU jobs submitted per 10-minute bin (the artifact's
+``cluster_throughput.csv`` granularity). Features per bin: hour, weekday, the counts 1 h,
+3 h and 1 day earlier, and the mean, median and standard deviation of the hour that
+ended 1 h earlier (``predictor.ipynb``'s shift and rolling features). Every lag is at
+least 6 bins, so the next 5 bins (the artifact averages ``head()``, 5 rows) are
+predicted from observed counts only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from shapeshift.model import JobSpec
+from shapeshift.perf.colocation import SharingProfile
+
+DURATION_FEATURES = ("user", "vc", "name", "gpus", "hour", "weekday", "gpu_util", "mem_bw", "gpu_mem")
+FORECAST_FEATURES = ("hour", "weekday", "lag_1h", "lag_3h", "lag_1d", "mean_1h", "median_1h", "std_1h")
+#: Seconds per forecaster bin, and the bins averaged for the sharing switch.
+BIN_SECONDS = 600.0
+HORIZON_BINS = 5
+_LAGS = (6, 18, 144)
+NEGATIVE_PREDICTION = 1000.0
+
+
+def name_bucket(name: str) -> str:
+    """A job name without digits and separators (``resnet50_lr0.1_run3`` -> ``resnet``):
+    the artifact groups near-identical names the same way (difflib matching)."""
+    return re.sub(r"[^a-z]+", " ", name.lower()).strip().split(" ")[0] if name else ""
+
+
+@dataclass
+class Codes:
+    """Stable integer codes for nominal values, in order of first appearance."""
+
+    codes: dict[str, int] = field(default_factory=dict)
+
+    def of(self, value: str) -> int:
+        code = self.codes.get(value)
+        if code is None:
+            code = self.codes[value] = len(self.codes)
+        return code
+
+
+class RowEvaluator:
+    """A fitted PrAM regressor's prediction for one row at a time, in plain Python.
+
+    ``predict`` re-validates its input with scikit-learn and bins column by column with
+    numpy, about 2 ms for one row of 29 terms; the scheduler asks for one row per
+    arriving job, 80,000 times on Philly. This reads the same fitted form
+    (``AdditiveForm``: bins, terms, score tables, intercept) with ``bisect``, following its
+    binning rule; ``test_lucid`` checks that both give the same numbers.
+    """
+
+    def __init__(self, model):  # type: ignore[no-untyped-def]
+        from shapeshift.predict.primo.additive import _category_key
+
+        form = model.form_
+        self._key = _category_key
+        self.intercept = float(form.intercept[0])
+        self.terms = [
+            (
+                tuple(f for f in features),
+                tuple(self._binning(form.bins[f], len(features) - 1) for f in features),
+                form.scores[t],
+            )
+            for t, features in enumerate(form.terms)
+        ]
+
+    @staticmethod
+    def _binning(levels: list, level: int):  # type: ignore[no-untyped-def]
+        binning = levels[min(level, len(levels) - 1)]
+        return binning if isinstance(binning, dict) else [float(c) for c in binning]
+
+    def _bin(self, binning, value: float) -> int:  # type: ignore[no-untyped-def]
+        if value != value:  # NaN: interpret's "missing" bin
+            return 0
+        if isinstance(binning, dict):
+            return binning.get(self._key(value), len(binning) + 1)
+        return bisect.bisect_right(binning, value) + 1
+
+    def __call__(self, row: Sequence[float]) -> float:
+        total = self.intercept
+        for features, binnings, scores in self.terms:
+            index = tuple(self._bin(b, row[f]) for f, b in zip(features, binnings, strict=True))
+            total += float(scores[index])
+        return total
+
+
+def _pram(seed: int, outer_bags: int, nominal: int, total: int):  # type: ignore[no-untyped-def]
+    from shapeshift.predict.primo import PrAMRegressor
+
+    # The artifact's EBM settings: learning_rate 0.01, 20 interactions.
+    return PrAMRegressor(
+        learning_rate=0.01,
+        interactions=20,
+        outer_bags=outer_bags,
+        feature_types=["nominal"] * nominal + ["continuous"] * (total - nominal),
+        random_state=seed,
+    )
+
+
+class DurationModel:
+    """PrAM over finished jobs; see the module docstring."""
+
+    def __init__(self, seed: int = 0, outer_bags: int = 1, window: int = 10_000):
+        self.seed = seed
+        self.outer_bags = outer_bags
+        self.window = window
+        self.users, self.vcs, self.names = Codes(), Codes(), Codes()
+        self.rows: list[list[float]] = []
+        self.targets: list[float] = []
+        self.known_users: set[str] = set()
+        self.by_gpus: dict[int, list[float]] = {}
+        self.model = None
+        self._fill: np.ndarray | None = None
+
+    def row(self, spec: JobSpec, profile: SharingProfile | None) -> list[float]:
+        day = spec.submit_time / 86400.0
+        util, bw, mem = (profile.gpu_util, profile.mem_bw, profile.gpu_mem_gb) if profile else (math.nan,) * 3
+        return [
+            float(self.users.of(spec.user)),
+            float(self.vcs.of(spec.vc)),
+            float(self.names.of(name_bucket(spec.name))),
+            float(spec.num_gpus),
+            float(int((day % 1.0) * 24)),
+            float(int(day) % 7),
+            util,
+            bw,
+            mem,
+        ]
+
+    def observe(self, spec: JobSpec, profile: SharingProfile | None, duration: float) -> None:
+        """A finished job (never call this with a job that has not finished)."""
+        self.rows.append(self.row(spec, profile))
+        self.targets.append(duration)
+        self.known_users.add(spec.user)
+        self.by_gpus.setdefault(spec.num_gpus, []).append(duration)
+
+    @property
+    def observed(self) -> int:
+        return len(self.targets)
+
+    def fit(self) -> None:
+        x = np.array(self.rows[-self.window :], dtype=float)
+        y = np.array(self.targets[-self.window :], dtype=float)
+        # Jobs measured only while running (larger than the profiler takes) may lack
+        # profiled features; they take the column median (Primo refuses missing values).
+        fill = np.nanmedian(np.where(np.isfinite(x), x, np.nan), axis=0)
+        self._fill = np.where(np.isfinite(fill), fill, 0.0)
+        x = np.where(np.isfinite(x), x, self._fill)
+        self.model = _pram(self.seed, self.outer_bags, 3, len(DURATION_FEATURES))
+        self.model.fit(x, y)
+        self.evaluate = RowEvaluator(self.model)
+
+    def predict(self, specs: Sequence[JobSpec], profiles: Sequence[SharingProfile | None]) -> list[float]:
+        """Predicted durations (s); the mean of all finished jobs before the first fit."""
+        if not specs:
+            return []
+        if self.model is None or self._fill is None:
+            mean = float(np.mean(self.targets)) if self.targets else 1.0
+            return [mean] * len(specs)
+        fill = self._fill
+        out = []
+        for spec, profile in zip(specs, profiles, strict=True):
+            row = [v if math.isfinite(v) else float(fill[i]) for i, v in enumerate(self.row(spec, profile))]
+            value = self.evaluate(row)
+            out.append(value if value > 0 else NEGATIVE_PREDICTION)
+        for i, spec in enumerate(specs):
+            if spec.user not in self.known_users:
+                same = self.by_gpus.get(spec.num_gpus)
+                out[i] = float(np.mean(same)) if same else float(np.mean(self.targets))
+        return out
+
+
+class SubmissionForecaster:
+    """PrAM over 10-minute submission counts; see the module docstring."""
+
+    def __init__(self, seed: int = 0, outer_bags: int = 1, window_days: float = 28.0):
+        self.seed = seed
+        self.outer_bags = outer_bags
+        self.window_bins = int(window_days * 86400 / BIN_SECONDS)
+        self.counts: dict[int, int] = {}
+        self.model = None
+        self._cached: tuple[int, float] | None = None
+
+    def observe_submit(self, submit_time: float) -> None:
+        b = int(submit_time // BIN_SECONDS)
+        self.counts[b] = self.counts.get(b, 0) + 1
+
+    def _series(self, first: int, last: int) -> np.ndarray:
+        return np.array([self.counts.get(b, 0) for b in range(first, last + 1)], dtype=float)
+
+    @staticmethod
+    def _features(series: np.ndarray, first: int, b: int) -> list[float]:
+        i = b - first
+        hour = ((b * BIN_SECONDS) % 86400) // 3600
+        weekday = (b * BIN_SECONDS // 86400) % 7
+        past = series[max(i - 11, 0) : max(i - 5, 0)]
+        lags = [series[i - lag] if i - lag >= 0 else 0.0 for lag in _LAGS]
+        stats = [past.mean(), float(np.median(past)), past.std()] if past.size else [0.0, 0.0, 0.0]
+        return [float(hour), float(weekday), *lags, *map(float, stats)]
+
+    def fit(self, now: float) -> bool:
+        """Fit on the complete bins before ``now``; False when under two days are known."""
+        last = int(now // BIN_SECONDS) - 1
+        if last < 2 * max(_LAGS):
+            return False
+        start = max(max(_LAGS), last - self.window_bins)
+        first = start - max(_LAGS)
+        series = self._series(first, last)
+        x = np.array([self._features(series, first, b) for b in range(start, last + 1)])
+        y = series[start - first :]
+        self.model = _pram(self.seed, self.outer_bags, 0, len(FORECAST_FEATURES))
+        self.model.fit(x, y)
+        self.evaluate = RowEvaluator(self.model)
+        self._cached = None
+        return True
+
+    def forecast(self, now: float) -> float | None:
+        """Mean predicted submissions over the next ``HORIZON_BINS`` bins (None before a
+        fit). Only complete bins feed the features, so the answer changes once per bin."""
+        if self.model is None:
+            return None
+        current = int(now // BIN_SECONDS)
+        if self._cached is not None and self._cached[0] == current:
+            return self._cached[1]
+        first = current - max(_LAGS) - HORIZON_BINS
+        # The bins to predict lie after ``current``; their own counts are never read.
+        series = np.concatenate([self._series(first, current - 1), np.zeros(HORIZON_BINS + 1)])
+        rows = [self._features(series, first, current + k) for k in range(1, HORIZON_BINS + 1)]
+        value = float(np.mean([self.evaluate(row) for row in rows]))
+        self._cached = (current, value)
+        return value

@@ -1,0 +1,328 @@
+"""``lucid``: non-intrusive, interference-aware scheduling (Hu et al., ASPLOS 2023).
+
+This follows Hu's thesis, chapter 4, and the authors' simulator
+(S-Lab-System-Group/Lucid, ``simulation/policy/lucid.py``). Each decision does four
+things per VC (partition):
+
+1. **Profiler** (``profiler.py``): jobs that have run T_prof seconds in the profiling
+   nodes stop there and join the main queue with their measured features. The profiling
+   queue (least GPUs first) fills the profiling nodes.
+2. **Orchestrator**: the main queue is ordered by priority = GPUs x predicted duration,
+   smallest first. The duration comes from a Primo PrAM trained on finished jobs
+   (``models.py``).
+3. **Affine pair, else exclusive**: while sharing is on, each job of at most one node's
+   GPUs first looks for an affine partner (``packing.py``: sharing scores from a Primo
+   PrDT, the binder's rules). Otherwise, and for every larger job, it takes the
+   consolidated placement on the main nodes. The artifact skips a job that does not fit
+   while sharing is on, and stops at it while sharing is off; we do the same.
+4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``): every 100 s the
+   workload forecaster predicts the GPU jobs submitted in the next five 10-minute bins.
+   Sharing goes off while their mean is at most 2, and stays on until the forecaster
+   has two days of history.
+
+Lucid never preempts, except to end a profiling run. Both models retrain every
+``retrain_days`` (the artifact's EBM estimates are "weekly updated"), on finished jobs
+and past submissions only. The system tuner (``tuner.py``) is a separate step, not part
+of a run.
+
+Pairs need a cluster that lets two jobs share a GPU (``gpu_share_limit: 2`` in the
+cluster file). Elsewhere Lucid runs with profiling and priorities only. Every exclusive
+placement declares the job's profiled GPU memory, so a later newcomer can join it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from pydantic import Field
+
+from shapeshift.engine.state import FreeResources
+from shapeshift.model import Allocation, JobSpec, Resources, Schedule
+from shapeshift.perf.colocation import SharingProfile
+from shapeshift.policies.base import ARRIVAL, COMPLETION
+from shapeshift.policies.lucid.models import DurationModel, SubmissionForecaster
+from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
+from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
+from shapeshift.policies.placement import Consolidated
+from shapeshift.policies.registry import PolicyParams, register
+
+if TYPE_CHECKING:
+    from shapeshift.engine.view import ClusterView
+
+DAY = 86400.0
+
+
+class LucidParams(PolicyParams):
+    #: Profiler nodes taken from every VC (artifact: 2 from Philly's single VC).
+    profiler_nodes: int = Field(1, ge=0)
+    #: T_prof, seconds a job runs in the profiler at most (thesis: 200 s).
+    profile_seconds: float = Field(200.0, gt=0.0, allow_inf_nan=False)
+    #: Largest job the profiler takes (artifact Venus: 8 GPUs).
+    profiler_max_gpus: int = Field(8, ge=1)
+    #: Binder: most a pair's sharing scores may add up to (artifact: 2).
+    share_threshold: int = Field(2, ge=0, le=4)
+    #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
+    priority_ratio: float = Field(2.0, gt=0.0, allow_inf_nan=False)
+    #: adaptive = the forecaster's switch (artifact); always / off = fixed.
+    sharing: Literal["adaptive", "always", "off"] = "adaptive"
+    #: Sharing goes off while the forecast mean is at most this (artifact: 2 jobs / 10 min).
+    switch_load: float = Field(2.0, ge=0.0, allow_inf_nan=False)
+    #: Seconds between checks of the switch (artifact: 100).
+    switch_every: float = Field(100.0, gt=0.0, allow_inf_nan=False)
+    #: Days between retrainings of the duration model and the forecaster (artifact: weekly).
+    retrain_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
+    #: Finished jobs needed before the first duration model (earlier: the running mean).
+    min_train_jobs: int = Field(200, ge=10)
+    #: Most recent finished jobs a duration model trains on.
+    train_window: int = Field(10_000, ge=100)
+    #: PrAM bagging rounds (ours: 1 for speed; interpret's default is 14).
+    outer_bags: int = Field(1, ge=1)
+    seed: int = 0
+
+
+class Lucid:
+    name = "lucid"
+    triggers = frozenset({ARRIVAL, COMPLETION})
+    default_round = None
+
+    def __init__(self, params: LucidParams):
+        self.p = params
+        self.profiler = ProfilerSettings(params.profiler_nodes, params.profile_seconds, params.profiler_max_gpus)
+        self.rules = BinderRules(params.share_threshold, params.priority_ratio)
+        self.packing = fit_packing_model(params.seed)
+        self.durations = DurationModel(params.seed, params.outer_bags, params.train_window)
+        self.forecaster = SubmissionForecaster(params.seed, params.outer_bags)
+        self.placement = Consolidated()
+        self.features: dict[str, SharingProfile] = {}
+        self.scores: dict[str, int] = {}
+        self.priority: dict[str, float] = {}
+        #: Jobs waiting for (or in) the profiler, and when each profiling run started.
+        self.profile_queue: dict[str, dict[str, None]] = {}
+        self.profiling: dict[str, float] = {}
+        self.profiling_in: dict[str, dict[str, None]] = {}
+        self.main_queue: dict[str, dict[str, None]] = {}
+        self.known: set[str] = set()
+        self.finished_in_profiler = 0
+        self.next_retrain = 0.0
+        self.sharing_on = params.sharing != "off"
+        self.next_switch_check = 0.0
+        self._split: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    # ------------------------------------------------------------------ learning
+    def _learn(self, view: ClusterView) -> None:
+        for job_id in view.finished:
+            status = view.job(job_id)
+            if job_id in self.profiling:
+                del self.profiling[job_id]
+                del self.profiling_in[status.partition][job_id]
+                self.finished_in_profiler += 1
+            duration = status.spec.duration if status.spec.duration is not None else status.work_total
+            self.durations.observe(status.spec, self.features.get(job_id), duration)
+            self.priority.pop(job_id, None)
+        for partition in view.dirty_partitions:
+            for job_id in view.pending(partition):
+                if job_id not in self.known:
+                    self._arrive(view, partition, job_id)
+
+    def _arrive(self, view: ClusterView, partition: str, job_id: str) -> None:
+        self.known.add(job_id)
+        spec = view.job(job_id).spec
+        self.forecaster.observe_submit(spec.submit_time)
+        profiler_nodes, _ = self._nodes(view, partition)
+        if wants_profiling(spec, self.profiler, len(profiler_nodes) > 0):
+            self.profile_queue.setdefault(partition, {})[job_id] = None
+        else:
+            self._to_main(partition, spec, None)
+
+    def _to_main(self, partition: str, spec: JobSpec, profile: SharingProfile | None) -> None:
+        if profile is not None:
+            self.features[spec.job_id] = profile
+        self.priority[spec.job_id] = spec.num_gpus * self.durations.predict([spec], [profile])[0]
+        self.main_queue.setdefault(partition, {})[spec.job_id] = None
+
+    def _retrain(self, view: ClusterView) -> None:
+        """Weekly retraining; a model that does not exist yet is fitted as soon as its
+        history allows (two days of submissions; ``min_train_jobs`` finished jobs)."""
+        due = view.now >= self.next_retrain
+        if due:
+            self.next_retrain = view.now + self.p.retrain_days * DAY
+        if due or self.forecaster.model is None:
+            self.forecaster.fit(view.now)
+        enough = self.durations.observed >= self.p.min_train_jobs
+        if not enough or not (due or self.durations.model is None):
+            return
+        self.durations.fit()
+        waiting = [j for queue in self.main_queue.values() for j in queue]
+        specs = [view.job(j).spec for j in waiting]
+        predicted = self.durations.predict(specs, [self.features.get(j) for j in waiting])
+        for job_id, spec, duration in zip(waiting, specs, predicted, strict=True):
+            self.priority[job_id] = spec.num_gpus * duration
+
+    def _switch(self, now: float) -> None:
+        if self.p.sharing != "adaptive" or now < self.next_switch_check:
+            return
+        self.next_switch_check = (math.floor(now / self.p.switch_every) + 1) * self.p.switch_every
+        forecast = self.forecaster.forecast(now)
+        self.sharing_on = forecast is None or forecast > self.p.switch_load
+
+    # ------------------------------------------------------------------ deciding
+    def _nodes(self, view: ClusterView, partition: str) -> tuple[np.ndarray, np.ndarray]:
+        split = self._split.get(partition)
+        if split is None:
+            split = self._split[partition] = split_partition(view.partitions[partition], self.profiler)
+        return split
+
+    def decide(self, view: ClusterView) -> Schedule:
+        self._learn(view)
+        self._retrain(view)
+        self._switch(view.now)
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
+        free = view.scratch()
+        for partition in sorted(view.dirty_partitions):
+            self._profile(view, partition, free, changes, reasons)
+            self._orchestrate(view, partition, free, changes, reasons)
+        ends = [start + self.p.profile_seconds for start in self.profiling.values()]
+        return Schedule(
+            base=view.allocations,
+            changes=changes,
+            reasons=reasons,
+            default_reason="waiting for GPUs in priority order",
+            wake_at=min(ends) if ends else None,
+        )
+
+    def _profile(self, view: ClusterView, partition: str, free: FreeResources, changes, reasons) -> None:  # type: ignore[no-untyped-def]
+        nodes, _ = self._nodes(view, partition)
+        if len(nodes) == 0:
+            return
+        now = view.now
+        running = self.profiling_in.setdefault(partition, {})
+        for job_id in list(running):
+            if now + 1e-6 >= self.profiling[job_id] + self.p.profile_seconds:
+                del self.profiling[job_id]
+                del running[job_id]
+                alloc = view.allocations[job_id]
+                changes[job_id] = None
+                free.give(alloc)
+                spec = view.job(job_id).spec
+                self._to_main(partition, spec, measure(spec, self.p.seed))
+        queue = self.profile_queue.get(partition, {})
+        waiting = sorted(queue, key=lambda j: (view.job(j).spec.num_gpus, view.job(j).spec.submit_time, j))
+        for position, job_id in enumerate(waiting):
+            alloc = self.placement.find(view.job(job_id).spec, nodes, free)
+            if alloc is None:
+                for later in waiting[position:]:
+                    reasons[later] = "waiting for the profiler (least GPUs first)"
+                break
+            free.take(alloc)
+            changes[job_id] = alloc
+            del queue[job_id]
+            self.profiling[job_id] = now
+            running[job_id] = None
+
+    def _orchestrate(self, view: ClusterView, partition: str, free: FreeResources, changes, reasons) -> None:  # type: ignore[no-untyped-def]
+        queue = self.main_queue.get(partition)
+        if not queue:
+            return
+        _, nodes = self._nodes(view, partition)
+        ledger = view.sharing
+        pairing = self.sharing_on and ledger is not None and ledger.limit >= 2
+        partners = PartnerIndex(self.rules, self._partners(view, partition) if pairing else ())
+        order = sorted(queue, key=lambda j: (self.priority[j], view.job(j).spec.submit_time, j))
+        largest = int(free.gpu_capacity[nodes].max()) if len(nodes) else 0
+        for position, job_id in enumerate(order):
+            spec = view.job(job_id).spec
+            alloc = None
+            if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
+                alloc = self._pair(view, spec, partners, free)
+            if alloc is None:
+                alloc = self.placement.find(spec, nodes, free)
+                if alloc is not None:
+                    alloc = self._declare_memory(view, spec, alloc)
+                    free.take(alloc)
+            if alloc is None:
+                if not pairing:
+                    for later in order[position:]:
+                        reasons[later] = "behind a higher-priority job that does not fit"
+                    break
+                reasons[job_id] = f"needs {spec.num_gpus} free GPUs or an affine partner"
+                continue
+            changes[job_id] = alloc
+            del queue[job_id]
+            if job_id not in self.features:
+                self.features[job_id] = measure(spec, self.p.seed)  # measured while it runs
+
+    def _score(self, job_id: str) -> int:
+        score = self.scores.get(job_id)
+        if score is None:
+            score = self.scores[job_id] = sharing_score(self.packing, self.features[job_id])
+        return score
+
+    def _memory(self, view: ClusterView, job_id: str, node: int) -> float:
+        capacity = view.cluster.nodes[node].gpu_mem_gb
+        profile = self.features.get(job_id)
+        return capacity if profile is None else min(profile.gpu_mem_gb, capacity)
+
+    def _partners(self, view: ClusterView, partition: str) -> list[Candidate]:
+        """Running jobs of the main queue that run alone on one node, in start order."""
+        ledger = view.sharing
+        assert ledger is not None
+        out = []
+        for job_id in view.running(partition):
+            if job_id in self.profiling or job_id not in self.features or job_id not in self.priority:
+                continue
+            devices = ledger.devices.get(job_id, ())
+            if not devices or len(ledger.holders[devices[0][0]][devices[0][1]]) != 1:
+                continue
+            spec = view.job(job_id).spec
+            mem = self._memory(view, job_id, devices[0][0])
+            out.append(Candidate(job_id, spec.num_gpus, self._score(job_id), self.priority[job_id], mem))
+        return out
+
+    def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources):  # type: ignore[no-untyped-def]
+        ledger = view.sharing
+        assert ledger is not None
+        nodes = self._nodes(view, view.job(spec.job_id).partition)[1]
+        capacity = min(view.cluster.nodes[int(n)].gpu_mem_gb for n in nodes)
+        profile = self.features[spec.job_id]
+        me = Candidate(
+            spec.job_id,
+            spec.num_gpus,
+            self._score(spec.job_id),
+            self.priority[spec.job_id],
+            min(profile.gpu_mem_gb, capacity),
+        )
+        partner = partners.pick(ledger, me)
+        if partner is None:
+            return None
+        devices = ledger.devices[partner.job_id]
+        node = devices[0][0]
+        if free.cpus[node] + 1e-9 < spec.num_cpus or free.mem[node] + 1e-9 < spec.mem_gb:
+            return None
+        free.cpus[node] -= spec.num_cpus
+        free.mem[node] -= spec.mem_gb
+        res = Resources(spec.num_gpus, spec.num_cpus, spec.mem_gb)
+        return Allocation(((node, res),), devices=devices, gpu_mem_gb=me.gpu_mem)
+
+    def _declare_memory(self, view: ClusterView, spec: JobSpec, alloc: Allocation) -> Allocation:
+        if view.sharing is None or spec.job_id not in self.features or len(alloc.placement) != 1:
+            return alloc
+        node = alloc.placement[0][0]
+        return Allocation(alloc.placement, alloc.plan, gpu_mem_gb=self._memory(view, spec.job_id, node))
+
+    def summary_fields(self) -> dict[str, float | int]:
+        """Policy figures for ``summary.json``."""
+        return {"lucid_finished_in_profiler": self.finished_in_profiler}
+
+
+@register(
+    "lucid",
+    "Lucid (Hu et al. ASPLOS 2023): profiler partition (T_prof 200 s), PrDT sharing scores, affine pairs "
+    "(score sum <= 2, priority within 2x, same GPUs, one node), PrAM priority GPUs x predicted duration, "
+    "forecast-driven sharing switch. Pairs need gpu_share_limit >= 2.",
+    LucidParams,
+)
+def make_lucid(params: LucidParams) -> Lucid:
+    return Lucid(params)
