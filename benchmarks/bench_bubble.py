@@ -69,7 +69,8 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--host-nodes", type=int, nargs="+", default=[4, 3])
     args = parser.parse_args()
-    print("| host nodes | seed | squeezing | tuning makespan (h) | tuning mean JCT (h) | host mean JCT (h) | squeezed | promoted |")
+    print("| host nodes | seed | squeezing | tuning makespan (h) | tuning mean JCT (h) | host mean JCT (h) "
+          "| squeezed | promoted |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for host_nodes in args.host_nodes:
         for seed in args.seeds:

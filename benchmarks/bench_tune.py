@@ -26,6 +26,7 @@ import argparse
 import copy
 import json
 import math
+import statistics
 import time
 from pathlib import Path
 
@@ -64,35 +65,39 @@ def surrogate_sweep(scale: int, steps: int, eval_batches: int):
     return run_tuning(TuneSpec("tiny-lm", space, len(GRID), scale, fusion=len(GRID)))
 
 
-def fusion_ratio(scale: int, trials: int, steps: int) -> tuple[float, float]:
+def fusion_ratio(scale: int, trials: int, steps: int, repeats: int = 3) -> tuple[float, float]:
+    """Median over ``repeats`` alternating measurements (the machine is shared)."""
     model = MODELS["tiny-lm"]
     torch.manual_seed(0)
     surrogate = shrink(model.build(), model.example_inputs(), scale)
     data = model.data()
     mult = lr_multipliers(surrogate, "adam")
     configs = [{"lr": lr} for lr in GRID[:trials]]
-    fused = FusedRun(surrogate.module, configs, optimizer="adam", data=data, loss=model.loss, batch_size=16,
-                     seed=0, lr_mult=mult)
-    fused.step(2)  # warm-up outside the clock
-    begin = time.perf_counter()
-    fused.step(steps)
-    fused_seconds = time.perf_counter() - begin
-    sequential_seconds = 0.0
-    for config in configs:
-        net = copy.deepcopy(surrogate.module)
-        opt = torch.optim.Adam(scaled_groups(param_groups(net, mult), config["lr"]))
-        gen = torch.Generator().manual_seed(0)
-        x, y = data.batch(gen, 16)
-        model.loss(net(x), y).backward()  # warm-up
-        opt.zero_grad()
+    fused_times, sequential_times = [], []
+    for _ in range(repeats):
+        fused = FusedRun(surrogate.module, configs, optimizer="adam", data=data, loss=model.loss, batch_size=16,
+                         seed=0, lr_mult=mult)
+        fused.step(2)  # warm-up outside the clock
         begin = time.perf_counter()
-        for _ in range(steps):
+        fused.step(steps)
+        fused_times.append(time.perf_counter() - begin)
+        sequential = 0.0
+        for config in configs:
+            net = copy.deepcopy(surrogate.module)
+            opt = torch.optim.Adam(scaled_groups(param_groups(net, mult), config["lr"]))
+            gen = torch.Generator().manual_seed(0)
             x, y = data.batch(gen, 16)
-            opt.zero_grad(set_to_none=True)
-            model.loss(net(x), y).backward()
-            opt.step()
-        sequential_seconds += time.perf_counter() - begin
-    return fused_seconds, sequential_seconds
+            model.loss(net(x), y).backward()  # warm-up
+            opt.zero_grad()
+            begin = time.perf_counter()
+            for _ in range(steps):
+                x, y = data.batch(gen, 16)
+                opt.zero_grad(set_to_none=True)
+                model.loss(net(x), y).backward()
+                opt.step()
+            sequential += time.perf_counter() - begin
+        sequential_times.append(sequential)
+    return statistics.median(fused_times), statistics.median(sequential_times)
 
 
 def main() -> int:
@@ -101,9 +106,15 @@ def main() -> int:
     parser.add_argument("--eval-batches", type=int, default=16)
     parser.add_argument("--fusion-steps", type=int, default=30)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--only-fusion", action="store_true", help="skip the sweeps (part 3 only)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     report: dict = {"grid": GRID, "steps": args.steps}
+    for scale in (4, 8) if args.only_fusion else ():
+        fused_s, seq_s = fusion_ratio(scale, 8, args.fusion_steps)
+        print(f"fusion /{scale}: F=8 fused {fused_s:.2f} s vs 8 sequential {seq_s:.2f} s -> {seq_s / fused_s:.2f}x")
+    if args.only_fusion:
+        return 0
     print("full-model sweep", flush=True)
     full, full_seconds, full_flops = full_sweep(args.steps, args.eval_batches)
     best_full = min(full, key=full.get)

@@ -251,22 +251,15 @@ class ExecutionPlan:
 
 @dataclass(frozen=True, slots=True)
 class FusedTrials:
-    """What makes a job a fused-trial tuning job (Hydro, OSDI'23; ``shapeshift.tune``).
-
-    ``trials`` trials run ``fused`` at a time in one process, each for ``steps`` steps;
-    ``trial_rate`` is the steps per second of one trial inside a fused group on a whole
-    GPU. The job's work is ``ceil(trials / fused) * steps / trial_rate`` seconds on one GPU
-    (``duration``), and policies and interference models can tell it from other jobs.
-    """
-
+    """Fused-trial tuning job (``shapeshift.tune.squeeze``): trial_rate = one trial's steps/s on a GPU."""
     trials: int
     fused: int
     steps: int
     trial_rate: float
 
     def __post_init__(self) -> None:
-        _require(self.trials >= 1 and self.fused >= 1 and self.steps >= 1, "tuning trials, fused and steps must be >= 1")
-        _require(math.isfinite(self.trial_rate) and self.trial_rate > 0, "trial_rate must be a finite number > 0")
+        ok = min(self.trials, self.fused, self.steps) >= 1 and math.isfinite(self.trial_rate) and self.trial_rate > 0
+        _require(ok, "tuning needs trials, fused and steps >= 1 and a finite trial_rate > 0")
 
     @property
     def duration(self) -> float:
@@ -295,8 +288,7 @@ class JobSpec:
     mem_gb: float = 0.0
     iterations: int | None = None
     plan: ExecutionPlan | None = None
-    #: Set for a fused-trial tuning job (``FusedTrials``); ``None`` for every other job.
-    tuning: FusedTrials | None = None
+    tuning: FusedTrials | None = None  # set for fused-trial tuning jobs only
 
     def __post_init__(self) -> None:
         problem = self._problem()

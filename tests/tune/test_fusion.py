@@ -33,11 +33,12 @@ def _run(optimizer: str, steps: int = 3):
     fused = fuse(models)
     if optimizer == "adam":
         fopt = FusedAdam(param_groups(fused.graph_module, mult), TRIALS, lr=LRS)
-        opts = [torch.optim.Adam(scaled_groups(param_groups(m, mult), lr)) for m, lr in zip(separate, LRS)]
+        opts = [torch.optim.Adam(scaled_groups(param_groups(m, mult), lr))
+                for m, lr in zip(separate, LRS, strict=True)]
     else:
         fopt = FusedSGD(param_groups(fused.graph_module, mult), TRIALS, lr=LRS, momentum=MOMENTA)
         opts = [torch.optim.SGD(scaled_groups(param_groups(m, mult), lr), momentum=mo)
-                for m, lr, mo in zip(separate, LRS, MOMENTA)]
+                for m, lr, mo in zip(separate, LRS, MOMENTA, strict=True)]
     gen = torch.Generator().manual_seed(0)
     for _ in range(steps):
         xs = [torch.randint(0, 96, (2, 8), generator=gen) for _ in range(TRIALS)]
@@ -46,7 +47,7 @@ def _run(optimizer: str, steps: int = 3):
         fopt.zero_grad()
         losses.sum().backward()
         fopt.step()
-        for i, (model, opt) in enumerate(zip(separate, opts)):
+        for i, (model, opt) in enumerate(zip(separate, opts, strict=True)):
             opt.zero_grad()
             loss = lm_loss(model(xs[i]), ys[i])
             loss.backward()

@@ -40,10 +40,7 @@ class FusedLinear(nn.Module):
         shape = x.shape
         flat = x.reshape(self.trials, -1, shape[-1])
         weight_t = self.weight.transpose(1, 2)
-        if self.bias is None:
-            out = torch.bmm(flat, weight_t)
-        else:
-            out = torch.baddbmm(self.bias.unsqueeze(1), flat, weight_t)
+        out = torch.bmm(flat, weight_t) if self.bias is None else torch.baddbmm(self.bias.unsqueeze(1), flat, weight_t)
         return out.reshape(*shape[:-1], out.shape[-1])
 
 

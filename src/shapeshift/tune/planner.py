@@ -67,7 +67,8 @@ def max_fusion(memory_one: float, memory_two: float, capacity: float) -> int:
         raise PlanError(f"one trial needs {memory_one:.3g} bytes, more than the device's {capacity:.3g}")
     per_trial = memory_two - memory_one
     if per_trial <= 0:
-        raise PlanError(f"memory did not grow from F=1 ({memory_one:.3g}) to F=2 ({memory_two:.3g}); cannot extrapolate")
+        raise PlanError(
+            f"memory did not grow from F=1 ({memory_one:.3g}) to F=2 ({memory_two:.3g}); cannot extrapolate")
     return max(1, math.floor((capacity - memory_one) / per_trial) + 1)
 
 

@@ -144,7 +144,7 @@ def run_tuning(spec: TuneSpec, progress: Callable[[int, int], None] | None = Non
         # optuna's GridSampler stops the study from inside tell(), which ask-and-tell refuses;
         # enqueuing the grid points (in order, cycled) is optuna's way to fix trial parameters.
         grid = space.grid() or {}
-        points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+        points = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
         for index in range(spec.trials):
             study.enqueue_trial(points[index % len(points)])
     target = _Target(spec, model, data, full)

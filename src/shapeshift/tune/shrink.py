@@ -209,7 +209,8 @@ def _rebuild(name: str, module: nn.Module, role: LayerRole, scale: int, min_widt
         return nn.Embedding(module.num_embeddings, w(module.embedding_dim, "embedding_dim", True))
     assert isinstance(module, nn.LayerNorm)
     if len(module.normalized_shape) != 1:
-        raise ShrinkError(f"layer '{name}' LayerNorm over {len(module.normalized_shape)} dims; only the last is supported")
+        raise ShrinkError(
+            f"layer '{name}' LayerNorm over {len(module.normalized_shape)} dims; only the last is supported")
     return nn.LayerNorm(w(module.normalized_shape[0], "normalized_shape", True), eps=module.eps,
                         elementwise_affine=module.elementwise_affine, bias=module.bias is not None)
 

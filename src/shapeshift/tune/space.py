@@ -165,7 +165,8 @@ def parse_space(text: str, path: str = "<space>") -> SearchSpace:
     if result.sampler == "grid" and result.grid() is None:
         raise _fail("the grid sampler needs every parameter as type grid or choice", text, path, ("sampler",))
     if "momentum" in space and result.optimizer != "sgd":
-        raise _fail("momentum is searched only with optimizer: sgd (Adam's is beta1)", text, path, ("space", "momentum"))
+        raise _fail("momentum is searched only with optimizer: sgd (Adam's is beta1)", text, path,
+                    ("space", "momentum"))
     return result
 
 

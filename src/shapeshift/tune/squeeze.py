@@ -33,7 +33,7 @@ Built on the engine's shared-GPU support (``Allocation.devices``/``gpu_mem_gb``,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from shapeshift.engine.contract import Policy
 from shapeshift.model import Allocation, ExecutionPlan, JobSpec, Resources, Schedule
@@ -61,7 +61,7 @@ class BubbleInterference:
     share: float = SQUEEZED_SHARE
     host_slowdown: float = HOST_SLOWDOWN
     cap_at_bubble: bool = False
-    fallback: InterferenceModel = UtilisationInterference()
+    fallback: InterferenceModel = field(default_factory=UtilisationInterference)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.share) and 0 < self.share <= 1):
