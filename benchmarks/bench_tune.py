@@ -11,6 +11,8 @@ before any run: lr = 2^-13 ... 2^-5 (9 points, one grid step = a factor of 2).
    "tune the full model directly").
 2. Surrogate sweeps at width /4 and /8: the same grid through ``run_tuning`` (fused F=9,
    eager transfer at 50%), which also trains the chosen lr on the full model.
+4. Control (``--only-control``): the same grid on a width-128/S model in standard
+   parametrisation, to see what muP changes.
 3. Fusion: F=8 trials of the /4 and /8 surrogates for ``--fusion-steps`` steps, fused
    vs eight plain torch runs one after another (torch.optim.Adam with the same muP groups).
 
@@ -65,6 +67,20 @@ def surrogate_sweep(scale: int, steps: int, eval_batches: int):
     return run_tuning(TuneSpec("tiny-lm", space, len(GRID), scale, fusion=len(GRID)))
 
 
+def standard_sweep(scale: int, steps: int, eval_batches: int) -> dict[float, float]:
+    """Control: the same narrow model in standard parametrisation (TinyLM built at width
+    128/S, plain Adam rates, 1/sqrt(d) attention, no readout multiplier)."""
+    model = MODELS["tiny-lm"]
+    torch.manual_seed(0)
+    from shapeshift.tune.models import TinyLM
+
+    narrow = TinyLM(width=128 // scale)
+    run = FusedRun(narrow, [{"lr": lr} for lr in GRID], optimizer="adam", data=model.data(), loss=model.loss,
+                   batch_size=16, seed=0)
+    run.step(steps)
+    return dict(zip(GRID, run.evaluate(eval_batches), strict=True))
+
+
 def fusion_ratio(scale: int, trials: int, steps: int, repeats: int = 3) -> tuple[float, float]:
     """Median over ``repeats`` alternating measurements (the machine is shared)."""
     model = MODELS["tiny-lm"]
@@ -107,6 +123,8 @@ def main() -> int:
     parser.add_argument("--fusion-steps", type=int, default=30)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--only-fusion", action="store_true", help="skip the sweeps (part 3 only)")
+    parser.add_argument("--only-control", action="store_true",
+                        help="only the standard-parametrisation control sweeps (part 4)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     report: dict = {"grid": GRID, "steps": args.steps}
@@ -114,6 +132,13 @@ def main() -> int:
         fused_s, seq_s = fusion_ratio(scale, 8, args.fusion_steps)
         print(f"fusion /{scale}: F=8 fused {fused_s:.2f} s vs 8 sequential {seq_s:.2f} s -> {seq_s / fused_s:.2f}x")
     if args.only_fusion:
+        return 0
+    for scale in (4, 8) if args.only_control else ():
+        losses = standard_sweep(scale, args.steps, args.eval_batches)
+        best = min(losses, key=losses.get)
+        print(f"standard parametrisation /{scale}: best lr 2^{int(math.log2(best))}; "
+              + ", ".join(f"2^{int(math.log2(k))}: {v:.3f}" for k, v in losses.items()), flush=True)
+    if args.only_control:
         return 0
     print("full-model sweep", flush=True)
     full, full_seconds, full_flops = full_sweep(args.steps, args.eval_batches)
