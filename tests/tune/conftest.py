@@ -3,3 +3,4 @@
 import pytest
 
 pytest.importorskip("torch", reason="shapeshift.tune needs torch (pip install -e '.[tune]')")
+pytest.importorskip("optuna", reason="shapeshift.tune needs optuna (pip install -e '.[tune]')")

@@ -50,6 +50,11 @@ def run_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
 ) -> None:
     """Tune hyper-parameters on a muP surrogate with fused trials and eager transfer."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "optuna") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise InputError(f"needs {' and '.join(missing)}: pip install 'shapeshift[tune]'")
     from shapeshift.tune.models import MODELS
     from shapeshift.tune.space import load_space
 
