@@ -77,6 +77,18 @@ def test_cli_bad_inputs_exit_2_with_the_location(tmp_path):
         assert where in res.output and "Traceback" not in res.output
 
 
+def test_planner_fits_every_trial_in_16_gib_and_refuses_a_tiny_device(tmp_path):
+    from shapeshift.tune.search import auto_fusion
+
+    # a width-16 surrogate at batch 4 needs well under a megabyte per trial
+    assert auto_fusion("tiny-lm-small", parse_space(SPACE), 4, trials=5) == 5
+    good = tmp_path / "good.yaml"
+    good.write_text(SPACE)
+    res = CliRunner().invoke(app, ["tune", "run", str(good), "--model", "tiny-lm-small", "--trials", "2",
+                                   "--memory-gb", "1e-9", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--memory-gb" in res.output and "more than the device" in res.output
+
+
 def test_submission_is_a_valid_job_file(tmp_path):
     job = parse_job(tuning_job(tmp_path / "s p{a}.yaml", "tiny-lm", 8, 4, 4, 2, tmp_path / "out"))
     assert job.gpus == 2 and job.iterations == 8

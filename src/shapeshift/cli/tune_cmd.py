@@ -69,6 +69,7 @@ def run_cmd(
     fused = _fusion(fusion)
     out_path = output_dir(out)
     assert out_path is not None
+    from shapeshift.tune.planner import PlanError
     from shapeshift.tune.shrink import ShrinkError
 
     try:
@@ -79,6 +80,8 @@ def run_cmd(
             console.print(f"planner: {fused} trials per fused group fit {memory_gb:g} GiB", highlight=False)
     except ShrinkError as exc:
         raise InputError(f"cannot shrink {model} by {scale}: {exc}", field="--scale") from None
+    except PlanError as exc:
+        raise InputError(f"no fusion plan: {exc}", field="--memory-gb") from None
     if state is not None:
         _submit(space_file, model, trials, scale, fused, slots, out_path, state)
         return
