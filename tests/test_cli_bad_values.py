@@ -177,6 +177,11 @@ def _base(command: tuple[str, ...], inputs, tmp: Path) -> list[str] | None:
         }[command[1]]
     if command == ("reproduce",):
         return ["reproduce", "--workloads", "mt", "--limit", "2", "--out", out, "-q"]
+    if command == ("tune", "run"):
+        space = tmp / "space.yaml"
+        space.write_text("steps: 1\neval_batches: 1\nbatch_size: 2\nspace:\n  lr: {type: grid, values: [0.01]}\n")
+        return ["tune", "run", str(space), "--model", "tiny-lm-small", "--trials", "1", "--fusion", "1",
+                "--out", out, "--quiet"]
     return None
 
 

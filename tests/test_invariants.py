@@ -112,10 +112,7 @@ class CheckedSharing(Checked):
         return self.inner.decide(view)
 
 
-# ``auto`` raises KeyError on a waiting job with no work left, on any cluster (sharing or
-# not); wave2-scale fixes it ("a candidate adopts only the jobs it simulates"). Add it
-# back once that fix is merged.
-SHARING_POLICIES = sorted(n for n in registry() if n != "auto")
+SHARING_POLICIES = sorted(registry())
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

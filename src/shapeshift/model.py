@@ -2,8 +2,10 @@
 
 Everything here is a frozen dataclass that validates itself on construction, so a
 value that exists is a value that makes sense: no negative resources, no execution
-plan whose parallel sizes disagree with its GPU count. This module imports nothing
-from the rest of the package (dependencies point inward).
+plan whose parallel sizes disagree with its GPU count. This module imports only
+``shapeshift.invariants`` (``ModelError``) and ``shapeshift.job_kinds`` (batch sizes and
+fused tuning trials, re-exported here), which import nothing else (dependencies point
+inward).
 
 Units: time in seconds, memory in GB (10^9 bytes), bandwidth in GB/s.
 """
@@ -17,14 +19,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from shapeshift.invariants import ModelError, _require
+from shapeshift.job_kinds import BatchSpec, FusedTrials
 
-class ModelError(ValueError):
-    """A domain value violates one of its invariants."""
+__all__ = ["BatchSpec", "FusedTrials", "ModelError"]
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ModelError(message)
 
 
 def _frozen_mapping(value: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
@@ -250,53 +250,6 @@ class ExecutionPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class BatchSpec:
-    """A job's global batch size and, for adaptive jobs, the range it may be scaled in.
-
-    ``size`` is the batch the user asked for (what a fixed-batch job always runs at);
-    ``initial`` is the batch progress is counted at (Pollux, OSDI'21 §3.1: efficiency is
-    relative to the initial batch ``m0``); ``max_size`` caps the global batch and
-    ``min_local``/``max_local`` the per-GPU batch (above ``max_local`` the job accumulates
-    gradients). ``adaptive``: a goodput policy picks the batch per allocation.
-    """
-
-    size: int
-    initial: int = 0
-    max_size: int = 0
-    min_local: int = 1
-    max_local: int = 0
-    adaptive: bool = False
-
-    def __post_init__(self) -> None:
-        for name, value in (("size", self.size), ("min_local", self.min_local)):
-            _require(isinstance(value, int) and value >= 1, f"batch {name} must be an integer >= 1, got {value!r}")
-        object.__setattr__(self, "initial", self.initial or self.size)
-        object.__setattr__(self, "max_size", self.max_size or max(self.size, self.initial))
-        object.__setattr__(self, "max_local", self.max_local or self.max_size)
-        _require(self.initial <= self.max_size, f"batch initial {self.initial} exceeds max_size {self.max_size}")
-        _require(self.size <= self.max_size, f"batch size {self.size} exceeds max_size {self.max_size}")
-        _require(self.min_local <= self.max_local, "batch min_local exceeds max_local")
-
-    def __str__(self) -> str:
-        head = f"size={self.size},initial={self.initial},max={self.max_size},min_local={self.min_local}"
-        return f"{head},max_local={self.max_local},adaptive={int(self.adaptive)}"
-
-    @classmethod
-    def parse(cls, text: str) -> BatchSpec:
-        """Parse ``size=2048,initial=128,max=4096,min_local=32,max_local=512,adaptive=1``."""
-        keys = {"size": "size", "initial": "initial", "max": "max_size", "min_local": "min_local"}
-        keys.update(max_local="max_local", adaptive="adaptive")
-        values: dict[str, Any] = {}
-        for part in filter(None, (p.strip() for p in text.split(","))):
-            key, sep, raw = (x.strip() for x in part.partition("="))
-            _require(bool(sep) and key in keys, f"bad batch item {part!r}; expected key=value with keys {sorted(keys)}")
-            _require(raw.isdigit(), f"batch {key} must be a non-negative integer, got {raw!r}")
-            values[keys[key]] = bool(int(raw)) if key == "adaptive" else int(raw)
-        _require("size" in values, "a batch needs size=N")
-        return cls(**values)
-
-
-@dataclass(frozen=True, slots=True)
 class JobSpec:
     """What a user submitted. Immutable; runtime state lives in the engine's ``JobStatus``.
 
@@ -326,6 +279,7 @@ class JobSpec:
     #: type, and a type it does not list, or lists as 0, cannot run it. Empty = unknown
     #: (the model catalog, if it knows the model, answers instead). Gavel reads it.
     gpu_speed: tuple[tuple[str, float], ...] = ()
+    tuning: FusedTrials | None = None  # set for fused-trial tuning jobs only
 
     def __post_init__(self) -> None:
         problem = self._problem()

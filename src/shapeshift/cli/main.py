@@ -100,6 +100,7 @@ SUBCOMMAND_GROUPS = {
     "energy": "shapeshift.cli.energy_cmd",
     "experiment": "shapeshift.cli.experiment_cmd",
     "token": "shapeshift.cli.token_cmd",
+    "tune": "shapeshift.cli.tune_cmd",
 }
 SINGLE_COMMANDS = {
     "compare": "shapeshift.cli.compare_cmd",
