@@ -38,6 +38,13 @@ class SimulationResult:
     wall_seconds: float
 
 
+#: Unchanged rounds with nothing running or arriving after which a run stops (the jobs
+#: left are reported unfinished). Large, because a waiting job can become worth starting
+#: only later: under Sia's restart factor age / (age + penalty), a never-started 1-GPU job
+#: is worth its GPU only once age > 4.75 x penalty (p = -0.5, lambda_n = 1.1).
+IDLE_ROUNDS_LIMIT = 1000
+
+
 def round_length(policy: Policy, round_seconds: float | None) -> float | None:
     """The round timer to run: the user's, else the policy's default if it needs rounds."""
     if round_seconds is not None:
@@ -121,9 +128,11 @@ def simulate(
         if timer_only and not completions and cursor >= n:
             # Nothing will complete (no job runs, or every running job is stuck at speed
             # 0) and nothing will arrive: a policy that keeps its schedule unchanged
-            # would spin the timer forever.
+            # would spin the timer forever. Some policies' choices move with time alone
+            # (Sia's restart factor grows with a waiting job's age), so give up only
+            # after many unchanged rounds, not a few.
             idle_rounds = idle_rounds + 1 if schedule is None or not schedule.changes else 0
-            if idle_rounds >= 3:
+            if idle_rounds >= IDLE_ROUNDS_LIMIT:
                 break
         if progress is not None and events % report_every == 0:
             progress(finished, n)
