@@ -21,13 +21,26 @@ O(k log n) for the k jobs it looked at.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
 
 KeyFn = Callable[["ClusterView", str], Any]
+
+
+def newcomers(pending: Iterable[str], known: Container[str]) -> list[str]:
+    """The jobs that entered the queue since the last sync, in queue order: the suffix of
+    the engine's insertion-ordered pending queue that ``known`` does not hold (a job
+    re-entering the queue goes to its end), found by a reverse scan in O(new)."""
+    fresh: list[str] = []
+    for job_id in reversed(pending):  # type: ignore[call-overload]
+        if job_id in known:
+            break
+        fresh.append(job_id)
+    fresh.reverse()
+    return fresh
 
 
 class StaticKeyQueue:
@@ -54,12 +67,7 @@ class StaticKeyQueue:
             else:
                 self._known.discard(entry[1])
         self._taken.clear()
-        fresh: list[str] = []
-        for job_id in reversed(pending):  # type: ignore[call-overload]
-            if job_id in self._known:
-                break
-            fresh.append(job_id)
-        for job_id in reversed(fresh):
+        for job_id in newcomers(pending, self._known):
             heapq.heappush(self._heap, (self._key(view, job_id), job_id))
             self._known.add(job_id)
 
@@ -119,14 +127,9 @@ class ShapeQueue:
             if job_id not in pending:
                 self._drop(job_id)
         self._handed.clear()
-        fresh: list[str] = []
-        for job_id in reversed(pending):  # type: ignore[call-overload]
-            if job_id in self._known:
-                break
-            fresh.append(job_id)
         from sortedcontainers import SortedList
 
-        for job_id in reversed(fresh):
+        for job_id in newcomers(pending, self._known):
             spec = view.job(job_id).spec
             shape = (spec.num_gpus, spec.num_cpus, spec.mem_gb, spec.model)
             self._seq += 1
