@@ -12,6 +12,7 @@ from shapeshift.analysis.characterize import characterize
 from shapeshift.analysis.figures import write_figures
 from shapeshift.analysis.html_report import write_report
 from shapeshift.cli.main import app
+from shapeshift.page_style import PAGE_CSS
 from tests.analysis.test_characterize import MONDAY, mixed, workload
 
 runner = CliRunner()
@@ -37,6 +38,7 @@ def test_figures_are_written_and_embedded(tmp_path):
     for _, path in figures:
         assert path.stat().st_size > 0 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = write_report(ch, figures, tmp_path / "report.html").read_text()
+    assert PAGE_CSS in report  # drawn like the live dashboard
     assert report.count("data:image/png;base64,") == len(figures)
     for _, path in figures:
         assert base64.b64encode(path.read_bytes()).decode() in report

@@ -15,6 +15,7 @@ from shapeshift.experiments.report import build_report
 from shapeshift.experiments.runner import run_experiment
 from shapeshift.experiments.schema import load_experiment
 from shapeshift.experiments.timeseries import run_series
+from shapeshift.page_style import PAGE_CSS
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -35,6 +36,7 @@ def test_report_has_tables_figures_and_the_experiment_file(finished, tmp_path, t
         data = path.read_bytes()
         assert data.startswith(PNG) and len(data) > 10_000
     page = outcome.html.read_text()
+    assert PAGE_CSS in page  # drawn like the live dashboard
     assert page.count("data:image/png;base64,") == len(outcome.figures)
     embedded = page.split("data:image/png;base64,")[1].split("'")[0]
     assert base64.b64decode(embedded).startswith(PNG)

@@ -203,3 +203,14 @@ def test_client_uses_a_user_token_from_the_environment(live, tmp_path, monkeypat
     client = ControllerClient.from_state(None)
     job_id = client.submit(demo_job("c", iterations=2))
     assert client.job(job_id)["user"] == "carol"
+
+
+def test_dashboard_is_served_without_a_token_in_the_shared_page_style(live):
+    """The page itself holds no data (it asks for a token), and it is drawn in the palette
+    every Shapeshift page shares (shapeshift.page_style), as the reports are."""
+    from shapeshift.page_style import PAGE_CSS
+
+    controller, _ = live("1x2")
+    status, body = call(controller.url, "GET", "/dashboard", None)
+    page = body.decode()
+    assert status == 200 and PAGE_CSS in page and "/* PAGE_CSS */" not in page

@@ -14,15 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from shapeshift.analysis.characterize import TOP_USER_PERCENTS, Characterization
+from shapeshift.page_style import REPORT_CSS
 
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; margin: .5em 0; font-size: .9em; }
-td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
-th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
-img { max-width: 100%; } .note { color: #8a5a00; }
-"""
+_STYLE = REPORT_CSS + "td, th { text-align: right; } td:first-child, th:first-child { text-align: left; }\n"
 
 
 def _fmt(value: Any) -> str:

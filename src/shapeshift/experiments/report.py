@@ -39,6 +39,7 @@ from shapeshift.experiments.report_figures import (
     varying,
 )
 from shapeshift.experiments.report_inputs import read_any_results
+from shapeshift.page_style import REPORT_CSS
 
 #: Metrics shown in tables: (column, header, kind). kind: h = seconds shown in hours, % = share, n = number.
 TABLE_METRICS: tuple[tuple[str, str, str], ...] = (
@@ -108,13 +109,7 @@ def metric_table(frame: pd.DataFrame) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-_CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 7px}
-th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
-figure{margin:1.5em 0}figcaption{font-size:13px;color:#555}img{max-width:100%}
-pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}
-"""
+_CSS = REPORT_CSS + "td.num { text-align: right; }\n"
 
 
 def build_report(

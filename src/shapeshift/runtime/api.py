@@ -38,6 +38,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Red
 from starlette.concurrency import run_in_threadpool
 
 from shapeshift.errors import InputError
+from shapeshift.page_style import PAGE_CSS
 from shapeshift.runtime.auth import Authenticator, Identity
 from shapeshift.runtime.http_server import Limits, UvicornServer
 from shapeshift.runtime.logs import read_rank_logs
@@ -203,6 +204,7 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
         return RedirectResponse("/dashboard")
 
     page = resources.files("shapeshift.runtime").joinpath("dashboard.html").read_text()
+    page = page.replace("/* PAGE_CSS */", PAGE_CSS)  # the palette and type every Shapeshift page shares
 
     @app.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
     def dashboard() -> HTMLResponse:
