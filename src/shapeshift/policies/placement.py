@@ -52,6 +52,10 @@ def _cpu_only(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocatio
     return None
 
 
+#: Larger than any node's free GPUs: marks nodes a job does not fit.
+_NO_FIT = np.iinfo(np.int64).max
+
+
 class Consolidated:
     """Fewest nodes, best fit (the Helios / Tiresias consolidation rule).
 
@@ -79,6 +83,16 @@ class Consolidated:
             return _cpu_only(job, nodes, free)
         fg = free.gpus[nodes]
         if g <= self._largest_node(nodes, free):
+            # Best fit: the node with the fewest free GPUs that still fit, lowest index on
+            # ties (argmin returns the first). Only when its host lacks CPUs or memory are
+            # the other candidates ranked the same way.
+            slack = np.where(fg >= g, fg, _NO_FIT)
+            best = int(slack.argmin())
+            if slack[best] == _NO_FIT:
+                return None
+            node = int(nodes[best])
+            if _host_fits(job, node, free):
+                return allocation_for(job, {node: g}, free)
             candidates = np.flatnonzero(fg >= g)
             if candidates.size == 0:
                 return None
