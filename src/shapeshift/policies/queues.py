@@ -173,7 +173,7 @@ class ShapeQueue:
                 self._handed.append(job_id)
                 free_gpus -= shape[0]
                 for other, start in asleep.items():  # free resources changed: wake the others
-                    at = max(start, group_index_after(self._groups[other], entry))
+                    at = max(start, self._groups[other].bisect_right(entry))  # first job ranked after it
                     if at < len(self._groups[other]) and other[0] <= free_gpus:
                         heapq.heappush(heads, (self._groups[other][at], other, at))
                 asleep.clear()
@@ -184,8 +184,3 @@ class ShapeQueue:
             if index + 1 < len(group) and shape[0] <= free_gpus:
                 heapq.heappush(heads, (group[index + 1], shape, index + 1))
         return True
-
-
-def group_index_after(group: Any, entry: tuple[Any, str]) -> int:
-    """Index of the first entry of a sorted group ranked after ``entry``."""
-    return group.bisect_right(entry)
