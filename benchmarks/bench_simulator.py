@@ -10,7 +10,8 @@ the path every front door takes (job list, simulation and summary).
 ``--against REF`` also measures the code at git revision ``REF`` (checked out into a
 temporary worktree) on the same machine, alternating old and new ``--repeats`` times,
 and prints the ratio of the median build + simulate times old / new (> 1: the new code is
-faster).
+faster), in wall time and in CPU time (the steadier figure when other work shares the
+machine).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | i
     workload = read_workload(trace)
     t1 = time.perf_counter()
     cluster = load_cluster(cluster_path)
+    c1 = time.process_time()
     try:
         from shapeshift.runs import RunSpec, run
     except ImportError:  # a revision from before the run API
@@ -49,12 +51,12 @@ def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | i
         t2 = time.perf_counter()
         result = simulate(jobs, cluster, make_policy(policy), workload_name=workload.name)
         summarize(result)  # what the simulate command did next; run() includes it
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), time.process_time()
         api = "simulate() + summarize()"
     else:
         t2 = time.perf_counter()
         result = run(RunSpec(workload=workload, cluster=cluster, policy=policy)).simulation
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), time.process_time()
         api = "run(RunSpec)"
     return {
         "api": api,
@@ -67,6 +69,7 @@ def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | i
         "build": t2 - t1,
         "simulate": t3 - t2,
         "total": t3 - t0,
+        "cpu": c3 - c1,  # build + simulate, CPU seconds: steadier than wall time on a shared machine
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -109,7 +112,11 @@ def against(args: argparse.Namespace) -> int:
                 old.append(_subprocess(tree / "src", args))
                 new.append(_subprocess(ROOT / "src", args))
                 o, n = old[-1]["build"] + old[-1]["simulate"], new[-1]["build"] + new[-1]["simulate"]
-                print(f"repeat {i + 1}: old {o:.2f} s, new {n:.2f} s", flush=True)
+                print(
+                    f"repeat {i + 1}: old {o:.2f} s ({old[-1]['cpu']:.2f} s CPU), "
+                    f"new {n:.2f} s ({new[-1]['cpu']:.2f} s CPU)",
+                    flush=True,
+                )
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     same = all(
@@ -120,7 +127,10 @@ def against(args: argparse.Namespace) -> int:
     n_med = statistics.median(r["build"] + r["simulate"] for r in new)
     print(f"old ({args.against}, {old[0]['api']}): median build + simulate {o_med:.2f} s, {args.repeats} repeats")
     print(f"new (working tree, {new[0]['api']}): median build + simulate {n_med:.2f} s")
+    o_cpu = statistics.median(r["cpu"] for r in old)
+    n_cpu = statistics.median(r["cpu"] for r in new)
     print(f"ratio old / new   {o_med / n_med:.2f} (> 1: new is faster); same events and decisions: {same}")
+    print(f"CPU time          old {o_cpu:.2f} s, new {n_cpu:.2f} s: ratio {o_cpu / n_cpu:.2f}")
     return 0
 
 

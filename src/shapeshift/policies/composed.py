@@ -104,6 +104,7 @@ class ComposedPolicy:
         self._queues: dict[str, StaticKeyQueue] | None = None
         self._shapes: dict[str, ShapeQueue] | None = None
         self._wake: float | None = None
+        self._prepare = getattr(self.ordering, "prepare", None)
         if getattr(self.ordering, "static_keys", False) and getattr(self.admission, "admits_all", False):
             self._queues = {}
 
@@ -111,9 +112,8 @@ class ComposedPolicy:
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         scratch: FreeResources | None = None
-        prepare = getattr(self.ordering, "prepare", None)
-        if prepare is not None:
-            prepare(view)
+        if self._prepare is not None:
+            self._prepare(view)
         for partition in sorted(view.dirty_partitions):
             if view.pending_count(partition) == 0 and not self.ordering.preemptive:
                 continue
