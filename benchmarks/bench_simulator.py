@@ -2,6 +2,7 @@
 
     python benchmarks/bench_simulator.py [--trace PATH] [--cluster PATH] [--policy NAME]
     python benchmarks/bench_simulator.py --against REF [--repeats 3]
+    python benchmarks/bench_simulator.py --workers 2 [--repeats 3]
 
 Prints jobs, events, wall seconds (read, build, simulate) and peak memory. Goal on a
 2-core machine: under 30 s and under 2 GB. The run goes through ``shapeshift.runs.run``,
@@ -12,6 +13,10 @@ temporary worktree) on the same machine, alternating old and new ``--repeats`` t
 and prints the ratio of the median build + simulate times old / new (> 1: the new code is
 faster), in wall time and in CPU time (the steadier figure when other work shares the
 machine).
+
+``--workers N`` times the same run in one process and split by partition over N
+processes (``run(spec, workers=N)``), alternating, and prints the ratio and whether the
+two summaries are identical (they must be).
 """
 
 from __future__ import annotations
@@ -134,6 +139,28 @@ def against(args: argparse.Namespace) -> int:
     return 0
 
 
+def split(args: argparse.Namespace) -> int:
+    from shapeshift.cluster import load_cluster
+    from shapeshift.runs import RunSpec, run
+    from shapeshift.workloads.readers import read_workload
+
+    spec = RunSpec(workload=read_workload(args.trace), cluster=load_cluster(args.cluster), policy=args.policy)
+    times: dict[int, list[float]] = {1: [], args.workers: []}
+    summaries = {}
+    for i in range(args.repeats):
+        for workers in times:
+            t0 = time.perf_counter()
+            summary = dict(run(spec, workers=workers).summary)
+            times[workers].append(time.perf_counter() - t0)
+            summary.pop("sim_wall_seconds")
+            summaries[workers] = summary
+        print(f"repeat {i + 1}: " + ", ".join(f"{w} process(es) {t[-1]:.2f} s" for w, t in times.items()), flush=True)
+    one, many = (statistics.median(t) for t in times.values())
+    print(f"one process {one:.2f} s, {args.workers} processes {many:.2f} s (median of {args.repeats}, wall)")
+    print(f"ratio one / split {one / many:.2f}; identical summaries: {summaries[1] == summaries[args.workers]}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
@@ -141,12 +168,15 @@ def main() -> int:
     parser.add_argument("--policy", default="fifo")
     parser.add_argument("--against", help="git revision to compare with (e.g. a commit before a change)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=1, help="compare one process with N (partitions split)")
     args = parser.parse_args()
     if not args.trace.exists():
         print(f"trace {args.trace} not found (needs ../shared/data)", file=sys.stderr)
         return 2
     if args.against:
         return against(args)
+    if args.workers > 1:
+        return split(args)
     r = measure(args.trace, args.cluster, args.policy)
     print(f"policy            {args.policy} (consolidated placement), via {r['api']}")
     print(f"jobs              {r['jobs']} ({r['completed']} completed, {r['rejected']} rejected)")

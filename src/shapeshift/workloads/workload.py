@@ -123,6 +123,11 @@ class Workload:
         return f"Workload(name={self.name!r}, jobs={len(self)})"
 
     @property
+    def has_frame(self) -> bool:
+        """Whether the job table exists already (else ``frame`` builds it from the jobs)."""
+        return self._frame is not None
+
+    @property
     def frame(self) -> pd.DataFrame:
         """The job table (built from the job list on first use)."""
         if self._frame is None:
