@@ -48,7 +48,7 @@ class Materialise(Growth, SynergyCpus):
             else:
                 change.append(j)
         if self.variant.cpu_mode in ("tune", "proportional"):
-            keep, change = self._reclaim_for_proportional(view, keep, change)
+            keep, change = self._reclaim_for_proportional(view, keep, change, jobs)
         for j in keep:
             alloc = j.status.allocation
             assert alloc is not None
@@ -67,7 +67,9 @@ class Materialise(Growth, SynergyCpus):
                 mem_free[n] -= r.mem_gb
             desired[j.id] = alloc
         if self.variant.cpu_mode == "tune":
-            self._tune_cpus(view, [j for j in change if j.id in desired], desired, cpu_free)
+            self._tune_cpus([j for j in change if j.id in desired], desired, cpu_free, mem_free)
+            if view.timer_fired:  # Synergy's round: running jobs below their demand try again
+                self._tune_cpus(sorted(keep, key=lambda j: j.order), desired, cpu_free, mem_free, whole=True)
 
     def _choose_plan(self, j: PlanJob) -> tuple[Choice | None, dict[int, int]]:
         """Best plan on the found GPUs; drop GPUs that the best plan cannot use."""
@@ -125,9 +127,11 @@ class Materialise(Growth, SynergyCpus):
         for n in sorted(place):
             frac = place[n] / g
             cpus = cpus_total * frac
-            if self.variant.cpu_mode in ("tune", "proportional"):
-                cpus = self._proportional(n, place[n])  # Synergy: never less than proportional
             mem = mem_total * frac
+            if self.variant.cpu_mode in ("tune", "proportional"):
+                # Synergy: the proportional share, or a profiled job's smaller demand at no loss
+                cpus, floor_mem = self._floor(j, n, place[n])
+                mem = mem if floor_mem is None else floor_mem
             offload = plan is not None and plan.zero is ZeroMode.OFFLOAD
             if self.variant.cpu_mode == "elastic" and offload and not j.protected:
                 # Offload jobs also get spare CPUs of their nodes (CPU-sensitive optimizer step)

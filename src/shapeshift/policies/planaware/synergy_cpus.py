@@ -22,7 +22,8 @@ from dataclasses import replace
 
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ExecutionPlan, Resources
-from shapeshift.policies.planaware.jobs import PlanJob
+from shapeshift.perf.synergy_profiles import SynergyProfile, synergy_profile
+from shapeshift.policies.planaware.jobs import PlanJob, Variant
 from shapeshift.policies.planaware.knowledge import Knowledge
 
 #: A job's CPU demand reaches this share of its best throughput (Synergy's profiles stop
@@ -39,68 +40,123 @@ class SynergyCpus:
     _view: ClusterView
     free: dict[int, int]
     knowledge: Knowledge
+    variant: Variant
 
     def _proportional(self, n: int, gpus: int) -> float:
         node = self._view.cluster.nodes[n]
         return node.cpus * gpus / node.gpus
 
+    def _profile(self, j: PlanJob) -> SynergyProfile | None:
+        """Synergy's published profile of ``j``'s model when the performance model does not
+        know it (Synergy's CNN/RNN models)."""
+        if self.knowledge.knowledge(j.spec.model) is not None:
+            return None
+        return synergy_profile(j.spec.model)
+
+    def _floor(self, j: PlanJob, n: int, gpus: int) -> tuple[float, float | None]:
+        """(CPUs, GB or ``None`` = what the plan needs) that ``j`` gets at least on node
+        ``n``: the GPU-proportional share; under ``tune``, a profiled job whose demand is
+        below it gets its demand there when its profile loses nothing by it (Synergy's
+        demand vector, e.g. gnmt's 1 CPU and 20 GB per GPU)."""
+        node = self._view.cluster.nodes[n]
+        share = gpus / node.gpus
+        cpus, mem = node.cpus * share, node.mem_gb * share
+        p = self._profile(j)
+        if p is None:
+            return cpus, None
+        if self.variant.cpu_mode == "tune" and gpus:
+            c, m = min(cpus / gpus, p.cpus_per_gpu), min(mem / gpus, p.gb_per_gpu)
+            if p.speed(c, m) >= p.speed(cpus / gpus, mem / gpus) - 1e-9:
+                return c * gpus, m * gpus
+        return cpus, mem
+
     def _reclaim_for_proportional(
-        self, view: ClusterView, keep: list[PlanJob], change: list[PlanJob]
+        self, view: ClusterView, keep: list[PlanJob], change: list[PlanJob], jobs: dict[str, PlanJob]
     ) -> tuple[list[PlanJob], list[PlanJob]]:
-        """Peer adjustment: a kept job holding more than its proportional share on a node
-        where new or changed jobs need theirs is brought back to proportional."""
-        need: dict[int, float] = {}
+        """Peer adjustment: a kept job holding more than its floor on a node where new or
+        changed jobs need theirs (CPUs or, for profiled jobs, memory) is brought back to
+        its floor."""
+        need: dict[int, list[float]] = {}
         for j in change:
             for n, g in j.nodes.items():
-                need[n] = need.get(n, 0.0) + self._proportional(n, g)
+                cpus, mem = self._floor(j, n, g)
+                acc = need.setdefault(n, [0.0, 0.0])
+                acc[0] += cpus
+                acc[1] += mem or 0.0
         if not need:
             return keep, change
-        free = {n: float(view.cluster.nodes[n].cpus) for n in need}
+        free = {n: [float(view.cluster.nodes[n].cpus), float(view.cluster.nodes[n].mem_gb)] for n in need}
         for j in keep:
             alloc = j.status.allocation
             assert alloc is not None
             for n, r in alloc.placement:
                 if n in free:
-                    free[n] -= r.cpus
+                    free[n][0] -= r.cpus
+                    free[n][1] -= r.mem_gb
         still: list[PlanJob] = []
         for j in keep:
             alloc = j.status.allocation
             assert alloc is not None
-            short = [n for n, r in alloc.placement if n in need and free[n] + 1e-9 < need[n]]
-            extra = [n for n, r in alloc.placement if r.cpus > self._proportional(n, r.gpus) + 1e-9]
-            if short and set(short) & set(extra):
+            short = {n for n, _ in alloc.placement if n in need and any(free[n][k] + 1e-9 < need[n][k] for k in (0, 1))}
+            floors = {n: self._floor(j, n, r.gpus) for n, r in alloc.placement}
+            extra = {
+                n for n, r in alloc.placement
+                if r.cpus > floors[n][0] + 1e-9 or (floors[n][1] is not None and r.mem_gb > floors[n][1] + 1e-9)
+            }  # fmt: skip
+            if short & extra:
                 for n, r in alloc.placement:
                     if n in free:
-                        free[n] += r.cpus - self._proportional(n, r.gpus)
+                        free[n][0] += r.cpus - floors[n][0]
+                        free[n][1] += r.mem_gb - (r.mem_gb if floors[n][1] is None else floors[n][1])
                 change.append(j)
             else:
                 still.append(j)
         return still, change
 
     def _tune_cpus(
-        self, view: ClusterView, changed: list[PlanJob], desired: dict[str, Allocation], cpu_free: dict[int, float]
+        self,
+        changed: list[PlanJob],
+        desired: dict[str, Allocation],
+        cpu_free: dict[int, float],
+        mem_free: dict[int, float],
+        whole: bool = False,
     ) -> None:
-        """Give CPU-sensitive jobs CPUs beyond their share, up to their demand, from the CPUs
-        left on their nodes."""
-        spare = dict(cpu_free)
+        """Give jobs CPUs (and, profiled ones, memory) beyond their floor, up to their
+        demand, from what is left on their nodes. A profiled job gets its whole demand or
+        nothing more (Synergy's ``_tune`` tries the demand vector, else the fair share);
+        with ``whole``, so does every job (a running job is not restarted for part of it)."""
         for j in changed:
             alloc = desired[j.id]
-            if alloc.plan is None or self.knowledge.knowledge(j.spec.model) is None:
-                continue
             place = [r.gpus for _, r in alloc.placement]
             g = sum(place)
-            base = alloc.total.cpus
-            demand = self._cpu_demand(j, alloc.plan, place, base)
-            want = demand - base
-            if want <= 1e-9:
+            profile = self._profile(j)
+            if profile is not None:
+                want_cpus, want_mem = profile.cpus_per_gpu * g, profile.gb_per_gpu * g
+            elif alloc.plan is not None and self.knowledge.knowledge(j.spec.model) is not None:
+                want_cpus, want_mem = self._cpu_demand(j, alloc.plan, place, alloc.total.cpus), alloc.total.mem_gb
+            else:
                 continue
+            extra_cpus = want_cpus - alloc.total.cpus
+            extra_mem = max(0.0, want_mem - alloc.total.mem_gb)
+            if extra_cpus <= 1e-9 and extra_mem <= 1e-9:
+                continue
+            extra_cpus = max(0.0, extra_cpus)
             shares = []
+            fits = True
             for n, r in alloc.placement:
-                extra = max(0.0, min(want * r.gpus / g, spare.get(n, 0.0)))
-                spare[n] = spare.get(n, 0.0) - extra
-                cpu_free[n] -= extra
-                shares.append((n, Resources(r.gpus, r.cpus + extra, r.mem_gb)))
-            desired[j.id] = replace(alloc, placement=tuple(shares))
+                c = min(extra_cpus * r.gpus / g, max(0.0, cpu_free.get(n, 0.0)))
+                m = min(extra_mem * r.gpus / g, max(0.0, mem_free.get(n, 0.0)))
+                fits = fits and c >= extra_cpus * r.gpus / g - 1e-9 and m >= extra_mem * r.gpus / g - 1e-9
+                shares.append((n, r, c, m))
+            if (whole or profile is not None) and not fits:
+                continue
+            if profile is None and all(c <= 1e-9 for _, _, c, _ in shares):
+                continue
+            for n, _, c, m in shares:
+                cpu_free[n] -= c
+                mem_free[n] -= m
+            placement = tuple((n, Resources(r.gpus, r.cpus + c, r.mem_gb + m)) for n, r, c, m in shares)
+            desired[j.id] = replace(alloc, placement=placement)
 
     def _cpu_demand(self, j: PlanJob, plan: ExecutionPlan, place: list[int], base: float) -> float:
         """The fewest CPUs (whole threads per GPU) reaching ``KNEE`` of the job's best
