@@ -8,8 +8,8 @@ servers x 8 GPUs, 24 CPUs, 500 GB) is run outside this repository;
 docs/peer-agreement.md has the steps and the driver that writes one CSV per run with
 columns ``job_id, start, finish, jct``. Ours runs the same trace (``read_synergy``) on the same cluster
 with ``throughput: synergy`` (Synergy's profiles) and no restore penalty (Synergy's
-simulator charges none): ``fifo``, ``synergy mode=proportional`` and ``synergy``
-(tune, 300 s rounds). Prints average JCT, the share of jobs whose JCT and whose run time
+simulator charges none; so does the policy's re-tune rule, ``restore_penalty=0``):
+``fifo``, ``synergy mode=proportional`` and ``synergy`` (tune, 300 s rounds). Prints average JCT, the share of jobs whose JCT and whose run time
 (start to finish: what the speed model and the CPU decisions set) agree within one of
 Synergy's 300 s rounds, and the median run-time gap (Synergy's minus ours).
 """
@@ -38,7 +38,7 @@ ROUND = 300.0
 #: Which of ours answers which reference run.
 OURS = {
     "fair": [("fifo", {}), ("synergy", {"mode": "proportional"})],
-    "tune": [("synergy", {}), ("synergy", {"retune_round": "none"})],
+    "tune": [("synergy", {"restore_penalty": "0"}), ("synergy", {"restore_penalty": "0", "retune_round": "none"})],
 }
 
 

@@ -18,7 +18,7 @@ from shapeshift.policies.planaware.knowledge import Choice, fixed_space
 from shapeshift.policies.planaware.synergy_cpus import SynergyCpus
 
 
-class Materialise(Growth, SynergyCpus):
+class Materialise(SynergyCpus, Growth):
     """Mixin of ``PlanAwareScheduler``: from GPU counts per node to allocations."""
 
     mem_free: dict[int, float]  # host memory per node not held by any job (this decision)
@@ -66,10 +66,10 @@ class Materialise(Growth, SynergyCpus):
                 cpu_free[n] -= r.cpus
                 mem_free[n] -= r.mem_gb
             desired[j.id] = alloc
-        if self.variant.cpu_mode == "tune":
+        if self.variant.cpu_mode == "tune" and view.timer_fired:
+            self._retune_round(keep, [j for j in change if j.id in desired], desired, cpu_free, mem_free)
+        elif self.variant.cpu_mode == "tune":
             self._tune_cpus([j for j in change if j.id in desired], desired, cpu_free, mem_free)
-            if view.timer_fired:  # Synergy's round: running jobs below their demand try again
-                self._tune_cpus(sorted(keep, key=lambda j: j.order), desired, cpu_free, mem_free, whole=True)
 
     def _choose_plan(self, j: PlanJob) -> tuple[Choice | None, dict[int, int]]:
         """Best plan on the found GPUs; drop GPUs that the best plan cannot use."""

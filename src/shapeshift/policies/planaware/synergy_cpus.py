@@ -18,13 +18,14 @@ brings the holder back to proportional, which, like any change, costs the restor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ExecutionPlan, Resources
 from shapeshift.perf.synergy_profiles import SynergyProfile, synergy_profile
 from shapeshift.policies.planaware.jobs import PlanJob, Variant
-from shapeshift.policies.planaware.knowledge import Knowledge
+from shapeshift.policies.planaware.knowledge import Knowledge, fixed_space
 
 #: A job's CPU demand reaches this share of its best throughput (Synergy's profiles stop
 #: at the knee of the curve: e.g. ResNet-18 at 9 CPUs per GPU for 2.4x).
@@ -39,6 +40,9 @@ class SynergyCpus:
 
     _view: ClusterView
     free: dict[int, int]
+    on_node: dict[int, dict[str, None]]
+    jobs: dict[str, PlanJob]
+    _batch: Callable[[PlanJob], float]  # Growth's: a job's samples per iteration
     knowledge: Knowledge
     variant: Variant
 
@@ -69,6 +73,27 @@ class SynergyCpus:
             if p.speed(c, m) >= p.speed(cpus / gpus, mem / gpus) - 1e-9:
                 return c * gpus, m * gpus
         return cpus, mem
+
+    def _host_misfit(self, j: PlanJob, n: int, gpus: int) -> bool:
+        """Synergy places a job on a server where its whole demand vector fits, the fullest
+        such server first (``cluster.py`` ``allocate_synergy_placement``): under ``tune``, a
+        profiled job's demand on ``gpus`` GPUs of ``n`` must fit the CPUs and memory that
+        the jobs there hold (their allocation if unchanged, else their floor)."""
+        p = self._profile(j) if self.variant.cpu_mode == "tune" else None
+        if p is None:
+            return False
+        node = self._view.cluster.nodes[n]
+        cpus, mem = float(node.cpus), float(node.mem_gb)
+        for jid in self.on_node[n]:
+            other = self.jobs[jid]
+            alloc = other.status.allocation
+            held = [r for m, r in alloc.placement if m == n] if alloc is not None else []
+            if held and held[0].gpus == other.nodes.get(n, 0):
+                cpus, mem = cpus - held[0].cpus, mem - held[0].mem_gb
+            elif other.nodes.get(n, 0):
+                floor_cpus, floor_mem = self._floor(other, n, other.nodes[n])
+                cpus, mem = cpus - floor_cpus, mem - (floor_mem or 0.0)
+        return cpus + 1e-9 < p.cpus_per_gpu * gpus or mem + 1e-9 < p.gb_per_gpu * gpus
 
     def _reclaim_for_proportional(
         self, view: ClusterView, keep: list[PlanJob], change: list[PlanJob], jobs: dict[str, PlanJob]
@@ -157,6 +182,82 @@ class SynergyCpus:
                 mem_free[n] -= m
             placement = tuple((n, Resources(r.gpus, r.cpus + c, r.mem_gb + m)) for n, r, c, m in shares)
             desired[j.id] = replace(alloc, placement=placement)
+
+    def _retune_round(
+        self,
+        keep: list[PlanJob],
+        change: list[PlanJob],
+        desired: dict[str, Allocation],
+        cpu_free: dict[int, float],
+        mem_free: dict[int, float],
+    ) -> None:
+        """Synergy's round (``schedulers/fifo_synergy_new.py``: every lease ends and jobs are
+        allocated again in arrival order): every job goes back to its floor, then each, in
+        queue order, gets its whole demand if it fits, else a running job keeps what it
+        holds if that is still free. A running job whose CPUs and memory come out the same
+        keeps its allocation (no restart)."""
+        for j in keep:
+            cur = desired[j.id]
+            placement = []
+            for n, r in cur.placement:
+                cpus, mem = self._floor(j, n, r.gpus)
+                mem = r.mem_gb if mem is None else mem
+                cpu_free[n] += r.cpus - cpus
+                mem_free[n] += r.mem_gb - mem
+                placement.append((n, Resources(r.gpus, cpus, mem)))
+            desired[j.id] = replace(cur, placement=tuple(placement))
+        kept = {j.id for j in keep}
+        for j in sorted(keep + change, key=lambda j: j.order):
+            floor = desired[j.id]
+            self._tune_cpus([j], desired, cpu_free, mem_free, whole=True)
+            cur, new = j.status.allocation, desired[j.id]
+            if j.id not in kept or cur is None:
+                continue
+            if new is not floor and new != cur and not self._retune_pays(j, cur, new):
+                for (n, r), (_, f) in zip(new.placement, floor.placement, strict=True):
+                    cpu_free[n] += r.cpus - f.cpus
+                    mem_free[n] += r.mem_gb - f.mem_gb
+                desired[j.id] = new = floor
+            if new is not floor:
+                continue
+            # Not its whole demand: a running job keeps the part it holds while that is
+            # still free (the performance model's jobs may hold part of theirs).
+            pairs = zip(cur.placement, floor.placement, strict=True)
+            extra = [(n, r.cpus - f.cpus, r.mem_gb - f.mem_gb) for (n, r), (_, f) in pairs]
+            if all(c <= cpu_free[n] + 1e-9 and m <= mem_free[n] + 1e-9 for n, c, m in extra):
+                for n, c, m in extra:
+                    cpu_free[n] -= c
+                    mem_free[n] -= m
+                desired[j.id] = cur
+        for j in keep:
+            if desired[j.id] == j.status.allocation:
+                desired[j.id] = j.status.allocation
+
+    def _retune_pays(self, j: PlanJob, cur: Allocation, new: Allocation) -> bool:
+        """Whether moving running job ``j`` from ``cur`` to ``new`` at a round finishes it
+        sooner, the restart pause (``restore_penalty``) included. Synergy's simulator
+        charges no pause, so with ``restore_penalty=0`` every gain pays."""
+        p = self._profile(j)
+        if p is not None:
+            before, after = (p.speed(*self._per_gpu(a)) for a in (cur, new))
+        elif cur.plan is not None and self.knowledge.knowledge(j.spec.model) is not None:
+            space, place = fixed_space(cur.plan), [r.gpus for _, r in cur.placement]
+            choices = [self.knowledge.best(j.spec.model, place, a.total.cpus, space) for a in (cur, new)]
+            if choices[0] is None or choices[1] is None:
+                return False
+            batch = self._batch(j)  # throughput is in samples/s; the work left in iterations
+            before, after = choices[0].throughput / batch, choices[1].throughput / batch
+        else:
+            return False
+        if before <= 0 or after <= before:
+            return False
+        left = j.status.remaining_at(self._view.now)
+        return self.variant.restore_penalty + left / after < left / before
+
+    @staticmethod
+    def _per_gpu(alloc: Allocation) -> tuple[float, float]:
+        total = alloc.total
+        return total.cpus / max(total.gpus, 1), total.mem_gb / max(total.gpus, 1)
 
     def _cpu_demand(self, j: PlanJob, plan: ExecutionPlan, place: list[int], base: float) -> float:
         """The fewest CPUs (whole threads per GPU) reaching ``KNEE`` of the job's best
