@@ -4,14 +4,16 @@
 
 The reference (msr-fiddle/synergy ``simulator/``, FIFO scheduler, ``fair`` = Synergy's
 GPU-proportional allocation, ``tune`` = Synergy-Tune, on ``configs/deployment.ini``: 4
-servers x 8 GPUs, 24 CPUs, 500 GB) is run outside this repository;
-docs/peer-agreement.md has the steps and the driver that writes one CSV per run with
-columns ``job_id, start, finish, jct``. Ours runs the same trace (``read_synergy``) on the same cluster
-with ``throughput: synergy`` (Synergy's profiles) and no restore penalty (Synergy's
-simulator charges none; so does the policy's re-tune rule, ``restore_penalty=0``):
-``fifo``, ``synergy mode=proportional`` and ``synergy`` (tune, 300 s rounds). Prints average JCT, the share of jobs whose JCT and whose run time
-(start to finish: what the speed model and the CPU decisions set) agree within one of
-Synergy's 300 s rounds, and the median run-time gap (Synergy's minus ours).
+servers x 8 GPUs, 24 CPUs, 500 GB) is run outside this repository by
+``scripts/peer_synergy_reference.py`` (docs/peer-agreement.md has the steps), which
+writes one CSV per run with columns ``job_id, start, finish, jct``. Ours runs the same
+trace (``read_synergy``) on the same cluster with ``throughput: synergy`` (Synergy's
+profiles) and no restore pause (Synergy's simulator charges none; the policy's re-tune
+rule then takes every gain, ``restore_penalty=0``): ``fifo``, ``synergy
+mode=proportional`` and ``synergy`` (tune, 300 s rounds). Prints average JCT, the share
+of jobs whose JCT and whose run time (start to finish: what the speed model and the CPU
+decisions set) agree within one of Synergy's 300 s rounds, and the median run-time gap
+(Synergy's minus ours).
 """
 
 from __future__ import annotations
