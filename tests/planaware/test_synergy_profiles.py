@@ -122,3 +122,22 @@ def test_the_round_re_tunes_a_running_job_when_cpus_are_left_idle(tmp_path):
     rows = ["A,res18,0,3000,1", "B,deepspeech,10,10,7", "C,gnmt,30,100,1"]
     assert jcts(_run(tmp_path, rows))["A"] == pytest.approx(300 + 1606 / 2.4)
     assert jcts(_run(tmp_path, rows, retune_round="none"))["A"] == pytest.approx(1906.0)
+
+
+def test_tune_places_a_job_where_its_demand_fits(tmp_path):
+    # Two servers. A 7-GPU deepspeech job (3 CPUs per GPU: 21) fills server 0's GPUs
+    # first (best fit, ties to the lower index). res18 then fits GPU-wise best on server 0
+    # (1 GPU left) but only 3 CPUs are left there, below its 9: Synergy places it on the
+    # server where its whole demand fits (allocate_synergy_placement), server 1, with 9
+    # CPUs. Proportional shares place by GPUs alone: server 0, 3 CPUs.
+    two = ClusterSpec(tuple(NodeSpec(name=f"s{i}", gpus=8, cpus=24, mem_gb=500, gpu_type="V100") for i in range(2)))
+    jobs = _jobs(tmp_path, ["0,deepspeech,0,100000,7", "1,res18,1,100000,1"])
+    for mode, where in (("tune", (1, 9.0)), ("proportional", (0, 3.0))):
+        pol = make_policy("synergy", {"mode": mode})
+        eng = Engine(two, pol, SimulatedExecutor(SynergySpeedModel(two), CompletionQueue()), NO_PAUSE)
+        for job in jobs:
+            eng.submit(job, job.submit_time)
+            eng.step(job.submit_time)
+        assert [n for n, _ in eng.allocations["0"].placement] == [0]
+        ((node, share),) = eng.allocations["1"].placement
+        assert (node, share.cpus) == pytest.approx(where), mode

@@ -1,19 +1,24 @@
-"""Synergy's CPU rule: GPU-proportional shares, and more for CPU-sensitive jobs (``tune``).
+"""Synergy's CPU and memory rule: GPU-proportional shares, demand vectors under ``tune``.
 
 Synergy (Mohan et al., OSDI 2022, Sec. 4; simulator ``resources/cluster.py``,
-``allocate_synergy_tune`` and ``_tune``): every job is guaranteed the GPU-proportional
-share of its servers' CPUs (``proportional`` mode gives exactly that); under ``tune`` a
-job first asks for its best demand from its sensitivity profile, more than proportional
-when it is CPU-sensitive, and when a newcomer's share does not fit, jobs holding more
-than proportional are brought back to proportional ("peer adjustment"). Throughput is
-never below what the proportional share gives.
+``allocate_synergy_tune``, ``_tune``, ``allocate_synergy_placement``): ``proportional``
+gives every job exactly the GPU-proportional share of its servers' CPUs and memory.
+Under ``tune`` a job asks for its demand vector from its sensitivity profile, is placed
+on a server where that fits, and gets it whole; if it does not fit it gets the
+proportional share; when a newcomer's share does not fit, jobs holding more than their
+share are brought back to it ("peer adjustment"). No job runs slower than at its
+proportional share: an insensitive job's demand is below the share only where its
+profile loses nothing by it. Every round, all running jobs are allocated again in
+arrival order (:meth:`SynergyCpus._retune_round`).
 
-Here the sensitivity profile of a transformer job is the performance model's throughput
-over CPU threads per GPU (only ZeRO-Offload plans depend on CPUs); the demand is the
-fewest threads per GPU reaching :data:`KNEE` of the best throughput up to
-:data:`MAX_SHARE` times the proportional share. Extra CPUs come from any CPUs left on the
-job's nodes (the shares of idle GPUs included); a later job that needs its share there
-brings the holder back to proportional, which, like any change, costs the restore pause.
+Profiles: Synergy's published ones for its models (``shapeshift.perf.synergy_profiles``);
+for a transformer job the performance model's throughput over CPU threads per GPU (only
+ZeRO-Offload plans depend on CPUs), whose demand is the fewest threads per GPU reaching
+:data:`KNEE` of the best throughput up to :data:`MAX_SHARE` times the proportional share,
+never below it, taken in part when only part is free. Extra CPUs come from any CPUs
+left on the job's nodes (the shares of idle GPUs included). Any change of a running
+job's allocation costs the run's restore pause; at a round a running job is re-tuned only
+when that pays (:meth:`SynergyCpus._retune_pays`).
 """
 
 from __future__ import annotations
