@@ -81,16 +81,19 @@ def _same(*per_cpu: float) -> tuple[tuple[float, ...], ...]:
     return _rows(*((0.1, v, v, v, v) for v in per_cpu))
 
 
+def _memory_bound(best: float) -> tuple[tuple[float, ...], ...]:
+    """alexnet's and shufflenet's shape: 2x at 9 CPUs per GPU, and ``best`` from 12 CPUs
+    with at least 125 GB per GPU (2x with less)."""
+    rows = _same(0.3, 0.66, 1, 1.25, 1.53, 1.75, 2, 2, 2)
+    return (*rows[:7], *((0.1, 2.0, best, best, best) for _ in rows[7:]))
+
+
 PROFILES: dict[str, SynergyProfile] = {
     p.model: p
     for p in (
         SynergyProfile(
             "alexnet", 0.6, 12, 125, 2.94,
-            _rows(
-                (0.1, 0.3, 0.3, 0.3, 0.3), (0.1, 0.66, 0.66, 0.66, 0.66), (0.1, 1, 1, 1, 1),
-                (0.1, 1.25, 1.25, 1.25, 1.25), (0.1, 1.53, 1.53, 1.53, 1.53), (0.1, 1.75, 1.75, 1.75, 1.75),
-                (0.1, 2, 2, 2, 2), (0.1, 2, 2.94, 2.94, 2.94), (0.1, 2, 2.94, 2.94, 2.94),
-            ),
+            _memory_bound(2.94),
             "simulator/models/alexnet_1.py",
         ),
         SynergyProfile(
@@ -107,11 +110,7 @@ PROFILES: dict[str, SynergyProfile] = {
         ),
         SynergyProfile(
             "shufflenet", 0.615, 12, 125, 2.89,
-            _rows(
-                (0.1, 0.3, 0.3, 0.3, 0.3), (0.1, 0.66, 0.66, 0.66, 0.66), (0.1, 1, 1, 1, 1),
-                (0.1, 1.25, 1.25, 1.25, 1.25), (0.1, 1.53, 1.53, 1.53, 1.53), (0.1, 1.75, 1.75, 1.75, 1.75),
-                (0.1, 2, 2, 2, 2), (0.1, 2, 2.89, 2.89, 2.89), (0.1, 2, 2.89, 2.89, 2.89),
-            ),
+            _memory_bound(2.89),
             "simulator/models/shufflenet_1.py",
         ),
         SynergyProfile(
