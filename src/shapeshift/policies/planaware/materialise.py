@@ -48,7 +48,7 @@ class Materialise(SynergyCpus, Growth):
             else:
                 change.append(j)
         if self.variant.cpu_mode in ("tune", "proportional"):
-            keep, change = self._reclaim_for_proportional(view, keep, change, jobs)
+            keep, change = self._reclaim_for_proportional(view, keep, change)
         for j in keep:
             alloc = j.status.allocation
             assert alloc is not None

@@ -51,10 +51,6 @@ class SynergyCpus:
     knowledge: Knowledge
     variant: Variant
 
-    def _proportional(self, n: int, gpus: int) -> float:
-        node = self._view.cluster.nodes[n]
-        return node.cpus * gpus / node.gpus
-
     def _profile(self, j: PlanJob) -> SynergyProfile | None:
         """Synergy's published profile of ``j``'s model when the performance model does not
         know it (Synergy's CNN/RNN models)."""
@@ -101,7 +97,7 @@ class SynergyCpus:
         return cpus + 1e-9 < p.cpus_per_gpu * gpus or mem + 1e-9 < p.gb_per_gpu * gpus
 
     def _reclaim_for_proportional(
-        self, view: ClusterView, keep: list[PlanJob], change: list[PlanJob], jobs: dict[str, PlanJob]
+        self, view: ClusterView, keep: list[PlanJob], change: list[PlanJob]
     ) -> tuple[list[PlanJob], list[PlanJob]]:
         """Peer adjustment: a kept job holding more than its floor on a node where new or
         changed jobs need theirs (CPUs or, for profiled jobs, memory) is brought back to
