@@ -47,7 +47,7 @@ class SynergyParams(PlanAwareParams):
     300 s round); ``None`` re-decides only at arrivals and completions."""
 
     mode: Literal["tune", "proportional"] = "tune"
-    retune_round: float | None = Field(SYNERGY_ROUND_SECONDS, gt=0)
+    retune_round: float | None = Field(SYNERGY_ROUND_SECONDS, gt=0, allow_inf_nan=False)
 
     @field_validator("retune_round", mode="before")
     @classmethod
