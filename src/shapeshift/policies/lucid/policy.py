@@ -267,19 +267,27 @@ class Lucid:
         order = sorted(queue, key=lambda j: (self.priority[j], view.job(j).spec.submit_time, j))
         largest = int(free.gpu_capacity[nodes].max()) if len(nodes) else 0
         main_gpus = int(free.gpu_capacity[nodes].sum())
+        # Per decision, not per job: the smallest GPU memory of the main nodes (what a
+        # partner may use), and the empty GPUs left, so a job that needs more than are
+        # left is not handed to the placement at all (it would find nothing).
+        gpu_mem = min((view.cluster.nodes[int(n)].gpu_mem_gb for n in nodes), default=0.0)
+        everywhere = view.partitions[partition]
+        empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
         for position, job_id in enumerate(order):
             spec = view.job(job_id).spec
             alloc = None
             if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
-                alloc = self._pair(view, spec, partners, free)
+                alloc = self._pair(view, spec, partners, free, gpu_mem)
             if alloc is None:
                 # A job larger than the main nodes may use the profiling nodes too, so
                 # that every job the VC can hold can run (the artifact never meets one).
-                where = nodes if spec.num_gpus <= main_gpus else view.partitions[partition]
-                alloc = self.placement.find(spec, where, free)
+                main = spec.num_gpus <= main_gpus
+                if spec.num_gpus <= (empty_main if main else empty_all):
+                    alloc = self.placement.find(spec, nodes if main else everywhere, free)
                 if alloc is not None:
                     alloc = self._declare_memory(view, spec, alloc)
                     free.take(alloc)
+                    empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
             if alloc is None:
                 if not pairing:
                     for later in order[position:]:
@@ -319,11 +327,11 @@ class Lucid:
             out.append(Candidate(job_id, spec.num_gpus, self._score(job_id), self.priority[job_id], mem))
         return out
 
-    def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources):  # type: ignore[no-untyped-def]
+    def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources, capacity: float):  # type: ignore[no-untyped-def]
+        """An allocation joining ``spec`` to a running partner, or ``None``; ``capacity``
+        is the smallest GPU memory of the partition's main nodes."""
         ledger = view.sharing
         assert ledger is not None
-        nodes = self._nodes(view, view.job(spec.job_id).partition)[1]
-        capacity = min(view.cluster.nodes[int(n)].gpu_mem_gb for n in nodes)
         profile = self.features[spec.job_id]
         me = Candidate(
             spec.job_id,
