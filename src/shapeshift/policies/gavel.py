@@ -117,7 +117,8 @@ class GavelPolicy(RoundOrFillPolicy):
         self._rounds = rounds
         if rounds == "gavel":
             # Rounds start when the last one ends or every job of it has finished: our own
-            # wake-ups, not the simulator's fixed timer.
+            # wake-ups, not the simulator's fixed timer (so a run-level round setting does
+            # not apply; the ``round`` parameter sets the length).
             self.triggers = frozenset({ARRIVAL, COMPLETION})
         self._fill = fill
         self._fill_spare = fill_spare
