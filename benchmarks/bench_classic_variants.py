@@ -1,6 +1,6 @@
 """What each of our variants of a published rule changes: defaults against named variants.
 
-    python benchmarks/bench_classic_variants.py [--trace PATH] [--jobs 2000]
+    python benchmarks/bench_classic_variants.py [--trace PATH] [--jobs 2000] [--policies gavel,...]
 
 Two workloads, both settings chosen before looking at the numbers:
 
@@ -45,17 +45,24 @@ PHILLY_VARIANTS: list[tuple[str, dict[str, str]]] = [
     ("themis", {"knob": "0.2", "contention": "current"}),
     ("gavel", {}),
     ("gavel", {"fill": "true"}),
+    ("gavel", {"rounds": "grid", "priority": "age"}),
 ]
 HETERO_VARIANTS: list[tuple[str, dict[str, str]]] = [
     ("gavel", {}),
     ("gavel", {"fill": "true"}),
     ("gavel", {"fill_spare": "true"}),
     ("gavel", {"objective": "best-type", "fill": "true"}),
+    ("gavel", {"rounds": "grid"}),
+    ("gavel", {"reset_interval": "0"}),
+    ("gavel", {"rounds": "grid", "priority": "age"}),
 ]
 GAVEL_MODELS = ("resnet50", "resnet18", "transformer", "lstm", "a3c", "cyclegan", "recommendation")
 
 
-def _table(title: str, jobs, cluster, variants, overheads: Overheads) -> None:
+def _table(title: str, jobs, cluster, variants, overheads: Overheads, only: set[str]) -> None:
+    variants = [v for v in variants if not only or v[0] in only]
+    if not variants:
+        return
     print(title)
     print(f"{'policy':10} {'variant':34} {'avg JCT h':>9} {'avg queue h':>11} {'preempt':>8} {'decisions':>9}")
     for name, params in variants:
@@ -73,6 +80,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
     parser.add_argument("--jobs", default=2000, type=int)
+    parser.add_argument("--policies", default="", help="comma-separated policy names (default: all)")
     args = parser.parse_args()
     hetero = SHARED / "examples/cluster-heterogeneous.yaml"
     for path in (args.trace, hetero):
@@ -82,8 +90,14 @@ def main() -> int:
     full = read_workload(args.trace)
     sliced = Workload("philly", full.frame.iloc[: args.jobs].assign(vc="").reset_index(drop=True))
     penalty = Overheads(0.0, 30.0)
+    only = {p for p in args.policies.split(",") if p}
     _table(
-        f"first {args.jobs} Philly jobs, 64 x 8 GPUs", sliced.jobs(), shorthand_cluster(64, 8), PHILLY_VARIANTS, penalty
+        f"first {args.jobs} Philly jobs, 64 x 8 GPUs",
+        sliced.jobs(),
+        shorthand_cluster(64, 8),
+        PHILLY_VARIANTS,
+        penalty,
+        only,
     )
     generated = poisson(400, 12.0, seed=0, models=GAVEL_MODELS, max_gpus=4).jobs()
     _table(
@@ -92,6 +106,7 @@ def main() -> int:
         load_cluster(hetero),
         HETERO_VARIANTS,
         penalty,
+        only,
     )
     return 0
 

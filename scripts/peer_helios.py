@@ -54,6 +54,7 @@ def main() -> int:
     parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
     parser.add_argument("--cluster", default=SHARED / "examples/cluster-philly-vcs.yaml", type=Path)
     parser.add_argument("--out", default=Path("/tmp/peer-helios"), type=Path)
+    parser.add_argument("--per-vc", action="store_true", help="also print one row per VC")
     args = parser.parse_args()
     raw = pd.read_csv(args.trace)
     when = pd.to_datetime(raw["timestamp"])
@@ -104,6 +105,14 @@ def main() -> int:
             f"{label:14} {len(vcs):3d} {len(both):6d} {a:14.1f} {b:10.1f} {100 * (b - a) / a:+6.2f}%"
             f" {100 * (diff <= 1).mean():5.1f}% {100 * (diff <= 0.01 * both['jct_helios']).mean():5.1f}%"
         )
+        if args.per_vc:
+            for vc, part in both.groupby(level="vc"):
+                d = (part["jct_ours"] - part["jct_helios"]).abs()
+                a, b = part["jct_helios"].mean(), part["jct_ours"].mean()
+                print(
+                    f"  {vc:12} {len(part):6d} {a:14.1f} {b:10.1f} {100 * (b - a) / a:+6.2f}%"
+                    f" {100 * (d <= 1).mean():5.1f}% {100 * (d <= 0.01 * part['jct_helios']).mean():5.1f}%"
+                )
         if len(both) != len(theirs):
             print(f"  {len(theirs) - len(both)} Helios jobs unpaired", file=sys.stderr)
     return 0

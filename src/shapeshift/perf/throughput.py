@@ -73,9 +73,12 @@ class TraceSpeedModel:
       catalog says;
     * with ``placement_slowdown``, a catalogued model whose GPUs span more nodes than the
       fewest that could hold them (``ceil(gpus / largest node)``) runs
-      ``spread_slowdown`` times slower (placement-sensitive models only; Tiresias Sec.
-      2.2, Blox Sec. 4.3). Off by default: the published simulators we compare with
-      (Tiresias's, Helios's) do not model it.
+      ``ModelInfo.spread_slowdown(type, gpus)`` times slower: Gavel's measured
+      consolidated / unconsolidated throughput for its GPU type and count, or a stated
+      proxy for placement-sensitive models Gavel did not measure
+      (``workloads.placement_figures``; the worst type of the placement counts). Off by
+      default: the published simulators we compare with (Tiresias's, Helios's) do not
+      model it.
 
     With ``catalog=True`` (the default), a job whose ``model`` is in the model catalog
     uses the catalog instead: its own speed per GPU type relative to ``reference_gpu``
@@ -91,7 +94,7 @@ class TraceSpeedModel:
     scaling_efficiency: float | None = None
     catalog: bool = True
     reference_gpu: str = "V100"
-    #: Slow a catalogued model down by its ``spread_slowdown`` when its GPUs span more
+    #: Slow a catalogued model down by its spread-placement figure when its GPUs span more
     #: nodes than the fewest that could hold them (``throughput: trace-placement``).
     placement_slowdown: bool = False
 
@@ -125,7 +128,8 @@ class TraceSpeedModel:
             scale = (gpus / job.num_gpus) ** self.scaling_exponent
         spread = self.placement_slowdown and len(allocation.placement) > -(-gpus // self._largest_node)
         if spread and info is not None:
-            scale /= info.spread_slowdown
+            nodes = self.cluster.nodes
+            scale /= max(info.spread_slowdown(nodes[n].gpu_type, gpus) for n, _ in allocation.placement)
         if job.gpu_speed:
             nodes = self.cluster.nodes
             scale *= min(job_type_speed(job, nodes[n].gpu_type) or 0.0 for n, _ in allocation.placement)

@@ -1,51 +1,42 @@
-"""``gavel``: heterogeneity-aware max-min fairness over GPU types, in rounds.
+"""``gavel``: heterogeneity-aware max-min fairness over GPU types, in rounds, as Gavel.
 
 Gavel (Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep
 Learning Workloads", OSDI 2020, Sec. 4.1 and 5) expresses a policy as an optimisation
 over an *allocation* ``X[j, k]``: the fraction of time job ``j`` spends on GPU type
-``k``. This module implements its max-min fairness ("LAS") policy as Gavel's code does
-(``MaxMinFairnessPolicyWithPerf`` in ``scheduler/policies/max_min_fairness.py``, with
-``ProportionalPolicy`` in ``proportional.py``):
+``k``. The LP is its ``MaxMinFairnessPolicyWithPerf`` (``gavel_lp.max_min_allocation``):
 
     maximise  min_j  s_j * sum_k T[j, k] X[j, k] / T_prop[j]
-    s.t.      sum_k X[j, k] <= 1                 (a job runs on one type at a time)
-              sum_j s_j X[j, k] <= G_k           (type k has G_k GPUs; job j needs s_j)
-              0 <= X <= 1
+    s.t.      sum_k X[j, k] <= 1, sum_j s_j X[j, k] <= G_k, X >= 0
 
-``T`` is the job's throughput on each type, ``s_j`` its scale factor (GPU count) and
-``T_prop[j] = sum_k T[j, k] G_k / sum G`` its throughput under the
-heterogeneity-agnostic split of the cluster. The scale factor in the objective gives a
-1-GPU job ``s`` times the time of an ``s``-GPU job, so on one GPU type every job gets
-the same GPU-time (``s_j X_j`` equal). The LP is solved with ``scipy.optimize.linprog``
-(HiGHS), closed-form on one GPU type, and again only when a partition's set of active
-jobs changes (scipy's interface takes no starting basis, so the saving is the solves
-skipped, not a warm start).
+with ``s_j`` the job's GPU count and ``T_prop`` its throughput under the
+heterogeneity-agnostic split. Throughputs: a job's own ``gpu_speed`` (a column per GPU
+type in the workload, 0 = it cannot run there) when it gives one, else the model catalog
+(Gavel's measured throughputs for the models they cover), else the catalog-wide mean
+speed of each type.
 
-Throughputs: a job's own ``gpu_speed`` (a column per GPU type in the workload, 0 = it
-cannot run there) when it gives one, else the model catalog (Gavel's measured
-throughputs for the models they cover, ``workloads/catalog.py``); a job whose model the
-catalog does not know uses the catalog-wide mean speed of each type, and a GPU type
-nobody knows counts as 1.
+The round mechanism follows Gavel's simulator (``scheduler/scheduler.py``, ``simulate``
+and ``_schedule_jobs_on_workers``), checked job by job against it
+(docs/peer-agreement.md): every ``round`` seconds (360, its ``time_per_iteration``) the
+partition is re-planned; a round ends early once every job it started has finished, and
+an idle partition starts one when a job arrives (``rounds=gavel``; ``rounds=grid`` is our
+earlier fixed timer). Jobs arriving mid-round wait for the next round. The allocation is
+recomputed, the time received reset and deficits updated only when the job set changed
+and ``reset_interval`` seconds (1,920) passed since the last reset; the grant order is
+Gavel's per-type priority ``X / fraction of the type's time received`` with types visited
+fastest first (``gavel_rounds``). ``priority=age`` is our earlier rule (time received
+since submission, one global order, LP re-solved at every change of the job set). A job
+granted the type it runs on keeps its GPUs; the others are preempted at the round
+boundary and the granted ones placed, largest first, consolidated.
 
-Gavel's round-based mechanism (``scheduler.py``, ``_schedule_jobs_on_workers``) turns
-the time fractions into placements: every round (default 360 s) each (job, type) pair
-gets priority ``X[j, k] / f[j, k]``, where ``f[j, k]`` is the fraction of its time in the
-system the job has actually spent on type ``k``; pairs are granted in priority order,
-one type per job, while the type has GPUs. A job granted the type it already runs on
-keeps its GPUs; jobs not granted are preempted at the round boundary. Between rounds,
-arrivals and completions only hand free GPUs to waiting jobs (first come, first served,
-no preemption), each on the free type where it is fastest relative to the catalog-wide
-mean speed of that type (its comparative advantage). This fill is ours and off by
-default (Gavel's simulator dispatches only at round boundaries: ``fill=true``).
-Differences in the round mechanism that remain: Gavel measures the fraction received per
-type against the type's total time since its last allocation reset and visits types in a
-fixed order with deficits as tie-breaks; we use the time since the job's submission and
-one global priority order.
+``fill=true`` (ours, off as in Gavel) hands free GPUs to waiting jobs between rounds, each
+on the free type where it is fastest relative to that type's catalog-wide mean speed.
+Differences left, measured in docs/peer-agreement.md: among tied LP optima Gavel returns
+ECOS's interior point and we HiGHS's vertex; Gavel runs whole steps per round
+(``int(throughput x round)``), we run exact work.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,105 +46,37 @@ import numpy as np
 from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, ClusterSpec, JobSpec
-from shapeshift.perf.throughput import job_type_speed
+from shapeshift.model import Allocation, ClusterSpec, Schedule
+from shapeshift.policies.base import ARRIVAL, COMPLETION
+from shapeshift.policies.gavel_lp import job_speed, max_min_allocation, type_speed
+from shapeshift.policies.gavel_rounds import GAVEL_RESET_INTERVAL, GavelLedger
 from shapeshift.policies.placement import Consolidated
 from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.policies.rounds import RoundOrFillPolicy
-from shapeshift.workloads.catalog import lookup, mean_gpu_speed
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
 
+__all__ = ["GavelPolicy", "job_speed", "max_min_allocation", "type_speed"]
+
 _EPS = 1e-6
 
 
-@functools.lru_cache(maxsize=4096)
-def type_speed(model: str, gpu_type: str) -> float:
-    """Relative throughput (K80 = 1) of ``model`` on ``gpu_type``; see the module docstring."""
-    info = lookup(model)
-    if info is not None and gpu_type in info.gpu_speed:
-        return info.gpu_speed[gpu_type]
-    mean = mean_gpu_speed(gpu_type)
-    return mean if mean is not None else 1.0
+#: Gavel visits GPU types in this fixed order (``_schedule_jobs_on_workers``).
+_GAVEL_TYPE_ORDER = ("V100", "P100", "K80")
 
 
-def job_speed(spec: JobSpec, gpu_type: str) -> float:
-    """``spec``'s throughput on ``gpu_type``: its own figures if it gives them, else the catalog's."""
-    own = job_type_speed(spec, gpu_type)
-    return type_speed(spec.model, gpu_type) if own is None else own
+def _fastest_first(names: Sequence[str]) -> list[int]:
+    """Type indexes in Gavel's order: V100, P100, K80, then other types by the catalog's
+    mean speed, fastest first (our extension: Gavel knows only these three)."""
 
+    def key(k: int) -> tuple[int, float, str]:
+        name = names[k]
+        if name.upper() in _GAVEL_TYPE_ORDER:
+            return (_GAVEL_TYPE_ORDER.index(name.upper()), 0.0, name)
+        return (len(_GAVEL_TYPE_ORDER), -type_speed("", name), name)
 
-def max_min_allocation(
-    speed: np.ndarray,
-    demand: np.ndarray,
-    capacity: np.ndarray,
-    *,
-    fill_spare: bool = False,
-    objective: str = "gavel",
-) -> np.ndarray:
-    """Solve Gavel's max-min fairness LP (``MaxMinFairnessPolicyWithPerf``).
-
-    ``speed``: (jobs x types) throughput (0 where a job cannot run on a type);
-    ``demand``: GPUs per job (Gavel's scale factor); ``capacity``: GPUs per type.
-    Returns X (jobs x types). Every job that can run somewhere gets the same
-    ``demand_j * sum_k speed[j, k] X[j, k] / proportional_j``, as large as possible, where
-    ``proportional_j = sum_k speed[j, k] * capacity_k / sum(capacity)`` is its throughput
-    under the heterogeneity-agnostic split (Gavel's ``ProportionalPolicy``). On one GPU
-    type this gives every job the same GPU-time: ``demand_j * X_j`` equal.
-
-    Gavel's solver returns whichever optimum it reaches when several exist;
-    ``fill_spare`` (ours) picks, among them, one that also maximises the total normalised
-    throughput, so capacity the max-min level leaves over is handed out in the LP.
-
-    ``objective="best-type"`` is our earlier rule: no scale factor, throughput normalised
-    by the job's best type (``sum_k T X / max_k T``), always with ``fill_spare``."""
-    # Imported here: scipy.optimize costs ~0.5 s at start-up and only this step needs it.
-    from scipy.optimize import linprog
-
-    jobs, types = speed.shape
-    x = np.zeros((jobs, types))
-    runnable = np.flatnonzero(speed.max(axis=1) > 0) if jobs else np.zeros(0, dtype=np.int64)
-    if runnable.size == 0:
-        return x
-    s = speed[runnable]
-    d = demand[runnable].astype(float)
-    proportional = s @ (capacity / capacity.sum())
-    # The objective's per-job coefficient: Gavel multiplies throughput by the scale factor
-    # and divides by the proportional throughput (a job that can run only on an absent
-    # type never reaches here: its speed row is 0).
-    if objective == "best-type":
-        coeff, fill_spare = s / s.max(axis=1, keepdims=True), True
-    else:
-        coeff = s * (d / proportional)[:, None]
-    m = runnable.size
-    if types == 1 and not fill_spare:
-        # demand_j X_j = t for all j, X_j <= 1, sum demand_j X_j <= G: t = min(G / m, min demand).
-        level = min(float(capacity[0]) / m, float(d.min()))
-        x[runnable, 0] = level / d
-        return x
-    n = m * types
-    rows = np.arange(m)
-    # Variables: X flattened row-major (job, type), then t. Minimise -t (- w * total).
-    c = np.zeros(n + 1)
-    c[n] = -1.0
-    if fill_spare:
-        c[:n] = -(1e-3 / m) * (s / s.max(axis=1, keepdims=True)).ravel()
-    a = np.zeros((2 * m + types, n + 1))
-    # t - sum_k coeff[j,k] X[j,k] <= 0
-    a[rows[:, None], rows[:, None] * types + np.arange(types)] = -coeff
-    a[rows, n] = 1.0
-    # sum_k X[j,k] <= 1
-    a[m + rows[:, None], rows[:, None] * types + np.arange(types)] = 1.0
-    # sum_j demand_j X[j,k] <= G_k
-    a[2 * m + np.arange(types)[None, :], rows[:, None] * types + np.arange(types)] = d[:, None]
-    b = np.concatenate([np.zeros(m), np.ones(m), capacity.astype(float)])
-    bounds = [(0.0, 1.0 if v > 0 else 0.0) for v in s.ravel()] + [(0.0, None)]
-    result = linprog(c, A_ub=a, b_ub=b, bounds=bounds, method="highs")
-    if not result.success:  # pragma: no cover - the LP is always feasible (X = 0)
-        return x
-    x[runnable] = np.clip(result.x[:n].reshape(m, types), 0.0, 1.0)
-    return x
+    return sorted(range(len(names)), key=key)
 
 
 @dataclass(frozen=True)
@@ -179,22 +102,45 @@ class GavelPolicy(RoundOrFillPolicy):
     name = "gavel"
     waiting_reason = "waiting for a round"
 
-    def __init__(self, round_seconds: float, fill: bool = False, fill_spare: bool = False, objective: str = "gavel"):
+    def __init__(
+        self,
+        round_seconds: float,
+        fill: bool = False,
+        fill_spare: bool = False,
+        objective: str = "gavel",
+        rounds: str = "gavel",
+        priority: str = "gavel",
+        reset_interval: float = GAVEL_RESET_INTERVAL,
+    ):
         super().__init__(round_seconds)
+        self._round = round_seconds
+        self._rounds = rounds
+        if rounds == "gavel":
+            # Rounds start when the last one ends or every job of it has finished: our own
+            # wake-ups, not the simulator's fixed timer (so a run-level round setting does
+            # not apply; the ``round`` parameter sets the length).
+            self.triggers = frozenset({ARRIVAL, COMPLETION})
         self._fill = fill
         self._fill_spare = fill_spare
         self._objective = objective
+        self._priority = priority
+        self._reset_interval = reset_interval
         #: per partition: the job list of the last LP and its solution (re-solved on change)
         self._solved: dict[str, tuple[list[str], np.ndarray]] = {}
         #: LP solves so far (the benchmark prints it)
         self.solves = 0
         self._placement = Consolidated()
         self._types: dict[str, _Types] = {}
-        #: seconds each job has run on each type index (per partition's type list)
+        #: seconds each job has run on each type index since its submission
         self._received: dict[str, dict[int, float]] = {}
-        self._last = 0.0
-        #: X of the last round, per job: type index -> fraction
-        self._share: dict[str, np.ndarray] = {}
+        #: per partition: Gavel's time received, deficits and allocation since the last reset
+        self._ledgers: dict[str, GavelLedger] = {}
+        #: arrival rank of every job seen (Gavel's job ids; its tie-break)
+        self._rank: dict[str, int] = {}
+        #: running job -> (type index, time credited up to)
+        self._on: dict[str, tuple[int, float]] = {}
+        #: per partition: when the current round ends (rounds=gavel)
+        self._round_end: dict[str, float] = {}
 
     # ------------------------------------------------------------------ helpers
     def _types_of(self, view: ClusterView, partition: str) -> _Types:
@@ -213,16 +159,27 @@ class GavelPolicy(RoundOrFillPolicy):
         return speed
 
     def before_decision(self, view: ClusterView) -> None:
-        """Credit every running job with the time since the last decision on its GPU type."""
-        dt = view.now - self._last
-        self._last = view.now
-        if dt <= 0:
-            return
-        for job_id, alloc in view.allocations.items():
-            partition = view.job(job_id).partition
-            k = self._types_of(view, partition).node_type[alloc.placement[0][0]]
-            got = self._received.setdefault(job_id, {})
-            got[k] = got.get(k, 0.0) + dt
+        """Credit every job that ran since the last decision with that time on its GPU type
+        (jobs that finished meanwhile up to their end, as Gavel counts a micro-task)."""
+        now = view.now
+        for job_id, (k, since) in self._on.items():
+            status = view.job(job_id)
+            until = now if status.end_time is None else min(now, status.end_time)
+            if until > since:
+                got = self._received.setdefault(job_id, {})
+                got[k] = got.get(k, 0.0) + until - since
+                ledger = self._ledgers.get(status.partition)
+                if ledger is not None:
+                    ledger.credit(job_id, k, until - since)
+        self._on.clear()
+
+    def _after_decision(self, view: ClusterView, changes: Mapping[str, Allocation | None]) -> None:
+        """Remember which type every job runs on from now (credited at the next decision)."""
+        final = {**view.allocations, **changes}
+        for job_id, alloc in final.items():
+            if alloc is not None:
+                types = self._types_of(view, view.job(job_id).partition)
+                self._on[job_id] = (self._type_of(types, alloc), view.now)
 
     def _type_of(self, types: _Types, alloc: Allocation) -> int:
         return types.node_type[alloc.placement[0][0]]
@@ -233,6 +190,77 @@ class GavelPolicy(RoundOrFillPolicy):
         return self._placement.find(view.job(job_id).spec, types.nodes[k], free)
 
     # ----------------------------------------------------------------- decide
+    def decide(self, view: ClusterView) -> Schedule:
+        if self._rounds != "gavel":
+            schedule = super().decide(view)
+            self._after_decision(view, schedule.changes)
+            return schedule
+        self.before_decision(view)
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
+        free = view.scratch()
+        for partition in sorted(view.dirty_partitions):
+            end = self._round_end.get(partition)
+            busy = next(iter(view.running(partition)), None) is not None
+            # Gavel's round ends at its end time, or earlier once every job of it has
+            # finished; an idle partition starts one as soon as a job is there.
+            if end is None or view.now >= end - _EPS or not busy:
+                self._round_end.pop(partition, None)
+                if busy or view.pending_count(partition):
+                    self.plan_round(view, partition, free, changes, reasons)
+                    self._round_end[partition] = round(view.now + self._round, 6)
+            elif view.pending_count(partition):
+                self.fill_free(view, partition, free, changes, reasons)
+        self._after_decision(view, changes)
+        wake = min(self._round_end.values(), default=None)
+        return Schedule(
+            base=view.allocations, changes=changes, reasons=reasons, default_reason=self.waiting_reason, wake_at=wake
+        )
+
+    def _solve(self, view: ClusterView, partition: str, types: _Types, jobs: list[str]) -> np.ndarray:
+        speed = self._speeds(view, types, jobs)
+        demand = np.array([view.job(j).spec.num_gpus for j in jobs], dtype=float)
+        self.solves += 1
+        return max_min_allocation(speed, demand, types.gpus, fill_spare=self._fill_spare, objective=self._objective)
+
+    def _jobs_in_arrival_order(self, view: ClusterView, partition: str) -> list[str]:
+        for job_id in view.pending(partition):  # submission order; new jobs are pending
+            self._rank.setdefault(job_id, len(self._rank))
+        running = list(view.running(partition))
+        for job_id in running:
+            self._rank.setdefault(job_id, len(self._rank))
+        return sorted([*running, *view.pending(partition)], key=self._rank.__getitem__)
+
+    def _grants_gavel(self, view: ClusterView, partition: str, types: _Types, jobs: list[str]) -> list[str]:
+        ledger = self._ledgers.get(partition)
+        if ledger is None:
+            ledger = self._ledgers[partition] = GavelLedger(len(types.names), self._round, self._reset_interval)
+        ledger.sync(jobs)
+        ledger.maybe_reset(view.now, lambda ids: self._solve(view, partition, types, ids))
+        speed = self._speeds(view, types, jobs)
+        return ledger.grant_order(jobs, speed, _fastest_first(types.names))
+
+    def _grants_by_age(self, view: ClusterView, partition: str, types: _Types, jobs: list[str]) -> list[str]:
+        last = self._solved.get(partition)
+        if last is not None and last[0] == jobs:
+            x = last[1]
+        else:
+            x = self._solve(view, partition, types, jobs)
+            self._solved[partition] = (jobs, x)
+        pairs = []
+        for i, job_id in enumerate(jobs):
+            spec = view.job(job_id).spec
+            age = max(view.now - spec.submit_time, _EPS)
+            got = self._received.get(job_id, {})
+            for k in range(len(types.names)):
+                if x[i, k] <= _EPS:
+                    continue
+                fraction = got.get(k, 0.0) / age
+                priority = x[i, k] / fraction if fraction > 0 else math.inf
+                pairs.append((-priority, -x[i, k], spec.submit_time, self._rank[job_id], job_id, k))
+        pairs.sort()
+        return [(job_id, k) for *_, job_id, k in pairs]
+
     def plan_round(
         self,
         view: ClusterView,
@@ -242,47 +270,29 @@ class GavelPolicy(RoundOrFillPolicy):
         reasons: dict[str, str],
     ) -> None:
         types = self._types_of(view, partition)
-        running = list(view.running(partition))
-        jobs = sorted([*running, *view.pending(partition)], key=lambda j: (view.job(j).spec.submit_time, j))
+        jobs = self._jobs_in_arrival_order(view, partition)
         if not jobs:
             return
-        last = self._solved.get(partition)
-        if last is not None and last[0] == jobs:
-            x = last[1]
-        else:
-            speed = self._speeds(view, types, jobs)
-            demand = np.array([view.job(j).spec.num_gpus for j in jobs], dtype=float)
-            x = max_min_allocation(speed, demand, types.gpus, fill_spare=self._fill_spare, objective=self._objective)
-            self._solved[partition] = (jobs, x)
-            self.solves += 1
-        pairs = []
-        for i, job_id in enumerate(jobs):
-            self._share[job_id] = x[i]
-            status = view.job(job_id)
-            age = max(view.now - status.spec.submit_time, _EPS)
-            got = self._received.get(job_id, {})
-            for k in range(len(types.names)):
-                if x[i, k] <= _EPS:
-                    continue
-                fraction = got.get(k, 0.0) / age
-                priority = x[i, k] / fraction if fraction > 0 else math.inf
-                pairs.append((-priority, -x[i, k], status.spec.submit_time, job_id, k))
-        pairs.sort()
+        grants = self._grants_gavel if self._priority == "gavel" else self._grants_by_age
         left = types.gpus.copy()
         granted: dict[str, int] = {}
-        for _, _, _, job_id, k in pairs:
+        for job_id, k in grants(view, partition, types, jobs):
             gpus = view.job(job_id).spec.num_gpus
             if job_id in granted or gpus > left[k]:
                 continue
             granted[job_id] = k
             left[k] -= gpus
         current = view.allocations
-        # Free everything that is not kept in place, then place the rest in grant order.
+        running = list(view.running(partition))
+        # Free everything that is not kept in place, then place the rest, largest first
+        # (Gavel assigns by decreasing scale factor to limit fragmentation).
         for job_id in running:
             if granted.get(job_id) != self._type_of(types, current[job_id]):
                 free.give(current[job_id])
                 changes[job_id] = None
-        for job_id, k in granted.items():
+        order = sorted(granted, key=lambda j: -view.job(j).spec.num_gpus)
+        for job_id in order:
+            k = granted[job_id]
             if job_id in current and job_id not in changes:
                 continue
             alloc = self._place_on(view, job_id, types, k, free)
@@ -336,6 +346,15 @@ class GavelPolicy(RoundOrFillPolicy):
 
 class GavelParams(PolicyParams):
     round: float = Field(360.0, gt=0)
+    rounds: Literal["gavel", "grid"] = Field(
+        "gavel", description="gavel: a round ends early once all its jobs finished; grid: a fixed timer (ours)"
+    )
+    priority: Literal["gavel", "age"] = Field(
+        "gavel", description="gavel: time per type since the last reset, types fastest first; age: ours"
+    )
+    reset_interval: float = Field(
+        GAVEL_RESET_INTERVAL, ge=0, description="least seconds between allocation recomputations (priority=gavel)"
+    )
     fill: bool = Field(False, description="hand free GPUs to waiting jobs between rounds (ours)")
     fill_spare: bool = Field(False, description="LP tie-break: maximise total normalised throughput (ours)")
     objective: Literal["gavel", "best-type"] = Field(
@@ -346,8 +365,16 @@ class GavelParams(PolicyParams):
 @register(
     "gavel",
     "Heterogeneity-aware max-min fairness as Gavel (scale factors, normalised by the proportional split): "
-    "LP over GPU-type time fractions (HiGHS), re-solved when the job set changes; per-round placements.",
+    "LP over GPU-type time fractions (HiGHS), recomputed as Gavel resets it; Gavel's round mechanism.",
     GavelParams,
 )
 def make_gavel(params: GavelParams) -> GavelPolicy:
-    return GavelPolicy(params.round, params.fill, params.fill_spare, params.objective)
+    return GavelPolicy(
+        params.round,
+        params.fill,
+        params.fill_spare,
+        params.objective,
+        rounds=params.rounds,
+        priority=params.priority,
+        reset_interval=params.reset_interval,
+    )

@@ -57,7 +57,7 @@ def _pollux(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
 THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
     "trace": ThroughputKind("recorded durations, scaled by GPU count and type", False, _trace),
     "trace-placement": ThroughputKind(
-        "as trace, and placement-sensitive models run slower spread over more nodes than needed",
+        "as trace, and catalogued models run slower spread over more nodes than needed (Gavel's ratios)",
         False,
         _trace_placement,
     ),

@@ -45,8 +45,9 @@ class ThroughputSpec:
 
     * ``trace``: replay each job's recorded duration, scaled by GPU count and GPU type
       (``shapeshift.perf.throughput.TraceSpeedModel``);
-    * ``trace-placement``: as ``trace``, and a placement-sensitive catalogued model whose
-      GPUs span more nodes than needed runs its catalog ``spread_slowdown`` times slower;
+    * ``trace-placement``: as ``trace``, and a catalogued model whose GPUs span more nodes
+      than needed runs slower by Gavel's measured consolidated / unconsolidated ratio
+      (or a stated proxy; ``shapeshift.workloads.placement_figures``);
     * ``synergy``: as ``trace``, and a job of one of Synergy's models runs at its published
       CPU/memory profile's speed (``shapeshift.perf.synergy_speed``);
     * ``ground-truth``: the measured Rubick speed tables under ``path`` (a

@@ -25,7 +25,10 @@ Sources, per figure (``ModelInfo.source``):
   stanford-futuredata/gavel; Gavel's ratios also move with batch size and GPU count,
   which one ratio per model cannot hold) and approximate, after Gavel Fig. 1, for the
   others, normalised to K80 = 1; scaling efficiencies are approximate, after Optimus (Peng et al., EuroSys
-  2018, Fig. 3) and the Tiresias placement study. Estimated figures say so.
+  2018, Fig. 3) and the Tiresias placement study. Estimated figures say so;
+* how much slower a model runs with its GPUs spread over servers: Gavel's measured
+  consolidated vs unconsolidated throughputs, or a stated proxy
+  (``placement_figures``).
 
 Scaling model: ``speedup(g) = g * scaling_efficiency ** log2(g)``, i.e. every doubling of
 the GPU count keeps ``scaling_efficiency`` of the ideal gain (1.0 = linear).
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from shapeshift.errors import InputError
+from shapeshift.workloads import placement_figures
 
 #: GPU types the per-type speed figures cover (as in Gavel).
 GPU_TYPES: tuple[str, ...] = ("K80", "P100", "V100")
@@ -52,11 +56,6 @@ GAVEL_MEASURED = (
     "(stanford-futuredata/gavel scheduler/simulation_throughputs.json), K80 = 1"
 )
 TIRESIAS_FLAG = "after Tiresias (Gu et al., NSDI 2019), placement-sensitivity study"
-SPREAD_SLOWDOWN = (
-    "approximate: the size of the consolidation effect the Tiresias placement study "
-    "(Gu et al., NSDI 2019, Sec. 2.2 and 3.3) and Blox (Sec. 4.3) report for models with "
-    "large, skewed tensors on 10 GbE; not a measured table"
-)
 TENSOR_SKEW = "largest tensor / model size from the tensor lists in SymbioticLab/Tiresias simulator/models.py"
 OPTIMUS_SCALING = "approximate, after Optimus (Peng et al., EuroSys 2018), Fig. 3"
 RUBICK_SCALING = "approximate, after Rubick (placement measurements on A800 nodes)"
@@ -84,9 +83,6 @@ class ModelInfo:
     scaling_efficiency: float | None = None
     #: Where each kind of figure comes from.
     source: Mapping[str, str] = field(default_factory=dict)
-    #: How many times slower the job runs when its GPUs span more nodes than it needs
-    #: (1.0 = no effect; the simulator applies it only with ``throughput: trace-placement``).
-    spread_slowdown: float = 1.0
     #: Tiresias's profiler input: largest tensor / total model size (``None`` = not profiled).
     tensor_skew: float | None = None
 
@@ -95,8 +91,6 @@ class ModelInfo:
         object.__setattr__(self, "source", MappingProxyType(dict(self.source)))
         if any(v <= 0 for v in self.gpu_speed.values()):
             raise ValueError(f"model {self.name}: GPU speeds must be > 0")
-        if not self.spread_slowdown >= 1.0:
-            raise ValueError(f"model {self.name}: spread_slowdown must be >= 1")
         if self.scaling_efficiency is not None and not 0.5 < self.scaling_efficiency <= 1.0:
             raise ValueError(f"model {self.name}: scaling_efficiency must be in (0.5, 1]")
 
@@ -106,6 +100,13 @@ class ModelInfo:
             return 0.0
         eff = self.scaling_efficiency if self.scaling_efficiency is not None else default_efficiency
         return gpus * eff ** math.log2(gpus)
+
+    def spread_slowdown(self, gpu_type: str, gpus: int) -> float:
+        """How many times slower ``gpus`` GPUs of ``gpu_type`` run this model spread over
+        servers than on one (1.0 = no effect; the simulator applies it only with
+        ``throughput: trace-placement``). Gavel's measured figures or a stated proxy:
+        ``placement_figures``."""
+        return placement_figures.spread_slowdown(self.name, gpu_type, gpus)
 
     def relative_speed(self, gpu_type: str, reference: str) -> float | None:
         """Speed on ``gpu_type`` relative to ``reference``; ``None`` when either is unknown."""
@@ -203,26 +204,15 @@ _TENSOR_SKEW = {
     "imagenet": 0.112,
     "inception3": 0.138,
 }
-#: How much slower a placement-sensitive model runs spread over more nodes than needed.
-_SPREAD = {
-    "vgg16": 1.6,
-    "vgg19": 1.6,
-    "alexnet": 1.5,
-    "transformer": 1.3,
-    "bert-base": 1.3,
-    "lstm": 1.3,
-    "deepspeech2": 1.3,
-    "recommendation": 1.3,
-    "ncf": 1.3,
-}
+#: Models whose spread-placement slowdown has a figure (measured or proxy).
+_SPREAD_SOURCED = {m.name for m in _MODELS if placement_figures.spread_source(m.name)}
 _MODELS = tuple(
     dataclasses.replace(
         m,
-        spread_slowdown=_SPREAD.get(m.name, 1.0),
         tensor_skew=_TENSOR_SKEW.get(m.name),
         source={
             **m.source,
-            **({"spread_slowdown": SPREAD_SLOWDOWN} if m.name in _SPREAD else {}),
+            **({"spread_slowdown": placement_figures.spread_source(m.name)} if m.name in _SPREAD_SOURCED else {}),
             **({"tensor_skew": TENSOR_SKEW} if m.name in _TENSOR_SKEW else {}),
         },
     )
