@@ -107,6 +107,8 @@ class Lucid:
         self.placement = Consolidated()
         self.features: dict[str, SharingProfile] = {}
         self.scores: dict[str, int] = {}
+        #: Per running job, (node, what the binder knows of it), built once (see ``_partners``).
+        self._candidates: dict[str, tuple[int, Candidate]] = {}
         self.priority: dict[str, float] = {}
         #: Jobs waiting for (or in) the profiler, and when each profiling run started.
         self.profile_queue: dict[str, list[tuple[int, float, str]]] = {}
@@ -133,6 +135,7 @@ class Lucid:
             duration = status.spec.duration if status.spec.duration is not None else status.work_total
             self.durations.observe(status.spec, self.features.get(job_id), duration)
             self.priority.pop(job_id, None)
+            self._candidates.pop(job_id, None)
         # Jobs join the engine's pending order at its end; everything that arrived since the
         # last decision (Lucid decides on every arrival) lies after the last known job.
         for partition in sorted(view.dirty_partitions):
@@ -312,19 +315,27 @@ class Lucid:
         return capacity if profile is None else min(profile.gpu_mem_gb, capacity)
 
     def _partners(self, view: ClusterView, partition: str) -> list[Candidate]:
-        """Running jobs of the main queue that run alone on one node, in start order."""
+        """Running jobs of the main queue that run alone on one node, in start order.
+
+        Runs at every decision over every running job, so each job's ``Candidate`` is built
+        once and reused while its node and priority stay the same."""
         ledger = view.sharing
         assert ledger is not None
+        holders, cache = ledger.holders, self._candidates
         out = []
         for job_id in view.running(partition):
+            devices = ledger.devices.get(job_id)
+            if not devices or len(holders[devices[0][0]][devices[0][1]]) != 1:
+                continue
             if job_id in self.profiling or job_id not in self.features or job_id not in self.priority:
                 continue
-            devices = ledger.devices.get(job_id, ())
-            if not devices or len(ledger.holders[devices[0][0]][devices[0][1]]) != 1:
-                continue
-            spec = view.job(job_id).spec
-            mem = self._memory(view, job_id, devices[0][0])
-            out.append(Candidate(job_id, spec.num_gpus, self._score(job_id), self.priority[job_id], mem))
+            node, priority = devices[0][0], self.priority[job_id]
+            hit = cache.get(job_id)
+            if hit is None or hit[0] != node or hit[1].priority != priority:
+                spec = view.job(job_id).spec
+                mem = self._memory(view, job_id, node)
+                hit = cache[job_id] = (node, Candidate(job_id, spec.num_gpus, self._score(job_id), priority, mem))
+            out.append(hit[1])
         return out
 
     def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources, capacity: float):  # type: ignore[no-untyped-def]
