@@ -259,11 +259,16 @@ def parse_job_text(text: str, source: str | None = None) -> JobFile:
 SUBMISSION_ID = "submission_id"
 
 
-def parse_submission(text: str, source: str | None = None) -> tuple[JobFile, str | None]:
+def parse_submission(
+    text: str, source: str | None = None, overrides: dict[str, Any] | None = None
+) -> tuple[JobFile, str | None]:
     """A submit body: a job document plus an optional ``submission_id`` (1-128 characters
-    of letters, digits and ``._:-``), which makes retrying the submit safe."""
+    of letters, digits and ``._:-``), which makes retrying the submit safe. ``overrides``
+    replace job fields before the one validation (the token's user and tenant)."""
     data = load_document(text, source)
     submission_id = None
+    if isinstance(data, dict) and overrides:
+        data = {**data, **overrides}
     if isinstance(data, dict) and SUBMISSION_ID in data:
         data = dict(data)
         submission_id = data.pop(SUBMISSION_ID)
