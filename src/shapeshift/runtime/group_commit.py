@@ -79,7 +79,7 @@ class GroupCommit(Generic[T, R]):
                 continue
             try:
                 results = self._handle([item for item, _ in batch])
-            except BaseException as exc:  # noqa: BLE001 - every waiter gets the failure
+            except BaseException as exc:  # every waiter gets the failure
                 results = [exc] * len(batch)
             for (_, future), result in zip(batch, results, strict=True):
                 if isinstance(result, BaseException):
