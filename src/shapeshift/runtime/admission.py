@@ -77,7 +77,7 @@ class Admission:
 
     def _refuse_when_unwritable(self) -> None:
         if self.store.write_error:
-            raise StateUnavailable(f"the controller cannot write its state ({self.store.write_error}); retry later")
+            raise StateUnavailable(f"the controller cannot write its state ({self.store.write_error})")
 
     def _admit_batch(self, batch: list[Submission]) -> list[tuple[str, bool] | BaseException]:
         """Validate each submit body; commit the valid ones in one transaction."""
