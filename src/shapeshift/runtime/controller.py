@@ -235,9 +235,11 @@ class Controller(Admission, Supervision, Recovery):
         for row in self.store.jobs_after(self._last_id):
             self._last_id = max(self._last_id, int(row["id"]))
             if row["state"] != st.QUEUED:
-                self._admitted.pop(row["id"], None)
                 continue
             self._submit(row, now)
+        for job_id in list(self._admitted):  # handed over after its row was read: not needed
+            if int(job_id) <= self._last_id:
+                self._admitted.pop(job_id, None)
 
     def _submit(self, row: dict[str, Any], now: float) -> JobStatus:
         # A job admitted by this process is reused as validated; after a restart, parse it.
