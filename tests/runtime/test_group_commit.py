@@ -3,6 +3,7 @@ transaction without losing exactly-once (submission ids) or durability before th
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 from concurrent.futures import CancelledError
@@ -151,3 +152,32 @@ def test_concurrent_submits_with_repeated_ids_make_one_job_per_id(live):
     wait_for(
         lambda: all(j["state"] == "completed" for j in client.jobs()), 30, "every job to complete", detail=client.jobs
     )
+
+
+def _raw_submit(url: str, token: str, body: bytes, chunked: bool) -> tuple[int, dict[str, object]]:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        if chunked:  # no Content-Length: the short path passes it to the FastAPI route
+            conn.request("POST", "/jobs", body=iter([body]), headers=headers, encode_chunked=True)
+        else:
+            conn.request("POST", "/jobs", body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
+
+def test_the_short_submit_path_and_the_framework_route_answer_alike(live):
+    # FastSubmit answers a submit with a Content-Length; a chunked one goes through FastAPI.
+    # Same bodies, same answers: a refused job, a bad encoding, a new job and its repeat.
+    controller, _ = live("1x2")
+    bad = json.dumps({"name": "x", "command": "run {nope}", "iterations": 1}).encode()
+    job = json.dumps({**json.loads(demo_job("a", iterations=1, iter_time=0.01)), "submission_id": "same"}).encode()
+    for body in (bad, b"\xff\xfe"):
+        short = _raw_submit(controller.url, controller.token, body, chunked=False)
+        framework = _raw_submit(controller.url, controller.token, body, chunked=True)
+        assert short == framework and short[0] == 400, (short, framework)
+    assert _raw_submit(controller.url, controller.token, job, chunked=True) == (201, {"id": "1", "created": True})
+    assert _raw_submit(controller.url, controller.token, job, chunked=False) == (200, {"id": "1", "created": False})
