@@ -12,6 +12,7 @@ import pytest
 
 from shapeshift.errors import InputError
 from shapeshift.runtime.group_commit import GroupCommit
+from shapeshift.runtime.remote import ControllerClient
 from shapeshift.runtime.store import StateUnavailable, Store
 from tests.runtime.conftest import FailingWrites, demo_job, wait_for
 
@@ -181,3 +182,29 @@ def test_the_short_submit_path_and_the_framework_route_answer_alike(live):
         assert short == framework and short[0] == 400, (short, framework)
     assert _raw_submit(controller.url, controller.token, job, chunked=True) == (201, {"id": "1", "created": True})
     assert _raw_submit(controller.url, controller.token, job, chunked=False) == (200, {"id": "1", "created": False})
+
+
+def test_a_crash_right_after_a_group_commit_loses_and_duplicates_no_submit(serve_process, tmp_path):
+    # Six clients submit at once, each with its own submission id; the controller dies
+    # right after its first commit (one group: one submit or several), before answering
+    # anyone. Every client retries against the restarted controller: six jobs, one per id.
+    state = tmp_path / "state"
+    first = serve_process("--cluster", "1x2", crash_at="after_submit_commit")
+    client = ControllerClient.from_state(state)
+    answers: dict[int, str] = {}
+    barrier = threading.Barrier(6)
+
+    def submit(i: int) -> None:
+        barrier.wait()
+        answers[i] = client.submit(demo_job(f"j{i}", iterations=1, iter_time=0.01), f"burst-{i}", retry=True)
+
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    first.wait(timeout=30)
+    assert first.returncode == 137  # died at the injected point
+    serve_process("--cluster", "1x2")
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(answers) == list(range(6)) and len(set(answers.values())) == 6
+    assert sorted(j["id"] for j in ControllerClient.from_state(state).jobs()) == sorted(answers.values())
