@@ -1,6 +1,7 @@
 """The controller's HTTP API under load (issue 20, item 19), against a real ``shapeshift serve``.
 
-    python benchmarks/bench_api.py [--clients 64] [--submits 4] [--idle 1000]
+    python benchmarks/bench_api.py [--clients 64] [--submits 4] [--idle 1000] [--runs 1]
+    python benchmarks/bench_api.py --idle 0 --runs 5 --compare /work/main/src
 
 1. ``--clients`` threads each submit ``--submits`` jobs at once, a new connection per
    request (the CLI's pattern): prints connection errors/resets and the submit latency
@@ -10,6 +11,14 @@
 
 Everything is on loopback; the controller runs on a 1x1 cluster so the jobs (``sleep``)
 queue instead of loading the machine; every process is killed at the end.
+
+``--runs N`` repeats step 1 against N fresh controllers (a first burst each, as after a
+start) and prints the median p99. ``--compare SRC`` alternates those runs between this
+checkout and the controller importable from ``SRC`` (another checkout's ``src``, e.g. the
+code before a change), so both see the same machine load, and prints the ratio.
+``--floor`` adds runs against a bare ASGI server on the same uvicorn set-up that answers
+every submit ``201`` at once: the share of the latency that is the client's (64 Python
+threads in one process) and the machine's, not the controller's.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import time
 from pathlib import Path
 
 JOB = {"name": "load", "command": "sleep 600", "iterations": 1}
+FLOOR = "floor"  # the variant that runs the bare server
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -38,12 +48,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def start_controller(state: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+def start_controller(state: Path, src: str | None = None) -> tuple[subprocess.Popen[bytes], str, str]:
+    """``shapeshift serve`` on a 1x1 cluster; ``src`` puts another checkout's code first."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.Popen(
         [sys.executable, "-m", "shapeshift.cli.main", "serve", "--state", str(state), "--cluster", "1x1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        env=env,
     )
     address = state / "controller.json"
     deadline = time.monotonic() + 60
@@ -53,6 +68,34 @@ def start_controller(state: Path) -> tuple[subprocess.Popen[bytes], str, str]:
         time.sleep(0.1)
     url = json.loads(address.read_text())["url"]
     return proc, url, (state / "token").read_text().strip()
+
+
+NULL_SERVER = """
+import sys
+from shapeshift.runtime.http_server import UvicornServer
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    body = b'{"id":"1","created":true}'
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 201, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+server = UvicornServer(app, "127.0.0.1", 0)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def start_null_server() -> tuple[subprocess.Popen[bytes], str, str]:
+    """The floor: an ASGI app that reads the body and answers 201 (no validation, no store)."""
+    proc = subprocess.Popen([sys.executable, "-c", NULL_SERVER], stdout=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline())
+    return proc, f"http://127.0.0.1:{port}", "none"
 
 
 def request(host: str, port: int, method: str, path: str, token: str, body: bytes | None = None) -> int:
@@ -74,7 +117,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def submit_storm(host: str, port: int, token: str, clients: int, submits: int, server_pid: int) -> None:
+def submit_storm(host: str, port: int, token: str, clients: int, submits: int, server_pid: int) -> tuple[float, float]:
+    """Prints the figures of one burst; returns its p99 latency and the server's CPU per
+    submit, both in ms."""
     latencies: list[float] = []
     errors: list[str] = []
     statuses: dict[int, int] = {}
@@ -120,6 +165,7 @@ def submit_storm(host: str, port: int, token: str, clients: int, submits: int, s
         f"  controller CPU: {cpu:.2f} s for {n} submits = {1000 * cpu / n:.2f} ms each "
         f"(the whole burst needs {cpu * 1000:.0f} ms of one free core; load average {os.getloadavg()[0]:.1f})"
     )
+    return (percentile(ms, 0.99) if ms else float("nan")), 1000 * cpu / n
 
 
 def health_times(host: str, port: int, token: str, n: int = 50) -> list[float]:
@@ -153,26 +199,64 @@ def idle_connections(host: str, port: int, token: str, count: int) -> None:
         )
 
 
+def kill_all(proc: subprocess.Popen[bytes], tmp: str) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for entry in Path("/proc").iterdir():  # the jobs it started (sleep 600)
+        with contextlib.suppress(OSError, ValueError):
+            if entry.name.isdigit() and tmp.encode() in (entry / "cmdline").read_bytes():
+                os.killpg(int(entry.name), signal.SIGKILL)
+
+
+def one_run(args: argparse.Namespace, src: str | None, idle: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
+        if src == FLOOR:
+            proc, url, token = start_null_server()
+        else:
+            proc, url, token = start_controller(Path(tmp) / "state", src)
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        try:
+            figures = submit_storm(host, int(port), token, args.clients, args.submits, proc.pid)
+            if idle:
+                idle_connections(host, int(port), token, idle)
+        finally:
+            kill_all(proc, tmp)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--submits", type=int, default=4)
     parser.add_argument("--idle", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=1, help="fresh controllers, one burst each")
+    parser.add_argument("--compare", metavar="SRC", help="alternate runs with the controller importable from SRC")
+    parser.add_argument("--floor", action="store_true", help="alternate runs with a server that answers at once")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
-        state = Path(tmp) / "state"
-        proc, url, token = start_controller(state)
-        host, port = url.removeprefix("http://").rsplit(":", 1)
-        try:
-            submit_storm(host, int(port), token, args.clients, args.submits, proc.pid)
-            idle_connections(host, int(port), token, args.idle)
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            for entry in Path("/proc").iterdir():  # the jobs it started (sleep 600)
-                with contextlib.suppress(OSError, ValueError):
-                    if entry.name.isdigit() and tmp.encode() in (entry / "cmdline").read_bytes():
-                        os.killpg(int(entry.name), signal.SIGKILL)
+    variants: list[tuple[str, str | None]] = [("this checkout", None)]
+    if args.compare:
+        variants.append((f"--compare {args.compare}", args.compare))
+    if args.floor:
+        variants.append(("--floor (answers at once)", FLOOR))
+    p99s: dict[str, list[float]] = {label: [] for label, _ in variants}
+    cpus: dict[str, list[float]] = {label: [] for label, _ in variants}
+    for run in range(args.runs):
+        for label, src in variants:
+            print(f"[run {run + 1}/{args.runs}: {label}]")
+            p99, cpu = one_run(args, src, args.idle if run == 0 and src is None else 0)
+            p99s[label].append(p99)
+            cpus[label].append(cpu)
+    if args.runs > 1 or len(variants) > 1:
+        medians = {label: statistics.median(v) for label, v in p99s.items()}
+        for label, values in p99s.items():
+            listed = ", ".join(f"{v:.1f}" for v in values)
+            print(
+                f"submit p99 ms, {label}: median {medians[label]:.1f} over {len(values)} runs ({listed}); "
+                f"server CPU per submit median {statistics.median(cpus[label]):.2f} ms"
+            )
+        if args.compare:
+            new, old = medians[variants[0][0]], medians[variants[1][0]]
+            print(f"p99 ratio compared/this checkout: {old / new:.2f}")
 
 
 if __name__ == "__main__":

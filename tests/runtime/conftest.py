@@ -7,11 +7,13 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,24 @@ PYTHON = sys.executable
 def demo_job(name: str, iterations: int = 10, iter_time: float = 0.1, gpus: int = 1, extra: str = "") -> str:
     command = f"{{python}} -m shapeshift.client.demo --iterations {{iterations}} --iter-time {iter_time} {extra}"
     return json.dumps({"name": name, "command": command, "iterations": iterations, "resources": {"gpus": gpus}})
+
+
+class FailingWrites:
+    """The store's writer connection, failing data changes from the ``after``-th on with
+    ``error`` (what SQLite raises when the disk is full or the database read-only)."""
+
+    def __init__(self, db: sqlite3.Connection, error: str, after: int = 0):
+        self._db, self._error, self._left = db, error, after
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+            if self._left <= 0:
+                raise sqlite3.OperationalError(self._error)
+            self._left -= 1
+        return self._db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
 
 
 def wait_for(

@@ -78,7 +78,7 @@ def test_three_jobs_on_two_ray_nodes_all_complete(live, ray_cluster):
 
 @pytest.mark.skipif(
     not os.environ.get("SHAPESHIFT_RAY_NODE_KILL"),
-    reason="kills a Ray node (about 15 s alone, a minute under load): set SHAPESHIFT_RAY_NODE_KILL=1",
+    reason="kills a Ray node (about 12 s alone under load): set SHAPESHIFT_RAY_NODE_KILL=1",
 )
 def test_a_dead_ray_node_is_excluded_and_the_healthy_job_completes_on_time(live, ray_cluster):
     # Issue 20 item 8 (kept last: it removes a node of the module's cluster). Two long jobs,

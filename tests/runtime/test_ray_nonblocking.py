@@ -13,7 +13,7 @@ import pytest
 
 from shapeshift.cluster import load_cluster
 from shapeshift.runtime.backends import ray_backend as rb
-from shapeshift.runtime.backends.base import VANISHED
+from shapeshift.runtime.backends.base import VANISHED, RankLaunch
 
 
 class _NeverAnswers:
@@ -83,5 +83,25 @@ def test_a_node_no_live_ray_node_advertises_is_reported_dead(fake_ray):
         while backend.dead_nodes() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert backend.dead_nodes() == set()
+    finally:
+        backend.close()
+
+
+def test_a_rank_on_a_node_ray_declared_dead_vanishes_at_the_next_poll(fake_ray, monkeypatch):
+    # Ray's node table lists only node000, so node001 is dead. Its rank's poll call can
+    # never be answered: it vanishes at once, not after CALL_TIMEOUT (set to a minute
+    # here); the silent rank on the live node000 is still waited for.
+    monkeypatch.setattr(rb, "CALL_TIMEOUT", 60.0)
+    backend = rb.RayBackend(load_cluster("2x1"))
+    try:
+        deadline = time.monotonic() + 5
+        while backend.dead_nodes() != {"node001"} and time.monotonic() < deadline:
+            time.sleep(0.02)
+        ranks = [RankLaunch(r, r, f"node00{r}", ("true",), {}, "log", "exit") for r in (0, 1)]
+        actors = [SimpleNamespace(poll=_NeverAnswers(), signal=_NeverAnswers()) for _ in ranks]
+        backend._runs[("1", 1)] = rb._RayRun(None, actors, ranks=ranks, codes=[None, None])
+        assert backend.poll(("1", 1)) == [None, VANISHED]
+        assert backend.poll(("1", 1)) == [None, VANISHED]
+        assert fake_ray.blocking_calls == 0
     finally:
         backend.close()

@@ -183,7 +183,7 @@ def test_submission_id_passes_through_and_an_unwritable_store_answers_503(strict
     def readonly(*args, **kwargs):
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
-    monkeypatch.setattr(strict, "submit_document", readonly)
+    monkeypatch.setattr(strict.store, "add_jobs_once", readonly)  # where submits are written
     other = json.dumps({**json.loads(demo_job("twice", iterations=2)), "submission_id": "req-43"}).encode()
     status, answer = call(strict.url, "POST", "/jobs", strict.token, other)
     assert status == 503 and "readonly" in json.loads(answer)["error"]

@@ -149,6 +149,7 @@ class Controller(Admission, Supervision, Recovery):
         self._stop = threading.Event()
         self._server: Any = None
         self._threads: list[threading.Thread] = []
+        self._start_admission()  # the submit thread (group commit); the API may call it from now on
 
     # ------------------------------------------------------------- lifecycle
     def start(self, server: ServerFactory) -> None:
@@ -192,6 +193,7 @@ class Controller(Admission, Supervision, Recovery):
             self._server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
+        self._stop_admission()
         self.backend.close()
         self.store.close()
         self._lock.release()
@@ -235,9 +237,13 @@ class Controller(Admission, Supervision, Recovery):
             if row["state"] != st.QUEUED:
                 continue
             self._submit(row, now)
+        for job_id in list(self._admitted):  # handed over after its row was read: not needed
+            if int(job_id) <= self._last_id:
+                self._admitted.pop(job_id, None)
 
     def _submit(self, row: dict[str, Any], now: float) -> JobStatus:
-        job = job_from_json(row["spec"])
+        # A job admitted by this process is reused as validated; after a restart, parse it.
+        job = self._admitted.pop(row["id"], None) or job_from_json(row["spec"])
         self._jobs[row["id"]] = job
         status = self.engine.submit(job.spec(row["id"], row["submit_time"]), now)
         if status.state is JobState.REJECTED:
@@ -409,10 +415,13 @@ class Controller(Admission, Supervision, Recovery):
 
     # -------------------------------------------------------------- decisions
     def _on_decision(self, now: float, schedule: Schedule) -> None:
+        changed: dict[str, dict[str, Any]] = {}
         for part in self.engine.pending.values():
             for job_id in part:
                 reason = schedule.reasons.get(job_id) or self._reasons.get(job_id) or schedule.default_reason
                 reason = with_explanation(reason.split(EXPLAIN_SEPARATOR)[0], self.policy, job_id)
                 if self._reasons.get(job_id) != reason:
-                    self._reasons[job_id] = reason
-                    self.store.update_job(job_id, reason=reason)
+                    changed[job_id] = {"reason": reason}
+        if changed:  # one transaction for the whole decision (a burst queues hundreds at once)
+            self.store.update_jobs(changed)
+            self._reasons.update((job_id, fields["reason"]) for job_id, fields in changed.items())

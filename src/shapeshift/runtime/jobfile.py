@@ -13,6 +13,7 @@ Every number has bounds and booleans are not numbers (``gpus: true`` is refused)
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import string
@@ -68,9 +69,16 @@ class ResourceRequest(BaseModel):
     mem_gb: float = _float(0.0, 0, 1e9)
 
 
+@functools.lru_cache(maxsize=1024)
+def command_words(command: str) -> tuple[str, ...]:
+    """The template split into words (shell quoting). Cached: ``shlex`` is pure Python,
+    and a burst of submits or launches repeats a few templates (an error is not cached)."""
+    return tuple(shlex.split(command))
+
+
 def render_command(command: str, fields: dict[str, Any]) -> tuple[str, ...]:
     """The argv of one rank: split the template into words, then fill in each word."""
-    return tuple(word.format(**fields) for word in shlex.split(command))
+    return tuple(word.format(**fields) for word in command_words(command))
 
 
 class JobFile(BaseModel):
@@ -115,7 +123,7 @@ class JobFile(BaseModel):
         if unknown:
             raise ValueError(f"unknown placeholder {{{unknown[0]}}}; known: {', '.join(TEMPLATE_FIELDS)}")
         try:
-            words = shlex.split(value)
+            words = command_words(value)
         except ValueError as exc:
             raise ValueError(f"bad command template: {exc}") from None
         if not words:
@@ -259,11 +267,16 @@ def parse_job_text(text: str, source: str | None = None) -> JobFile:
 SUBMISSION_ID = "submission_id"
 
 
-def parse_submission(text: str, source: str | None = None) -> tuple[JobFile, str | None]:
+def parse_submission(
+    text: str, source: str | None = None, overrides: dict[str, Any] | None = None
+) -> tuple[JobFile, str | None]:
     """A submit body: a job document plus an optional ``submission_id`` (1-128 characters
-    of letters, digits and ``._:-``), which makes retrying the submit safe."""
+    of letters, digits and ``._:-``), which makes retrying the submit safe. ``overrides``
+    replace job fields before the one validation (the token's user and tenant)."""
     data = load_document(text, source)
     submission_id = None
+    if isinstance(data, dict) and overrides:
+        data = {**data, **overrides}
     if isinstance(data, dict) and SUBMISSION_ID in data:
         data = dict(data)
         submission_id = data.pop(SUBMISSION_ID)

@@ -2,7 +2,7 @@
 
 The API server is handed an object satisfying ``ControllerService`` (the controller
 itself) rather than importing the controller, so the two modules do not depend on each
-other. The API reads the store, hands submit bodies to ``submit_document``, queues metric reports
+other. The API reads the store, hands submit bodies to ``submit_later``, queues metric reports
 and reads a node table: it never touches scheduling state, which belongs to the
 control loop.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -53,6 +54,11 @@ class ControllerService(Protocol):
         """Validate and store a submit body (job document + optional ``submission_id``):
         ``(job id, created)``; a repeated ``submission_id`` returns the first job with
         ``created=False``. Raises ``InputError`` or ``StateUnavailable`` (see ``http_status``)."""
+        ...
+
+    def submit_later(self, text: str, *, overrides: dict[str, Any] | None = None) -> Future[tuple[str, bool]]:
+        """``submit_document`` without waiting: the future resolves once the job is
+        committed (or with the exception), so the event loop never blocks on it."""
         ...
 
     def health(self) -> tuple[bool, dict[str, Any]]:

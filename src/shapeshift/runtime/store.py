@@ -183,21 +183,40 @@ class Store:
         """Store a submission; with a ``submission_id`` seen before, return the first job
         instead (``(id, False)``): a client retrying a lost response creates no second job."""
         now = time.time() if now is None else now
+        return self.add_jobs_once([(name, spec_json, now, submission_id)])[0]
+
+    def add_jobs_once(self, submissions: list[tuple[str, str, float, str | None]]) -> list[tuple[str, bool]]:
+        """Store several submissions ``(name, spec_json, now, submission_id)`` in ONE
+        transaction (group commit: concurrent submits share one commit); per submission
+        ``(id, created)`` as ``add_job_once`` answers. Either all are stored or none
+        (``StateUnavailable``), and nothing is acknowledged before the commit returned.
+        A ``submission_id`` repeated within the batch gets the first one's job."""
+        answers: list[tuple[str, bool]] = []
         with self.transaction() as db:
-            if submission_id is not None:
-                row = db.execute("SELECT id FROM jobs WHERE submission_id = ?", (submission_id,)).fetchone()
-                if row is not None:
-                    return str(row["id"]), False
-            cur = db.execute(
-                "INSERT INTO jobs (name, spec, state, submit_time, submission_id) VALUES (?, ?, ?, ?, ?)",
-                (name, spec_json, QUEUED, now, submission_id),
-            )
-            job_id = str(cur.lastrowid)
-            db.execute(
-                "INSERT INTO events (time, job_id, kind, detail) VALUES (?, ?, ?, ?)", (now, job_id, "submitted", "")
-            )
+            seen: dict[str, str] = {}
+            for name, spec_json, now, submission_id in submissions:
+                if submission_id is not None:
+                    first = seen.get(submission_id)
+                    if first is None:
+                        row = db.execute("SELECT id FROM jobs WHERE submission_id = ?", (submission_id,)).fetchone()
+                        first = None if row is None else str(row["id"])
+                    if first is not None:
+                        answers.append((first, False))
+                        continue
+                cur = db.execute(
+                    "INSERT INTO jobs (name, spec, state, submit_time, submission_id) VALUES (?, ?, ?, ?, ?)",
+                    (name, spec_json, QUEUED, now, submission_id),
+                )
+                job_id = str(cur.lastrowid)
+                if submission_id is not None:
+                    seen[submission_id] = job_id
+                db.execute(
+                    "INSERT INTO events (time, job_id, kind, detail) VALUES (?, ?, ?, ?)",
+                    (now, job_id, "submitted", ""),
+                )
+                answers.append((job_id, True))
         crash_point("after_submit_commit")
-        return job_id, True
+        return answers
 
     def jobs(self, states: frozenset[str] | None = None) -> list[dict[str, Any]]:
         rows = self._read("SELECT * FROM jobs ORDER BY id")
@@ -238,6 +257,18 @@ class Store:
         assignments = ", ".join(f"{k} = ?" for k in fields)
         with self.transaction() as db:
             db.execute(f"UPDATE jobs SET {assignments} WHERE id = ?", (*fields.values(), int(job_id)))
+
+    def update_jobs(self, changes: dict[str, dict[str, Any]]) -> None:
+        """``update_job`` for several jobs in one transaction (a decision's new reasons)."""
+        for fields in changes.values():
+            unknown = set(fields) - set(JOB_COLUMNS)
+            if unknown:
+                raise KeyError(f"unknown job columns {sorted(unknown)}")
+        with self.transaction() as db:
+            for job_id, fields in changes.items():
+                if fields:
+                    assignments = ", ".join(f"{k} = ?" for k in fields)
+                    db.execute(f"UPDATE jobs SET {assignments} WHERE id = ?", (*fields.values(), int(job_id)))
 
     def set_state(self, job_id: str, state: str, now: float, detail: str = "", **fields: Any) -> None:
         """Change a job's state and log the transition in one transaction."""

@@ -22,7 +22,8 @@ Why this shape:
   actors start when it is ready), a rank's exit status is an outstanding call whose
   answer a later poll collects, and a signal is delivered in the background before the
   actors of a forgotten run are killed. A call unanswered for ``CALL_TIMEOUT`` seconds,
-  or a placement not ready after ``PLACEMENT_TIMEOUT``, is a vanished rank.
+  or a placement not ready after ``PLACEMENT_TIMEOUT``, is a vanished rank; so is a
+  rank on a node Ray declared dead, at the next poll.
 * **Dead nodes are excluded.** A background thread reads ``ray.nodes()`` every second;
   ``dead_nodes`` names the Shapeshift nodes no live Ray node advertises, and the
   controller cordons them so no new run is placed there.
@@ -232,13 +233,17 @@ class RayBackend:
             self._start_actors(run, state)
         if len(state.codes) < len(state.actors):
             state.codes = [None] * len(state.actors)
+        dead = self.dead_nodes()
         for i, actor in enumerate(state.actors):
             if state.codes[i] is not None:
                 continue
-            if actor is None:
+            # A rank whose node Ray declared dead cannot answer: it vanishes now, not
+            # CALL_TIMEOUT seconds later (an answer that already arrived still counts).
+            on_dead_node = i < len(state.ranks) and state.ranks[i].node_name in dead
+            call = state.calls.get(i)
+            if actor is None or (call is None and on_dead_node):
                 state.codes[i] = VANISHED
                 continue
-            call = state.calls.get(i)
             if call is None:
                 state.calls[i] = (actor.poll.remote(), now)
                 continue
@@ -250,7 +255,7 @@ class RayBackend:
                     state.codes[i] = ray.get(ref, timeout=0)
                 except Exception:  # actor or node died: the rank is gone
                     state.codes[i] = VANISHED
-            elif now - asked > CALL_TIMEOUT:
+            elif now - asked > CALL_TIMEOUT or on_dead_node:
                 del state.calls[i]
                 state.codes[i] = VANISHED
         return list(state.codes)
