@@ -99,6 +99,7 @@ class AntManScheduler(PlanAwareScheduler):
         self.packings = 0
         self.evictions = 0
         self.shared_cluster = False
+        self.packer = OpportunisticPacker(self.params.min_idle_share, self.params.idle_slots, self.params.seed)
 
     def interference_model(self, default: InterferenceModel) -> InterferenceModel:
         """How jobs sharing a GPU run under this policy (the GpuOpManager, Sec. 3.2)."""
@@ -111,12 +112,13 @@ class AntManScheduler(PlanAwareScheduler):
         if not self.params.sharing or ledger is None:
             return super().decide(view)
         self.packed &= set(view.allocations)
+        if view.finished:
+            self.packer.forget({j for p in view.partitions for j in (*view.running(p), *view.pending(p))})
         inner = super().decide(_WithoutPacked(view, self.packed))  # type: ignore[arg-type]
         desired: dict[str, Allocation] = dict(inner.allocations)
         desired.update({j: view.allocations[j] for j in self.packed})
         reasons = dict(inner.reasons)
-        packer = OpportunisticPacker(self.params.min_idle_share, self.params.idle_slots, self.params.seed)
-        desired, newly, evicted = packer.finish(view, ledger, desired, self.packed, reasons)
+        desired, newly, evicted = self.packer.finish(view, ledger, desired, self.packed, reasons)
         self.packed = (self.packed - evicted) | newly
         self.packings += len(newly)
         self.evictions += len(evicted)

@@ -111,6 +111,29 @@ class OpportunisticPacker:
         self.min_idle_share = min_idle_share
         self.idle_slots = idle_slots
         self.seed = seed
+        #: Per job, fixed while it exists: (GPU utilisation alone, guaranteed?).
+        self._profile: dict[str, tuple[float, bool]] = {}
+        #: Per (job, plan, node): GPU memory per GPU.
+        self._memory: dict[tuple[str, ExecutionPlan | None, int], float] = {}
+
+    def _util(self, job_id: str) -> tuple[float, bool]:
+        found = self._profile.get(job_id)
+        if found is None:
+            spec = self._spec(job_id)
+            found = self._profile[job_id] = (profile_of(spec, self.seed).gpu_util, spec.guaranteed)
+        return found
+
+    def _gpu_memory(self, spec: JobSpec, plan: ExecutionPlan | None, node: int) -> float:
+        key = (spec.job_id, plan, node)
+        found = self._memory.get(key)
+        if found is None:
+            found = self._memory[key] = gpu_memory_gb(spec, plan, self.cluster.nodes[node])
+        return found
+
+    def forget(self, live: set[str]) -> None:
+        """Drop what is cached about jobs that are gone."""
+        self._profile = {j: v for j, v in self._profile.items() if j in live}
+        self._memory = {k: v for k, v in self._memory.items() if k[0] in live}
 
     # ------------------------------------------------------------ state
     def _load(self, view: ClusterView, ledger: GpuLedger, desired: Mapping[str, Allocation]) -> None:
@@ -124,6 +147,7 @@ class OpportunisticPacker:
                 continue  # stopped or moved by this decision
             for node, gpu in devices:
                 self.occupants.setdefault((node, gpu), {})[job_id] = ledger.holders[node][gpu][job_id]
+        self._slots: dict[int, list[tuple[float, int, float]]] | None = None
         self.cpus_free = [float(n.cpus) for n in self.cluster.nodes]
         self.mem_free = [float(n.mem_gb) for n in self.cluster.nodes]
         for alloc in desired.values():
@@ -147,16 +171,39 @@ class OpportunisticPacker:
             return False
         if self._memory_used(device) + mem > self.cluster.nodes[device[0]].gpu_mem_gb + _EPS:
             return False
-        if not self.idle_slots:
+        if not self.idle_slots or not here:
             return True
         # The opportunistic side only runs in the guaranteed side's idle slots (Sec. 3.2).
-        others = [self._spec(j) for j in here]
-        hosts = [s for s in others if s.guaranteed] + ([job] if job.guaranteed else [])
-        guests = [s for s in others if not s.guaranteed] + ([] if job.guaranteed else [job])
-        return not (hosts and guests) or all(idle_share(h, self.seed) >= self.min_idle_share for h in hosts)
+        profiles = [self._util(j) for j in here] + [self._util(job.job_id)]
+        hosts = [u for u, guaranteed in profiles if guaranteed]
+        if not hosts or len(hosts) == len(profiles):
+            return True
+        return all(1.0 - u >= self.min_idle_share - _EPS for u in hosts)
+
+    def _guest_slots(self, nodes: list[int]) -> dict[int, list[tuple[float, int, float]]]:
+        """Per node, the GPUs an opportunistic job may join whatever its memory, as
+        (utilisation, GPU, free memory), least utilised first; kept until a packing."""
+        if self._slots is None:
+            self._slots = {}
+        missing = [n for n in nodes if n not in self._slots]
+        for node in missing:
+            found = []
+            for gpu in range(self.cluster.nodes[node].gpus):
+                device = (node, gpu)
+                here = self.occupants.get(device, {})
+                if len(here) >= self.ledger.limit:
+                    continue
+                if self.idle_slots and any(
+                    g and 1.0 - u < self.min_idle_share - _EPS for u, g in map(self._util, here)
+                ):
+                    continue
+                free = self.cluster.nodes[node].gpu_mem_gb - self._memory_used(device)
+                found.append((self._utilisation(device), gpu, free))
+            self._slots[node] = sorted(found)
+        return self._slots
 
     def _utilisation(self, device: Device) -> float:
-        return min(1.0, sum(profile_of(self._spec(j), self.seed).gpu_util for j in self.occupants.get(device, {})))
+        return min(1.0, sum(self._util(j)[0] for j in self.occupants.get(device, {})))
 
     # ------------------------------------------------------------ decision
     def finish(
@@ -206,11 +253,10 @@ class OpportunisticPacker:
         only packed jobs hold, keeping those that fit beside it and evicting the rest."""
         spec = self._spec(job_id)
         devices: list[Device] = []
-        mem = gpu_memory_gb(spec, alloc.plan, self.cluster.nodes[alloc.placement[0][0]])
+        mem = min(self._gpu_memory(spec, alloc.plan, node) for node, _ in alloc.placement)
         for node, res in alloc.placement:
             if not res.gpus:
                 continue
-            mem = min(mem, self.cluster.nodes[node].gpu_mem_gb)
             candidates = []
             for gpu in range(self.cluster.nodes[node].gpus):
                 here = self.occupants.get((node, gpu), {})
@@ -270,14 +316,15 @@ class OpportunisticPacker:
         plan = spec.plan if spec.plan is not None and spec.plan.gpus == spec.num_gpus else None
         per_node: dict[int, list[tuple[float, int]]] = {}
         mems: dict[int, float] = {}
-        for node in nodes:
-            mems[node] = gpu_memory_gb(spec, plan, self.cluster.nodes[node])
-            per_node[node] = sorted(
-                (self._utilisation((node, gpu)), gpu)
-                for gpu in range(self.cluster.nodes[node].gpus)
-                if self._room((node, gpu), spec, mems[node])
-            )
         want = spec.num_gpus
+        found = 0
+        slots = self._guest_slots(nodes)
+        for node in nodes:
+            mems[node] = mem = self._gpu_memory(spec, plan, node)
+            per_node[node] = [(u, gpu) for u, gpu, free in slots[node] if free + _EPS >= mem]
+            found += len(per_node[node])
+        if found < want:
+            return None
         single = [n for n in nodes if len(per_node[n]) >= want]
         if single:
             best = min(single, key=lambda n: (sum(u for u, _ in per_node[n][:want]), n))
@@ -307,6 +354,7 @@ class OpportunisticPacker:
         devices = tuple((n, g) for n in sorted(chosen) for g in sorted(chosen[n]))
         alloc = Allocation(tuple(shares), plan, devices=devices, gpu_mem_gb=gpu_mem)
         self._charge_host(alloc)
+        self._slots = None
         for device in devices:
             self.occupants.setdefault(device, {})[spec.job_id] = gpu_mem
         return alloc
