@@ -126,3 +126,15 @@ def test_interference_protects_only_guaranteed_jobs():
     assert model.pair_speed(o, g) == pytest.approx(IDLE_BESIDE_PPO)
     # two opportunistic jobs: the default model, 1 / (1 + 0.28 x 0.101^2 + 0.43 x 0.020^2)
     assert model.pair_speed(o, o2) == pytest.approx(1 / (1 + 0.28 * 0.101**2 + 0.43 * 0.020**2))
+
+
+def test_runs_use_the_policys_interference_model():
+    # run() hands the run's default model to antman, which wraps it (GpuOpManager rules);
+    # with sharing off it leaves the default alone.
+    from shapeshift.perf.colocation import UtilisationInterference
+
+    default = UtilisationInterference()
+    shared = AntManScheduler(antman_variant(), ProfiledKnowledge()).interference_model(default)
+    assert isinstance(shared, AntManInterference) and shared.fallback is default
+    whole = AntManScheduler(antman_variant(), ProfiledKnowledge(), AntManParams(sharing=False))
+    assert whole.interference_model(default) is default
