@@ -129,12 +129,24 @@ def test_interference_protects_only_guaranteed_jobs():
 
 
 def test_runs_use_the_policys_interference_model():
-    # run() hands the run's default model to antman, which wraps it (GpuOpManager rules);
-    # with sharing off it leaves the default alone.
-    from shapeshift.perf.colocation import UtilisationInterference
+    # Through run(): g (guaranteed, a3c -> PPO profile) holds the only GPU; o (ncf -> NeuMF)
+    # joins it at 10 s (2.1 + 2.1 GB of 80). Trace speeds: each job's duration alone. With
+    # antman's model g keeps full speed (JCT 1000 s) and o runs in PPO's idle 86.9%
+    # (100 / 0.869 s); the default model would give g 1 / (1 + 0.28 x 0.131 x 0.101).
+    from shapeshift.model import JobSpec, NodeSpec
+    from shapeshift.runs import RunSpec, run
+    from shapeshift.workloads.workload import Workload
 
-    default = UtilisationInterference()
-    shared = AntManScheduler(antman_variant(), ProfiledKnowledge()).interference_model(default)
-    assert isinstance(shared, AntManInterference) and shared.fallback is default
-    whole = AntManScheduler(antman_variant(), ProfiledKnowledge(), AntManParams(sharing=False))
-    assert whole.interference_model(default) is default
+    jobs = [
+        JobSpec("g", 0.0, 1, duration=1000.0, model="a3c", tenant="A", guaranteed=True),
+        JobSpec("o", 10.0, 1, duration=100.0, model="ncf", tenant="B"),
+    ]
+    node = NodeSpec("n0", 1, 16, 64, "A800", 80.0, 400.0, 12.5, 25.0)
+    spec = RunSpec(
+        Workload.from_jobs("pair", jobs), ClusterSpec((node,), tenants={"A": 1}, gpu_share_limit=2), policy="antman"
+    )
+    result = run(spec)
+    t = {j.job_id: j.end_time - j.spec.submit_time for j in result.simulation.jobs}
+    assert t["g"] == pytest.approx(1000.0)
+    assert t["o"] == pytest.approx(100 / IDLE_BESIDE_PPO)
+    assert result.summary["antman_packings"] == 1
