@@ -23,9 +23,10 @@ things per VC (partition):
 Lucid never preempts, except to end a profiling run. Both models retrain every
 ``retrain_days`` (the artifact's EBM estimates are "weekly updated"), on finished jobs
 and past submissions only. Models are fitted lazily: at the first decision that needs a
-prediction after they fall due, on the data as of the due instant. Not implemented:
-the thesis's system tuner (a sweep of T_prof and the binder threshold in simulation) and
-the artifact's forecast-driven profiler scaling (Venus only).
+prediction after they fall due, on the data as of the due instant. The artifact's
+forecast-driven profiler scaling (Venus only) is ``profiler_scaling`` (``scaling.py``),
+off by default as for the artifact's Philly runs. Not implemented: the thesis's system
+tuner (a sweep of T_prof and the binder threshold in simulation).
 
 Pairs need a cluster that lets two jobs share a GPU (``gpu_share_limit: 2`` in the
 cluster file). Elsewhere Lucid runs with profiling and priorities only. Every exclusive
@@ -48,6 +49,7 @@ from shapeshift.policies.base import ARRIVAL, COMPLETION
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
 from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
+from shapeshift.policies.lucid.scaling import ProfilerScaler
 from shapeshift.policies.placement import Consolidated
 from shapeshift.policies.registry import PolicyParams, register
 
@@ -64,6 +66,8 @@ class LucidParams(PolicyParams):
     profile_seconds: float = Field(200.0, gt=0.0, allow_inf_nan=False)
     #: Largest job the profiler takes (artifact Venus: 8 GPUs).
     profiler_max_gpus: int = Field(8, ge=1)
+    #: Lend the profiler an idle main node while jobs pile up there (artifact: Venus only).
+    profiler_scaling: bool = False
     #: Binder: most a pair's sharing scores may add up to (artifact: 2).
     share_threshold: int = Field(2, ge=0, le=4)
     #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
@@ -121,6 +125,8 @@ class Lucid:
         self.sharing_on = params.sharing != "off"
         self.next_switch_check = 0.0
         self._split: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._current: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.scaler = ProfilerScaler(params.profiler_max_gpus) if params.profiler_scaling else None
 
     # ------------------------------------------------------------------ learning
     def _learn(self, view: ClusterView) -> None:
@@ -148,7 +154,7 @@ class Lucid:
         self.known.add(job_id)
         spec = view.job(job_id).spec
         self.forecaster.observe_submit(spec.submit_time)
-        profiler_nodes, _ = self._nodes(view, partition)
+        profiler_nodes, _ = self._base(view, partition)
         profiler_gpus = sum(view.cluster.nodes[int(n)].gpus for n in profiler_nodes)
         if wants_profiling(spec, self.profiler, profiler_gpus):
             heapq.heappush(self.profile_queue.setdefault(partition, []), (spec.num_gpus, spec.submit_time, job_id))
@@ -194,6 +200,12 @@ class Lucid:
         for job_id, spec, duration in zip(waiting, specs, predicted, strict=True):
             self.priority[job_id] = spec.num_gpus * duration
 
+    def _forecast(self, view: ClusterView) -> float | None:
+        if self._due_forecast is not None:
+            self.forecaster.fit(self._due_forecast)
+            self._due_forecast = None
+        return self.forecaster.forecast(view.now)
+
     def _switch(self, now: float) -> None:
         if self.p.sharing != "adaptive" or now < self.next_switch_check:
             return
@@ -202,11 +214,15 @@ class Lucid:
         self.sharing_on = forecast is None or forecast > self.p.switch_load
 
     # ------------------------------------------------------------------ deciding
-    def _nodes(self, view: ClusterView, partition: str) -> tuple[np.ndarray, np.ndarray]:
+    def _base(self, view: ClusterView, partition: str) -> tuple[np.ndarray, np.ndarray]:
         split = self._split.get(partition)
         if split is None:
             split = self._split[partition] = split_partition(view.partitions[partition], self.profiler)
         return split
+
+    def _nodes(self, view: ClusterView, partition: str) -> tuple[np.ndarray, np.ndarray]:
+        """(profiler, main) nodes now: the base split, plus any node lent by scaling."""
+        return self._current.get(partition) or self._base(view, partition)
 
     def decide(self, view: ClusterView) -> Schedule:
         self._note_due(view.now)
@@ -227,6 +243,10 @@ class Lucid:
         )
 
     def _profile(self, view: ClusterView, partition: str, free: FreeResources, changes, reasons) -> None:  # type: ignore[no-untyped-def]
+        if self.scaler is not None:
+            waiting = len(self.profile_queue.get(partition, []))
+            base = self._base(view, partition)
+            self._current[partition] = self.scaler.adjust(partition, base, waiting, free, self._forecast(view))
         nodes, _ = self._nodes(view, partition)
         if len(nodes) == 0:
             return
@@ -352,7 +372,10 @@ class Lucid:
 
     def summary_fields(self) -> dict[str, float | int]:
         """Policy figures for ``summary.json``."""
-        return {"lucid_finished_in_profiler": self.finished_in_profiler}
+        fields: dict[str, float | int] = {"lucid_finished_in_profiler": self.finished_in_profiler}
+        if self.scaler is not None:
+            fields.update(lucid_profiler_grown=self.scaler.grown, lucid_profiler_shrunk=self.scaler.shrunk)
+        return fields
 
 
 @register(
