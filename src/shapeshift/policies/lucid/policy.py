@@ -25,8 +25,9 @@ Lucid never preempts, except to end a profiling run. Both models retrain every
 and past submissions only. Models are fitted lazily: at the first decision that needs a
 prediction after they fall due, on the data as of the due instant. The artifact's
 forecast-driven profiler scaling (Venus only) is ``profiler_scaling`` (``scaling.py``),
-off by default as for the artifact's Philly runs. Not implemented: the thesis's system
-tuner (a sweep of T_prof and the binder threshold in simulation).
+off by default as for the artifact's Philly runs. The thesis's system tuner
+(a sweep of T_prof and the binder threshold in simulation on recent history) is
+``system_tuner`` (``tuner.py``), off by default.
 
 Pairs need a cluster that lets two jobs share a GPU (``gpu_share_limit: 2`` in the
 cluster file). Elsewhere Lucid runs with profiling and priorities only. Every exclusive
@@ -37,6 +38,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -55,6 +58,7 @@ from shapeshift.policies.registry import PolicyParams, register
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
+    from shapeshift.policies.lucid.tuner import TunerChoice
 
 DAY = 86400.0
 
@@ -68,6 +72,11 @@ class LucidParams(PolicyParams):
     profiler_max_gpus: int = Field(8, ge=1)
     #: Lend the profiler an idle main node while jobs pile up there (artifact: Venus only).
     profiler_scaling: bool = False
+    #: The thesis's system tuner: re-choose T_prof and share_threshold by replaying recent
+    #: history every ``tuner_every_days`` on the last ``tuner_jobs`` finished jobs (tuner.py).
+    system_tuner: bool = False
+    tuner_every_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
+    tuner_jobs: int = Field(300, ge=10)
     #: Binder: most a pair's sharing scores may add up to (artifact: 2).
     share_threshold: int = Field(2, ge=0, le=4)
     #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
@@ -127,6 +136,10 @@ class Lucid:
         self._split: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._current: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.scaler = ProfilerScaler(params.profiler_max_gpus) if params.profiler_scaling else None
+        #: Recently finished jobs with their recorded durations (the tuner's history).
+        self.history: deque[JobSpec] = deque(maxlen=params.tuner_jobs)
+        self.next_tune = 0.0
+        self.tunings: list[TunerChoice] = []
 
     # ------------------------------------------------------------------ learning
     def _learn(self, view: ClusterView) -> None:
@@ -138,6 +151,8 @@ class Lucid:
                 self.finished_in_profiler += 1
             duration = status.spec.duration if status.spec.duration is not None else status.work_total
             self.durations.observe(status.spec, self.features.get(job_id), duration)
+            if self.p.system_tuner:
+                self.history.append(replace(status.spec, duration=duration))
             self.priority.pop(job_id, None)
         # Jobs join the engine's pending order at its end; everything that arrived since the
         # last decision (Lucid decides on every arrival) lies after the last known job.
@@ -200,6 +215,22 @@ class Lucid:
         for job_id, spec, duration in zip(waiting, specs, predicted, strict=True):
             self.priority[job_id] = spec.num_gpus * duration
 
+    def _tune(self, view: ClusterView) -> None:
+        """The system tuner (tuner.py), when due and once enough jobs have finished."""
+        if not self.p.system_tuner or view.now < self.next_tune or len(self.history) < self.p.tuner_jobs:
+            return
+        from shapeshift.policies.lucid.tuner import retune
+
+        self.next_tune = view.now + self.p.tuner_every_days * DAY
+        current = (self.profiler.seconds, self.rules.threshold)
+        choice = retune(view.now, list(self.history), view.cluster, self._replica, self.p.sharing, current)
+        self.tunings.append(choice)
+        self.profiler = replace(self.profiler, seconds=choice.profile_seconds)
+        self.rules = replace(self.rules, threshold=choice.threshold)
+
+    def _replica(self, update: dict) -> Lucid:  # type: ignore[type-arg]
+        return Lucid(self.p.model_copy(update=update))
+
     def _forecast(self, view: ClusterView) -> float | None:
         if self._due_forecast is not None:
             self.forecaster.fit(self._due_forecast)
@@ -227,13 +258,14 @@ class Lucid:
     def decide(self, view: ClusterView) -> Schedule:
         self._note_due(view.now)
         self._learn(view)
+        self._tune(view)
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         free = view.scratch()
         for partition in sorted(view.dirty_partitions):
             self._profile(view, partition, free, changes, reasons)
             self._orchestrate(view, partition, free, changes, reasons)
-        ends = [start + self.p.profile_seconds for start in self.profiling.values()]
+        ends = [start + self.profiler.seconds for start in self.profiling.values()]
         return Schedule(
             base=view.allocations,
             changes=changes,
@@ -253,7 +285,7 @@ class Lucid:
         now = view.now
         running = self.profiling_in.setdefault(partition, {})
         for job_id in list(running):
-            if now + 1e-6 >= self.profiling[job_id] + self.p.profile_seconds:
+            if now + 1e-6 >= self.profiling[job_id] + self.profiler.seconds:
                 del self.profiling[job_id]
                 del running[job_id]
                 alloc = view.allocations[job_id]
@@ -375,6 +407,12 @@ class Lucid:
         fields: dict[str, float | int] = {"lucid_finished_in_profiler": self.finished_in_profiler}
         if self.scaler is not None:
             fields.update(lucid_profiler_grown=self.scaler.grown, lucid_profiler_shrunk=self.scaler.shrunk)
+        if self.p.system_tuner:
+            fields.update(
+                lucid_tunings=len(self.tunings),
+                lucid_profile_seconds=self.profiler.seconds,
+                lucid_share_threshold=self.rules.threshold,
+            )
         return fields
 
 
