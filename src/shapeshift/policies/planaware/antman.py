@@ -116,7 +116,7 @@ class AntManScheduler(PlanAwareScheduler):
             self.packer.forget({j for p in view.partitions for j in (*view.running(p), *view.pending(p))})
         inner = super().decide(_WithoutPacked(view, self.packed))  # type: ignore[arg-type]
         desired: dict[str, Allocation] = dict(inner.allocations)
-        desired.update({j: view.allocations[j] for j in self.packed})
+        desired.update({j: view.allocations[j] for j in sorted(self.packed)})
         reasons = dict(inner.reasons)
         desired, newly, evicted = self.packer.finish(view, ledger, desired, self.packed, reasons)
         self.packed = (self.packed - evicted) | newly

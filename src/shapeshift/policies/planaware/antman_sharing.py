@@ -297,9 +297,17 @@ class OpportunisticPacker:
             for victim in victims:
                 if self.cpus_free[node] >= -_EPS and self.mem_free[node] >= -_EPS:
                     break
-                self._evict(victim, desired, evicted, reasons, by)
+                self._evict(victim, desired, evicted, reasons, by, "the CPUs or host memory it used")
 
-    def _evict(self, victim: str, desired: dict[str, Allocation], evicted: set[str], reasons: dict[str, str], by: str):
+    def _evict(
+        self,
+        victim: str,
+        desired: dict[str, Allocation],
+        evicted: set[str],
+        reasons: dict[str, str],
+        by: str,
+        what: str = "its GPU",
+    ) -> None:
         alloc = desired.pop(victim, None)
         evicted.add(victim)
         for device in self.ledger.devices.get(victim, ()):
@@ -308,7 +316,7 @@ class OpportunisticPacker:
             for n, r in alloc.placement:
                 self.cpus_free[n] += r.cpus
                 self.mem_free[n] += r.mem_gb
-        reasons[victim] = f"evicted: job {by} needs its GPU"
+        reasons[victim] = f"evicted: job {by} needs {what}"
 
     def _pack(self, spec: JobSpec, nodes: list[int]) -> Allocation | None:
         """The job's requested GPUs on the least-utilised GPUs with room (Sec. 4), on as
