@@ -2,6 +2,7 @@
 
     python benchmarks/bench_simulator.py [--trace PATH] [--cluster PATH] [--policy NAME]
     python benchmarks/bench_simulator.py --against REF [--repeats 3]
+    python benchmarks/bench_simulator.py --workers 2 [--repeats 3]
 
 Prints jobs, events, wall seconds (read, build, simulate) and peak memory. Goal on a
 2-core machine: under 30 s and under 2 GB. The run goes through ``shapeshift.runs.run``,
@@ -10,7 +11,12 @@ the path every front door takes (job list, simulation and summary).
 ``--against REF`` also measures the code at git revision ``REF`` (checked out into a
 temporary worktree) on the same machine, alternating old and new ``--repeats`` times,
 and prints the ratio of the median build + simulate times old / new (> 1: the new code is
-faster).
+faster), in wall time and in CPU time (the steadier figure when other work shares the
+machine).
+
+``--workers N`` times the same run in one process and split by partition over N
+processes (``run(spec, workers=N)``), alternating, and prints the ratio and whether the
+two summaries are identical (they must be).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | i
     workload = read_workload(trace)
     t1 = time.perf_counter()
     cluster = load_cluster(cluster_path)
+    c1 = time.process_time()
     try:
         from shapeshift.runs import RunSpec, run
     except ImportError:  # a revision from before the run API
@@ -49,12 +56,12 @@ def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | i
         t2 = time.perf_counter()
         result = simulate(jobs, cluster, make_policy(policy), workload_name=workload.name)
         summarize(result)  # what the simulate command did next; run() includes it
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), time.process_time()
         api = "simulate() + summarize()"
     else:
         t2 = time.perf_counter()
         result = run(RunSpec(workload=workload, cluster=cluster, policy=policy)).simulation
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), time.process_time()
         api = "run(RunSpec)"
     return {
         "api": api,
@@ -67,6 +74,7 @@ def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | i
         "build": t2 - t1,
         "simulate": t3 - t2,
         "total": t3 - t0,
+        "cpu": c3 - c1,  # build + simulate, CPU seconds: steadier than wall time on a shared machine
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -109,7 +117,11 @@ def against(args: argparse.Namespace) -> int:
                 old.append(_subprocess(tree / "src", args))
                 new.append(_subprocess(ROOT / "src", args))
                 o, n = old[-1]["build"] + old[-1]["simulate"], new[-1]["build"] + new[-1]["simulate"]
-                print(f"repeat {i + 1}: old {o:.2f} s, new {n:.2f} s", flush=True)
+                print(
+                    f"repeat {i + 1}: old {o:.2f} s ({old[-1]['cpu']:.2f} s CPU), "
+                    f"new {n:.2f} s ({new[-1]['cpu']:.2f} s CPU)",
+                    flush=True,
+                )
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     same = all(
@@ -120,7 +132,32 @@ def against(args: argparse.Namespace) -> int:
     n_med = statistics.median(r["build"] + r["simulate"] for r in new)
     print(f"old ({args.against}, {old[0]['api']}): median build + simulate {o_med:.2f} s, {args.repeats} repeats")
     print(f"new (working tree, {new[0]['api']}): median build + simulate {n_med:.2f} s")
+    o_cpu = statistics.median(r["cpu"] for r in old)
+    n_cpu = statistics.median(r["cpu"] for r in new)
     print(f"ratio old / new   {o_med / n_med:.2f} (> 1: new is faster); same events and decisions: {same}")
+    print(f"CPU time          old {o_cpu:.2f} s, new {n_cpu:.2f} s: ratio {o_cpu / n_cpu:.2f}")
+    return 0
+
+
+def split(args: argparse.Namespace) -> int:
+    from shapeshift.cluster import load_cluster
+    from shapeshift.runs import RunSpec, run
+    from shapeshift.workloads.readers import read_workload
+
+    spec = RunSpec(workload=read_workload(args.trace), cluster=load_cluster(args.cluster), policy=args.policy)
+    times: dict[int, list[float]] = {1: [], args.workers: []}
+    summaries = {}
+    for i in range(args.repeats):
+        for workers in times:
+            t0 = time.perf_counter()
+            summary = dict(run(spec, workers=workers).summary)
+            times[workers].append(time.perf_counter() - t0)
+            summary.pop("sim_wall_seconds")
+            summaries[workers] = summary
+        print(f"repeat {i + 1}: " + ", ".join(f"{w} process(es) {t[-1]:.2f} s" for w, t in times.items()), flush=True)
+    one, many = (statistics.median(t) for t in times.values())
+    print(f"one process {one:.2f} s, {args.workers} processes {many:.2f} s (median of {args.repeats}, wall)")
+    print(f"ratio one / split {one / many:.2f}; identical summaries: {summaries[1] == summaries[args.workers]}")
     return 0
 
 
@@ -131,12 +168,15 @@ def main() -> int:
     parser.add_argument("--policy", default="fifo")
     parser.add_argument("--against", help="git revision to compare with (e.g. a commit before a change)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=1, help="compare one process with N (partitions split)")
     args = parser.parse_args()
     if not args.trace.exists():
         print(f"trace {args.trace} not found (needs ../shared/data)", file=sys.stderr)
         return 2
     if args.against:
         return against(args)
+    if args.workers > 1:
+        return split(args)
     r = measure(args.trace, args.cluster, args.policy)
     print(f"policy            {args.policy} (consolidated placement), via {r['api']}")
     print(f"jobs              {r['jobs']} ({r['completed']} completed, {r['rejected']} rejected)")

@@ -301,7 +301,7 @@ class JobSpec:
             return "duration must be >= 0"
         if self.iterations is not None and self.iterations < 0:
             return "iterations must be >= 0"
-        if any(not (math.isfinite(v) and v >= 0) for _, v in self.gpu_speed):
+        if self.gpu_speed and any(not (math.isfinite(v) and v >= 0) for _, v in self.gpu_speed):
             return "gpu_speed values must be finite and >= 0"
         if self.gpu_speed and max(v for _, v in self.gpu_speed) <= 0:
             return "gpu_speed must give at least one GPU type a positive throughput"
@@ -342,6 +342,7 @@ class Allocation:
             if node < 0:
                 raise ModelError("node index must be >= 0")
             placement = self.placement if not res.is_zero() else ()
+            gpus = res.gpus
         else:
             merged: dict[int, Resources] = {}
             for node, res in self.placement:
@@ -349,10 +350,10 @@ class Allocation:
                     raise ModelError("node index must be >= 0")
                 merged[node] = merged[node] + res if node in merged else res
             placement = tuple(sorted((n, r) for n, r in merged.items() if not r.is_zero()))
-        object.__setattr__(self, "placement", placement)
+            gpus = sum(r.gpus for _, r in placement)
+            object.__setattr__(self, "placement", placement)
         if not placement:
             raise ModelError("an allocation must hold some resources")
-        gpus = sum(r.gpus for _, r in placement)
         object.__setattr__(self, "gpus", gpus)
         if self.batch_size is not None and not (isinstance(self.batch_size, int) and self.batch_size >= 1):
             raise ModelError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")

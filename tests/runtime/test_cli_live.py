@@ -50,6 +50,7 @@ def broken_database(directory: Path, how: str) -> None:
         (["--state", "GARBAGE"], "cannot be read as a state database"),
         (["--state", "TRUNCATED"], "cannot be read as a state database (database disk image is malformed)"),
         (["--backend", "ray", "--ray-address", "CLOSED"], "cannot reach a Ray cluster at 127.0.0.1:"),
+        (["--backend", "ray", "--cluster", "SHARING"], "GPU sharing (gpu_share_limit above 1) needs the local backend"),
         (["--job-user", "no-such-user-here"], "no user 'no-such-user-here'"),
     ],
 )
@@ -59,6 +60,8 @@ def test_serve_refuses_to_start_with_one_line(tmp_path, args, message):
     broken_database(tmp_path / "truncated", "truncated")
     swap = {"FILE": str(tmp_path / "file"), "GARBAGE": str(tmp_path / "garbage")}
     swap |= {"TRUNCATED": str(tmp_path / "truncated"), "CLOSED": f"127.0.0.1:{closed_port()}"}
+    (tmp_path / "sharing.yaml").write_text("nodes:\n  - {gpus: 2, gpu_mem_gb: 16}\ngpu_share_limit: 2\n")
+    swap["SHARING"] = str(tmp_path / "sharing.yaml")
     args = [swap.get(a, a) for a in args]
     if "--state" not in args:
         args += ["--state", str(tmp_path / "state")]

@@ -75,11 +75,6 @@ def average_presence(partitions: np.ndarray, starts: np.ndarray, ends: np.ndarra
 
 def fairness_summary(jobs: Sequence[JobStatus], cluster: ClusterSpec) -> dict[str, Any]:
     """The slowdown and fairness fields of ``summary.json`` (see the module docstring)."""
-    done = [
-        j
-        for j in jobs
-        if j.state is JobState.COMPLETED and j.end_time is not None and j.spec.duration and j.spec.duration > 0
-    ]
     fields: dict[str, Any] = {
         "avg_slowdown": None,
         "p99_slowdown": None,
@@ -90,9 +85,22 @@ def fairness_summary(jobs: Sequence[JobStatus], cluster: ClusterSpec) -> dict[st
         "ftf_rho_max": None,
         "ftf_rho_mean": None,
     }
+    # One pass over the jobs (a summary of a million-job run reads each job once).
+    present: list[JobStatus] = []  # every job not rejected
+    done: list[JobStatus] = []  # completed, with a known isolated run time
+    done_at: list[int] = []  # position of each done job in ``present``
+    completed = JobState.COMPLETED
+    for j in jobs:
+        state = j.state
+        if state is JobState.REJECTED:
+            continue
+        if state is completed and j.end_time is not None and j.spec.duration:
+            done_at.append(len(present))
+            done.append(j)
+        present.append(j)
     if not done:
         return fields
-    jct = np.array([j.end_time - j.spec.submit_time for j in done])  # type: ignore[operator]
+    jct = np.array([j.end_time for j in done]) - np.array([j.spec.submit_time for j in done])
     ideal = np.array([j.spec.duration for j in done], dtype=float)
     slowdown = jct / ideal
     tau = BOUNDED_SLOWDOWN_TAU
@@ -103,21 +111,21 @@ def fairness_summary(jobs: Sequence[JobStatus], cluster: ClusterSpec) -> dict[st
     key = "user" if any(j.spec.user for j in done) else ("tenant" if any(j.spec.tenant for j in done) else None)
     if key is not None:
         groups: dict[str, list[float]] = {}
-        for j, s in zip(done, slowdown, strict=True):
-            groups.setdefault(getattr(j.spec, key), []).append(1.0 / s)
+        for j, s in zip(done, (1.0 / slowdown).tolist(), strict=True):
+            groups.setdefault(getattr(j.spec, key), []).append(s)
         fields["fairness_groups"] = key
         fields["jain_fairness"] = jain_index([float(np.mean(v)) for _, v in sorted(groups.items())])
 
-    present = [j for j in jobs if j.state is not JobState.REJECTED]
-    last = max((j.end_time for j in present if j.end_time is not None), default=0.0)
-    index = {j.job_id: i for i, j in enumerate(present)}
     starts = np.array([j.spec.submit_time for j in present])
-    ends = np.array([j.end_time if j.end_time is not None else max(last, j.spec.submit_time) for j in present])
-    names = sorted({j.partition for j in present})
-    code = {p: i for i, p in enumerate(names)}
-    presence = average_presence(np.array([code[j.partition] for j in present]), starts, ends)
+    ends = np.array([np.nan if j.end_time is None else j.end_time for j in present])
+    last = 0.0 if np.isnan(ends).all() else float(np.nanmax(ends))
+    unfinished = np.isnan(ends)
+    ends[unfinished] = np.maximum(last, starts[unfinished])
+    partitions = [j.partition for j in present]
+    code = {p: i for i, p in enumerate(sorted(set(partitions)))}
+    presence = average_presence(np.array([code[p] for p in partitions]), starts, ends)
     capacity = {p: sum(cluster.nodes[n].gpus for n in nodes) for p, nodes in cluster.partition_nodes().items()}
-    n = presence[[index[j.job_id] for j in done]]
+    n = presence[done_at]
     gpus = np.array([max(j.spec.num_gpus, 1) for j in done], dtype=float)
     share = np.array([capacity.get(j.partition, 0) or 1 for j in done], dtype=float)
     rho = jct / (ideal * np.maximum(1.0, gpus * n / share))

@@ -92,21 +92,45 @@ def _clean(value: Any) -> Any:
 
 def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``summary.json`` mapping (contract keys first, in a fixed order)."""
-    done = [j for j in result.jobs if j.state is JobState.COMPLETED]
-    jct = np.array([j.end_time - j.spec.submit_time for j in done], dtype=float)
-    queue = np.array([(j.end_time - j.spec.submit_time) - j.run_seconds for j in done], dtype=float)
-    started = [j for j in result.jobs if j.first_start is not None]
-    response = np.array([j.first_start - j.spec.submit_time for j in started], dtype=float)
-    accepted = [j for j in result.jobs if j.state is not JobState.REJECTED]
+    # One pass over the jobs; sums accumulate in job order, as ``sum()`` would.
+    ends: list[float] = []
+    done_submits: list[float] = []
+    held: list[float] = []
+    responses: list[float] = []
+    first_submit = math.inf
+    attained = overcount = 0.0
+    preemptions = preempted = reconfigurations = unfinished = accepted = 0
+    completed, rejected = JobState.COMPLETED, JobState.REJECTED
+    for j in result.jobs:
+        state, submit = j.state, j.spec.submit_time
+        if state is completed:
+            ends.append(j.end_time)  # type: ignore[arg-type]
+            done_submits.append(submit)
+            held.append(j.run_seconds)
+        elif state is JobState.UNFINISHED:
+            unfinished += 1
+        if state is not rejected:
+            accepted += 1
+            first_submit = min(first_submit, submit)
+            preempted += j.preemptions
+        if j.first_start is not None:
+            responses.append(j.first_start - submit)
+        attained += j.attained
+        overcount += j.overcount_gpu_seconds
+        preemptions += j.preemptions
+        reconfigurations += j.reconfigurations
+    jct = np.array(ends, dtype=float) - np.array(done_submits, dtype=float)
+    queue = jct - np.array(held, dtype=float)
+    response = np.array(responses, dtype=float)
     gpus = result.cluster.total_gpus
-    makespan = max(j.end_time for j in done) - min(j.spec.submit_time for j in accepted) if done else 0.0
-    attained = float(sum(j.attained for j in result.jobs)) - float(sum(j.overcount_gpu_seconds for j in result.jobs))
+    makespan = max(ends) - first_submit if ends else 0.0
+    attained -= overcount
     summary: dict[str, Any] = {
         "policy": result.policy,
         "workload": result.workload,
         "cluster_gpus": gpus,
         "jobs_total": len(result.jobs),
-        "jobs_completed": len(done),
+        "jobs_completed": len(ends),
         "jobs_rejected": len(result.rejections),
         "avg_jct": _stat(jct, "mean"),
         "p50_jct": _stat(jct, "p50"),
@@ -116,16 +140,15 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
         "avg_responsiveness": _stat(response, "mean"),
         "makespan": makespan,
         "gpu_utilization": attained / (gpus * makespan) if makespan > 0 else 0.0,
-        "preemptions": int(sum(j.preemptions for j in result.jobs)),
-        "reconfigurations": int(sum(j.reconfigurations for j in result.jobs)),
+        "preemptions": int(preemptions),
+        "reconfigurations": int(reconfigurations),
         "sim_wall_seconds": result.wall_seconds,
         "slo_attainment": _slo_attainment(result),
-        "jobs_unfinished": sum(1 for j in result.jobs if j.state is JobState.UNFINISHED),
+        "jobs_unfinished": unfinished,
         "events": result.events,
         "decisions": result.decisions,
     }
-    preempted = sum(j.preemptions for j in accepted)
-    summary["preemptions_per_job"] = preempted / len(accepted) if accepted else 0.0
+    summary["preemptions_per_job"] = preempted / accepted if accepted else 0.0
     summary.update(fairness_summary(result.jobs, result.cluster))
     if result.cluster.gpu_share_limit > 1:
         summary.update(sharing_summary(result, attained))

@@ -67,7 +67,8 @@ ThroughputOption = Annotated[
     str,
     typer.Option(
         help="Speed model: trace (recorded durations), trace-placement (and placement-sensitive models run "
-        "slower spread over more nodes than needed), ground-truth:DIR (the measured Rubick tables in DIR, "
+        "slower spread over more nodes than needed), synergy (and Synergy's CNN/RNN models run at their "
+        "published speed for the CPUs and memory they get), ground-truth:DIR (the measured Rubick tables in DIR, "
         "e.g. ../shared/data/rubick/traces; jobs run their iterations) or pollux:DIR (the Pollux profiles, "
         "with statistical efficiency)."
     ),

@@ -24,6 +24,12 @@ def make_backend(name: str, address: str | None, cluster: ClusterSpec) -> Backen
 
         return LocalBackend()
     if name == "ray":
+        if cluster.gpu_share_limit > 1:
+            # Ray reserves a whole slot per rank: two ranks on one GPU would wait for each other.
+            raise InputError(
+                "GPU sharing (gpu_share_limit above 1) needs the local backend: Ray reserves a whole GPU per rank",
+                field="--backend",
+            )
         _probe_ray(address)
         try:
             from shapeshift.runtime.backends.ray_backend import RayBackend

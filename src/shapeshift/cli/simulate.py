@@ -82,13 +82,22 @@ def warn_if_slow(policies: list[str], quiet: bool) -> None:
             err_console.print(f"note: {name} {SLOW_POLICIES[name]}; progress is shown below", highlight=False)
 
 
-def run_with_progress(spec: RunSpec, quiet: bool) -> RunResult:
-    """``run(spec)`` with a progress bar on a terminal."""
+def run_with_progress(spec: RunSpec, quiet: bool, workers: int = 1) -> RunResult:
+    """``run(spec)`` with a progress bar on a terminal (``workers`` > 1: partitions in
+    parallel where the run allows it; a note says why not otherwise)."""
     from shapeshift.runs import run
 
     warn_if_slow([spec.policy], quiet)
+    if workers > 1 and not quiet:
+        from shapeshift.policies.registry import make_policy
+        from shapeshift.runs.execute import policy_params
+        from shapeshift.runs.parallel import serial_reason
+
+        reason = serial_reason(spec, make_policy(spec.policy, policy_params(spec)))
+        if reason:
+            console.print(f"[yellow]--workers:[/] running in one process: {reason}", highlight=False)
     with progress_bar(spec.policy, show_progress(quiet)) as update:
-        return run(spec, progress=update)
+        return run(spec, progress=update, workers=workers)
 
 
 def _seconds(value: Any) -> str:
@@ -153,6 +162,14 @@ def simulate_command(
         bool,
         typer.Option("--explain", help="estimator=primo: each job's predicted duration and top 3 reasons in jobs.csv."),
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Simulate the partitions (virtual clusters) in this many processes; same result as one. "
+            "Event-driven, partition-local policies only (others run in one process, with a note).",
+        ),
+    ] = 1,
     as_json: JsonOption = False,
     allow_unfinished: AllowUnfinishedOption = False,
     quiet: QuietOption = False,
@@ -164,6 +181,8 @@ def simulate_command(
     from shapeshift.policies.registry import parse_policy_args
     from shapeshift.runs import RunSpec
 
+    if workers < 1:
+        raise InputError("--workers must be >= 1", field="--workers")
     data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
     params = parse_policy_args(policy_arg)
     if explain and params.get("estimator") != "primo":
@@ -182,7 +201,7 @@ def simulate_command(
         record=frozenset({"explanations"}) if explain else frozenset(),
     )
     output_dir(out)
-    result = run_with_progress(spec, quiet or as_json)
+    result = run_with_progress(spec, quiet or as_json, workers)
     summary = result.write(out) if out is not None else result.summary
     if as_json:
         typer.echo(json.dumps(summary, indent=2))

@@ -116,7 +116,8 @@ class Engine:
         status.end_time = now
         status.version += 1
         self._finished.append(job_id)
-        self._apply_sharing(now)
+        if self._reshared:
+            self._apply_sharing(now)
         if self._wants_completions:
             self._dirty.add(status.partition)
 
@@ -202,7 +203,8 @@ class Engine:
             if status.first_start is None:
                 status.first_start = now
             self.executor.launch(status, desired, now, pause)
-        self._apply_sharing(now)
+        if self._reshared:
+            self._apply_sharing(now)
 
     # -------------------------------------------------------------- helpers
     def never_fits(self, spec: JobSpec) -> str:

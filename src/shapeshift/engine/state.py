@@ -81,10 +81,11 @@ class JobStatus:
     shared_gpu_seconds: float = 0.0
     #: Progressing seconds lost to interference: sum of ``(1 - speed) * dt`` while sharing.
     slowed_seconds: float = 0.0
+    #: ``spec.job_id``, copied once: the engine and executors read it on every event.
+    job_id: str = field(init=False, default="")
 
-    @property
-    def job_id(self) -> str:
-        return self.spec.job_id
+    def __post_init__(self) -> None:
+        self.job_id = self.spec.job_id
 
     def progress_at(self, now: float) -> float:
         """Work done by ``now`` (closed form; does not mutate)."""
@@ -152,10 +153,11 @@ class FreeResources:
 
     def fits(self, alloc: Allocation) -> bool:
         eps = 1e-9
-        return all(
-            self.gpus[n] >= r.gpus and self.cpus[n] + eps >= r.cpus and self.mem[n] + eps >= r.mem_gb
-            for n, r in alloc.placement
-        )
+        gpus, cpus, mem = self.gpus, self.cpus, self.mem
+        for n, r in alloc.placement:
+            if not (gpus[n] >= r.gpus and cpus[n] + eps >= r.cpus and mem[n] + eps >= r.mem_gb):
+                return False
+        return True
 
     def fits_host(self, alloc: Allocation) -> bool:
         """CPUs and host memory only: an allocation naming shared GPUs (the GPU ledger checks those)."""

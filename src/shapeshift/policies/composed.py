@@ -62,6 +62,8 @@ class AcceptAll:
     name = "accept-all"
     #: Admits every waiting job, in queue order (lets static-key orderings use their heap).
     admits_all = True
+    #: Reads only the partition it is asked about (see ``ComposedPolicy.partition_local``).
+    partition_local = True
 
     def admit(self, view: ClusterView, partition: str) -> Iterable[str]:
         return view.pending(partition)
@@ -72,6 +74,7 @@ class FifoOrdering:
 
     name = "fifo"
     preemptive = False
+    partition_local = True
 
     def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
         return jobs
@@ -104,16 +107,28 @@ class ComposedPolicy:
         self._queues: dict[str, StaticKeyQueue] | None = None
         self._shapes: dict[str, ShapeQueue] | None = None
         self._wake: float | None = None
+        self._prepare = getattr(self.ordering, "prepare", None)
         if getattr(self.ordering, "static_keys", False) and getattr(self.admission, "admits_all", False):
             self._queues = {}
+
+    @property
+    def partition_local(self) -> bool:
+        """Whether a partition's decisions read only that partition's jobs and state: no
+        rounds or lease wake-ups (cluster-wide timers) and parts that say so. Such a run
+        can be simulated one partition at a time (``shapeshift.runs.parallel``)."""
+        return (
+            self.default_round is None
+            and self.lease == 0
+            and getattr(self.ordering, "partition_local", False)
+            and getattr(self.admission, "partition_local", False)
+        )
 
     def decide(self, view: ClusterView) -> Schedule:
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         scratch: FreeResources | None = None
-        prepare = getattr(self.ordering, "prepare", None)
-        if prepare is not None:
-            prepare(view)
+        if self._prepare is not None:
+            self._prepare(view)
         for partition in sorted(view.dirty_partitions):
             if view.pending_count(partition) == 0 and not self.ordering.preemptive:
                 continue

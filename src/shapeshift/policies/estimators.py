@@ -117,6 +117,8 @@ class EstimatedOrdering:
     def __init__(self, estimator: DurationEstimator):
         self.estimator = estimator
         self.static_keys = estimator.static
+        #: An estimator that learns from finished jobs learns from every partition's.
+        self.partition_local = not estimator.needs_history
 
     def prepare(self, view: ClusterView) -> None:
         """Feed the estimator the jobs that finished since the last decision, oldest end first."""

@@ -51,6 +51,7 @@ class LeastAttainedService:
     name = "las"
     preemptive = True
     static_keys = True
+    partition_local = True
 
     def __init__(self, gpu_time: bool = True):
         self.gpu_time = gpu_time

@@ -24,6 +24,7 @@ from shapeshift.engine.contract import Policy
 from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy, policy_info
 from shapeshift.runs.models import build_interference, build_throughput
+from shapeshift.runs.parallel import serial_reason, simulate_partitions
 from shapeshift.runs.recording import IntervalRecorder
 from shapeshift.runs.result import RunResult
 from shapeshift.runs.spec import RunSpec
@@ -43,14 +44,25 @@ def policy_params(spec: RunSpec) -> dict[str, object]:
     return params
 
 
-def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult:
+def run(spec: RunSpec, *, progress: ProgressCallback | None = None, workers: int = 1) -> RunResult:
     """Simulate ``spec`` to the end and return its summary, per-job rows and recordings.
 
     Bad inputs (an unknown policy or parameter, a round-based policy without a round, a
     job the speed model cannot run) raise ``InputError``; the same spec always gives the
-    same result.
+    same result. ``workers`` above 1 simulates the partitions (virtual clusters) in that
+    many processes when the run allows it (``shapeshift.runs.parallel.serial_reason``),
+    with the same result as one process.
     """
-    inner = make_policy(spec.policy, policy_params(spec))
+    args = policy_params(spec)
+    inner = make_policy(spec.policy, args)
+    if workers > 1 and not serial_reason(spec, inner):
+        try:
+            simulation = simulate_partitions(spec, args, workers, progress)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        summary = summarize(simulation, _policy_extra(spec, inner))
+        throughput = build_throughput(spec.throughput.kind, spec.throughput.path, spec.cluster)
+        return RunResult(spec=spec, summary=summary, simulation=simulation, policy=inner, throughput=throughput)
     policy: Policy = inner
     ces = None
     if spec.energy is not None:
@@ -82,14 +94,7 @@ def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult
         raise InputError(str(exc)) from None
     intervals = recorder.finish(simulation) if recorder is not None else None
 
-    extra: dict[str, Any] = {"seed": spec.seed}
-    policy_fields = getattr(inner, "summary_fields", None)
-    if policy_fields is not None:
-        extra.update(policy_fields())
-    timeline = getattr(inner, "timeline", None)
-    if timeline is not None:
-        extra["auto_switches"] = getattr(inner, "switches", None)
-        extra["auto_evaluations"] = len(timeline)
+    extra = _policy_extra(spec, inner)
     energy = None
     if ces is not None:
         from shapeshift.energy.sim_component import energy_extra
@@ -116,3 +121,16 @@ def run(spec: RunSpec, *, progress: ProgressCallback | None = None) -> RunResult
         policy=inner,
         throughput=throughput,
     )
+
+
+def _policy_extra(spec: RunSpec, policy: Policy) -> dict[str, Any]:
+    """The summary fields a run adds: its seed and the policy's own figures."""
+    extra: dict[str, Any] = {"seed": spec.seed}
+    policy_fields = getattr(policy, "summary_fields", None)
+    if policy_fields is not None:
+        extra.update(policy_fields())
+    timeline = getattr(policy, "timeline", None)
+    if timeline is not None:
+        extra["auto_switches"] = getattr(policy, "switches", None)
+        extra["auto_evaluations"] = len(timeline)
+    return extra

@@ -85,6 +85,7 @@ def simulate(
     energy: EnergySpec | str | None = None,
     window: tuple[int, int] | None = None,
     record: Sequence[str] = (),
+    workers: int = 1,
     **policy_params: Any,
 ) -> RunResult:
     """Simulate one policy and return its :class:`RunResult`.
@@ -95,7 +96,11 @@ def simulate(
     ``None`` (4x8). Policy parameters go as keyword arguments
     (``ss.simulate(policy="tiresias", starvation=2)``) or, for names that clash with the
     options here or with Python keywords (qssf's ``seed`` and ``lambda``), in ``params``.
+    ``workers`` above 1 simulates the partitions in parallel processes where the run
+    allows it (``shapeshift.runs.parallel``); the result is the same.
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(f"workers must be an integer >= 1, got {workers!r}", field="workers")
     merged = {**(params or {}), **policy_params}
     spec = _spec(
         workload,
@@ -112,7 +117,7 @@ def simulate(
         window=window,
         record=record,
     )
-    return run(spec)
+    return run(spec, workers=workers)
 
 
 def _entries(policies: Sequence[str] | Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:

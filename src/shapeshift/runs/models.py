@@ -34,6 +34,12 @@ def _trace_placement(cluster: ClusterSpec, _path: str | None) -> ThroughputModel
     return TraceSpeedModel(cluster, placement_slowdown=True)
 
 
+def _synergy(cluster: ClusterSpec, _path: str | None) -> ThroughputModel:
+    from shapeshift.perf.synergy_speed import SynergySpeedModel
+
+    return SynergySpeedModel(cluster)
+
+
 def _ground_truth(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
     from shapeshift.perf.ground_truth import GroundTruthModel
 
@@ -54,6 +60,9 @@ THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
         "as trace, and placement-sensitive models run slower spread over more nodes than needed",
         False,
         _trace_placement,
+    ),
+    "synergy": ThroughputKind(
+        "as trace, and Synergy's models run at their published CPU/memory profile's speed", False, _synergy
     ),
     "ground-truth": ThroughputKind("measured Rubick speed tables (a traces/ directory)", True, _ground_truth),
     "pollux": ThroughputKind(

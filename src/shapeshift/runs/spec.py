@@ -47,6 +47,8 @@ class ThroughputSpec:
       (``shapeshift.perf.throughput.TraceSpeedModel``);
     * ``trace-placement``: as ``trace``, and a placement-sensitive catalogued model whose
       GPUs span more nodes than needed runs its catalog ``spread_slowdown`` times slower;
+    * ``synergy``: as ``trace``, and a job of one of Synergy's models runs at its published
+      CPU/memory profile's speed (``shapeshift.perf.synergy_speed``);
     * ``ground-truth``: the measured Rubick speed tables under ``path`` (a
       ``traces/`` directory), with a fitted fallback for unmeasured configurations
       (``shapeshift.perf.ground_truth.GroundTruthModel``). Jobs then run their

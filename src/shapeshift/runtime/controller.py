@@ -138,7 +138,7 @@ class Controller(Admission, Supervision, Recovery):
         self.engine = Engine(cluster, policy, self, Overheads(restore_penalty=0.0), on_decision=self._on_decision)
         self.runs: dict[str, LiveRun] = {}  # current run of each running job
         self.stopping: list[LiveRun] = []  # runs asked to stop, holding their slots until they exit
-        self.slots: dict[int, dict[int, RunId]] = {i: {} for i in range(len(cluster.nodes))}
+        self.slots: dict[int, dict[int, list[RunId]]] = {i: {} for i in range(len(cluster.nodes))}
         self.reports: queue.SimpleQueue[tuple[str, int, list[dict[str, Any]]]] = queue.SimpleQueue()
         self.url = ""
         self._jobs: dict[str, JobFile] = {}

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from shapeshift.engine.engine import Engine
 from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation, ClusterSpec
 from shapeshift.runtime import store as st
@@ -38,7 +39,10 @@ class Launcher:
     stop_grace: float
     runs: dict[str, LiveRun]
     stopping: list[LiveRun]
-    slots: dict[int, dict[int, RunId]]
+    #: ``slots[node][gpu]`` = the runs whose ranks use that GPU slot (two or more only on a
+    #: cluster whose ``gpu_share_limit`` lets jobs share GPUs).
+    slots: dict[int, dict[int, list[RunId]]]
+    engine: Engine
     _jobs: dict[str, JobFile]
     _adopting: dict[str, Any]
     _reasons: dict[str, str]
@@ -60,9 +64,7 @@ class Launcher:
             )
             run.ranks = [self._rank_from_record(r) for r in adopted.ranks]
             self.runs[job.job_id] = run
-            for r in run.ranks:
-                for slot in r.slots:
-                    self.slots[r.node][slot] = run.run_id
+            self._hold_slots(run)
             return
         row = self.store.job(job.job_id) or {}
         attempt = int(row.get("attempts", 0)) + 1
@@ -117,13 +119,9 @@ class Launcher:
 
     def _try_spawn(self, run: LiveRun, now: float) -> None:
         """Start a run once the slots it needs are free (a stopping run may still hold them)."""
-        chosen: dict[int, list[int]] = {}
-        for node, res in run.allocation.placement:
-            capacity = self.cluster.nodes[node].gpus
-            free = [s for s in range(capacity) if s not in self.slots[node]]
-            if len(free) < res.gpus:
-                return
-            chosen[node] = free[: res.gpus]
+        chosen = self._shared_slots(run) if self.engine.sharing is not None else self._free_slots(run)
+        if chosen is None:
+            return
         if any(r.job_id == run.job_id for r in self.stopping):
             return  # the previous attempt is still checkpointing
         try:
@@ -131,9 +129,7 @@ class Launcher:
         except Exception as exc:  # this job's problem alone; the next tick records the failure
             run.launch_error = f"{type(exc).__name__}: {exc}"
             return
-        for r in run.ranks:
-            for slot in r.slots:
-                self.slots[r.node][slot] = run.run_id
+        self._hold_slots(run)
         record = RunRecord(
             job_id=run.job_id,
             attempt=run.attempt,
@@ -163,6 +159,37 @@ class Launcher:
             run.launch_error = f"{type(exc).__name__}: {exc}"
             self.backend.kill(run.run_id)  # the ranks that did start
         crash_point("after_run_start")
+
+    def _free_slots(self, run: LiveRun) -> dict[int, list[int]] | None:
+        """One job per GPU: the lowest free slots of each node, or ``None`` to wait."""
+        chosen: dict[int, list[int]] = {}
+        for node, res in run.allocation.placement:
+            capacity = self.cluster.nodes[node].gpus
+            free = [s for s in range(capacity) if not self.slots[node].get(s)]
+            if len(free) < res.gpus:
+                return None
+            chosen[node] = free[: res.gpus]
+        return chosen
+
+    def _shared_slots(self, run: LiveRun) -> dict[int, list[int]] | None:
+        """On a sharing cluster: exactly the GPUs the engine's ledger gave the job, so two
+        jobs the policy put on one GPU run their ranks on the same slot (the same
+        ``CUDA_VISIBLE_DEVICES``). Wait (``None``) while a slot is still held by a run
+        the ledger no longer lists there: a stopped run that is still checkpointing."""
+        ledger = self.engine.sharing
+        assert ledger is not None
+        chosen: dict[int, list[int]] = {}
+        for node, gpu in ledger.devices.get(run.job_id, ()):
+            partners = set(ledger.occupants(node, gpu))
+            if any(holder[0] not in partners for holder in self.slots[node].get(gpu, ())):
+                return None
+            chosen.setdefault(node, []).append(gpu)
+        return chosen
+
+    def _hold_slots(self, run: LiveRun) -> None:
+        for r in run.ranks:
+            for slot in r.slots:
+                self.slots[r.node].setdefault(slot, []).append(run.run_id)
 
     def job_dir(self, job_id: str) -> Path:
         """Outside the state directory (``work_dir``), so a job cannot walk to the token."""
@@ -247,8 +274,10 @@ class Launcher:
     def _release(self, run: LiveRun) -> None:
         self.backend.forget(run.run_id)
         for node_slots in self.slots.values():
-            for slot in [s for s, owner in node_slots.items() if owner == run.run_id]:
-                del node_slots[slot]
+            for slot in [s for s, holders in node_slots.items() if run.run_id in holders]:
+                node_slots[slot].remove(run.run_id)
+                if not node_slots[slot]:
+                    del node_slots[slot]
 
     def _placement_text(self, alloc: Allocation) -> str:
         return ",".join(f"{self.cluster.nodes[n].name}:{r.gpus}" for n, r in alloc.placement)
@@ -258,8 +287,8 @@ class Launcher:
         result = []
         dead = self.backend.dead_nodes()
         for i, node in enumerate(self.cluster.nodes):
-            owners = dict(self.slots.get(i, {}))
-            jobs = sorted({job for job, _ in owners.values()}, key=int)
+            owners = {slot: list(holders) for slot, holders in self.slots.get(i, {}).items() if holders}
+            jobs = sorted({job for holders in owners.values() for job, _ in holders}, key=int)
             result.append(
                 {
                     "name": node.name,

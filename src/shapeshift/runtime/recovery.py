@@ -42,9 +42,7 @@ class Recovery(Launcher):
             run.ranks = [self._rank_from_record(r) for r in record.ranks]
             run.spawned, run.deadline = True, now + self.stop_grace
             self.backend.adopt(run.run_id, run.ranks)
-            for r in run.ranks:
-                for slot in r.slots:
-                    self.slots[r.node][slot] = run.run_id
+            self._hold_slots(run)
             self.stopping.append(run)
         for record in self.store.runs(state="active"):
             if record.job_id not in live or self.engine.jobs[record.job_id].state is not JobState.PENDING:

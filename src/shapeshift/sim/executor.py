@@ -114,9 +114,10 @@ class SimulatedExecutor:
     def crossed_boundary(self, job: JobStatus, now: float) -> bool:
         """Called for a job's current queued event at ``now``: if it is a rate boundary,
         fold progress in, queue the next event and return True (the job goes on)."""
-        at, progress = self._boundary.get(job.job_id, (None, 0.0))
-        if at != now:
+        hit = self._boundary.get(job.job_id) if self._boundary else None
+        if hit is None or hit[0] != now:
             return False
+        progress = hit[1]
         del self._boundary[job.job_id]
         job.advance(now)
         # The event time is rounded to 1 us: snap to the boundary it stands for, so the
@@ -131,15 +132,17 @@ class SimulatedExecutor:
         self._queue(job, allocation, job.stall_until)
 
     def _queue(self, job: JobStatus, allocation: Allocation, start: float) -> None:
-        self._boundary.pop(job.job_id, None)
+        if self._boundary:
+            self._boundary.pop(job.job_id, None)
         horizon = math.inf
         if self._rate_at is not None and job.spec.batch is not None:
             job.rate, horizon = self._rate_at(job.spec, allocation, job.work_done)
         else:
             job.rate = self.throughput.rate(job.spec, allocation)
-        speed = self._speed(job)
-        if speed != 1.0:
-            job.rate *= speed
+        if self.sharing is not None:
+            speed = self._speed(job)
+            if speed != 1.0:
+                job.rate *= speed
         remaining = job.work_total - job.work_done
         if remaining <= 0:
             self.completions.push(start, job.job_id, job.version)

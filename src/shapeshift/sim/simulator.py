@@ -86,10 +86,13 @@ def simulate(
     idle_rounds = 0
     report_every = max(n // 200, 1)
     inf = math.inf
+    # Bound once: this loop runs once per event.
+    peek, pop = completions.peek_time, completions.pop
+    statuses, crossed_boundary, running = engine.jobs, executor.crossed_boundary, JobState.RUNNING
 
     while True:
         t_arrival = arrivals[cursor].submit_time if cursor < n else inf
-        t_done = completions.peek_time()
+        t_done = peek()
         # Rounds run while there is work. Across an idle gap the timer jumps to the first
         # boundary at or after the next arrival, so a job submitted on a boundary is
         # scheduled in that round, as round-based simulators do.
@@ -100,11 +103,11 @@ def simulate(
         now = min(t_arrival, t_done, t_round, t_wake)
         if now == inf:
             break
-        while completions.peek_time() <= now:
-            _, job_id, version = completions.pop()
-            status = engine.jobs[job_id]
-            if status.version == version and status.state is JobState.RUNNING:
-                if executor.crossed_boundary(status, now):
+        while peek() <= now:
+            _, job_id, version = pop()
+            status = statuses[job_id]
+            if status.version == version and status.state is running:
+                if crossed_boundary(status, now):
                     continue
                 engine.complete(job_id, now)
                 finished += 1

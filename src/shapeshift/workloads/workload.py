@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from shapeshift.model import BatchSpec, ExecutionPlan, JobSpec
 
 if TYPE_CHECKING:
@@ -125,6 +123,11 @@ class Workload:
         return f"Workload(name={self.name!r}, jobs={len(self)})"
 
     @property
+    def has_frame(self) -> bool:
+        """Whether the job table exists already (else ``frame`` builds it from the jobs)."""
+        return self._frame is not None
+
+    @property
     def frame(self) -> pd.DataFrame:
         """The job table (built from the job list on first use)."""
         if self._frame is None:
@@ -187,45 +190,42 @@ class Workload:
         f = self.frame
         if not include_cpu_only and f["cpu_only"].any():
             f = f[~f["cpu_only"]]
-        duration = f["duration"].to_numpy()
-        iterations = f["iterations"].to_numpy(dtype=object, na_value=None)
         plans: dict[str, ExecutionPlan | None] = {"": None}
         batches: dict[str, BatchSpec | None] = {"": None}
-        batch_texts = f["batch"].tolist()
         speeds: dict[str, tuple[tuple[str, float], ...]] = {"": ()}
-        gpu_speed = f["gpu_speed"].tolist()
         result = []
-        for i, (job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan) in enumerate(
-            zip(
-                f["job_id"].tolist(),
-                f["submit_time"].tolist(),
-                f["num_gpus"].tolist(),
-                f["name"].tolist(),
-                f["user"].tolist(),
-                f["vc"].tolist(),
-                f["tenant"].tolist(),
-                f["guaranteed"].tolist(),
-                f["model"].tolist(),
-                f["num_cpus"].tolist(),
-                f["mem_gb"].tolist(),
-                f["plan"].tolist(),
-                strict=True,
-            )
-        ):
+        rows = zip(
+            f["job_id"].tolist(),
+            f["submit_time"].tolist(),
+            f["num_gpus"].tolist(),
+            f["name"].tolist(),
+            f["user"].tolist(),
+            f["vc"].tolist(),
+            f["tenant"].tolist(),
+            f["guaranteed"].tolist(),
+            f["model"].tolist(),
+            f["num_cpus"].tolist(),
+            f["mem_gb"].tolist(),
+            f["plan"].tolist(),
+            f["duration"].tolist(),  # Python floats; NaN = no duration
+            f["iterations"].to_numpy(dtype=object, na_value=None).tolist(),
+            f["batch"].tolist(),
+            f["gpu_speed"].tolist(),
+            strict=True,
+        )
+        for job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan, d, it, batch, gs in rows:
             if plan not in plans:
                 plans[plan] = ExecutionPlan.parse(plan)
-            if gpu_speed[i] not in speeds:
-                speeds[gpu_speed[i]] = parse_gpu_speed(gpu_speed[i])
-            d = duration[i]
-            it = iterations[i]
-            if batch_texts[i] not in batches:
-                batches[batch_texts[i]] = BatchSpec.parse(batch_texts[i])
+            if gs not in speeds:
+                speeds[gs] = parse_gpu_speed(gs)
+            if batch not in batches:
+                batches[batch] = BatchSpec.parse(batch)
             result.append(
                 JobSpec(
                     job_id=job_id,
                     submit_time=submit,
                     num_gpus=gpus,
-                    duration=None if np.isnan(d) else float(d),
+                    duration=None if d != d else float(d),
                     name=name,
                     user=user,
                     vc=vc,
@@ -236,8 +236,8 @@ class Workload:
                     mem_gb=mem,
                     iterations=None if it is None else int(it),
                     plan=plans[plan],
-                    batch=batches[batch_texts[i]],
-                    gpu_speed=speeds[gpu_speed[i]],
+                    batch=batches[batch],
+                    gpu_speed=speeds[gs],
                 )
             )
         return result

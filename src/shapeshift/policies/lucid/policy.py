@@ -40,10 +40,9 @@ import heapq
 import math
 from collections import deque
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
@@ -51,55 +50,19 @@ from shapeshift.perf.colocation import SharingProfile
 from shapeshift.policies.base import ARRIVAL, COMPLETION
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
+from shapeshift.policies.lucid.params import LucidParams
 from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
 from shapeshift.policies.lucid.scaling import ProfilerScaler
 from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.registry import register
+
+__all__ = ["Lucid", "LucidParams", "make_lucid"]
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
     from shapeshift.policies.lucid.tuner import TunerChoice
 
 DAY = 86400.0
-
-
-class LucidParams(PolicyParams):
-    #: Profiler nodes taken from every VC (artifact: 2 from Philly's single VC).
-    profiler_nodes: int = Field(1, ge=0)
-    #: T_prof, seconds a job runs in the profiler at most (thesis: 200 s).
-    profile_seconds: float = Field(200.0, gt=0.0, allow_inf_nan=False)
-    #: Largest job the profiler takes (artifact Venus: 8 GPUs).
-    profiler_max_gpus: int = Field(8, ge=1)
-    #: Lend the profiler an idle main node while jobs pile up there (artifact: Venus only).
-    profiler_scaling: bool = False
-    #: The thesis's system tuner: re-choose T_prof and share_threshold by replaying recent
-    #: history every ``tuner_every_days`` on the last ``tuner_jobs`` finished jobs (tuner.py).
-    system_tuner: bool = False
-    tuner_every_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
-    tuner_jobs: int = Field(300, ge=10)
-    #: Binder: most a pair's sharing scores may add up to (artifact: 2).
-    share_threshold: int = Field(2, ge=0, le=4)
-    #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
-    priority_ratio: float = Field(2.0, gt=0.0, allow_inf_nan=False)
-    #: adaptive = the forecaster's switch (artifact); always / off = fixed.
-    sharing: Literal["adaptive", "always", "off"] = "adaptive"
-    #: Sharing goes off while the forecast mean is at most this (artifact: 2 jobs / 10 min).
-    switch_load: float = Field(2.0, ge=0.0, allow_inf_nan=False)
-    #: Seconds between checks of the switch (artifact: 100).
-    switch_every: float = Field(100.0, gt=0.0, allow_inf_nan=False)
-    #: Days between retrainings of the duration model and the forecaster (artifact: weekly).
-    retrain_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
-    #: Finished jobs needed before the first duration model (earlier: the running mean).
-    min_train_jobs: int = Field(200, ge=10)
-    #: Most recent finished jobs a duration model trains on.
-    train_window: int = Field(10_000, ge=100)
-    #: PrAM (both models): the artifact's learning rate and interactions; bagging rounds
-    #: (ours: 1 for speed; interpret's default is 14) and a cap on boosting rounds.
-    pram_learning_rate: float = Field(0.01, gt=0.0, le=1.0)
-    pram_interactions: int = Field(20, ge=0)
-    pram_max_rounds: int = Field(5000, ge=1)
-    outer_bags: int = Field(1, ge=1)
-    seed: int = 0
 
 
 class Lucid:
@@ -319,19 +282,27 @@ class Lucid:
         order = sorted(queue, key=lambda j: (self.priority[j], view.job(j).spec.submit_time, j))
         largest = int(free.gpu_capacity[nodes].max()) if len(nodes) else 0
         main_gpus = int(free.gpu_capacity[nodes].sum())
+        # Per decision, not per job: the smallest GPU memory of the main nodes (what a
+        # partner may use), and the empty GPUs left, so a job that needs more than are
+        # left is not handed to the placement at all (it would find nothing).
+        gpu_mem = min((view.cluster.nodes[int(n)].gpu_mem_gb for n in nodes), default=0.0)
+        everywhere = view.partitions[partition]
+        empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
         for position, job_id in enumerate(order):
             spec = view.job(job_id).spec
             alloc = None
             if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
-                alloc = self._pair(view, spec, partners, free)
+                alloc = self._pair(view, spec, partners, free, gpu_mem)
             if alloc is None:
                 # A job larger than the main nodes may use the profiling nodes too, so
                 # that every job the VC can hold can run (the artifact never meets one).
-                where = nodes if spec.num_gpus <= main_gpus else view.partitions[partition]
-                alloc = self.placement.find(spec, where, free)
+                main = spec.num_gpus <= main_gpus
+                if spec.num_gpus <= (empty_main if main else empty_all):
+                    alloc = self.placement.find(spec, nodes if main else everywhere, free)
                 if alloc is not None:
                     alloc = self._declare_memory(view, spec, alloc)
                     free.take(alloc)
+                    empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
             if alloc is None:
                 if not pairing:
                     for later in order[position:]:
@@ -371,11 +342,11 @@ class Lucid:
             out.append(Candidate(job_id, spec.num_gpus, self._score(job_id), self.priority[job_id], mem))
         return out
 
-    def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources):  # type: ignore[no-untyped-def]
+    def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources, capacity: float):  # type: ignore[no-untyped-def]
+        """An allocation joining ``spec`` to a running partner, or ``None``; ``capacity``
+        is the smallest GPU memory of the partition's main nodes."""
         ledger = view.sharing
         assert ledger is not None
-        nodes = self._nodes(view, view.job(spec.job_id).partition)[1]
-        capacity = min(view.cluster.nodes[int(n)].gpu_mem_gb for n in nodes)
         profile = self.features[spec.job_id]
         me = Candidate(
             spec.job_id,

@@ -65,9 +65,10 @@ class PlanAwareScheduler(Materialise):
         self.variant = variant
         self.name = variant.name
         self.knowledge = knowledge
-        if variant.guard_round is not None:
+        rounds = [r for r in (variant.guard_round, variant.retune_round) if r is not None]
+        if rounds:
             self.triggers = frozenset({ARRIVAL, COMPLETION, ROUND})
-            self.default_round = variant.guard_round
+            self.default_round = min(rounds)
         self._min_res: dict[str, tuple[int, Choice | None, float]] = {}
         self._pinned: set[str] = set()
         self._starved: set[str] = set()  # best-effort jobs started by the anti-starvation rule

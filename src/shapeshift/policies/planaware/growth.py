@@ -66,13 +66,18 @@ class Growth(Guarantee):
         return (c[g] - c[g - j.unit]) / j.unit / j.slope_scale
 
     # ------------------------------------------------------------ best effort
+    def _host_misfit(self, j: PlanJob, n: int, gpus: int) -> bool:
+        """Whether ``j``'s host demand on ``gpus`` GPUs of node ``n`` does not fit there;
+        only Synergy's ``tune`` places by it (``SynergyCpus``)."""
+        return False
+
     def _node_order(self, j: PlanJob, nodes: list[int], need: int) -> list[int]:
         mine = sorted(j.nodes, key=lambda n: (-j.nodes[n], n))
         rest = [n for n in nodes if n not in j.nodes]
         if not mine and need <= max(self.free[n] for n in nodes):
             # best fit for a job that fits on one node: keep emptier nodes whole
             fit = [n for n in rest if self.free[n] >= need]
-            fit.sort(key=lambda n: (self.free[n], n))
+            fit.sort(key=lambda n: (self._host_misfit(j, n, need), self.free[n], n))
             return fit + sorted((n for n in rest if self.free[n] < need), key=lambda n: (-self.free[n], n))
         return mine + sorted(rest, key=lambda n: (-self.free[n], n))
 

@@ -47,6 +47,7 @@ class Variant:
     slo_guard: bool = True  # a guaranteed job seen below its promised rate goes back to its request
     starvation: float | None = None  # a best-effort job queued this long (s) is placed like a guaranteed one
     min_cpus: bool = False  # minRes also minimises CPUs (GPUs first, then CPUs)
+    retune_round: float | None = None  # also decide every this many seconds; running jobs re-tune CPUs (Synergy)
 
 
 @dataclass

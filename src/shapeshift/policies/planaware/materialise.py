@@ -18,7 +18,7 @@ from shapeshift.policies.planaware.knowledge import Choice, fixed_space
 from shapeshift.policies.planaware.synergy_cpus import SynergyCpus
 
 
-class Materialise(Growth, SynergyCpus):
+class Materialise(SynergyCpus, Growth):
     """Mixin of ``PlanAwareScheduler``: from GPU counts per node to allocations."""
 
     mem_free: dict[int, float]  # host memory per node not held by any job (this decision)
@@ -66,8 +66,10 @@ class Materialise(Growth, SynergyCpus):
                 cpu_free[n] -= r.cpus
                 mem_free[n] -= r.mem_gb
             desired[j.id] = alloc
-        if self.variant.cpu_mode == "tune":
-            self._tune_cpus(view, [j for j in change if j.id in desired], desired, cpu_free)
+        if self.variant.cpu_mode == "tune" and view.timer_fired:
+            self._retune_round(keep, [j for j in change if j.id in desired], desired, cpu_free, mem_free)
+        elif self.variant.cpu_mode == "tune":
+            self._tune_cpus([j for j in change if j.id in desired], desired, cpu_free, mem_free)
 
     def _choose_plan(self, j: PlanJob) -> tuple[Choice | None, dict[int, int]]:
         """Best plan on the found GPUs; drop GPUs that the best plan cannot use."""
@@ -125,9 +127,11 @@ class Materialise(Growth, SynergyCpus):
         for n in sorted(place):
             frac = place[n] / g
             cpus = cpus_total * frac
-            if self.variant.cpu_mode in ("tune", "proportional"):
-                cpus = self._proportional(n, place[n])  # Synergy: never less than proportional
             mem = mem_total * frac
+            if self.variant.cpu_mode in ("tune", "proportional"):
+                # Synergy: the proportional share, or a profiled job's smaller demand at no loss
+                cpus, floor_mem = self._floor(j, n, place[n])
+                mem = mem if floor_mem is None else floor_mem
             offload = plan is not None and plan.zero is ZeroMode.OFFLOAD
             if self.variant.cpu_mode == "elastic" and offload and not j.protected:
                 # Offload jobs also get spare CPUs of their nodes (CPU-sensitive optimizer step)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from shapeshift.perf.synergy_profiles import PROFILES
 from shapeshift.workloads.readers.table import load_table
 from shapeshift.workloads.workload import Workload
 
@@ -15,23 +16,10 @@ SYNERGY_COLUMNS = ("job_id", "model", "arrival", "num_iters", "gpu_demand")
 #: derived from job durations: ``iter_is_duration``).
 SYNERGY_SECONDS_PER_ITERATION = 1.0
 #: Synergy's per-model iteration times (s, one GPU, the proportional CPU share): the
-#: ``iter_time`` of ``simulator/models/<model>_1.py`` in msr-fiddle/synergy. Its
-#: simulator runs a job for ``num_iters`` of these (0.011 s for lstm to 0.78 s for res50),
-#: not one second each.
-SYNERGY_ITERATION_SECONDS: dict[str, float] = {
-    "alexnet": 0.6,
-    "res18": 0.64,
-    "res50": 0.78,
-    "mobilenet": 0.71,
-    "shufflenet": 0.615,
-    "gnmt": 0.12,
-    "lstm": 0.011,
-    "transformer": 0.67,
-    "deepspeech": 0.757,
-    "m5": 0.6,
-    "bert": 0.011,
-    "vae": 0.011,
-}
+#: ``iter_time`` of ``simulator/models/<model>_1.py`` in msr-fiddle/synergy
+#: (:mod:`shapeshift.perf.synergy_profiles`). Its simulator runs a job for ``num_iters`` of
+#: these (0.011 s for lstm to 0.78 s for res50), not one second each.
+SYNERGY_ITERATION_SECONDS: dict[str, float] = {m: p.iteration_seconds for m, p in PROFILES.items()}
 
 
 def _looks_headerless(columns: list[str]) -> bool:

@@ -1,0 +1,185 @@
+"""Partitions in parallel: one simulation per virtual cluster, merged into the serial result.
+
+Partitions (virtual clusters) never share nodes, so a policy whose decision for one
+partition reads only that partition's jobs runs each partition's jobs on its own, in
+separate processes, and the union of those runs *is* the serial run: the same start,
+end and allocation for every job. The Helios simulator runs its VCs this way.
+
+What the merge has to restore is what the serial loop counts across partitions:
+
+* the job list and the rejections, in the serial order (arrival order, ties in input
+  order);
+* ``events``: every arrival and completion belongs to one partition, so they add up;
+* ``decisions``: the serial loop makes one decision per iteration however many partitions
+  changed. All events at an instant are handled in the instant's first iteration, and a
+  later iteration at the same instant exists only for a job that finished the moment it
+  started, so the serial count at an instant is the largest count of any one partition
+  there: decisions = sum over instants of max over partitions.
+
+A run is split only when that argument holds (:func:`serial_reason` says why not):
+rounds are cluster-wide timers, a timed wake-up (``Schedule.wake_at``) is one value for
+the whole cluster, CES powers nodes across partitions, history-based estimators learn
+from every partition's jobs, and the recordings and windows are kept by one process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from shapeshift.engine.contract import Policy
+from shapeshift.engine.engine import Rejection
+from shapeshift.engine.state import JobState, JobStatus
+from shapeshift.model import JobSpec
+from shapeshift.runs.models import build_interference, build_throughput
+from shapeshift.sim.simulator import SimulationResult, round_length, simulate
+from shapeshift.workloads.workload import Workload
+
+if TYPE_CHECKING:
+    from shapeshift.engine.view import ClusterView
+    from shapeshift.model import Schedule
+    from shapeshift.runs.spec import RunSpec
+
+
+def serial_reason(spec: RunSpec, policy: Policy) -> str:
+    """Why ``spec`` must run as one simulation ('' when it can be split by partition)."""
+    if len(spec.cluster.partition_nodes()) < 2:
+        return "the cluster has a single partition"
+    if spec.energy is not None:
+        return "energy management (CES) powers nodes down across partitions"
+    if spec.window is not None or spec.record:
+        return "windows and recordings are kept by a single simulation"
+    try:
+        rounds = round_length(policy, spec.round_seconds)
+    except ValueError:
+        return "the policy needs a round"
+    if rounds is not None:
+        return "scheduling rounds are cluster-wide timers"
+    if not getattr(policy, "partition_local", False):
+        return (
+            f"policy {spec.policy} with these parameters is not partition-local (it learns across partitions, "
+            "asks for timed wake-ups or decides jointly)"
+        )
+    return ""
+
+
+class _DecisionClock:
+    """Wraps a policy and notes the instant of every decision."""
+
+    def __init__(self, inner: Policy):
+        self.inner = inner
+        self.name = inner.name
+        self.triggers = inner.triggers
+        self.default_round = inner.default_round
+        self.instants: Counter[float] = Counter()
+
+    def decide(self, view: ClusterView) -> Schedule:
+        self.instants[view.now] += 1
+        return self.inner.decide(view)
+
+
+#: The ``JobStatus`` constructor fields after ``spec, partition, state``, in order: what a
+#: worker sends back per job (plain values pickle far faster than the status objects).
+_INIT_FIELDS = tuple(f.name for f in dataclasses.fields(JobStatus) if f.init)
+assert _INIT_FIELDS[:3] == ("spec", "partition", "state")
+_STATE_FIELDS = _INIT_FIELDS[3:]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Part:
+    """What one partition's simulation sends back to be merged."""
+
+    states: list[tuple[Any, ...]]  # per job, in the partition's order: id, partition, state, _STATE_FIELDS
+    rejections: list[Rejection]
+    events: int
+    instants: Counter[float]
+    policy: str
+
+
+def _simulate_part(spec: RunSpec, policy_args: dict[str, Any]) -> _Part:
+    """One partition's jobs (``spec.workload``) on the whole cluster (node indices as in
+    the serial run)."""
+    from shapeshift.policies.registry import make_policy
+
+    jobs = spec.workload.jobs()
+    clock = _DecisionClock(make_policy(spec.policy, policy_args))
+    result = simulate(
+        jobs,
+        spec.cluster,
+        clock,
+        workload_name=spec.workload.name,
+        throughput=build_throughput(spec.throughput.kind, spec.throughput.path, spec.cluster),
+        overheads=spec.overheads,
+        round_seconds=spec.round_seconds,
+        interference=build_interference(spec.interference, spec.seed),
+    )
+    fields = attrgetter(*_STATE_FIELDS)
+    states = [(s.job_id, s.partition, s.state.value, *fields(s)) for s in result.jobs]
+    return _Part(states, result.rejections, result.events, clock.instants, result.policy)
+
+
+def _status(spec: JobSpec, state: tuple[Any, ...]) -> JobStatus:
+    return JobStatus(spec, state[1], JobState(state[2]), *state[3:])
+
+
+def split_by_partition(spec: RunSpec) -> list[Workload]:
+    """The workload of each partition, rows in input order; jobs naming no known partition
+    (the engine rejects them at arrival) go with the first. Split as tables when the
+    workload has one: a table pickles to a worker far faster than job objects."""
+    names = sorted(spec.cluster.partition_nodes())
+    workload = spec.workload
+    if workload.has_frame:
+        frame = workload.frame
+        key = frame["vc"].where(frame["vc"].isin(names), names[0])
+        parts = [frame[(key == name).to_numpy()] for name in names]
+        return [Workload(workload.name, part) for part in parts if len(part)]
+    groups: dict[str, list[JobSpec]] = {name: [] for name in names}
+    for job in workload.jobs(include_cpu_only=True):
+        groups.get(job.vc, groups[names[0]]).append(job)
+    return [Workload(workload.name, jobs=group) for group in groups.values() if group]
+
+
+def simulate_partitions(
+    spec: RunSpec,
+    policy_args: dict[str, Any],
+    workers: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimulationResult:
+    """The serial simulation of ``spec``, computed one partition per task on ``workers``
+    processes (the caller checked :func:`serial_reason`). ``progress(jobs_done, jobs)``
+    is called as partitions finish."""
+    started = time.perf_counter()
+    pieces = [dataclasses.replace(spec, workload=piece) for piece in split_by_partition(spec)]
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(pieces)))) as pool:
+        futures = {pool.submit(_simulate_part, piece, policy_args): i for i, piece in enumerate(pieces)}
+        jobs = spec.workload.jobs()  # meanwhile: the job objects the merged statuses refer to
+        done = 0
+        for future in as_completed(futures):
+            done += len(future.result().states)
+            if progress is not None:
+                progress(done, len(jobs))
+        parts = [future.result() for future in futures]  # partition order, whatever finished first
+    by_id = {job.job_id: job for job in jobs}
+    # Serial order: arrival time, ties in input order (``simulate`` sorts stably).
+    rank = {job.job_id: i for i, job in enumerate(sorted(jobs, key=lambda j: j.submit_time))}
+    states = sorted((state for part in parts for state in part.states), key=lambda state: rank[state[0]])
+    rejections = sorted((r for part in parts for r in part.rejections), key=lambda r: rank[r.job_id])
+    instants: dict[float, int] = {}
+    for part in parts:
+        for at, n in part.instants.items():
+            instants[at] = max(instants.get(at, 0), n)
+    return SimulationResult(
+        policy=parts[0].policy if parts else spec.policy,
+        workload=spec.workload.name,
+        cluster=spec.cluster,
+        jobs=[_status(by_id[state[0]], state) for state in states],
+        rejections=rejections,
+        events=sum(part.events for part in parts),
+        decisions=sum(instants.values()),
+        wall_seconds=time.perf_counter() - started,
+    )
