@@ -169,6 +169,24 @@ def test_knowledge_uses_observed_speed_for_exactly_that_configuration(tmp_path):
     assert not kn.is_observed("bert", plan, (2, 2), 32.0)
 
 
+def test_knowledge_ignores_a_job_slowed_by_a_gpu_partner_until_it_runs_alone(tmp_path):
+    # Bug found with antman's sharing: an interference-slowed rate was recorded as the
+    # configuration's iteration time and triggered refits. A job at speed < 1 is skipped;
+    # once alone (speed 1) its rate is recorded: 1 / 0.5 it/s = 2 s per iteration.
+    kn = Knowledge(traces=tmp_path, refit_threshold=10.0)
+    plan = DP(dp=4, zero=ZeroMode.DP)
+    spec = _job(4, plan)
+    status = _Status(spec, 0.25)
+    status.speed = 0.5
+    view = _View({"j": _alloc({0: 4}, plan, cpus=32.0)}, {"j": status})
+    kn.observe(view)
+    assert not kn.is_observed("bert", plan, (4,), 32.0)
+    status.rate, status.speed = 0.5, 1.0
+    kn.observe(view)
+    after = kn.best("bert", (4,), 32.0, fixed_space(plan))
+    assert after is not None and after.iter_time == pytest.approx(2.0)
+
+
 def test_knowledge_fits_on_seven_sampled_rows_of_the_real_traces():
     traces = shared_file("data/rubick/traces")
     kn = Knowledge(traces=traces)

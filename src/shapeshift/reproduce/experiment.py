@@ -55,6 +55,9 @@ PAPER_RATIOS: dict[tuple[str, str], float] = {
     ("mt", "antman"): 1.6,
 }
 PAPER_RUBICK_AVG_JCT_H = 0.96
+#: Jobs per GPU for the policies that share GPUs (AntMan packs one opportunistic job
+#: beside another job, paper Sec. 4); the others see the cluster file's limit (1).
+SHARE_LIMITS: dict[str, int] = {"antman": 2}
 RESTORE_PENALTY = 78.0
 COLUMNS = (
     "workload",
@@ -77,6 +80,7 @@ COLUMNS = (
     "gt_table_cpu_scaled",
     "gt_fallback",
     "gt_infeasible",
+    "shared_gpu_time_share",
     "sim_wall_s",
 )
 
@@ -127,9 +131,12 @@ def run_one(
 ) -> dict[str, Any]:
     """One simulation; returns a results row (hours for times)."""
     traces = str(paths.data / "traces")
+    cluster = cluster_for(paths, jobs)
+    if policy in SHARE_LIMITS and (policy_args or {}).get("sharing", True):
+        cluster = replace(cluster, gpu_share_limit=SHARE_LIMITS[policy])
     spec = RunSpec(
         workload=Workload.from_jobs(workload, list(jobs)),
-        cluster=cluster_for(paths, jobs),
+        cluster=cluster,
         policy=policy,
         params=tuple({"traces": traces, **(policy_args or {})}.items()),
         overheads=Overheads(0.0, RESTORE_PENALTY),
@@ -164,6 +171,7 @@ def run_one(
         "gt_table_cpu_scaled": calls["table_cpu_scaled"],
         "gt_fallback": calls["fallback"],
         "gt_infeasible": calls["infeasible"],
+        "shared_gpu_time_share": s.get("shared_gpu_time_share"),
         "sim_wall_s": result.simulation.wall_seconds,
     }
 

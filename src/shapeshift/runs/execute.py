@@ -75,6 +75,9 @@ def run(spec: RunSpec, *, progress: ProgressCallback | None = None, workers: int
         policy = recorder
     throughput = build_throughput(spec.throughput.kind, spec.throughput.path, spec.cluster)
     interference = build_interference(spec.interference, spec.seed)
+    adapt = getattr(inner, "interference_model", None)
+    if adapt is not None:  # a policy that changes how sharing jobs run (antman's GpuOpManager)
+        interference = adapt(interference)
     try:
         simulation = simulate(
             spec.workload.jobs(),

@@ -23,9 +23,11 @@ things per VC (partition):
 Lucid never preempts, except to end a profiling run. Both models retrain every
 ``retrain_days`` (the artifact's EBM estimates are "weekly updated"), on finished jobs
 and past submissions only. Models are fitted lazily: at the first decision that needs a
-prediction after they fall due, on the data as of the due instant. Not implemented:
-the thesis's system tuner (a sweep of T_prof and the binder threshold in simulation) and
-the artifact's forecast-driven profiler scaling (Venus only).
+prediction after they fall due, on the data as of the due instant. The artifact's
+forecast-driven profiler scaling (Venus only) is ``profiler_scaling`` (``scaling.py``),
+off by default as for the artifact's Philly runs. The thesis's system tuner
+(a sweep of T_prof and the binder threshold in simulation on recent history) is
+``system_tuner`` (``tuner.py``), off by default.
 
 Pairs need a cluster that lets two jobs share a GPU (``gpu_share_limit: 2`` in the
 cluster file). Elsewhere Lucid runs with profiling and priorities only. Every exclusive
@@ -36,10 +38,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import TYPE_CHECKING, Literal
+from collections import deque
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
@@ -47,46 +50,19 @@ from shapeshift.perf.colocation import SharingProfile
 from shapeshift.policies.base import ARRIVAL, COMPLETION
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
+from shapeshift.policies.lucid.params import LucidParams
 from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
+from shapeshift.policies.lucid.scaling import ProfilerScaler
 from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.registry import register
+
+__all__ = ["Lucid", "LucidParams", "make_lucid"]
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
+    from shapeshift.policies.lucid.tuner import TunerChoice
 
 DAY = 86400.0
-
-
-class LucidParams(PolicyParams):
-    #: Profiler nodes taken from every VC (artifact: 2 from Philly's single VC).
-    profiler_nodes: int = Field(1, ge=0)
-    #: T_prof, seconds a job runs in the profiler at most (thesis: 200 s).
-    profile_seconds: float = Field(200.0, gt=0.0, allow_inf_nan=False)
-    #: Largest job the profiler takes (artifact Venus: 8 GPUs).
-    profiler_max_gpus: int = Field(8, ge=1)
-    #: Binder: most a pair's sharing scores may add up to (artifact: 2).
-    share_threshold: int = Field(2, ge=0, le=4)
-    #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
-    priority_ratio: float = Field(2.0, gt=0.0, allow_inf_nan=False)
-    #: adaptive = the forecaster's switch (artifact); always / off = fixed.
-    sharing: Literal["adaptive", "always", "off"] = "adaptive"
-    #: Sharing goes off while the forecast mean is at most this (artifact: 2 jobs / 10 min).
-    switch_load: float = Field(2.0, ge=0.0, allow_inf_nan=False)
-    #: Seconds between checks of the switch (artifact: 100).
-    switch_every: float = Field(100.0, gt=0.0, allow_inf_nan=False)
-    #: Days between retrainings of the duration model and the forecaster (artifact: weekly).
-    retrain_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
-    #: Finished jobs needed before the first duration model (earlier: the running mean).
-    min_train_jobs: int = Field(200, ge=10)
-    #: Most recent finished jobs a duration model trains on.
-    train_window: int = Field(10_000, ge=100)
-    #: PrAM (both models): the artifact's learning rate and interactions; bagging rounds
-    #: (ours: 1 for speed; interpret's default is 14) and a cap on boosting rounds.
-    pram_learning_rate: float = Field(0.01, gt=0.0, le=1.0)
-    pram_interactions: int = Field(20, ge=0)
-    pram_max_rounds: int = Field(5000, ge=1)
-    outer_bags: int = Field(1, ge=1)
-    seed: int = 0
 
 
 class Lucid:
@@ -123,6 +99,12 @@ class Lucid:
         self.sharing_on = params.sharing != "off"
         self.next_switch_check = 0.0
         self._split: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._current: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.scaler = ProfilerScaler(params.profiler_max_gpus) if params.profiler_scaling else None
+        #: Recently finished jobs with their recorded durations (the tuner's history).
+        self.history: deque[JobSpec] = deque(maxlen=params.tuner_jobs)
+        self.next_tune = 0.0
+        self.tunings: list[TunerChoice] = []
 
     # ------------------------------------------------------------------ learning
     def _learn(self, view: ClusterView) -> None:
@@ -134,6 +116,8 @@ class Lucid:
                 self.finished_in_profiler += 1
             duration = status.spec.duration if status.spec.duration is not None else status.work_total
             self.durations.observe(status.spec, self.features.get(job_id), duration)
+            if self.p.system_tuner:
+                self.history.append(replace(status.spec, duration=duration))
             self.priority.pop(job_id, None)
             self._candidates.pop(job_id, None)
         # Jobs join the engine's pending order at its end; everything that arrived since the
@@ -151,7 +135,7 @@ class Lucid:
         self.known.add(job_id)
         spec = view.job(job_id).spec
         self.forecaster.observe_submit(spec.submit_time)
-        profiler_nodes, _ = self._nodes(view, partition)
+        profiler_nodes, _ = self._base(view, partition)
         profiler_gpus = sum(view.cluster.nodes[int(n)].gpus for n in profiler_nodes)
         if wants_profiling(spec, self.profiler, profiler_gpus):
             heapq.heappush(self.profile_queue.setdefault(partition, []), (spec.num_gpus, spec.submit_time, job_id))
@@ -197,6 +181,28 @@ class Lucid:
         for job_id, spec, duration in zip(waiting, specs, predicted, strict=True):
             self.priority[job_id] = spec.num_gpus * duration
 
+    def _tune(self, view: ClusterView) -> None:
+        """The system tuner (tuner.py), when due and once enough jobs have finished."""
+        if not self.p.system_tuner or view.now < self.next_tune or len(self.history) < self.p.tuner_jobs:
+            return
+        from shapeshift.policies.lucid.tuner import retune
+
+        self.next_tune = view.now + self.p.tuner_every_days * DAY
+        current = (self.profiler.seconds, self.rules.threshold)
+        choice = retune(view.now, list(self.history), view.cluster, self._replica, self.p.sharing, current)
+        self.tunings.append(choice)
+        self.profiler = replace(self.profiler, seconds=choice.profile_seconds)
+        self.rules = replace(self.rules, threshold=choice.threshold)
+
+    def _replica(self, update: dict) -> Lucid:  # type: ignore[type-arg]
+        return Lucid(self.p.model_copy(update=update))
+
+    def _forecast(self, view: ClusterView) -> float | None:
+        if self._due_forecast is not None:
+            self.forecaster.fit(self._due_forecast)
+            self._due_forecast = None
+        return self.forecaster.forecast(view.now)
+
     def _switch(self, now: float) -> None:
         if self.p.sharing != "adaptive" or now < self.next_switch_check:
             return
@@ -205,22 +211,27 @@ class Lucid:
         self.sharing_on = forecast is None or forecast > self.p.switch_load
 
     # ------------------------------------------------------------------ deciding
-    def _nodes(self, view: ClusterView, partition: str) -> tuple[np.ndarray, np.ndarray]:
+    def _base(self, view: ClusterView, partition: str) -> tuple[np.ndarray, np.ndarray]:
         split = self._split.get(partition)
         if split is None:
             split = self._split[partition] = split_partition(view.partitions[partition], self.profiler)
         return split
 
+    def _nodes(self, view: ClusterView, partition: str) -> tuple[np.ndarray, np.ndarray]:
+        """(profiler, main) nodes now: the base split, plus any node lent by scaling."""
+        return self._current.get(partition) or self._base(view, partition)
+
     def decide(self, view: ClusterView) -> Schedule:
         self._note_due(view.now)
         self._learn(view)
+        self._tune(view)
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         free = view.scratch()
         for partition in sorted(view.dirty_partitions):
             self._profile(view, partition, free, changes, reasons)
             self._orchestrate(view, partition, free, changes, reasons)
-        ends = [start + self.p.profile_seconds for start in self.profiling.values()]
+        ends = [start + self.profiler.seconds for start in self.profiling.values()]
         return Schedule(
             base=view.allocations,
             changes=changes,
@@ -230,13 +241,17 @@ class Lucid:
         )
 
     def _profile(self, view: ClusterView, partition: str, free: FreeResources, changes, reasons) -> None:  # type: ignore[no-untyped-def]
+        if self.scaler is not None:
+            waiting = len(self.profile_queue.get(partition, []))
+            base = self._base(view, partition)
+            self._current[partition] = self.scaler.adjust(partition, base, waiting, free, self._forecast(view))
         nodes, _ = self._nodes(view, partition)
         if len(nodes) == 0:
             return
         now = view.now
         running = self.profiling_in.setdefault(partition, {})
         for job_id in list(running):
-            if now + 1e-6 >= self.profiling[job_id] + self.p.profile_seconds:
+            if now + 1e-6 >= self.profiling[job_id] + self.profiler.seconds:
                 del self.profiling[job_id]
                 del running[job_id]
                 alloc = view.allocations[job_id]
@@ -371,7 +386,16 @@ class Lucid:
 
     def summary_fields(self) -> dict[str, float | int]:
         """Policy figures for ``summary.json``."""
-        return {"lucid_finished_in_profiler": self.finished_in_profiler}
+        fields: dict[str, float | int] = {"lucid_finished_in_profiler": self.finished_in_profiler}
+        if self.scaler is not None:
+            fields.update(lucid_profiler_grown=self.scaler.grown, lucid_profiler_shrunk=self.scaler.shrunk)
+        if self.p.system_tuner:
+            fields.update(
+                lucid_tunings=len(self.tunings),
+                lucid_profile_seconds=self.profiler.seconds,
+                lucid_share_threshold=self.rules.threshold,
+            )
+        return fields
 
 
 @register(

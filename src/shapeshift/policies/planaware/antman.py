@@ -1,33 +1,61 @@
 """``antman``: guaranteed jobs first with exactly what they asked for; best-effort jobs
-use idle GPUs opportunistically.
+run opportunistically, on idle GPUs and, on a sharing cluster, beside other jobs.
 
 AntMan (Xiao et al., "AntMan: Dynamic Scaling on GPU Clusters for Deep Learning", OSDI
 2020), as the multi-tenant baseline of the Rubick paper: guaranteed jobs of tenants with
 a GPU quota get exactly their requested resources and plan, in queue order, on the
 fewest nodes, preempting best-effort jobs when needed; best-effort jobs run on idle GPUs
 with their requested resources and plan, in queue order (backfilling), and never preempt
-anyone. AntMan's GPU memory/compute sharing between jobs is not modelled (the engine
-allocates whole GPUs).
+anyone.
+
+**GPU sharing** (paper Sec. 3-4; ``antman_sharing``): on a cluster whose
+``gpu_share_limit`` is above 1, every job declares the GPU memory its plan needs, and a
+best-effort (opportunistic) job that finds no idle GPUs is packed onto the
+least-utilised GPUs with memory to spare, guaranteed jobs' GPUs included. The guaranteed
+job keeps its speed and the opportunistic job runs in its idle time slots (the
+interference model ``interference_model`` hands the run). A guaranteed job that needs a
+GPU keeps an opportunistic job beside it when memory allows and evicts it otherwise.
+``sharing=False`` (or a cluster with ``gpu_share_limit: 1``) gives the whole-GPU
+behaviour of earlier versions.
+
+| parameter | default | source |
+| --- | --- | --- |
+| ``sharing`` | True | paper Sec. 3-4 (False: whole GPUs only, the earlier ``antman``) |
+| ``guaranteed_slowdown`` | 0.0 | paper Sec. 3.2: guaranteed jobs keep dedicated speed |
+| ``idle_slots`` | True | paper Sec. 3.2: opportunistic kernels run in idle slots |
+| ``min_idle_share`` | 0.1 | ours: never pack beside a guaranteed job busier than 90% |
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+from pydantic import Field
+
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import Allocation, Schedule
+from shapeshift.perf.colocation import InterferenceModel
+from shapeshift.policies.planaware.antman_sharing import AntManInterference, OpportunisticPacker
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import PlanAwareScheduler, Variant
+from shapeshift.policies.planaware.knowledge import Knowledge
 from shapeshift.policies.registry import register
 
 
 class AntManParams(PlanAwareParams):
-    pass
+    sharing: bool = True
+    guaranteed_slowdown: float = Field(0.0, ge=0, lt=1)
+    idle_slots: bool = True
+    min_idle_share: float = Field(0.1, ge=0, le=1)
 
 
 @register(
     "antman",
-    "Guaranteed jobs get their exact request first (preempting best-effort); best-effort use idle GPUs.",
+    "Guaranteed jobs get their exact request first; best-effort jobs use idle GPUs and spare GPU memory.",
     AntManParams,
 )
 def make_antman(params: AntManParams) -> PlanAwareScheduler:
-    return PlanAwareScheduler(antman_variant(params), params.knowledge())
+    return AntManScheduler(antman_variant(params), params.knowledge(), params)
 
 
 def antman_variant(params: AntManParams | None = None) -> Variant:
@@ -42,3 +70,65 @@ def antman_variant(params: AntManParams | None = None) -> Variant:
         cpu_mode="requested",
         restore_penalty=params.restore_penalty,
     )
+
+
+class _WithoutPacked:
+    """The view the count-based skeleton decides on: packed jobs are invisible, so the
+    GPUs only they hold count as free (a guaranteed job may take them)."""
+
+    def __init__(self, view: ClusterView, hidden: set[str]):
+        self._view = view
+        self._hidden = hidden
+        self.allocations = {j: a for j, a in view.allocations.items() if j not in hidden}
+
+    def running(self, partition: str) -> list[str]:
+        return [j for j in self._view.running(partition) if j not in self._hidden]
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._view, name)
+
+
+class AntManScheduler(PlanAwareScheduler):
+    """The plan-aware skeleton for placements by count, then ``OpportunisticPacker`` for
+    GPU identity, eviction and packing (module docstring)."""
+
+    def __init__(self, variant: Variant, knowledge: Knowledge, params: AntManParams | None = None):
+        super().__init__(variant, knowledge)
+        self.params = params or AntManParams()
+        self.packed: set[str] = set()
+        self.packings = 0
+        self.evictions = 0
+        self.shared_cluster = False
+        self.packer = OpportunisticPacker(self.params.min_idle_share, self.params.idle_slots, self.params.seed)
+
+    def interference_model(self, default: InterferenceModel) -> InterferenceModel:
+        """How jobs sharing a GPU run under this policy (the GpuOpManager, Sec. 3.2)."""
+        if not self.params.sharing:
+            return default
+        return AntManInterference(default, self.params.guaranteed_slowdown, self.params.idle_slots, self.params.seed)
+
+    def decide(self, view: ClusterView) -> Schedule:
+        ledger = view.sharing
+        if not self.params.sharing or ledger is None:
+            return super().decide(view)
+        self.packed &= set(view.allocations)
+        if view.finished:
+            self.packer.forget({j for p in view.partitions for j in (*view.running(p), *view.pending(p))})
+        inner = super().decide(_WithoutPacked(view, self.packed))  # type: ignore[arg-type]
+        desired: dict[str, Allocation] = dict(inner.allocations)
+        desired.update({j: view.allocations[j] for j in sorted(self.packed)})
+        reasons = dict(inner.reasons)
+        desired, newly, evicted = self.packer.finish(view, ledger, desired, self.packed, reasons)
+        self.packed = (self.packed - evicted) | newly
+        self.packings += len(newly)
+        self.evictions += len(evicted)
+        self.shared_cluster = True
+        schedule = Schedule.replace(view.allocations, desired, reasons)
+        return dataclasses.replace(schedule, wake_at=inner.wake_at)
+
+    def summary_fields(self) -> dict[str, int]:
+        """Packings and evictions, on runs where sharing was possible (else nothing, so
+        whole-GPU runs keep their summary)."""
+        if not self.shared_cluster:
+            return {}
+        return {"antman_packings": self.packings, "antman_evictions": self.evictions}

@@ -212,8 +212,8 @@ class Knowledge:
         touched: set[str] = set()
         for job_id, alloc in view.allocations.items():
             status = view.job(job_id)
-            if status.rate <= 0 or alloc.plan is None:
-                continue
+            if status.rate <= 0 or alloc.plan is None or getattr(status, "speed", 1.0) < 1.0:
+                continue  # (a job slowed by a GPU partner is observed once it runs alone)
             place = placement_key([r.gpus for _, r in alloc.placement])
             key = (alloc.plan, place, round(alloc.total.cpus, 1))
             if self._seen.get(job_id) == key:

@@ -1,0 +1,57 @@
+"""AntMan's sharing rules on the Rubick MT workload, each changed alone (README fidelity table).
+
+Every run is ``shapeshift.reproduce.experiment.run_one`` on ``workload-mt`` (8 x 8 A800,
+ground-truth speeds, 78 s restore; ``antman`` on a cluster with ``gpu_share_limit: 2``
+unless ``sharing=false``). Prints one markdown row per variant with its ratio to the
+default. Wall time is printed too; it is inflated when other work loads the machine.
+
+    python benchmarks/bench_antman_sharing.py [--data DIR] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from shapeshift.reproduce.experiment import Paths, load_jobs, run_one
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default (the paper's rules)": {},
+    "sharing=false": {"sharing": False},
+    "guaranteed_slowdown=0.05": {"guaranteed_slowdown": 0.05},
+    "idle_slots=false": {"idle_slots": False},
+    "min_idle_share=0": {"min_idle_share": 0.0},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None, help="the Rubick data directory (default ../shared/data/rubick)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N jobs (smoke runs)")
+    args = parser.parse_args()
+    paths = Paths.default(args.data)
+    jobs = load_jobs(paths, "mt")[: args.limit] if args.limit else load_jobs(paths, "mt")
+    print(
+        "| variant | avg JCT (h) | guaranteed / best-effort (h) | SLO attainment | preemptions "
+        "| shared GPU time | ratio to default | wall (s) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    default = None
+    for name, params in VARIANTS.items():
+        start = time.perf_counter()
+        row = run_one(paths, jobs, "antman", "mt", policy_args=params)
+        wall = time.perf_counter() - start
+        default = default or row["avg_jct_h"]
+        shared = row["shared_gpu_time_share"]
+        split = f"{row['avg_jct_guaranteed_h']:.2f} / {row['avg_jct_besteffort_h']:.2f}"
+        print(
+            f"| {name} | {row['avg_jct_h']:.3f} | {split} "
+            f"| {row['slo_attainment']:.3f} | {row['preemptions']} | {'–' if shared is None else f'{shared:.1%}'} "
+            f"| {row['avg_jct_h'] / default:.2f}x | {wall:.1f} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""``lucid``'s parameters: each names its source (thesis, artifact, or ours).
+
+Kept apart from ``policy.py`` so the policy module stays one job; ``policy`` re-exports
+``LucidParams``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from shapeshift.policies.registry import PolicyParams
+
+
+class LucidParams(PolicyParams):
+    #: Profiler nodes taken from every VC (artifact: 2 from Philly's single VC).
+    profiler_nodes: int = Field(1, ge=0)
+    #: T_prof, seconds a job runs in the profiler at most (thesis: 200 s).
+    profile_seconds: float = Field(200.0, gt=0.0, allow_inf_nan=False)
+    #: Largest job the profiler takes (artifact Venus: 8 GPUs).
+    profiler_max_gpus: int = Field(8, ge=1)
+    #: Lend the profiler an idle main node while jobs pile up there (artifact: Venus only).
+    profiler_scaling: bool = False
+    #: The thesis's system tuner: re-choose T_prof and share_threshold by replaying recent
+    #: history every ``tuner_every_days`` on the last ``tuner_jobs`` finished jobs (tuner.py).
+    system_tuner: bool = False
+    tuner_every_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
+    tuner_jobs: int = Field(300, ge=10)
+    #: Binder: most a pair's sharing scores may add up to (artifact: 2).
+    share_threshold: int = Field(2, ge=0, le=4)
+    #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
+    priority_ratio: float = Field(2.0, gt=0.0, allow_inf_nan=False)
+    #: adaptive = the forecaster's switch (artifact); always / off = fixed.
+    sharing: Literal["adaptive", "always", "off"] = "adaptive"
+    #: Sharing goes off while the forecast mean is at most this (artifact: 2 jobs / 10 min).
+    switch_load: float = Field(2.0, ge=0.0, allow_inf_nan=False)
+    #: Seconds between checks of the switch (artifact: 100).
+    switch_every: float = Field(100.0, gt=0.0, allow_inf_nan=False)
+    #: Days between retrainings of the duration model and the forecaster (artifact: weekly).
+    retrain_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
+    #: Finished jobs needed before the first duration model (earlier: the running mean).
+    min_train_jobs: int = Field(200, ge=10)
+    #: Most recent finished jobs a duration model trains on.
+    train_window: int = Field(10_000, ge=100)
+    #: PrAM (both models): the artifact's learning rate and interactions; bagging rounds
+    #: (ours: 1 for speed; interpret's default is 14) and a cap on boosting rounds.
+    pram_learning_rate: float = Field(0.01, gt=0.0, le=1.0)
+    pram_interactions: int = Field(20, ge=0)
+    pram_max_rounds: int = Field(5000, ge=1)
+    outer_bags: int = Field(1, ge=1)
+    seed: int = 0
