@@ -33,6 +33,7 @@ speed_b`` replaces the formula for the pairs it lists; other pairs fall back to 
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import math
 from collections.abc import Mapping
@@ -124,8 +125,15 @@ def profile_of(job: JobSpec, seed: int = 0) -> SharingProfile:
         return _FULL_GPU
     if job.model in PROFILED:
         return PROFILED[job.model]
-    pick = int(_unit_hash("profile", seed, job.job_id) * len(_PROFILED_NAMES))
-    return PROFILED[_PROFILED_NAMES[min(pick, len(_PROFILED_NAMES) - 1)]]
+    return PROFILED[_drawn_profile(seed, job.job_id)]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _drawn_profile(seed: int, job_id: str) -> str:
+    """The profiled model a job of unknown model is given (asked at every change of its
+    GPU partners, so the hash is kept)."""
+    pick = int(_unit_hash("profile", seed, job_id) * len(_PROFILED_NAMES))
+    return _PROFILED_NAMES[min(pick, len(_PROFILED_NAMES) - 1)]
 
 
 def noisy(profile: SharingProfile, job_id: str, seed: int, relative: float = 0.05) -> SharingProfile:

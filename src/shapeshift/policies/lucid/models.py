@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -79,14 +80,20 @@ class RowEvaluator:
         form = model.form_
         self._key = _category_key
         self.intercept = float(form.intercept[0])
-        self.terms = [
-            (
-                tuple(f for f in features),
-                tuple(self._binning(form.bins[f], len(features) - 1) for f in features),
-                form.scores[t],
-            )
-            for t, features in enumerate(form.terms)
-        ]
+        # Each feature is binned once per binning level a term uses (mains level 0, pairs
+        # level 1), not once per term; score tables as nested lists (the same float64s).
+        slot_of: dict[tuple[int, int], int] = {}
+        self.binnings: list[tuple[int, Any]] = []
+        self.terms: list[tuple[tuple[int, ...], Any]] = []
+        for t, features in enumerate(form.terms):
+            level = len(features) - 1
+            slots = []
+            for f in features:
+                if (f, level) not in slot_of:
+                    slot_of[(f, level)] = len(self.binnings)
+                    self.binnings.append((f, self._binning(form.bins[f], level)))
+                slots.append(slot_of[(f, level)])
+            self.terms.append((tuple(slots), form.scores[t].tolist()))
 
     @staticmethod
     def _binning(levels: list, level: int):  # type: ignore[no-untyped-def]
@@ -101,10 +108,12 @@ class RowEvaluator:
         return bisect.bisect_right(binning, value) + 1
 
     def __call__(self, row: Sequence[float]) -> float:
+        bins = [self._bin(binning, row[f]) for f, binning in self.binnings]
         total = self.intercept
-        for features, binnings, scores in self.terms:
-            index = tuple(self._bin(b, row[f]) for f, b in zip(features, binnings, strict=True))
-            total += float(scores[index])
+        for slots, table in self.terms:  # in term order: the same sum as ``predict``'s
+            for slot in slots:
+                table = table[bins[slot]]
+            total += table
         return total
 
 

@@ -85,6 +85,7 @@ class Lucid:
         self.scores: dict[str, int] = {}
         #: Per running job, (node, what the binder knows of it), built once (see ``_partners``).
         self._candidates: dict[str, tuple[int, Candidate]] = {}
+        self._shapes: dict[int, tuple[np.ndarray, tuple[int, int, float]]] = {}
         self.priority: dict[str, float] = {}
         #: Jobs waiting for (or in) the profiler, and when each profiling run started.
         self.profile_queue: dict[str, list[tuple[int, float, str]]] = {}
@@ -165,7 +166,8 @@ class Lucid:
     def _ensure_models(self, view: ClusterView) -> None:
         """Fit what is due, on the data as of the due instant, when a prediction is first
         needed. A long tail of decisions with nothing waiting fits nothing, and the models
-        are the ones an eager refit at the due instant would have given."""
+        are the ones an eager refit at the due instant would have given. (Fitting the two
+        in parallel threads was measured on the full Philly run: no faster.)"""
         if self._due_forecast is not None:
             self.forecaster.fit(self._due_forecast)
             self._due_forecast = None
@@ -281,20 +283,19 @@ class Lucid:
         self._switch(view.now)
         ledger = view.sharing
         pairing = self.sharing_on and ledger is not None and ledger.limit >= 2
-        partners = PartnerIndex(self.rules, self._partners(view, partition) if pairing else ())
+        partners: PartnerIndex | None = None  # built when a job first looks for a partner
         order = sorted(queue, key=lambda j: (self.priority[j], view.job(j).spec.submit_time, j))
-        largest = int(free.gpu_capacity[nodes].max()) if len(nodes) else 0
-        main_gpus = int(free.gpu_capacity[nodes].sum())
-        # Per decision, not per job: the smallest GPU memory of the main nodes (what a
-        # partner may use), and the empty GPUs left, so a job that needs more than are
-        # left is not handed to the placement at all (it would find nothing).
-        gpu_mem = min((view.cluster.nodes[int(n)].gpu_mem_gb for n in nodes), default=0.0)
+        largest, main_gpus, gpu_mem = self._main_shape(view, nodes)
+        # Per decision, not per job: the empty GPUs left, so a job that needs more than
+        # are left is not handed to the placement at all (it would find nothing).
         everywhere = view.partitions[partition]
         empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
         for position, job_id in enumerate(order):
             spec = view.job(job_id).spec
             alloc = None
             if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
+                if partners is None:
+                    partners = PartnerIndex(self.rules, self._partners(view, partition))
                 alloc = self._pair(view, spec, partners, free, gpu_mem)
             if alloc is None:
                 # A job larger than the main nodes may use the profiling nodes too, so
@@ -318,6 +319,19 @@ class Lucid:
             if job_id not in self.features:
                 self.features[job_id] = measure(spec, self.p.seed)  # measured while it runs
 
+    def _main_shape(self, view: ClusterView, nodes: np.ndarray) -> tuple[int, int, float]:
+        """(largest node's GPUs, GPUs, smallest GPU memory) of the main nodes: fixed for a
+        node set, so looked up once per set (profiler scaling hands a new array)."""
+        hit = self._shapes.get(id(nodes))
+        if hit is None or hit[0] is not nodes:
+            if len(self._shapes) > 64:  # node sets profiler scaling made and dropped
+                self._shapes.clear()
+            capacity = view.free().gpu_capacity[nodes]
+            largest = int(capacity.max()) if len(nodes) else 0
+            gpu_mem = min((view.cluster.nodes[int(n)].gpu_mem_gb for n in nodes), default=0.0)
+            hit = self._shapes[id(nodes)] = (nodes, (largest, int(capacity.sum()), gpu_mem))
+        return hit[1]
+
     def _score(self, job_id: str) -> int:
         score = self.scores.get(job_id)
         if score is None:
@@ -336,15 +350,19 @@ class Lucid:
         once and reused while its node and priority stay the same."""
         ledger = view.sharing
         assert ledger is not None
-        holders, cache = ledger.holders, self._candidates
+        holders, cache, devices_of = ledger.holders, self._candidates, ledger.devices.get
+        profiling, features, priorities = self.profiling, self.features, self.priority
         out = []
         for job_id in view.running(partition):
-            devices = ledger.devices.get(job_id)
-            if not devices or len(holders[devices[0][0]][devices[0][1]]) != 1:
+            devices = devices_of(job_id)
+            if not devices:
                 continue
-            if job_id in self.profiling or job_id not in self.features or job_id not in self.priority:
+            node, gpu = devices[0]
+            if len(holders[node][gpu]) != 1 or job_id in profiling or job_id not in features:
                 continue
-            node, priority = devices[0][0], self.priority[job_id]
+            priority = priorities.get(job_id)
+            if priority is None:
+                continue
             hit = cache.get(job_id)
             if hit is None or hit[0] != node or hit[1].priority != priority:
                 spec = view.job(job_id).spec
