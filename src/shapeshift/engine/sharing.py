@@ -45,6 +45,10 @@ class GpuLedger:
         self.holders: list[list[dict[str, float]]] = [[{} for _ in range(n.gpus)] for n in cluster.nodes]
         self.devices: dict[str, tuple[Device, ...]] = {}
         self.statuses: dict[str, JobStatus] = {}
+        #: Per node, how many times a job joined or left one of its GPUs: a policy that
+        #: derives something from the holders of a set of nodes recomputes it only when
+        #: their sum moved.
+        self.node_changes = [0] * len(cluster.nodes)
 
     # ------------------------------------------------------------ questions
     def memory_of(self, node: int, alloc: Allocation) -> float:
@@ -105,6 +109,7 @@ class GpuLedger:
             else:
                 newly[node] = newly.get(node, 0) + 1
             held[job_id] = self.memory_of(node, alloc)
+            self.node_changes[node] += 1
         self.devices[job_id] = devices
         self.statuses[job_id] = status
         return newly, joined
@@ -116,6 +121,7 @@ class GpuLedger:
         for node, gpu in self.devices.pop(job_id):
             held = self.holders[node][gpu]
             del held[job_id]
+            self.node_changes[node] += 1
             if held:
                 left.extend(held)
             else:

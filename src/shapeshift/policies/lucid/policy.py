@@ -86,6 +86,10 @@ class Lucid:
         #: Per running job, (node, what the binder knows of it), built once (see ``_partners``).
         self._candidates: dict[str, tuple[int, Candidate]] = {}
         self._shapes: dict[int, tuple[np.ndarray, tuple[int, int, float]]] = {}
+        self._partner_lists: dict[str, tuple[tuple[int, int], list[Candidate]]] = {}
+        #: Bumped whenever profiling membership or a priority changes (what ``_partners``
+        #: reads besides the ledger).
+        self._roster = 0
         self.priority: dict[str, float] = {}
         #: Jobs waiting for (or in) the profiler, and when each profiling run started.
         self.profile_queue: dict[str, list[tuple[int, float, str]]] = {}
@@ -114,6 +118,7 @@ class Lucid:
             if job_id in self.profiling:
                 del self.profiling[job_id]
                 del self.profiling_in[status.partition][job_id]
+                self._roster += 1
                 self.finished_in_profiler += 1
             duration = status.spec.duration if status.spec.duration is not None else status.work_total
             self.durations.observe(status.spec, self.features.get(job_id), duration)
@@ -148,6 +153,7 @@ class Lucid:
         if profile is not None:
             self.features[spec.job_id] = profile
         self.priority[spec.job_id] = spec.num_gpus * self.durations.predict([spec], [profile])[0]
+        self._roster += 1
         self.main_queue.setdefault(partition, {})[spec.job_id] = None
 
     def _note_due(self, now: float) -> None:
@@ -182,6 +188,7 @@ class Lucid:
         predicted = self.durations.predict(specs, [self.features.get(j) for j in waiting])
         for job_id, spec, duration in zip(waiting, specs, predicted, strict=True):
             self.priority[job_id] = spec.num_gpus * duration
+        self._roster += 1
 
     def _tune(self, view: ClusterView) -> None:
         """The system tuner (tuner.py), when due and once enough jobs have finished."""
@@ -256,6 +263,7 @@ class Lucid:
             if now + 1e-6 >= self.profiling[job_id] + self.profiler.seconds:
                 del self.profiling[job_id]
                 del running[job_id]
+                self._roster += 1
                 alloc = view.allocations[job_id]
                 changes[job_id] = None
                 free.give(alloc)
@@ -272,6 +280,7 @@ class Lucid:
             free.take(alloc)
             changes[job_id] = alloc
             self.profiling[job_id] = now
+            self._roster += 1
             running[job_id] = None
 
     def _orchestrate(self, view: ClusterView, partition: str, free: FreeResources, changes, reasons) -> None:  # type: ignore[no-untyped-def]
@@ -347,9 +356,16 @@ class Lucid:
         """Running jobs of the main queue that run alone on one node, in start order.
 
         Runs at every decision over every running job, so each job's ``Candidate`` is built
-        once and reused while its node and priority stay the same."""
+        once and reused while its node and priority stay the same, and the whole list is
+        reused while no job joined or left a GPU of the partition (every change to who
+        runs where, profiling included, is such a change)."""
         ledger = view.sharing
         assert ledger is not None
+        changes = ledger.node_changes
+        stamp = (sum(changes[n] for n in view.partitions[partition].tolist()), self._roster)
+        kept = self._partner_lists.get(partition)
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
         holders, cache, devices_of = ledger.holders, self._candidates, ledger.devices.get
         profiling, features, priorities = self.profiling, self.features, self.priority
         out = []
@@ -369,6 +385,7 @@ class Lucid:
                 mem = self._memory(view, job_id, node)
                 hit = cache[job_id] = (node, Candidate(job_id, spec.num_gpus, self._score(job_id), priority, mem))
             out.append(hit[1])
+        self._partner_lists[partition] = (stamp, out)
         return out
 
     def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources, capacity: float):  # type: ignore[no-untyped-def]
