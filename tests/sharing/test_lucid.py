@@ -135,3 +135,23 @@ def test_row_evaluator_gives_what_predict_gives():
     x = np.array(model.rows[:40], dtype=float)
     x = np.where(np.isfinite(x), x, model._fill)
     assert np.allclose([model.evaluate(list(row)) for row in x], model.model.predict(x), rtol=0, atol=1e-9)
+
+
+def test_forecaster_feature_matrix_is_the_per_bin_rule():
+    # The forecaster builds its training and forecast rows column-wise; each row must be
+    # exactly the per-bin definition (_features): hour and weekday of the bin, the counts
+    # 1 h, 3 h and 1 day earlier, and the mean, median and std of bins i-11 .. i-6.
+    from shapeshift.policies.lucid.models import SubmissionForecaster
+
+    rng = np.random.default_rng(1)
+    for n in (150, 151, 700, 4200):
+        series = rng.poisson(4.0, size=n).astype(float)
+        first = 1_000 * n
+        bins = range(first + 144, first + n)
+        rows = np.array([SubmissionForecaster._features(series, first, b) for b in bins])
+        assert np.array_equal(SubmissionForecaster._feature_rows(series, first, bins), rows)
+    # A bin at i = 150: weekday/hour from 600-s bins, lags are plain reads.
+    series = np.arange(200, dtype=float)
+    row = SubmissionForecaster._feature_rows(series, 0, range(150, 151))[0]
+    assert list(row[2:5]) == [144.0, 132.0, 6.0]  # lags of 6, 18 and 144 bins
+    assert list(row[5:7]) == [141.5, 141.5]  # mean and median of 139..144
