@@ -51,6 +51,7 @@ from shapeshift.policies.base import ARRIVAL, COMPLETION
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
 from shapeshift.policies.lucid.params import LucidParams
+from shapeshift.policies.lucid.partners import RunningPartners
 from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
 from shapeshift.policies.lucid.scaling import ProfilerScaler
 from shapeshift.policies.placement import Consolidated
@@ -83,13 +84,8 @@ class Lucid:
         self.placement = Consolidated()
         self.features: dict[str, SharingProfile] = {}
         self.scores: dict[str, int] = {}
-        #: Per running job, (node, what the binder knows of it), built once (see ``_partners``).
-        self._candidates: dict[str, tuple[int, Candidate]] = {}
+        self.running_partners = RunningPartners()
         self._shapes: dict[int, tuple[np.ndarray, tuple[int, int, float]]] = {}
-        self._partner_lists: dict[str, tuple[tuple[int, int], list[Candidate]]] = {}
-        #: Bumped whenever profiling membership or a priority changes (what ``_partners``
-        #: reads besides the ledger).
-        self._roster = 0
         self.priority: dict[str, float] = {}
         #: Jobs waiting for (or in) the profiler, and when each profiling run started.
         self.profile_queue: dict[str, list[tuple[int, float, str]]] = {}
@@ -118,14 +114,14 @@ class Lucid:
             if job_id in self.profiling:
                 del self.profiling[job_id]
                 del self.profiling_in[status.partition][job_id]
-                self._roster += 1
+                self.running_partners.touch(status.partition)
                 self.finished_in_profiler += 1
             duration = status.spec.duration if status.spec.duration is not None else status.work_total
             self.durations.observe(status.spec, self.features.get(job_id), duration)
             if self.p.system_tuner:
                 self.history.append(replace(status.spec, duration=duration))
             self.priority.pop(job_id, None)
-            self._candidates.pop(job_id, None)
+            self.running_partners.forget(job_id)
         # Jobs join the engine's pending order at its end; everything that arrived since the
         # last decision (Lucid decides on every arrival) lies after the last known job.
         for partition in sorted(view.dirty_partitions):
@@ -153,7 +149,7 @@ class Lucid:
         if profile is not None:
             self.features[spec.job_id] = profile
         self.priority[spec.job_id] = spec.num_gpus * self.durations.predict([spec], [profile])[0]
-        self._roster += 1
+        self.running_partners.touch(partition)
         self.main_queue.setdefault(partition, {})[spec.job_id] = None
 
     def _note_due(self, now: float) -> None:
@@ -188,7 +184,7 @@ class Lucid:
         predicted = self.durations.predict(specs, [self.features.get(j) for j in waiting])
         for job_id, spec, duration in zip(waiting, specs, predicted, strict=True):
             self.priority[job_id] = spec.num_gpus * duration
-        self._roster += 1
+        self.running_partners.touch_all()
 
     def _tune(self, view: ClusterView) -> None:
         """The system tuner (tuner.py), when due and once enough jobs have finished."""
@@ -263,7 +259,7 @@ class Lucid:
             if now + 1e-6 >= self.profiling[job_id] + self.profiler.seconds:
                 del self.profiling[job_id]
                 del running[job_id]
-                self._roster += 1
+                self.running_partners.touch(partition)
                 alloc = view.allocations[job_id]
                 changes[job_id] = None
                 free.give(alloc)
@@ -280,7 +276,7 @@ class Lucid:
             free.take(alloc)
             changes[job_id] = alloc
             self.profiling[job_id] = now
-            self._roster += 1
+            self.running_partners.touch(partition)
             running[job_id] = None
 
     def _orchestrate(self, view: ClusterView, partition: str, free: FreeResources, changes, reasons) -> None:  # type: ignore[no-untyped-def]
@@ -353,40 +349,17 @@ class Lucid:
         return capacity if profile is None else min(profile.gpu_mem_gb, capacity)
 
     def _partners(self, view: ClusterView, partition: str) -> list[Candidate]:
-        """Running jobs of the main queue that run alone on one node, in start order.
+        """Running jobs of the main queue that run alone on one node, in start order."""
+        return self.running_partners.of(
+            view, partition, self.profiling, self.features, self.priority, self._describer(view)
+        )
 
-        Runs at every decision over every running job, so each job's ``Candidate`` is built
-        once and reused while its node and priority stay the same, and the whole list is
-        reused while no job joined or left a GPU of the partition (every change to who
-        runs where, profiling included, is such a change)."""
-        ledger = view.sharing
-        assert ledger is not None
-        changes = ledger.node_changes
-        stamp = (sum(changes[n] for n in view.partitions[partition].tolist()), self._roster)
-        kept = self._partner_lists.get(partition)
-        if kept is not None and kept[0] == stamp:
-            return kept[1]
-        holders, cache, devices_of = ledger.holders, self._candidates, ledger.devices.get
-        profiling, features, priorities = self.profiling, self.features, self.priority
-        out = []
-        for job_id in view.running(partition):
-            devices = devices_of(job_id)
-            if not devices:
-                continue
-            node, gpu = devices[0]
-            if len(holders[node][gpu]) != 1 or job_id in profiling or job_id not in features:
-                continue
-            priority = priorities.get(job_id)
-            if priority is None:
-                continue
-            hit = cache.get(job_id)
-            if hit is None or hit[0] != node or hit[1].priority != priority:
-                spec = view.job(job_id).spec
-                mem = self._memory(view, job_id, node)
-                hit = cache[job_id] = (node, Candidate(job_id, spec.num_gpus, self._score(job_id), priority, mem))
-            out.append(hit[1])
-        self._partner_lists[partition] = (stamp, out)
-        return out
+    def _describer(self, view: ClusterView):  # type: ignore[no-untyped-def]
+        def describe(job_id: str, node: int, priority: float) -> Candidate:
+            spec = view.job(job_id).spec
+            return Candidate(job_id, spec.num_gpus, self._score(job_id), priority, self._memory(view, job_id, node))
+
+        return describe
 
     def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources, capacity: float):  # type: ignore[no-untyped-def]
         """An allocation joining ``spec`` to a running partner, or ``None``; ``capacity``
