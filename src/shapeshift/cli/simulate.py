@@ -88,16 +88,13 @@ def run_with_progress(spec: RunSpec, quiet: bool, workers: int = 1) -> RunResult
     from shapeshift.runs import run
 
     warn_if_slow([spec.policy], quiet)
-    if workers > 1 and not quiet:
-        from shapeshift.policies.registry import make_policy
-        from shapeshift.runs.execute import policy_params
-        from shapeshift.runs.parallel import serial_reason
 
-        reason = serial_reason(spec, make_policy(spec.policy, policy_params(spec)))
-        if reason:
+    def note(reason: str) -> None:
+        if not quiet:
             console.print(f"[yellow]--workers:[/] running in one process: {reason}", highlight=False)
+
     with progress_bar(spec.policy, show_progress(quiet)) as update:
-        return run(spec, progress=update, workers=workers)
+        return run(spec, progress=update, workers=workers, on_serial=note)
 
 
 def _seconds(value: Any) -> str:

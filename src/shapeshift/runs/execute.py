@@ -44,18 +44,27 @@ def policy_params(spec: RunSpec) -> dict[str, object]:
     return params
 
 
-def run(spec: RunSpec, *, progress: ProgressCallback | None = None, workers: int = 1) -> RunResult:
+def run(
+    spec: RunSpec,
+    *,
+    progress: ProgressCallback | None = None,
+    workers: int = 1,
+    on_serial: Callable[[str], None] | None = None,
+) -> RunResult:
     """Simulate ``spec`` to the end and return its summary, per-job rows and recordings.
 
     Bad inputs (an unknown policy or parameter, a round-based policy without a round, a
     job the speed model cannot run) raise ``InputError``; the same spec always gives the
     same result. ``workers`` above 1 simulates the partitions (virtual clusters) in that
     many processes when the run allows it (``shapeshift.runs.parallel.serial_reason``),
-    with the same result as one process.
+    with the same result as one process; otherwise ``on_serial(reason)`` is told why not.
     """
     args = policy_params(spec)
     inner = make_policy(spec.policy, args)
-    if workers > 1 and not serial_reason(spec, inner):
+    reason = serial_reason(spec, inner) if workers > 1 else ""
+    if reason and on_serial is not None:
+        on_serial(reason)
+    if workers > 1 and not reason:
         try:
             simulation = simulate_partitions(spec, args, workers, progress)
         except ValueError as exc:
