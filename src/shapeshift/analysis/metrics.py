@@ -99,7 +99,7 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
     responses: list[float] = []
     first_submit = math.inf
     attained = overcount = 0.0
-    preemptions = preempted = reconfigurations = unfinished = accepted = 0
+    preemptions = reconfigurations = unfinished = accepted = 0
     completed, rejected = JobState.COMPLETED, JobState.REJECTED
     for j in result.jobs:
         state, submit = j.state, j.spec.submit_time
@@ -112,7 +112,6 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
         if state is not rejected:
             accepted += 1
             first_submit = min(first_submit, submit)
-            preempted += j.preemptions
         if j.first_start is not None:
             responses.append(j.first_start - submit)
         attained += j.attained
@@ -148,7 +147,8 @@ def summarize(result: SimulationResult, extra: dict[str, Any] | None = None) -> 
         "events": result.events,
         "decisions": result.decisions,
     }
-    summary["preemptions_per_job"] = preempted / accepted if accepted else 0.0
+    # Rejected jobs never run, so every preemption is an accepted job's.
+    summary["preemptions_per_job"] = preemptions / accepted if accepted else 0.0
     summary.update(fairness_summary(result.jobs, result.cluster))
     if result.cluster.gpu_share_limit > 1:
         summary.update(sharing_summary(result, attained))
