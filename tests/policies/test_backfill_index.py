@@ -64,3 +64,61 @@ def test_shape_index_decides_as_the_full_scan(policy, cluster, monkeypatch):
     times = lambda r: {j.job_id: (j.first_start, j.end_time) for j in r.jobs}  # noqa: E731
     assert times(indexed) == times(scanned)
     assert any(j.first_start > j.spec.submit_time for j in scanned.jobs)  # the queue did form
+
+
+class _View:
+    """The two things ``StaticKeyQueue`` reads: a partition's pending ids and each job's spec."""
+
+    def __init__(self, gpus: dict[str, int]):
+        self._gpus = gpus
+        self.pending_ids = dict.fromkeys(gpus)
+
+    def pending(self, partition):
+        return self.pending_ids.keys()
+
+    def job(self, job_id):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(spec=SimpleNamespace(num_gpus=self._gpus[job_id]))
+
+
+def test_a_size_bound_skips_wider_jobs_and_keeps_key_order():
+    """Keys a=1 (8 GPUs), b=2 (1), c=3 (4), d=4 (1), e=5 (2). Walking with a bound that is 4
+    until b is handed out, then 2: a (8 > 4) is skipped, b handed, c (4 > 2) skipped, d and e
+    handed in key order. Without a bound the walk hands all five in key order; skipped
+    jobs stay queued for the next decision."""
+    from shapeshift.policies.queues import StaticKeyQueue
+
+    gpus = {"a": 8, "b": 1, "c": 4, "d": 1, "e": 2}
+    keys = {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
+    view = _View(gpus)
+    queue = StaticKeyQueue("", lambda v, j: keys[j])
+    queue.sync(view)
+    bound = {"left": 4}
+    handed = []
+    for _, job_id in queue.iterate(view, lambda: bound["left"]):
+        handed.append(job_id)
+        bound["left"] = 2
+    assert handed == ["b", "d", "e"]
+    queue.sync(view)  # nothing started: everyone is still waiting
+    assert [j for _, j in queue.iterate(view)] == ["a", "b", "c", "d", "e"]
+
+
+@pytest.mark.parametrize("lease", [0, 300])
+def test_srtf_and_las_decide_as_without_the_size_bound(lease, monkeypatch):
+    """Differential check: skipping waiting jobs wider than the GPUs left never changes a
+    start or an end (the unbounded walk is the reference rule), on a trace long enough to
+    queue wide jobs behind narrow ones."""
+    from shapeshift.policies.queues import StaticKeyQueue
+
+    jobs = poisson(300, 60.0, seed=3, max_gpus=8).jobs()
+    runs = {}
+    for bounded in (True, False):
+        if not bounded:
+            plain = StaticKeyQueue.iterate
+            monkeypatch.setattr(StaticKeyQueue, "iterate", lambda self, view, max_gpus=None: plain(self, view))
+        runs[bounded] = [run(jobs, "2x8", "srtf", {"lease": lease}), run(jobs, "2x8", "las", {"lease": lease})]
+    times = lambda r: {j.job_id: (j.first_start, j.end_time) for j in r.jobs}  # noqa: E731
+    for with_bound, without in zip(runs[True], runs[False], strict=True):
+        assert times(with_bound) == times(without)
+        assert any(j.first_start > j.spec.submit_time for j in without.jobs)

@@ -232,7 +232,10 @@ class ComposedPolicy:
         if queue is not None:
             key = self.ordering.key  # type: ignore[attr-defined]
             by_rank = sorted((key(view, j), j) for j in running)
-            ranked: Iterable[str] = (j for _, j in heapq.merge(by_rank, queue.iterate(view)))
+            # Waiting jobs wider than the GPUs left are skipped unseen (they could only get
+            # a reason); ``capacity`` is read as the walk goes.
+            waiting = queue.iterate(view, lambda: capacity)
+            ranked: Iterable[str] = (j for _, j in heapq.merge(by_rank, waiting))
             running_by_rank = [j for _, j in by_rank]
         else:
             ranked = list(self.ordering.order(view, partition, [*running, *self.admission.admit(view, partition)]))

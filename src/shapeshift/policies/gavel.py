@@ -137,8 +137,10 @@ class GavelPolicy(RoundOrFillPolicy):
         self._ledgers: dict[str, GavelLedger] = {}
         #: arrival rank of every job seen (Gavel's job ids; its tie-break)
         self._rank: dict[str, int] = {}
-        #: running job -> (type index, time credited up to)
-        self._on: dict[str, tuple[int, float]] = {}
+        #: per partition: running job -> (type index, time credited up to). Credited when its
+        #: allocation changes and when its partition plans a round (``_credit``), not at
+        #: every event: the time received is only read when a round is planned.
+        self._on: dict[str, dict[str, tuple[int, float]]] = {}
         #: per partition: when the current round ends (rounds=gavel)
         self._round_end: dict[str, float] = {}
 
@@ -158,28 +160,43 @@ class GavelPolicy(RoundOrFillPolicy):
                     speed[i, k] = job_speed(spec, name)
         return speed
 
-    def before_decision(self, view: ClusterView) -> None:
-        """Credit every job that ran since the last decision with that time on its GPU type
-        (jobs that finished meanwhile up to their end, as Gavel counts a micro-task)."""
-        now = view.now
-        for job_id, (k, since) in self._on.items():
-            status = view.job(job_id)
-            until = now if status.end_time is None else min(now, status.end_time)
-            if until > since:
-                got = self._received.setdefault(job_id, {})
-                got[k] = got.get(k, 0.0) + until - since
-                ledger = self._ledgers.get(status.partition)
-                if ledger is not None:
-                    ledger.credit(job_id, k, until - since)
-        self._on.clear()
+    def _credit(self, view: ClusterView, partition: str) -> None:
+        """Credit every job of ``partition`` that ran since it was last credited with that
+        time on its GPU type (a job that finished meanwhile up to its end, as Gavel counts
+        a micro-task); called before a round reads the time received."""
+        on = self._on.get(partition)
+        if not on:
+            return
+        for job_id in list(on):
+            if not self._credit_job(view, on, job_id):
+                del on[job_id]
+
+    def _credit_job(self, view: ClusterView, on: dict[str, tuple[int, float]], job_id: str) -> bool:
+        """Credit one job up to now (its end if it finished); whether it still runs."""
+        k, since = on[job_id]
+        status = view.job(job_id)
+        until = view.now if status.end_time is None else min(view.now, status.end_time)
+        if until > since:
+            got = self._received.setdefault(job_id, {})
+            got[k] = got.get(k, 0.0) + until - since
+            ledger = self._ledgers.get(status.partition)
+            if ledger is not None:
+                ledger.credit(job_id, k, until - since)
+        on[job_id] = (k, view.now)
+        return status.end_time is None and job_id in view.allocations
 
     def _after_decision(self, view: ClusterView, changes: Mapping[str, Allocation | None]) -> None:
-        """Remember which type every job runs on from now (credited at the next decision)."""
-        final = {**view.allocations, **changes}
-        for job_id, alloc in final.items():
-            if alloc is not None:
-                types = self._types_of(view, view.job(job_id).partition)
-                self._on[job_id] = (self._type_of(types, alloc), view.now)
+        """Remember which type every job whose allocation changed runs on from now; a job
+        stopped or moved is first credited with the time it ran before."""
+        for job_id, alloc in changes.items():
+            partition = view.job(job_id).partition
+            on = self._on.setdefault(partition, {})
+            if job_id in on:
+                self._credit_job(view, on, job_id)
+            if alloc is None:
+                on.pop(job_id, None)
+            else:
+                on[job_id] = (self._type_of(self._types_of(view, partition), alloc), view.now)
 
     def _type_of(self, types: _Types, alloc: Allocation) -> int:
         return types.node_type[alloc.placement[0][0]]
@@ -195,7 +212,6 @@ class GavelPolicy(RoundOrFillPolicy):
             schedule = super().decide(view)
             self._after_decision(view, schedule.changes)
             return schedule
-        self.before_decision(view)
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         free = view.scratch()
@@ -269,6 +285,7 @@ class GavelPolicy(RoundOrFillPolicy):
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
     ) -> None:
+        self._credit(view, partition)
         types = self._types_of(view, partition)
         jobs = self._jobs_in_arrival_order(view, partition)
         if not jobs:

@@ -44,16 +44,22 @@ def newcomers(pending: Iterable[str], known: Container[str]) -> list[str]:
 
 
 class StaticKeyQueue:
-    """Waiting jobs of one partition, by ``(key(view, job), job_id)``, smallest first."""
+    """Waiting jobs of one partition, by ``(key(view, job), job_id)``, smallest first.
 
-    __slots__ = ("_heap", "_key", "_known", "_partition", "_taken")
+    The jobs are kept in one heap per GPU count, so that a walk that only wants jobs
+    within the GPUs it has left (``iterate(view, max_gpus)``) skips every larger job
+    without looking at it: on a long queue of wide jobs and a nearly full partition that
+    is the difference between O(queue) and O(log queue) per decision."""
+
+    __slots__ = ("_heaps", "_key", "_known", "_partition", "_taken")
 
     def __init__(self, partition: str, key: KeyFn):
         self._partition = partition
         self._key = key
-        self._heap: list[tuple[Any, str]] = []
+        #: GPUs -> heap of (key, job id)
+        self._heaps: dict[int, list[tuple[Any, str]]] = {}
         self._known: set[str] = set()
-        self._taken: list[tuple[Any, str]] = []
+        self._taken: list[tuple[int, tuple[Any, str]]] = []
 
     def __len__(self) -> int:
         return len(self._known)
@@ -61,26 +67,41 @@ class StaticKeyQueue:
     def sync(self, view: ClusterView) -> None:
         """Catch up with the engine's queue (call once per decision, before ``iterate``)."""
         pending = view.pending(self._partition)
-        for entry in self._taken:
+        for gpus, entry in self._taken:
             if entry[1] in pending:
-                heapq.heappush(self._heap, entry)
+                heapq.heappush(self._heaps[gpus], entry)
             else:
                 self._known.discard(entry[1])
         self._taken.clear()
         for job_id in newcomers(pending, self._known):
-            heapq.heappush(self._heap, (self._key(view, job_id), job_id))
+            gpus = view.job(job_id).spec.num_gpus
+            heapq.heappush(self._heaps.setdefault(gpus, []), (self._key(view, job_id), job_id))
             self._known.add(job_id)
 
-    def iterate(self, view: ClusterView) -> Iterator[tuple[Any, str]]:
-        """Waiting jobs in key order, popped lazily; what is not launched comes back at the next ``sync``."""
+    def iterate(self, view: ClusterView, max_gpus: Callable[[], int] | None = None) -> Iterator[tuple[Any, str]]:
+        """Waiting jobs in key order, popped lazily; what is not launched comes back at the next ``sync``.
+
+        With ``max_gpus``, only jobs asking for at most ``max_gpus()`` GPUs, read before
+        each job is handed out: the bound may only shrink during the walk (a partition's
+        GPUs being spoken for), so a size once above it stays skipped."""
         pending = view.pending(self._partition)
-        heap = self._heap
-        while heap:
-            entry = heapq.heappop(heap)
+        heads = [(heap[0], gpus) for gpus, heap in self._heaps.items() if heap]
+        heapq.heapify(heads)
+        while heads:
+            entry, gpus = heads[0]
+            if max_gpus is not None and gpus > max_gpus():
+                heapq.heappop(heads)
+                continue
+            heap = self._heaps[gpus]
+            heapq.heappop(heap)
+            if heap:
+                heapq.heapreplace(heads, (heap[0], gpus))
+            else:
+                heapq.heappop(heads)
             if entry[1] not in pending:  # defensive: left the queue without being handed out
                 self._known.discard(entry[1])
                 continue
-            self._taken.append(entry)
+            self._taken.append((gpus, entry))
             yield entry
 
 

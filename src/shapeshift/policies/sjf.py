@@ -111,7 +111,9 @@ class SrtfPolicy(ComposedPolicy):
         facts = [known.get(j) or ordering._facts(view, j) for j in ids]
         ranking = RunningRanking.of(ids, facts, view.now)
         capacity = view.capacity_gpus(partition)
-        choice = choose(ranking, queue.iterate(view), lambda j: ordering._facts(view, j)[3], capacity)
+        choice = choose(
+            ranking, lambda bound: queue.iterate(view, bound), lambda j: ordering._facts(view, j)[3], capacity
+        )
         where = _where(view, partition)
         for job_id, gpus, left in choice.too_big:
             reasons[job_id] = f"needs {count(gpus, 'GPU')}{where}, {left} left after higher-priority jobs"

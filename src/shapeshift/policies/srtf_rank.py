@@ -16,7 +16,7 @@ job by job.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,10 +89,20 @@ class Choice:
     too_big: list[tuple[str, int, int]]
 
 
-def choose(ranking: RunningRanking, waiting: Iterator[tuple[Any, str]], gpus_of: Any, capacity: int) -> Choice:
+def choose(
+    ranking: RunningRanking,
+    waiting_within: Callable[[Callable[[], int]], Iterator[tuple[Any, str]]],
+    gpus_of: Callable[[str], int],
+    capacity: int,
+) -> Choice:
     """Walk the merged ranking (running and waiting jobs by key) taking each job whose GPUs
-    fit what is left of ``capacity``, until nothing is left or both lists end."""
+    fit what is left of ``capacity``, until nothing is left or both lists end.
+
+    ``waiting_within(bound)`` gives the waiting jobs in key order, and may skip those
+    wider than ``bound()`` GPUs: they could not be taken, and skipping them only merges
+    the running blocks around them into one, which ``_take_block`` takes the same way."""
     choice = Choice([], [], [])
+    waiting = waiting_within(lambda: capacity)
     g = ranking.gpus
     n = len(ranking.ids)
     i = 0
