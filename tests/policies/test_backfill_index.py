@@ -112,12 +112,11 @@ def test_srtf_and_las_decide_as_without_the_size_bound(lease, monkeypatch):
     from shapeshift.policies.queues import StaticKeyQueue
 
     jobs = poisson(300, 60.0, seed=3, max_gpus=8).jobs()
-    runs = {}
-    for bounded in (True, False):
-        if not bounded:
-            plain = StaticKeyQueue.iterate
-            monkeypatch.setattr(StaticKeyQueue, "iterate", lambda self, view, max_gpus=None: plain(self, view))
-        runs[bounded] = [run(jobs, "2x8", "srtf", {"lease": lease}), run(jobs, "2x8", "las", {"lease": lease})]
+    both = lambda: [run(jobs, "2x8", "srtf", {"lease": lease}), run(jobs, "2x8", "las", {"lease": lease})]  # noqa: E731
+    runs = {True: both()}
+    plain = StaticKeyQueue.iterate
+    monkeypatch.setattr(StaticKeyQueue, "iterate", lambda self, view, max_gpus=None: plain(self, view))
+    runs[False] = both()
     times = lambda r: {j.job_id: (j.first_start, j.end_time) for j in r.jobs}  # noqa: E731
     for with_bound, without in zip(runs[True], runs[False], strict=True):
         assert times(with_bound) == times(without)
