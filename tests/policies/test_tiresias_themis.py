@@ -185,3 +185,22 @@ def test_tiresias_in_two_partitions_decides_each_as_if_alone():
     assert together == {**alone_x, **alone_y}
     # As derived in the first Tiresias test: a ends at 1,050 after b runs 100-150.
     assert together["xa"] == 1050 and together["ya"] == 1050 and together["xb"] == 140
+
+
+@pytest.mark.parametrize("contention", ["average", "current"])
+def test_themis_ranks_from_its_table_as_job_by_job(contention, monkeypatch):
+    """Differential check: rho from the waiting table's columns, the hand-out limited to
+    jobs that fit and the failed-shape skip give every job the same start and end as
+    ranking each job with ``finish_time_fairness`` and trying each in turn (the reference
+    rule, forced by making every table look out of date)."""
+    from shapeshift.policies.themis_table import WaitingTable
+    from shapeshift.workloads.generators import poisson
+
+    jobs = poisson(300, 60.0, seed=5, max_gpus=8).jobs()
+    params = {"contention": contention, "round": 300}
+    with_table = run(jobs, "2x8", "themis", params)
+    monkeypatch.setattr(WaitingTable, "__len__", lambda self: 10**9)
+    per_job = run(jobs, "2x8", "themis", params)
+    times = lambda r: {j.job_id: (j.first_start, j.end_time, j.preemptions) for j in r.jobs}  # noqa: E731
+    assert times(with_table) == times(per_job)
+    assert any(j.first_start > j.spec.submit_time for j in per_job.jobs)

@@ -32,13 +32,16 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
 from pydantic import Field
 
-from shapeshift.model import Schedule
+from shapeshift.engine.state import FreeResources
+from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.themis_table import WaitingTable, worst_first
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -81,41 +84,87 @@ class Contention:
         span = now - mark[1]
         return (integral - mark[0]) / span if span > 0 else float(active)
 
+    def mark(self, job_id: str) -> tuple[float, float]:
+        """(integral, time) when ``job_id`` was first seen."""
+        return self._marks[job_id]
+
 
 class FinishTimeFairness:
     """Rank by rho, worst first; on lease renewal, the worst ``1 - knob`` first, then running jobs."""
 
     name = "themis"
 
-    def __init__(self, knob: float, preemptive: bool, contention: Contention | None):
+    def __init__(
+        self,
+        knob: float,
+        preemptive: bool,
+        contention: Contention | None,
+        tables: dict[str, WaitingTable] | None = None,
+    ):
         self.knob = knob
         self.preemptive = preemptive
         self.contention = contention
+        #: per partition: the waiting jobs' facts as columns, when the policy keeps them
+        self.tables: dict[str, WaitingTable] = {} if tables is None else tables
 
     def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
         jobs = list(jobs)
-        active = view.pending_count(partition) + sum(1 for _ in view.running(partition))
+        running_ids = list(view.running(partition))
+        active = view.pending_count(partition) + len(running_ids)
         capacity = view.capacity_gpus(partition)
-        if self.contention is None:
-            rho = {j: finish_time_fairness(view, j, active, capacity) for j in jobs}
+        integral = None if self.contention is None else self.contention.update(partition, view.now, active)
+        table = self.tables.get(partition)
+        if table is not None and len(table) == view.pending_count(partition) == len(jobs) - len(running_ids):
+            by_rho = self._ranked_with_table(view, table, running_ids, capacity, integral, active)
         else:
-            integral = self.contention.update(partition, view.now, active)
-            rho = {
-                j: finish_time_fairness(view, j, self.contention.average(j, view.now, integral, active), capacity)
-                for j in jobs
-            }
-        by_rho = sorted(jobs, key=lambda j: (-rho[j], view.job(j).spec.submit_time, j))
+            rho = {j: self._rho(view, j, capacity, integral, active) for j in jobs}
+            by_rho = sorted(jobs, key=lambda j: (-rho[j], view.job(j).spec.submit_time, j))
         if not self.preemptive:
             return by_rho
         offered = by_rho[: max(1, math.ceil((1.0 - self.knob) * len(by_rho) - 1e-9))]
         chosen = set(offered)
-        running = set(view.running(partition))
+        running = set(running_ids)
         rest = [j for j in by_rho if j not in chosen]
         return [*offered, *(j for j in rest if j in running), *(j for j in rest if j not in running)]
 
+    def _rho(self, view: ClusterView, job_id: str, capacity: int, integral: float | None, active: int) -> float:
+        if integral is None or self.contention is None:
+            return finish_time_fairness(view, job_id, active, capacity)
+        average = self.contention.average(job_id, view.now, integral, active)
+        return finish_time_fairness(view, job_id, average, capacity)
+
+    def _ranked_with_table(
+        self,
+        view: ClusterView,
+        table: WaitingTable,
+        running_ids: list[str],
+        capacity: int,
+        integral: float | None,
+        active: int,
+    ) -> list[str]:
+        """Every active job by rho, worst first: the waiting ones' rho from the table's
+        columns, the running ones' (their remaining work moves) one by one."""
+        rows = np.flatnonzero(table.used)
+        ids = [*running_ids, *(table.ids[i] for i in rows.tolist())]
+        running_rho = [self._rho(view, j, capacity, integral, active) for j in running_ids]
+        rho = np.concatenate(
+            [np.array(running_rho, dtype=float), table.rho(rows, view.now, capacity, integral, active)]
+        )
+        submit = np.concatenate(
+            [np.array([view.job(j).spec.submit_time for j in running_ids], dtype=float), table.submit[rows]]
+        )
+        return worst_first(ids, rho, submit)  # type: ignore[arg-type]
+
 
 class ThemisPolicy:
-    """Lease renewal (preemptive) on round timers; free-GPU hand-out on other events."""
+    """Lease renewal (preemptive) on round timers; free-GPU hand-out on other events.
+
+    The waiting jobs' facts live in a ``WaitingTable`` per partition, updated by what
+    changed, so that ranking them costs array operations, not a Python call per job. A
+    hand-out ranks only the waiting jobs that could fit the free GPUs (the others fail
+    whatever their rank) and, as backfill does (``ShapeQueue``), stops trying a shape
+    once a job of it failed to place, until another job starts: same decisions as trying
+    each in turn."""
 
     name = "themis"
 
@@ -123,26 +172,103 @@ class ThemisPolicy:
         self.triggers = frozenset({ARRIVAL, COMPLETION, ROUND})
         self.default_round: float | None = round_seconds
         contention = self._contention = Contention() if average_contention else None
-        self._lease = ComposedPolicy("themis", AcceptAll(), FinishTimeFairness(knob, True, contention), placement)
+        self._tables: dict[str, WaitingTable] = {}
+        self._lease = ComposedPolicy(
+            "themis", AcceptAll(), FinishTimeFairness(knob, True, contention, self._tables), placement
+        )
         self._fill = ComposedPolicy(
             "themis",
             AcceptAll(),
-            FinishTimeFairness(knob, False, contention),
+            FinishTimeFairness(knob, False, contention, self._tables),
             placement,
             head_of_line_blocking=False,
         )
+        self._placement = placement
 
     def decide(self, view: ClusterView) -> Schedule:
-        if self._contention is not None:
-            # Record every change of the active count and every arrival, even where the
-            # ordering below is not consulted (nothing waiting).
-            for partition in sorted(view.dirty_partitions):
-                running = list(view.running(partition))
-                pending = list(view.pending(partition))
-                integral = self._contention.update(partition, view.now, len(running) + len(pending))
-                for job_id in pending:
-                    self._contention.average(job_id, view.now, integral, len(running) + len(pending))
-        return (self._lease if view.timer_fired else self._fill).decide(view)
+        # Record every change of the active count and every arrival, even where the
+        # ordering below is not consulted (nothing waiting).
+        integrals: dict[str, float | None] = {}
+        for partition in sorted(view.dirty_partitions):
+            active = view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]
+            integral = None
+            if self._contention is not None:
+                integral = self._contention.update(partition, view.now, active)
+            table = self._tables.get(partition)
+            if table is None:
+                table = self._tables[partition] = WaitingTable(partition)
+            table.sync(view, self._contention, 0.0 if integral is None else integral, active)
+            integrals[partition] = integral
+        schedule = self._lease.decide(view) if view.timer_fired else self._hand_out(view, integrals)
+        for job_id, alloc in schedule.changes.items():
+            if alloc is not None:
+                table = self._tables.get(view.job(job_id).partition)
+                if table is not None:
+                    table.remove(job_id)
+        return schedule
+
+    def _hand_out(self, view: ClusterView, integrals: dict[str, float | None]) -> Schedule:
+        """Free GPUs to waiting jobs, largest rho first (``self._fill``'s decision)."""
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
+        free: FreeResources | None = None
+        for partition in sorted(view.dirty_partitions):
+            if view.pending_count(partition) == 0:
+                continue
+            free = free if free is not None else view.scratch()
+            table = self._tables[partition]
+            if len(table) != view.pending_count(partition) or bool((table.gpus[table.used] == 0).any()):
+                # A job asking for no GPUs may start after the GPUs ran out: the plain scan.
+                self._fill._decide_greedy(view, partition, free, changes, reasons)
+                continue
+            self._hand_out_partition(view, partition, table, integrals[partition], free, changes, reasons)
+        return Schedule(
+            base=view.allocations,
+            changes=changes,
+            reasons=reasons,
+            default_reason="waiting behind higher-priority jobs",
+        )
+
+    def _hand_out_partition(
+        self,
+        view: ClusterView,
+        partition: str,
+        table: WaitingTable,
+        integral: float | None,
+        free: FreeResources,
+        changes: dict[str, Allocation | None],
+        reasons: dict[str, str],
+    ) -> None:
+        nodes = view.partitions[partition]
+        free_gpus = int(free.gpus[nodes].sum())
+        rows = table.rows_within(free_gpus)
+        if rows.size == 0:
+            return
+        active = view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]
+        rho = table.rho(rows, view.now, view.capacity_gpus(partition), integral, active)
+        ids = [table.ids[i] for i in rows.tolist()]
+        codes = dict(zip(ids, table.shape[rows].tolist(), strict=True))
+        live = set(codes.values())
+        widths = table.shape_gpus
+        failed: set[int] = set()
+        for job_id in worst_first(ids, rho, table.submit[rows]):  # type: ignore[arg-type]
+            code = codes[job_id]
+            if widths[code] > free_gpus:
+                continue
+            spec = view.job(job_id).spec
+            alloc = None if code in failed else self._placement.find(spec, nodes, free)
+            if alloc is None:
+                failed.add(code)
+                reasons[job_id] = self._fill._explain(view, partition, spec.num_gpus, free_gpus)
+                if all(c in failed or widths[c] > free_gpus for c in live):
+                    return  # no job left could be placed before another one starts
+                continue
+            changes[job_id] = alloc
+            free.take(alloc)
+            free_gpus -= alloc.gpus
+            failed.clear()
+            if free_gpus == 0:
+                return
 
 
 class ThemisParams(PolicyParams):
