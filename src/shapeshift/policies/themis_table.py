@@ -16,7 +16,7 @@ rule.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -24,7 +24,14 @@ from shapeshift.policies.queues import newcomers
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
-    from shapeshift.policies.themis import Contention
+
+
+class Contention(Protocol):
+    """What the table needs of Themis's contention record (``themis.Contention``)."""
+
+    def average(self, job_id: str, now: float, integral: float, active: int) -> float: ...
+
+    def mark(self, job_id: str) -> tuple[float, float]: ...
 
 #: (GPUs, CPUs, memory, model): two waiting jobs of one shape both fit or both do not.
 Shape = tuple[int, float, float, str]
