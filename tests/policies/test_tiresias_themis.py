@@ -204,3 +204,21 @@ def test_themis_ranks_from_its_table_as_job_by_job(contention, monkeypatch):
     times = lambda r: {j.job_id: (j.first_start, j.end_time, j.preemptions) for j in r.jobs}  # noqa: E731
     assert times(with_table) == times(per_job)
     assert any(j.first_start > j.spec.submit_time for j in per_job.jobs)
+
+
+def test_tiresias_shortcut_when_everyone_fits_decides_as_the_scan(monkeypatch):
+    """Differential check: when the waiting jobs fit the free GPUs together, Tiresias starts
+    them in queue order without walking every queue; the full scan (forced off the
+    shortcut) gives every job the same start, end and preemptions. The trace both queues
+    and drains, so both branches run."""
+    from shapeshift.policies.tiresias import TiresiasPolicy
+    from shapeshift.workloads.generators import poisson
+
+    jobs = poisson(300, 30.0, seed=11, max_gpus=8).jobs()
+    shortcut = run(jobs, "3x8", "tiresias")
+    monkeypatch.setattr(TiresiasPolicy, "_everyone_fits", lambda self, view, partition, queues: None)
+    scanned = run(jobs, "3x8", "tiresias")
+    times = lambda r: {j.job_id: (j.first_start, j.end_time, j.preemptions) for j in r.jobs}  # noqa: E731
+    assert times(shortcut) == times(scanned)
+    assert any(j.first_start > j.spec.submit_time for j in scanned.jobs)
+    assert sum(j.preemptions for j in scanned.jobs) > 0

@@ -231,6 +231,9 @@ class TiresiasPolicy:
         is_running = set(running)
         keep: set[str] = set()
         start: list[str] = []
+        everyone = self._everyone_fits(view, partition, queues)
+        if everyone is not None:  # the scan below would keep every job: skip it
+            keep, start, capacity = set(is_running), everyone, 0
         for level, queue in enumerate(queues):
             if capacity == 0:
                 break
@@ -247,10 +250,11 @@ class TiresiasPolicy:
                 elif job_id not in is_running:
                     reasons[job_id] = f"queue {level}: needs {count(gpus, 'GPU')}, {capacity} left"
         current = view.allocations
-        for job_id in running:
-            if job_id not in keep:
-                changes[job_id] = None
-                free.give(current[job_id])
+        if everyone is None:
+            for job_id in running:
+                if job_id not in keep:
+                    changes[job_id] = None
+                    free.give(current[job_id])
         nodes = view.partitions[partition]
         for job_id in start:
             alloc = self.placement.find(view.job(job_id).spec, nodes, free)
@@ -261,7 +265,9 @@ class TiresiasPolicy:
             changes[job_id] = alloc
             free.take(alloc)
             keep.add(job_id)
-        if moved or keep != is_running:  # after deciding, waiting jobs go behind the running ones
+        # After deciding, waiting jobs go behind the running ones (nothing moves when every
+        # job of the partition runs on).
+        if (moved or keep != is_running) and (everyone is None or len(keep) != len(is_running) + len(everyone)):
             for queue in queues:
                 queue[:] = [j for j in queue if j in keep] + [j for j in queue if j not in keep]
         self._seen[partition] = self._active(view, partition)
@@ -272,6 +278,28 @@ class TiresiasPolicy:
             )
         else:
             self._schedule_demotions(view, partition, keep, is_running, movers)
+
+    def _everyone_fits(self, view: ClusterView, partition: str, queues: list[list[str]]) -> list[str] | None:
+        """The waiting jobs in queue order when they fit the free GPUs together, else None.
+
+        Then every job of the partition fits its capacity: the scan keeps every running
+        job and starts every waiting one in queue order, which this finds from the few
+        waiting jobs' positions instead of walking every queue (the cluster-sized cost of
+        each decision when nothing queues). Only without the starvation rule, where the
+        queues hold exactly the partition's active jobs, and without GPU sharing, where the
+        running jobs hold exactly the GPUs that are not free."""
+        if self.starvation > 0 or not self._accept_all or view.sharing is not None:
+            return None
+        left = view.free_gpus(partition)
+        waiting = []
+        for job_id in view.pending(partition):
+            track = self._track[job_id]
+            left -= track.gpus
+            if left < 0:
+                return None
+            waiting.append((track.queue, queues[track.queue].index(job_id), job_id))
+        waiting.sort()
+        return [job_id for *_, job_id in waiting]
 
     def _due_now(self, view: ClusterView, partition: str) -> list[str]:
         """Running jobs whose demotion instant has come (a heap per partition: a running
