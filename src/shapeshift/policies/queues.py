@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
+    from shapeshift.model import JobSpec
 
 KeyFn = Callable[["ClusterView", str], Any]
 
@@ -111,6 +112,11 @@ class StaticKeyQueue:
 Shape = tuple[int, float, float, str]
 
 
+def shape_of(spec: JobSpec) -> Shape:
+    """A job's shape: what decides whether a placement finds room for it."""
+    return (spec.num_gpus, spec.num_cpus, spec.mem_gb, spec.model)
+
+
 class ShapeQueue:
     """Waiting jobs of one partition grouped by shape, each group sorted by rank key.
 
@@ -152,7 +158,7 @@ class ShapeQueue:
 
         for job_id in newcomers(pending, self._known):
             spec = view.job(job_id).spec
-            shape = (spec.num_gpus, spec.num_cpus, spec.mem_gb, spec.model)
+            shape = shape_of(spec)
             self._seq += 1
             entry = ((self._seq if self._key is None else self._key(view, job_id)), job_id)
             group = self._groups.get(shape)

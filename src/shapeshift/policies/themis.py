@@ -188,7 +188,7 @@ class ThemisPolicy:
     def decide(self, view: ClusterView) -> Schedule:
         # Record every change of the active count and every arrival, even where the
         # ordering below is not consulted (nothing waiting).
-        integrals: dict[str, float | None] = {}
+        counts: dict[str, tuple[float | None, int]] = {}  # partition -> (integral, active)
         for partition in sorted(view.dirty_partitions):
             active = view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]
             integral = None
@@ -198,8 +198,8 @@ class ThemisPolicy:
             if table is None:
                 table = self._tables[partition] = WaitingTable(partition)
             table.sync(view, self._contention, 0.0 if integral is None else integral, active)
-            integrals[partition] = integral
-        schedule = self._lease.decide(view) if view.timer_fired else self._hand_out(view, integrals)
+            counts[partition] = (integral, active)
+        schedule = self._lease.decide(view) if view.timer_fired else self._hand_out(view, counts)
         for job_id, alloc in schedule.changes.items():
             if alloc is not None:
                 table = self._tables.get(view.job(job_id).partition)
@@ -207,7 +207,7 @@ class ThemisPolicy:
                     table.remove(job_id)
         return schedule
 
-    def _hand_out(self, view: ClusterView, integrals: dict[str, float | None]) -> Schedule:
+    def _hand_out(self, view: ClusterView, counts: dict[str, tuple[float | None, int]]) -> Schedule:
         """Free GPUs to waiting jobs, largest rho first (``self._fill``'s decision)."""
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
@@ -217,11 +217,11 @@ class ThemisPolicy:
                 continue
             free = free if free is not None else view.scratch()
             table = self._tables[partition]
-            if len(table) != view.pending_count(partition) or bool((table.gpus[table.used] == 0).any()):
-                # A job asking for no GPUs may start after the GPUs ran out: the plain scan.
+            integral, active = counts[partition]
+            if len(table) != view.pending_count(partition) or not self._hand_out_partition(
+                view, partition, table, integral, active, free, changes, reasons
+            ):
                 self._fill._decide_greedy(view, partition, free, changes, reasons)
-                continue
-            self._hand_out_partition(view, partition, table, integrals[partition], free, changes, reasons)
         return Schedule(
             base=view.allocations,
             changes=changes,
@@ -235,16 +235,21 @@ class ThemisPolicy:
         partition: str,
         table: WaitingTable,
         integral: float | None,
+        active: int,
         free: FreeResources,
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
-    ) -> None:
+    ) -> bool:
+        """Hand the free GPUs out from the table; False, having done nothing, when a job
+        that fits asks for no GPUs (it may start after the GPUs ran out, which only the
+        plain scan reproduces)."""
         nodes = view.partitions[partition]
         free_gpus = int(free.gpus[nodes].sum())
         rows = table.rows_within(free_gpus)
+        if (table.gpus[rows] == 0).any():
+            return False
         if rows.size == 0:
-            return
-        active = view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]
+            return True
         rho = table.rho(rows, view.now, view.capacity_gpus(partition), integral, active)
         ids = [table.ids[i] for i in rows.tolist()]
         codes = dict(zip(ids, table.shape[rows].tolist(), strict=True))
@@ -261,14 +266,15 @@ class ThemisPolicy:
                 failed.add(code)
                 reasons[job_id] = self._fill._explain(view, partition, spec.num_gpus, free_gpus)
                 if all(c in failed or widths[c] > free_gpus for c in live):
-                    return  # no job left could be placed before another one starts
+                    return True  # no job left could be placed before another one starts
                 continue
             changes[job_id] = alloc
             free.take(alloc)
             free_gpus -= alloc.gpus
             failed.clear()
             if free_gpus == 0:
-                return
+                return True
+        return True
 
 
 class ThemisParams(PolicyParams):

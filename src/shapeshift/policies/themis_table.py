@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from shapeshift.policies.queues import newcomers
+from shapeshift.policies.queues import Shape, newcomers, shape_of
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -32,9 +32,6 @@ class Contention(Protocol):
     def average(self, job_id: str, now: float, integral: float, active: int) -> float: ...
 
     def mark(self, job_id: str) -> tuple[float, float]: ...
-
-#: (GPUs, CPUs, memory, model): two waiting jobs of one shape both fit or both do not.
-Shape = tuple[int, float, float, str]
 
 
 class WaitingTable:
@@ -90,7 +87,7 @@ class WaitingTable:
         if contention is not None:
             contention.average(job_id, view.now, integral, active)  # marks a first sight
             self.mark_integral[i], self.mark_time[i] = contention.mark(job_id)
-        shape = (spec.num_gpus, spec.num_cpus, spec.mem_gb, spec.model)
+        shape = shape_of(spec)
         code = self._shapes.get(shape)
         if code is None:
             code = self._shapes[shape] = len(self.shape_gpus)
