@@ -82,9 +82,10 @@ def warn_if_slow(policies: list[str], quiet: bool) -> None:
             err_console.print(f"note: {name} {SLOW_POLICIES[name]}; progress is shown below", highlight=False)
 
 
-def run_with_progress(spec: RunSpec, quiet: bool, workers: int = 1) -> RunResult:
+def run_with_progress(spec: RunSpec, quiet: bool, workers: int = 1, backend: str = "processes") -> RunResult:
     """``run(spec)`` with a progress bar on a terminal (``workers`` > 1: partitions in
-    parallel where the run allows it; a note says why not otherwise)."""
+    parallel, as processes or Ray tasks, where the run allows it; a note says why not
+    otherwise)."""
     from shapeshift.runs import run
 
     warn_if_slow([spec.policy], quiet)
@@ -94,7 +95,7 @@ def run_with_progress(spec: RunSpec, quiet: bool, workers: int = 1) -> RunResult
             console.print(f"[yellow]--workers:[/] running in one process: {reason}", highlight=False)
 
     with progress_bar(spec.policy, show_progress(quiet)) as update:
-        return run(spec, progress=update, workers=workers, on_serial=note)
+        return run(spec, progress=update, workers=workers, on_serial=note, backend=backend)
 
 
 def _seconds(value: Any) -> str:
@@ -167,6 +168,14 @@ def simulate_command(
             "Event-driven, partition-local policies only (others run in one process, with a note).",
         ),
     ] = 1,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Where --workers runs the partitions: processes (this machine) "
+            "or ray (RAY_ADDRESS, else a local Ray).",
+        ),
+    ] = "processes",
     as_json: JsonOption = False,
     allow_unfinished: AllowUnfinishedOption = False,
     quiet: QuietOption = False,
@@ -177,9 +186,11 @@ def simulate_command(
     jobs only), unless --allow-unfinished is given."""
     from shapeshift.policies.registry import parse_policy_args
     from shapeshift.runs import RunSpec
+    from shapeshift.runs.backends import check_backend
 
     if workers < 1:
         raise InputError("--workers must be >= 1", field="--workers")
+    check_backend(backend)
     data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
     params = parse_policy_args(policy_arg)
     if explain and params.get("estimator") != "primo":
@@ -198,7 +209,7 @@ def simulate_command(
         record=frozenset({"explanations"}) if explain else frozenset(),
     )
     output_dir(out)
-    result = run_with_progress(spec, quiet or as_json, workers)
+    result = run_with_progress(spec, quiet or as_json, workers, backend)
     summary = result.write(out) if out is not None else result.summary
     if as_json:
         typer.echo(json.dumps(summary, indent=2))

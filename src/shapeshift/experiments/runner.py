@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from shapeshift.cluster import load_cluster
 from shapeshift.errors import InputError
@@ -42,9 +42,9 @@ from shapeshift.experiments.schema import Experiment, policy_args
 from shapeshift.experiments.workloads import build_workload, content_hash
 from shapeshift.model import ClusterSpec
 from shapeshift.runs import EnergySpec, RunSpec, ThroughputSpec, run
+from shapeshift.runs.backends import Backend, check_backend, ray_map
 from shapeshift.workloads.workload import Workload
 
-Backend = Literal["processes", "ray"]
 ProgressCallback = Callable[[int, int], None]
 
 
@@ -199,21 +199,6 @@ def _energy_record(spec: EnergySpec | None) -> dict[str, Any] | None:
     return {"mode": spec.mode, "params": dict(spec.params), "baseline": spec.baseline}
 
 
-def _check_backend(backend: str) -> None:
-    if backend == "processes":
-        return
-    if backend != "ray":
-        raise InputError(f"unknown backend {backend!r}; use processes or ray", field="--backend")
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise InputError(
-            "--backend ray needs the 'ray' package, which is not installed; install it (pip install 'ray[default]') "
-            "or use --backend processes",
-            field="--backend",
-        ) from None
-
-
 def _run_processes(tasks: list[RunTask], workers: int, on_done: Callable[[RunOutcome], None]) -> None:
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
@@ -236,18 +221,11 @@ def _run_processes(tasks: list[RunTask], workers: int, on_done: Callable[[RunOut
     pool.shutdown()
 
 
-def _run_ray(tasks: list[RunTask], on_done: Callable[[RunOutcome], None]) -> None:  # pragma: no cover - needs ray
+def _run_ray(tasks: list[RunTask], on_done: Callable[[RunOutcome], None]) -> None:
     """Spread runs over a Ray cluster (``RAY_ADDRESS`` or a local one). The output
     directory must be on a file system every Ray node can write."""
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(execute_run)
-    pending = [remote.remote(t) for t in tasks]
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        on_done(ray.get(done[0]))
+    for _, outcome in ray_map(execute_run, [(t,) for t in tasks], in_flight=len(tasks)):
+        on_done(outcome)
 
 
 def run_experiment(
@@ -264,7 +242,7 @@ def run_experiment(
     ``only`` restricts the run set to the given plan indexes (for tests and debugging).
     """
     started = time.perf_counter()
-    _check_backend(backend)
+    check_backend(backend)
     if workers < 1:
         raise InputError("--workers must be >= 1", field="--workers")
     out = Path(out)

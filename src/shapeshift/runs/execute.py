@@ -23,6 +23,7 @@ from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.contract import Policy
 from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy, policy_info
+from shapeshift.runs.backends import check_backend
 from shapeshift.runs.models import build_interference, build_throughput
 from shapeshift.runs.parallel import serial_reason, simulate_partitions
 from shapeshift.runs.recording import IntervalRecorder
@@ -50,6 +51,7 @@ def run(
     progress: ProgressCallback | None = None,
     workers: int = 1,
     on_serial: Callable[[str], None] | None = None,
+    backend: str = "processes",
 ) -> RunResult:
     """Simulate ``spec`` to the end and return its summary, per-job rows and recordings.
 
@@ -58,7 +60,9 @@ def run(
     same result. ``workers`` above 1 simulates the partitions (virtual clusters) in that
     many processes when the run allows it (``shapeshift.runs.parallel.serial_reason``),
     with the same result as one process; otherwise ``on_serial(reason)`` is told why not.
+    ``backend="ray"`` runs those partitions as Ray tasks instead (``runs.backends``).
     """
+    check_backend(backend)
     args = policy_params(spec)
     inner = make_policy(spec.policy, args)
     reason = serial_reason(spec, inner) if workers > 1 else ""
@@ -66,7 +70,7 @@ def run(
         on_serial(reason)
     if workers > 1 and not reason:
         try:
-            simulation = simulate_partitions(spec, args, workers, progress)
+            simulation = simulate_partitions(spec, args, workers, progress, backend)
         except ValueError as exc:
             raise InputError(str(exc)) from None
         summary = summarize(simulation, _policy_extra(spec, inner))

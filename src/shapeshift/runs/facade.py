@@ -86,6 +86,7 @@ def simulate(
     window: tuple[int, int] | None = None,
     record: Sequence[str] = (),
     workers: int = 1,
+    backend: str = "processes",
     **policy_params: Any,
 ) -> RunResult:
     """Simulate one policy and return its :class:`RunResult`.
@@ -97,7 +98,8 @@ def simulate(
     (``ss.simulate(policy="tiresias", starvation=2)``) or, for names that clash with the
     options here or with Python keywords (qssf's ``seed`` and ``lambda``), in ``params``.
     ``workers`` above 1 simulates the partitions in parallel processes where the run
-    allows it (``shapeshift.runs.parallel``); the result is the same.
+    allows it (``shapeshift.runs.parallel``), or as Ray tasks with ``backend="ray"``;
+    the result is the same.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be an integer >= 1, got {workers!r}", field="workers")
@@ -117,7 +119,7 @@ def simulate(
         window=window,
         record=record,
     )
-    return run(spec, workers=workers)
+    return run(spec, workers=workers, backend=backend)
 
 
 def _entries(policies: Sequence[str] | Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:

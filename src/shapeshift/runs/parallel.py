@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -127,6 +127,23 @@ def _status(spec: JobSpec, state: tuple[Any, ...]) -> JobStatus:
     return JobStatus(spec, state[1], JobState(state[2]), *state[3:])
 
 
+def _collect(
+    finished: Iterable[tuple[int, _Part]],
+    count: int,
+    jobs: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[_Part]:
+    """The parts in partition order, whatever order they finished in."""
+    parts: list[_Part | None] = [None] * count
+    done = 0
+    for index, part in finished:
+        parts[index] = part
+        done += len(part.states)
+        if progress is not None:
+            progress(done, jobs)
+    return [part for part in parts if part is not None]
+
+
 def split_by_partition(spec: RunSpec) -> list[Workload]:
     """The workload of each partition, rows in input order; jobs naming no known partition
     (the engine rejects them at arrival) go with the first. Split as tables when the
@@ -149,21 +166,27 @@ def simulate_partitions(
     policy_args: dict[str, Any],
     workers: int,
     progress: Callable[[int, int], None] | None = None,
+    backend: str = "processes",
 ) -> SimulationResult:
     """The serial simulation of ``spec``, computed one partition per task on ``workers``
-    processes (the caller checked :func:`serial_reason`). ``progress(jobs_done, jobs)``
-    is called as partitions finish."""
+    processes, or with at most ``workers`` tasks at once on Ray (``backend="ray"``); the
+    caller checked :func:`serial_reason`. ``progress(jobs_done, jobs)`` is called as
+    partitions finish."""
     started = time.perf_counter()
     pieces = [dataclasses.replace(spec, workload=piece) for piece in split_by_partition(spec)]
-    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(pieces)))) as pool:
-        futures = {pool.submit(_simulate_part, piece, policy_args): i for i, piece in enumerate(pieces)}
-        jobs = spec.workload.jobs()  # meanwhile: the job objects the merged statuses refer to
-        done = 0
-        for future in as_completed(futures):
-            done += len(future.result().states)
-            if progress is not None:
-                progress(done, len(jobs))
-        parts = [future.result() for future in futures]  # partition order, whatever finished first
+    calls = [(piece, policy_args) for piece in pieces]
+    if backend == "ray":
+        from shapeshift.runs.backends import ray_map
+
+        finished = ray_map(_simulate_part, calls, in_flight=workers)
+        jobs = spec.workload.jobs()
+        parts = _collect(finished, len(pieces), len(jobs), progress)
+    else:
+        with ProcessPoolExecutor(max_workers=max(1, min(workers, len(pieces)))) as pool:
+            futures = {pool.submit(_simulate_part, *call): i for i, call in enumerate(calls)}
+            jobs = spec.workload.jobs()  # meanwhile: the job objects the merged statuses refer to
+            finished = ((futures[future], future.result()) for future in as_completed(futures))
+            parts = _collect(finished, len(pieces), len(jobs), progress)
     by_id = {job.job_id: job for job in jobs}
     # Serial order: arrival time, ties in input order (``simulate`` sorts stably).
     rank = {job.job_id: i for i, job in enumerate(sorted(jobs, key=lambda j: j.submit_time))}
