@@ -206,19 +206,29 @@ def test_themis_ranks_from_its_table_as_job_by_job(contention, monkeypatch):
     assert any(j.first_start > j.spec.submit_time for j in per_job.jobs)
 
 
-def test_tiresias_shortcut_when_everyone_fits_decides_as_the_scan(monkeypatch):
-    """Differential check: when the waiting jobs fit the free GPUs together, Tiresias starts
-    them in queue order without walking every queue; the full scan (forced off the
-    shortcut) gives every job the same start, end and preemptions. The trace both queues
-    and drains, so both branches run."""
-    from shapeshift.policies.tiresias import TiresiasPolicy
+@pytest.mark.parametrize(
+    "params,cluster,rate",
+    [
+        ({}, "3x8", 30.0),  # queues and drains: the running parts are kept whole and walked
+        ({"thresholds": "200,1000"}, "2x8", 40.0),  # short queues: many demotions and preemptions
+        ({"thresholds": "300", "starvation": "1.5"}, "2x8", 40.0),  # promotions of waiting jobs
+        ({"thresholds": "500,2000", "placement": "consolidated"}, "4x4", 40.0),  # starts that fail to place
+    ],
+)
+def test_tiresias_queues_decide_as_the_list_rule(params, cluster, rate):
+    """Differential check: the incremental queues (running parts kept by their GPU sum,
+    waiting parts by GPU count, positions as numbers) give every job the same start, end
+    and preemptions as walking every queue as a list (``tests/policies/tiresias_lists.py``,
+    the rule as written)."""
     from shapeshift.workloads.generators import poisson
+    from tests.policies.tiresias_lists import ListTiresias
 
-    jobs = poisson(300, 30.0, seed=11, max_gpus=8).jobs()
-    shortcut = run(jobs, "3x8", "tiresias")
-    monkeypatch.setattr(TiresiasPolicy, "_everyone_fits", lambda self, view, partition, queues: None)
-    scanned = run(jobs, "3x8", "tiresias")
+    jobs = poisson(300, rate, seed=11, max_gpus=8).jobs()
+    fast = make_policy("tiresias", params)
+    lists = ListTiresias(fast.thresholds, fast.admission, fast.placement, fast.gpu_time, fast.starvation)
+    incremental, reference = run(jobs, cluster, fast), run(jobs, cluster, lists)
     times = lambda r: {j.job_id: (j.first_start, j.end_time, j.preemptions) for j in r.jobs}  # noqa: E731
-    assert times(shortcut) == times(scanned)
-    assert any(j.first_start > j.spec.submit_time for j in scanned.jobs)
-    assert sum(j.preemptions for j in scanned.jobs) > 0
+    assert times(incremental) == times(reference)
+    assert incremental.decisions == reference.decisions  # the same wake-ups too
+    assert any(j.first_start > j.spec.submit_time for j in reference.jobs)
+    assert sum(j.preemptions for j in reference.jobs) > 0

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -50,9 +51,10 @@ from shapeshift.policies.admission import AdmissionParams, make_admission
 from shapeshift.policies.base import ARRIVAL, COMPLETION
 from shapeshift.policies.composed import AcceptAll, Admission
 from shapeshift.policies.placement import PLACEMENTS, Placement
+from shapeshift.policies.queues import newcomers
 from shapeshift.policies.registry import register
 from shapeshift.policies.tiresias_placement import ModelAwarePlacement, TensorSkewPlacement
-from shapeshift.wording import count
+from shapeshift.policies.tiresias_queues import LevelQueues
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -97,8 +99,9 @@ class TiresiasPolicy:
         self.gpu_time = gpu_time
         self.starvation = starvation
         self._track: dict[str, _Track] = {}
-        #: Per partition, per queue: job ids in queue order.
-        self._queues: dict[str, list[list[str]]] = {}
+        #: Per partition: its queues, and how many active jobs they hold.
+        self._queues: dict[str, LevelQueues] = {}
+        self._tracked: dict[str, int] = {}
         #: Per partition: the next instant one of its jobs changes queue (``wake_at``), and
         #: the number of active jobs the last decision there left.
         self._next: dict[str, float] = {}
@@ -161,12 +164,12 @@ class TiresiasPolicy:
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         free = view.scratch()
-        finished: dict[str, list[str]] = {}
+        finished: dict[str, list[tuple[str, _Track]]] = {}
         for job_id in view.finished:
             track = self._track.pop(job_id, None)
             self._due.pop(job_id, None)
             if track is not None:
-                finished.setdefault(track.partition, []).append(job_id)
+                finished.setdefault(track.partition, []).append((job_id, track))
         for partition in sorted(view.dirty_partitions):
             if self._unchanged(view, partition, finished):
                 continue
@@ -176,14 +179,14 @@ class TiresiasPolicy:
             base=view.allocations,
             changes=changes,
             reasons=reasons,
-            default_reason="waiting in a lower-priority queue",
+            default_reason="waiting: the jobs ahead of it in its queue or in higher queues hold the GPUs it needs",
             wake_at=None if math.isinf(wake) else wake,
         )
 
     def _active(self, view: ClusterView, partition: str) -> int:
         return view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]
 
-    def _unchanged(self, view: ClusterView, partition: str, finished: dict[str, list[str]]) -> bool:
+    def _unchanged(self, view: ClusterView, partition: str, finished: Mapping[str, object]) -> bool:
         """Nothing can change in ``partition``: no job finished or arrived there (the count of
         active jobs is what the last decision left) and none of its jobs reaches a queue
         change now. Only with accept-all admission, whose answer depends on nothing else."""
@@ -201,105 +204,98 @@ class TiresiasPolicy:
         free: FreeResources,
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
-        finished: list[str] | tuple[str, ...],
+        finished: list[tuple[str, _Track]] | tuple[()],
     ) -> None:
-        queues = self._queues.setdefault(partition, [[] for _ in range(len(self.thresholds) + 1)])
-        if finished:  # finished jobs leave their queue
-            gone = set(finished)
-            for queue in queues:
-                queue[:] = [j for j in queue if j not in gone]
-        running = list(view.running(partition))
-        if finished or self._seen.get(partition) != self._active(view, partition) or not self._accept_all:
-            for job_id in [*running, *self.admission.admit(view, partition)]:
-                if job_id not in self._track:  # a new job enters the end of queue 0
-                    spec = view.job(job_id).spec
-                    self._track[job_id] = _Track(0, spec.num_gpus, partition, mark_time=spec.submit_time)
-                    queues[0].append(job_id)
+        queues = self._queues.get(partition)
+        if queues is None:
+            queues = self._queues[partition] = LevelQueues(len(self.thresholds) + 1)
+        for job_id, track in finished:  # finished jobs leave their queue
+            if job_id in queues.running[track.queue]:
+                queues.drop_running(track.queue, job_id)
+            else:
+                queues.forget(job_id)
+            self._tracked[partition] -= 1
+        # A running job that enters or changes queue joins the waiting part of its new
+        # queue at the end, as the list rule appends it; the walk keeps it if it fits.
+        running_movers = self._enter_new_jobs(view, partition, queues, bool(finished))
         # Demotions and promotions append to their new queue. Service grows only while a
         # job runs, so without the starvation rule only running jobs can change queue.
-        movers = [j for q in queues for j in q] if self.starvation > 0 else self._due_now(view, partition)
-        moved = False
+        movers = queues.in_order() if self.starvation > 0 else self._due_now(view, partition)
         for job_id in movers:
             track = self._track[job_id]
             before = track.queue
-            after = self._update(view, job_id).queue
-            if after != before:
-                queues[before].remove(job_id)
-                queues[after].append(job_id)
-                moved = True
-        capacity = view.capacity_gpus(partition)
-        is_running = set(running)
-        keep: set[str] = set()
-        start: list[str] = []
-        everyone = self._everyone_fits(view, partition, queues)
-        if everyone is not None:  # the scan below would keep every job: skip it
-            keep, start, capacity = set(is_running), everyone, 0
-        for level, queue in enumerate(queues):
-            if capacity == 0:
-                break
-            for job_id in queue:
-                gpus = self._track[job_id].gpus
-                if gpus <= capacity:
-                    capacity -= gpus
-                    if job_id in is_running:
-                        keep.add(job_id)
-                    else:
-                        start.append(job_id)
-                    if capacity == 0:
-                        break
-                elif job_id not in is_running:
-                    reasons[job_id] = f"queue {level}: needs {count(gpus, 'GPU')}, {capacity} left"
+            if self._update(view, job_id).queue != before:
+                if job_id in queues.running[before]:
+                    queues.drop_running(before, job_id)
+                    running_movers.add(job_id)
+                queues.append(track.queue, job_id, track.gpus)
+        walk = queues.walk(view.capacity_gpus(partition))
         current = view.allocations
-        if everyone is None:
-            for job_id in running:
-                if job_id not in keep:
-                    changes[job_id] = None
-                    free.give(current[job_id])
+        preempted = [job_id for _, job_id, _ in walk.preempt]
+        visited = {v.job_id for taken in walk.taken for v in taken}
+        preempted += [job_id for job_id in running_movers if job_id not in visited]
+        for job_id in preempted:
+            changes[job_id] = None
+            free.give(current[job_id])
         nodes = view.partitions[partition]
-        for job_id in start:
-            alloc = self.placement.find(view.job(job_id).spec, nodes, free)
-            if alloc is None:
-                level = self._track[job_id].queue
-                reasons[job_id] = f"queue {level}: GPUs free but fragmented ({self.placement.name})"
-                continue
-            changes[job_id] = alloc
-            free.take(alloc)
-            keep.add(job_id)
-        # After deciding, waiting jobs go behind the running ones (nothing moves when every
-        # job of the partition runs on).
-        if (moved or keep != is_running) and (everyone is None or len(keep) != len(is_running) + len(everyone)):
-            for queue in queues:
-                queue[:] = [j for j in queue if j in keep] + [j for j in queue if j not in keep]
+        started: set[str] = set()
+        for level, taken in enumerate(walk.taken):
+            for visit in taken:
+                if visit.job_id in running_movers:
+                    continue
+                alloc = self.placement.find(view.job(visit.job_id).spec, nodes, free)
+                if alloc is None:
+                    reasons[visit.job_id] = f"queue {level}: GPUs free but fragmented ({self.placement.name})"
+                    queues.put_back(level, visit)
+                    continue
+                changes[visit.job_id] = alloc
+                free.take(alloc)
+                started.add(visit.job_id)
+        # After deciding, waiting jobs go behind the running ones: what the walk took and
+        # kept joins the running part, what it preempted goes ahead of the waiting part.
+        for level, taken in enumerate(walk.taken):
+            for visit in taken:
+                if visit.job_id in started or visit.job_id in running_movers:
+                    queues.add_running(level, visit.job_id, visit.gpus)
+        by_level: dict[int, list[tuple[str, int]]] = {}
+        for level, job_id, gpus in walk.preempt:
+            by_level.setdefault(level, []).append((job_id, gpus))
+        for level, jobs in by_level.items():
+            queues.prepend(level, jobs)
         self._seen[partition] = self._active(view, partition)
         if self.starvation > 0:
-            watched = [j for q in queues for j in q]
+            runs = {j for running in queues.running for j in running}
             self._next[partition] = min(
-                (self._next_change(view, j, self._track[j], j in keep) for j in watched), default=math.inf
+                (self._next_change(view, j, self._track[j], j in runs) for j in [*runs, *queues.position]),
+                default=math.inf,
             )
-        else:
-            self._schedule_demotions(view, partition, keep, is_running, movers)
+        else:  # due jobs still running get their next instant, whether or not they moved
+            kept = [j for j in movers if j in queues.running[self._track[j].queue]]
+            self._schedule_demotions(view, partition, preempted, [*started, *kept])
 
-    def _everyone_fits(self, view: ClusterView, partition: str, queues: list[list[str]]) -> list[str] | None:
-        """The waiting jobs in queue order when they fit the free GPUs together, else None.
+    def _enter_new_jobs(self, view: ClusterView, partition: str, queues: LevelQueues, finished: bool) -> set[str]:
+        """New jobs enter the end of queue 0; returns those already running (a live
+        controller adopting jobs), which the walk then treats as movers.
 
-        Then every job of the partition fits its capacity: the scan keeps every running
-        job and starts every waiting one in queue order, which this finds from the few
-        waiting jobs' positions instead of walking every queue (the cluster-sized cost of
-        each decision when nothing queues). Only without the starvation rule, where the
-        queues hold exactly the partition's active jobs, and without GPU sharing, where the
-        running jobs hold exactly the GPUs that are not free."""
-        if self.starvation > 0 or not self._accept_all or view.sharing is not None:
-            return None
-        left = view.free_gpus(partition)
-        waiting = []
-        for job_id in view.pending(partition):
-            track = self._track[job_id]
-            left -= track.gpus
-            if left < 0:
-                return None
-            waiting.append((track.queue, queues[track.queue].index(job_id), job_id))
-        waiting.sort()
-        return [job_id for *_, job_id in waiting]
+        With accept-all admission the new jobs are the newcomers at the end of the
+        engine's queue (O(new)); a full pass over the partition's jobs is made only when
+        that does not account for every active job, or for other admissions."""
+        active = self._active(view, partition)
+        if self._accept_all and not finished and self._seen.get(partition) == active:
+            return set()
+        fresh = newcomers(view.pending(partition), self._track) if self._accept_all else []
+        if not self._accept_all or self._tracked.get(partition, 0) + len(fresh) != active:
+            candidates = [*view.running(partition), *self.admission.admit(view, partition)]
+            fresh = [j for j in candidates if j not in self._track]
+        running_new: set[str] = set()
+        for job_id in fresh:
+            spec = view.job(job_id).spec
+            self._track[job_id] = _Track(0, spec.num_gpus, partition, mark_time=spec.submit_time)
+            self._tracked[partition] = self._tracked.get(partition, 0) + 1
+            queues.append(0, job_id, spec.num_gpus)
+            if view.job(job_id).state is JobState.RUNNING:
+                running_new.add(job_id)
+        return running_new
 
     def _due_now(self, view: ClusterView, partition: str) -> list[str]:
         """Running jobs whose demotion instant has come (a heap per partition: a running
@@ -313,13 +309,11 @@ class TiresiasPolicy:
                 due.append(job_id)
         return due
 
-    def _schedule_demotions(
-        self, view: ClusterView, partition: str, keep: set[str], was_running: set[str], movers: list[str]
-    ) -> None:
-        heap = self._heap[partition]
-        for job_id in was_running - keep:
+    def _schedule_demotions(self, view: ClusterView, partition: str, stopped: list[str], started: list[str]) -> None:
+        heap = self._heap.setdefault(partition, [])
+        for job_id in stopped:
             self._due.pop(job_id, None)
-        for job_id in [*(keep - was_running), *(j for j in movers if j in keep)]:
+        for job_id in started:
             at = self._next_change(view, job_id, self._track[job_id], True)
             if math.isinf(at):
                 self._due.pop(job_id, None)
