@@ -258,10 +258,10 @@ class ThemisPolicy:
         failed: set[int] = set()
         for job_id in worst_first(ids, rho, table.submit[rows]):  # type: ignore[arg-type]
             code = codes[job_id]
-            if widths[code] > free_gpus:
-                continue
+            if code in failed or widths[code] > free_gpus:
+                continue  # its shape failed to place since the last start: so would it
             spec = view.job(job_id).spec
-            alloc = None if code in failed else self._placement.find(spec, nodes, free)
+            alloc = self._placement.find(spec, nodes, free)
             if alloc is None:
                 failed.add(code)
                 reasons[job_id] = self._fill._explain(view, partition, spec.num_gpus, free_gpus)
