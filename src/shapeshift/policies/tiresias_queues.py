@@ -56,12 +56,13 @@ class LevelQueues:
     """The queues of one partition: per queue, the running part in order and the waiting
     part as one heap of ``(position, job)`` per GPU count."""
 
-    def __init__(self, levels: int):
+    def __init__(self, levels: int, keep_order: bool = False):
         self.running: list[dict[str, int]] = [{} for _ in range(levels)]  # job -> GPUs, in order
         self._running_gpus = [0] * levels
         self._zero_gpu = [0] * levels  # running jobs that hold no GPU (the walk can stop before them)
         self._waiting: list[dict[int, list[tuple[int, str]]]] = [{} for _ in range(levels)]
-        self._order: list[SortedDict] = [SortedDict() for _ in range(levels)]  # position -> job, waiting parts
+        #: position -> job per waiting part, kept only for ``in_order`` (the starvation rule)
+        self._order: list[SortedDict] | None = [SortedDict() for _ in range(levels)] if keep_order else None
         #: Every job in a waiting part (running movers included until the walk): (queue, position).
         self.position: dict[str, tuple[int, int]] = {}
         self._back = 0
@@ -103,13 +104,15 @@ class LevelQueues:
     def _leave(self, job_id: str) -> None:
         where = self.position.pop(job_id, None)
         if where is not None:
-            del self._order[where[0]][where[1]]
+            if self._order is not None:
+                del self._order[where[0]][where[1]]
             self._stale += 1
 
     def _push(self, level: int, job_id: str, gpus: int, seq: int) -> None:
         self._leave(job_id)  # a job moving between queues: its old entry goes stale
         self.position[job_id] = (level, seq)
-        self._order[level][seq] = job_id
+        if self._order is not None:
+            self._order[level][seq] = job_id
         heapq.heappush(self._waiting[level].setdefault(gpus, []), (seq, job_id))
         if self._stale > len(self.position) + 1024:  # mostly stale (promotions): compact
             self._compact()
@@ -130,6 +133,7 @@ class LevelQueues:
     # ------------------------------------------------------------ order
     def waiting_in_order(self, level: int) -> list[str]:
         """Queue ``level``'s waiting part in order (the starvation rule reads every job)."""
+        assert self._order is not None, "built without keep_order"
         return list(self._order[level].values())
 
     def in_order(self) -> list[str]:
@@ -180,7 +184,8 @@ class LevelQueues:
                 continue
             _, job_id = heapq.heappop(self._waiting[level][gpus])
             del self.position[job_id]
-            del self._order[level][seq]
+            if self._order is not None:
+                del self._order[level][seq]
             taken.append(Visit(job_id, gpus, seq))
             capacity -= gpus
             head = self._head(level, gpus)
