@@ -24,6 +24,10 @@ Tiresias schedules without knowing job durations (paper Sec. 3.2, ``dlas_sim_job
   (``jump_time``) and decides then; so does this policy, through ``Schedule.wake_at``,
   instead of a periodic timer. Nothing is decided between events.
 
+The queues are kept by ``tiresias_queues.LevelQueues`` (running parts by their GPU sums,
+waiting parts by GPU count), so a decision costs what changed; it decides as walking the
+queues as lists would (``tests/policies/tiresias_lists.py``, the differential test).
+
 Placement: the reference counts GPUs only (``--scheme=count``) or places with YARN rules
 (``--scheme=yarn``, its default). Ours defaults to ``model-aware``: placement-sensitive
 models (the catalog's flag, after the paper's tensor-skew study; unknown models count as

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from sortedcontainers import SortedDict
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Visit:
     """A job the walk took from a queue's waiting part, with its position."""
 
