@@ -103,9 +103,8 @@ class TiresiasPolicy:
         self.gpu_time = gpu_time
         self.starvation = starvation
         self._track: dict[str, _Track] = {}
-        #: Per partition: its queues, and how many active jobs they hold.
+        #: Per partition: its queues.
         self._queues: dict[str, LevelQueues] = {}
-        self._tracked: dict[str, int] = {}
         #: Per partition: the next instant one of its jobs changes queue (``wake_at``), and
         #: the number of active jobs the last decision there left.
         self._next: dict[str, float] = {}
@@ -218,7 +217,6 @@ class TiresiasPolicy:
                 queues.drop_running(track.queue, job_id)
             else:
                 queues.forget(job_id)
-            self._tracked[partition] -= 1
         # A running job that enters or changes queue joins the waiting part of its new
         # queue at the end, as the list rule appends it; the walk keeps it if it fits.
         running_movers = self._enter_new_jobs(view, partition, queues, bool(finished))
@@ -241,26 +239,24 @@ class TiresiasPolicy:
         for job_id in preempted:
             changes[job_id] = None
             free.give(current[job_id])
-        nodes = view.partitions[partition]
-        started: set[str] = set()
-        for level, taken in enumerate(walk.taken):
-            for visit in taken:
-                if visit.job_id in running_movers:
-                    continue
-                alloc = self.placement.find(view.job(visit.job_id).spec, nodes, free)
-                if alloc is None:
-                    reasons[visit.job_id] = f"queue {level}: GPUs free but fragmented ({self.placement.name})"
-                    queues.put_back(level, visit)
-                    continue
-                changes[visit.job_id] = alloc
-                free.take(alloc)
-                started.add(visit.job_id)
         # After deciding, waiting jobs go behind the running ones: what the walk took and
-        # kept joins the running part, what it preempted goes ahead of the waiting part.
+        # kept (running movers, and waiting jobs that were placed) joins the running part
+        # in walk order; a start that fails returns to its place; what the walk preempted
+        # goes ahead of the waiting part.
+        nodes = view.partitions[partition]
+        started: list[str] = []
         for level, taken in enumerate(walk.taken):
             for visit in taken:
-                if visit.job_id in started or visit.job_id in running_movers:
-                    queues.add_running(level, visit.job_id, visit.gpus)
+                if visit.job_id not in running_movers:
+                    alloc = self.placement.find(view.job(visit.job_id).spec, nodes, free)
+                    if alloc is None:
+                        reasons[visit.job_id] = f"queue {level}: GPUs free but fragmented ({self.placement.name})"
+                        queues.put_back(level, visit)
+                        continue
+                    changes[visit.job_id] = alloc
+                    free.take(alloc)
+                    started.append(visit.job_id)
+                queues.add_running(level, visit.job_id, visit.gpus)
         by_level: dict[int, list[tuple[str, int]]] = {}
         for level, job_id, gpus in walk.preempt:
             by_level.setdefault(level, []).append((job_id, gpus))
@@ -288,14 +284,13 @@ class TiresiasPolicy:
         if self._accept_all and not finished and self._seen.get(partition) == active:
             return set()
         fresh = newcomers(view.pending(partition), self._track) if self._accept_all else []
-        if not self._accept_all or self._tracked.get(partition, 0) + len(fresh) != active:
+        if not self._accept_all or len(queues) + len(fresh) != active:
             candidates = [*view.running(partition), *self.admission.admit(view, partition)]
             fresh = [j for j in candidates if j not in self._track]
         running_new: set[str] = set()
         for job_id in fresh:
             spec = view.job(job_id).spec
             self._track[job_id] = _Track(0, spec.num_gpus, partition, mark_time=spec.submit_time)
-            self._tracked[partition] = self._tracked.get(partition, 0) + 1
             queues.append(0, job_id, spec.num_gpus)
             if view.job(job_id).state is JobState.RUNNING:
                 running_new.add(job_id)

@@ -69,17 +69,20 @@ class LevelQueues:
         self._front = 0
         self._stale = 0  # heap entries whose job moved or left
 
+    def __len__(self) -> int:
+        """Jobs in the queues, running and waiting."""
+        return len(self.position) + sum(map(len, self.running))
+
     # ------------------------------------------------------------ membership
     def add_running(self, level: int, job_id: str, gpus: int) -> None:
         self.running[level][job_id] = gpus
         self._running_gpus[level] += gpus
         self._zero_gpu[level] += gpus == 0
 
-    def drop_running(self, level: int, job_id: str) -> int:
+    def drop_running(self, level: int, job_id: str) -> None:
         gpus = self.running[level].pop(job_id)
         self._running_gpus[level] -= gpus
         self._zero_gpu[level] -= gpus == 0
-        return gpus
 
     def append(self, level: int, job_id: str, gpus: int) -> None:
         """``job_id`` enters the end of queue ``level`` (to its waiting part)."""

@@ -19,7 +19,6 @@ from typing import Any, Literal
 from shapeshift.errors import InputError
 
 Backend = Literal["processes", "ray"]
-BACKENDS: tuple[str, ...] = ("processes", "ray")
 
 
 def check_backend(backend: str) -> None:
@@ -54,17 +53,27 @@ def ensure_ray() -> Any:
 
 def ray_map(fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]], in_flight: int) -> Iterator[tuple[int, Any]]:
     """``(index, fn(*args))`` for each ``args`` of ``calls``, as they finish on Ray, with at
-    most ``in_flight`` tasks submitted at once (one CPU each). A task's error is raised
-    here, in the caller."""
+    most ``in_flight`` tasks submitted at once (one CPU each). The first tasks are
+    submitted before this returns, so the caller's own work overlaps them; a task's error
+    is raised in the caller as the results are read."""
     ray = ensure_ray()
     remote = ray.remote(num_cpus=1)(fn)
     todo = list(enumerate(calls))
     todo.reverse()  # pop() takes them in order
     pending: dict[Any, int] = {}
-    while todo or pending:
+
+    def submit() -> None:
         while todo and len(pending) < max(1, in_flight):
             index, args = todo.pop()
             pending[remote.remote(*args)] = index
-        done, _ = ray.wait(list(pending), num_returns=1)
-        ref = done[0]
-        yield pending.pop(ref), ray.get(ref)
+
+    def results() -> Iterator[tuple[int, Any]]:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            ref = done[0]
+            index = pending.pop(ref)
+            submit()
+            yield index, ray.get(ref)
+
+    submit()
+    return results()

@@ -179,7 +179,7 @@ def simulate_partitions(
         from shapeshift.runs.backends import ray_map
 
         finished = ray_map(_simulate_part, calls, in_flight=workers)
-        jobs = spec.workload.jobs()
+        jobs = spec.workload.jobs()  # meanwhile, as below
         parts = _collect(finished, len(pieces), len(jobs), progress)
     else:
         with ProcessPoolExecutor(max_workers=max(1, min(workers, len(pieces)))) as pool:
