@@ -61,6 +61,7 @@ class PoweredView(ClusterView):
         free.gpus[self._hidden] = 0
         free.cpus[self._hidden] = 0.0
         free.mem[self._hidden] = 0.0
+        free.recount()
         return free
 
     def free(self) -> FreeResources:

@@ -9,6 +9,7 @@ simulated or read from a wall clock.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -60,7 +61,7 @@ class Engine:
         self._partition_mem = {
             p: float(sum(cluster.nodes[n].mem_gb for n in nodes)) for p, nodes in self.partition_nodes.items()
         }
-        self.free = FreeResources.of(cluster)
+        self.free = FreeResources.of(cluster, self.partition_nodes)
         #: GPU identity and sharing; only on clusters that let jobs share GPUs.
         self.sharing = GpuLedger(cluster) if cluster.gpu_share_limit > 1 else None
         #: Running jobs whose GPU partners changed since their speed was last set.
@@ -69,8 +70,12 @@ class Engine:
         if self.sharing is not None and attach is not None:
             attach(self.sharing)
         self.jobs: dict[str, JobStatus] = {}
-        # Insertion-ordered dicts used as ordered sets: O(1) add/remove, stable order.
-        self.pending: dict[str, dict[str, None]] = {p: {} for p in self.partition_nodes}
+        # Insertion-ordered dicts used as ordered sets: O(1) add/remove, stable order. The
+        # waiting queues are OrderedDicts: they lose jobs from the front (FIFO starts) and
+        # a plain dict then walks over every deleted slot to reach its first key (O(queue)
+        # per decision on a long queue, until the next resize), where OrderedDict follows
+        # its linked list (O(1)).
+        self.pending: dict[str, OrderedDict[str, None]] = {p: OrderedDict() for p in self.partition_nodes}
         self.running: dict[str, dict[str, None]] = {p: {} for p in self.partition_nodes}
         self.allocations: dict[str, Allocation] = {}
         self.rejections: list[Rejection] = []

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from shapeshift.engine.gpu_counts import GpuCounts
 from shapeshift.model import Allocation, ClusterSpec, JobSpec
 
 
@@ -137,19 +138,60 @@ class FreeResources:
     cpus: np.ndarray
     mem: np.ndarray
     gpu_capacity: np.ndarray = field(repr=False)
+    #: Nodes per free-GPU count in each partition (``GpuCounts``), kept by ``take`` and
+    #: ``give``; ``None`` when no partitions were registered.
+    counts: GpuCounts | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, cluster: ClusterSpec) -> FreeResources:
+    def of(cls, cluster: ClusterSpec, partitions: Mapping[str, np.ndarray] | None = None) -> FreeResources:
+        """The cluster's resources, all free; with ``partitions`` (the engine's node arrays),
+        counted per partition so placements answer without scanning every node."""
         gpus = np.array([n.gpus for n in cluster.nodes], dtype=np.int64)
         return cls(
             gpus=gpus.copy(),
             cpus=np.array([n.cpus for n in cluster.nodes], dtype=np.float64),
             mem=np.array([n.mem_gb for n in cluster.nodes], dtype=np.float64),
             gpu_capacity=gpus,
+            counts=None if partitions is None else GpuCounts.of(partitions, gpus, gpus),
         )
 
     def copy(self) -> FreeResources:
-        return FreeResources(self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.gpu_capacity)
+        counts = None if self.counts is None else self.counts.copy()
+        return FreeResources(self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.gpu_capacity, counts)
+
+    def recount(self) -> None:
+        """Bring the per-partition counts up to date after writing the arrays directly."""
+        if self.counts is not None:
+            self.counts.recount(self.gpus)
+
+    def free_gpus_in(self, nodes: np.ndarray) -> int:
+        """Free GPUs on ``nodes`` (O(1) for a registered partition)."""
+        group = None if self.counts is None else self.counts.group(nodes)
+        if group is None:
+            return int(self.gpus[nodes].sum())
+        return self.counts.total(group)  # type: ignore[union-attr]
+
+    def smallest_fit(self, nodes: np.ndarray, gpus: int) -> int | None:
+        """The fewest free GPUs, at least ``gpus``, that one of ``nodes`` has (``None``:
+        no node has ``gpus`` free): the free GPUs of the best-fitting node."""
+        group = None if self.counts is None else self.counts.group(nodes)
+        if group is not None:
+            return self.counts.smallest_fit(group, gpus)  # type: ignore[union-attr]
+        fg = self.gpus[nodes]
+        fits = fg[fg >= gpus]
+        return int(fits.min()) if fits.size else None
+
+    def nodes_with(self, nodes: np.ndarray, gpus: int) -> int | None:
+        """How many of ``nodes`` have exactly ``gpus`` free, for a registered partition
+        (``None`` for any other array: count them off the arrays)."""
+        group = None if self.counts is None else self.counts.group(nodes)
+        return None if group is None else self.counts.nodes_with(group, gpus)  # type: ignore[union-attr]
+
+    def gpus_in(self, nodes: np.ndarray) -> np.ndarray:
+        """Free GPUs of ``nodes``, in their order; read-only (a view of the array when
+        ``nodes`` is a registered partition of consecutive nodes)."""
+        window = None if self.counts is None else self.counts.window_of(nodes)
+        return self.gpus[nodes] if window is None else self.gpus[window]
 
     def fits(self, alloc: Allocation) -> bool:
         eps = 1e-9
@@ -167,13 +209,23 @@ class FreeResources:
     def take(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
         """Take ``alloc``; ``gpus`` (per node), when given, is how many *empty* GPUs it
         occupies, for allocations that join GPUs other jobs hold."""
+        counts = self.counts
         for n, r in alloc.placement:
-            self.gpus[n] -= r.gpus if gpus is None else gpus.get(n, 0)
+            taken = r.gpus if gpus is None else gpus.get(n, 0)
+            if taken and counts is not None:
+                before = int(self.gpus[n])
+                counts.moved(n, before, before - taken)
+            self.gpus[n] -= taken
             self.cpus[n] -= r.cpus
             self.mem[n] -= r.mem_gb
 
     def give(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
+        counts = self.counts
         for n, r in alloc.placement:
-            self.gpus[n] += r.gpus if gpus is None else gpus.get(n, 0)
+            given = r.gpus if gpus is None else gpus.get(n, 0)
+            if given and counts is not None:
+                before = int(self.gpus[n])
+                counts.moved(n, before, before + given)
+            self.gpus[n] += given
             self.cpus[n] += r.cpus
             self.mem[n] += r.mem_gb

@@ -7,6 +7,7 @@ to try placements they take ``scratch()``, a private copy of the free resources.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Protocol
@@ -28,7 +29,7 @@ class EngineState(Protocol):
     free: FreeResources
     jobs: dict[str, JobStatus]
     allocations: dict[str, Allocation]
-    pending: dict[str, dict[str, None]]
+    pending: dict[str, OrderedDict[str, None]]
     running: dict[str, dict[str, None]]
     sharing: GpuLedger | None
 
@@ -97,7 +98,7 @@ class ClusterView:
         return self._engine.free.copy()
 
     def free_gpus(self, partition: str) -> int:
-        return int(self._engine.free.gpus[self._engine.partition_nodes[partition]].sum())
+        return self._engine.free.free_gpus_in(self._engine.partition_nodes[partition])
 
     def capacity_gpus(self, partition: str) -> int:
         return self._engine.partition_gpus[partition]

@@ -177,7 +177,7 @@ class ComposedPolicy:
         reasons: dict[str, str],
     ) -> None:
         nodes = view.partitions[partition]
-        free_gpus = int(free.gpus[nodes].sum())
+        free_gpus = free.free_gpus_in(nodes)
         shapes = self._shape_queue(view, partition)
         if shapes is not None:
 
@@ -185,7 +185,7 @@ class ComposedPolicy:
                 spec = view.job(job_id).spec
                 alloc = self.placement.find(spec, nodes, free)
                 if alloc is None:
-                    reasons[job_id] = self._explain(view, partition, spec.num_gpus, int(free.gpus[nodes].sum()))
+                    reasons[job_id] = self._explain(view, partition, spec.num_gpus, free.free_gpus_in(nodes))
                     return False
                 changes[job_id] = alloc
                 free.take(alloc)
@@ -263,7 +263,7 @@ class ComposedPolicy:
         placement of the waiting jobs in rank order (``_place_waiting``), without ranking
         the running jobs. The sum stops as soon as it passes the free GPUs, so the check
         costs O(1) when the queue is long and O(queue) when it is short."""
-        left = int(free.gpus[view.partitions[partition]].sum())
+        left = free.free_gpus_in(view.partitions[partition])
         jobs = view.job
         for job_id in view.pending(partition):
             left -= jobs(job_id).spec.num_gpus
@@ -288,7 +288,7 @@ class ComposedPolicy:
             spec = view.job(job_id).spec
             alloc = self.placement.find(spec, nodes, free)
             if alloc is None:
-                reasons[job_id] = self._explain(view, partition, spec.num_gpus, int(free.gpus[nodes].sum()))
+                reasons[job_id] = self._explain(view, partition, spec.num_gpus, free.free_gpus_in(nodes))
                 continue
             changes[job_id] = alloc
             free.take(alloc)
@@ -332,7 +332,7 @@ class ComposedPolicy:
                 evicted.append(victim)
                 alloc = self.placement.find(spec, nodes, free)
             if alloc is None:
-                reasons[job_id] = self._explain(view, partition, spec.num_gpus, int(free.gpus[nodes].sum()))
+                reasons[job_id] = self._explain(view, partition, spec.num_gpus, free.free_gpus_in(nodes))
                 if leased:  # decide again when the first lease in the way runs out
                     first = min(leased)
                     self._wake = first if self._wake is None else min(self._wake, first)

@@ -337,7 +337,7 @@ class GavelPolicy(RoundOrFillPolicy):
             return
         types = self._types_of(view, partition)
         nodes = view.partitions[partition]
-        free_gpus = int(free.gpus[nodes].sum())
+        free_gpus = free.free_gpus_in(nodes)
         for job_id in view.pending(partition):
             if free_gpus == 0:
                 break

@@ -161,7 +161,7 @@ class OptimusPolicy(RoundOrFillPolicy):
         reasons: dict[str, str],
     ) -> None:
         nodes = view.partitions[partition]
-        pool = int(free.gpus[nodes].sum())
+        pool = free.free_gpus_in(nodes)
         if pool == 0:
             return
         waiting = self._order(view, list(view.pending(partition)))

@@ -52,10 +52,6 @@ def _cpu_only(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocatio
     return None
 
 
-#: Larger than any node's free GPUs: marks nodes a job does not fit.
-_NO_FIT = np.iinfo(np.int64).max
-
-
 class Consolidated:
     """Fewest nodes, best fit (the Helios / Tiresias consolidation rule).
 
@@ -67,35 +63,52 @@ class Consolidated:
     name = "consolidated"
 
     def __init__(self) -> None:
-        # Node capacities never change: the largest node of a partition is looked up once
-        # per partition array (the engine hands the same array on every decision).
-        self._largest: dict[int, tuple[np.ndarray, int]] = {}
+        # Node capacities never change: the largest node of a partition, and whether all
+        # its nodes are that large, are looked up once per partition array (the engine
+        # hands the same array on every decision).
+        self._largest: dict[int, tuple[np.ndarray, int, bool]] = {}
 
-    def _largest_node(self, nodes: np.ndarray, free: FreeResources) -> int:
+    def _largest_node(self, nodes: np.ndarray, free: FreeResources) -> tuple[int, bool]:
         hit = self._largest.get(id(nodes))
         if hit is None or hit[0] is not nodes:
-            hit = self._largest[id(nodes)] = (nodes, int(free.gpu_capacity[nodes].max()))
-        return hit[1]
+            cap = free.gpu_capacity[nodes]
+            largest = int(cap.max())
+            hit = self._largest[id(nodes)] = (nodes, largest, bool((cap == largest).all()))
+        return hit[1], hit[2]
+
+    @staticmethod
+    def _cannot_span(g: int, largest: int, nodes: np.ndarray, free: FreeResources) -> bool:
+        """Whether a job wider than every node (all ``largest`` GPUs) surely finds no room,
+        read off the partition's counts: it takes ``k`` whole free nodes and needs one
+        other node with the rest free; when every whole node is taken, that one must be
+        a partly used node with at least the rest free."""
+        whole = free.nodes_with(nodes, largest)
+        if whole is None:
+            return False  # unregistered nodes: let the scan decide
+        k = min(whole, g // largest)
+        rest = g - k * largest
+        if rest == 0 or whole > k:
+            return False
+        fewest = free.smallest_fit(nodes, rest)
+        return fewest is None or fewest == largest
 
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
-        fg = free.gpus[nodes]
-        if g <= self._largest_node(nodes, free):
+        largest, uniform = self._largest_node(nodes, free)
+        if g <= largest:
             # Best fit: the node with the fewest free GPUs that still fit, lowest index on
-            # ties (argmin returns the first). Only when its host lacks CPUs or memory are
-            # the other candidates ranked the same way.
-            slack = np.where(fg >= g, fg, _NO_FIT)
-            best = int(slack.argmin())
-            if slack[best] == _NO_FIT:
+            # ties. The fewest is read off the partition's counts; only when that node's
+            # host lacks CPUs or memory are the other candidates ranked the same way.
+            fewest = free.smallest_fit(nodes, g)
+            if fewest is None:
                 return None
-            node = int(nodes[best])
+            fg = free.gpus_in(nodes)
+            node = int(nodes[int((fg == fewest).argmax())])
             if _host_fits(job, node, free):
                 return allocation_for(job, {node: g}, free)
             candidates = np.flatnonzero(fg >= g)
-            if candidates.size == 0:
-                return None
             if candidates.size == 1:
                 order = candidates.tolist()
             else:
@@ -105,10 +118,11 @@ class Consolidated:
                 if _host_fits(job, node, free):
                     return allocation_for(job, {node: g}, free)
             return None
+        if free.free_gpus_in(nodes) < g or (uniform and self._cannot_span(g, largest, nodes, free)):
+            return None
+        fg = free.gpus_in(nodes)
         cap = free.gpu_capacity[nodes]
         whole = np.flatnonzero((fg == cap) & (cap > 0))
-        if int(fg[whole].sum()) < g and int(fg.sum()) < g:
-            return None
         picked: dict[int, int] = {}
         need = g
         for i in whole[np.argsort(-cap[whole], kind="stable")].tolist():

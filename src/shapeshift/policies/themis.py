@@ -244,7 +244,7 @@ class ThemisPolicy:
         that fits asks for no GPUs (it may start after the GPUs ran out, which only the
         plain scan reproduces)."""
         nodes = view.partitions[partition]
-        free_gpus = int(free.gpus[nodes].sum())
+        free_gpus = free.free_gpus_in(nodes)
         rows = table.rows_within(free_gpus)
         if (table.gpus[rows] == 0).any():
             return False
