@@ -42,6 +42,8 @@ class Spy:
             assert not off & set(alloc.nodes)
         scratch = view.scratch()
         assert all(scratch.gpus[n] == 0 for n in hidden)
+        for nodes in view.partitions.values():  # the per-partition counts see the hiding too
+            assert scratch.free_gpus_in(nodes) == int(scratch.gpus[nodes].sum())
         schedule = self.inner.decide(view)
         for alloc in schedule.changes.values():
             if alloc is not None:
@@ -65,6 +67,22 @@ def test_ces_never_powers_off_busy_nodes_and_jobs_avoid_off_nodes(policy, args):
     result = simulate(jobs, cluster, ces)
     assert spy.checks > 100 and ces.power_downs > 0 and ces.wakeups > 0
     assert all(j.state.value == "completed" for j in result.jobs)
+
+
+@pytest.mark.parametrize("policy,args", [("tiresias", {}), ("qssf", {}), ("sjf", {"estimator": "rolling"})])
+def test_with_nothing_powered_down_ces_changes_no_decision(policy, args):
+    """A buffer as large as the cluster keeps every node on, so the inner policy must
+    decide exactly as without CES. Bug: CES's view dropped the jobs finished since the
+    last decision, so tiresias kept finished jobs in its queues (a KeyError on this trace)
+    and history estimators (qssf's, rolling) never learned under CES."""
+    cluster = shorthand_cluster(6, 8)
+    jobs = poisson_workload(PoissonSpec(jobs=200, seed=3), name="p").jobs()
+    ces = CESPolicy(make_policy(policy, args), cluster, CESConfig(buffer=6))
+    with_ces = simulate(jobs, cluster, ces)
+    without = simulate(jobs, cluster, make_policy(policy, args))
+    assert ces.power_downs == 0
+    ends = [sorted((j.job_id, j.first_start, j.end_time, j.preemptions) for j in r.jobs) for r in (with_ces, without)]
+    assert ends[0] == ends[1]
 
 
 def test_a_job_placed_on_a_powered_down_node_is_refused():

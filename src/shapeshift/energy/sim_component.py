@@ -53,7 +53,7 @@ class PoweredView(ClusterView):
     __slots__ = ("_hidden",)
 
     def __init__(self, view: ClusterView, hidden: np.ndarray, dirty_partitions: frozenset[str]):
-        super().__init__(view._engine, view.now, dirty_partitions, view.timer_fired)
+        super().__init__(view._engine, view.now, dirty_partitions, view.timer_fired, view.finished, view.touched)
         self._hidden = hidden
 
     def scratch(self) -> FreeResources:

@@ -82,6 +82,8 @@ class Engine:
         self._dirty: set[str] = set()
         #: Jobs completed since the last decision, in completion order.
         self._finished: list[str] = []
+        #: Jobs whose progress state changed since the last decision (``ClusterView.touched``).
+        self._touched: dict[str, None] = {}
         self._timer_fired = False
         #: The instant the policy asked to decide again at (``Schedule.wake_at``), if any.
         self.wake_at: float | None = None
@@ -121,10 +123,17 @@ class Engine:
         status.end_time = now
         status.version += 1
         self._finished.append(job_id)
+        self._touched[job_id] = None
         if self._reshared:
             self._apply_sharing(now)
         if self._wants_completions:
             self._dirty.add(status.partition)
+
+    def progress_changed(self, job_id: str) -> None:
+        """A running job's rate or work done was changed outside the engine (an executor's
+        rate boundary, a worker's progress report): the next decision lists it in
+        ``ClusterView.touched``."""
+        self._touched[job_id] = None
 
     def fire_timer(self) -> None:
         """A scheduling round is due: every partition is up for a new decision."""
@@ -145,9 +154,12 @@ class Engine:
         """Ask the policy for the desired state if anything changed, and reconcile."""
         if not self._dirty:
             return None
-        view = ClusterView(self, now, frozenset(self._dirty), self._timer_fired, tuple(self._finished))
+        view = ClusterView(
+            self, now, frozenset(self._dirty), self._timer_fired, tuple(self._finished), tuple(self._touched)
+        )
         self._dirty.clear()
         self._finished.clear()
+        self._touched.clear()
         self._timer_fired = False
         schedule = self.policy.decide(view)
         self.decisions += 1
@@ -173,11 +185,14 @@ class Engine:
             if desired is None:
                 if current is not None:
                     self._preempt(status, now)
+                    self._touched[job_id] = None
             elif current is None:
                 if status.state is not JobState.PENDING:
                     raise PolicyError(f"{self.policy.name}: cannot run job {job_id} in state {status.state}")
                 launches.append((status, desired))
+                self._touched[job_id] = None
             elif desired is not current and desired != current:
+                self._touched[job_id] = None
                 status.advance(now)
                 self._release(status, keep_state=True)
                 moves.append((status, desired, current))
@@ -294,6 +309,7 @@ class Engine:
             if status.state is not JobState.RUNNING or status.allocation is None:
                 continue
             status.advance(now)
+            self._touched[job_id] = None
             status.share = self.sharing.share_rates(job_id)
             if changed is not None:
                 status.version += 1

@@ -37,7 +37,7 @@ class EngineState(Protocol):
 class ClusterView:
     """Read-only access to cluster and job state at ``now``."""
 
-    __slots__ = ("_engine", "dirty_partitions", "finished", "now", "timer_fired")
+    __slots__ = ("_engine", "dirty_partitions", "finished", "now", "timer_fired", "touched")
 
     def __init__(
         self,
@@ -46,6 +46,7 @@ class ClusterView:
         dirty_partitions: frozenset[str],
         timer_fired: bool,
         finished: tuple[str, ...] = (),
+        touched: tuple[str, ...] = (),
     ):
         self._engine = engine
         self.now = now
@@ -56,6 +57,13 @@ class ClusterView:
         #: Jobs that completed since the previous decision, in completion order: what
         #: history-based predictors learn from, without scanning every job.
         self.finished = finished
+        #: Jobs whose progress state (allocation, rate, work done, pause) may have changed
+        #: since the previous decision, in the order they changed: launched, moved,
+        #: preempted and finished jobs, jobs whose GPU partners changed, jobs past a rate
+        #: boundary and jobs whose progress a worker reported. A running job not listed
+        #: progresses exactly as it did at the previous decision, so a policy may keep
+        #: its running jobs' facts between decisions and re-read only these.
+        self.touched = touched
 
     @property
     def cluster(self) -> ClusterSpec:

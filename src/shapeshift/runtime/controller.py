@@ -277,6 +277,7 @@ class Controller(Admission, Supervision, Recovery):
             status.work_done = min(step, status.work_total)
             status.last_update = now
             status.stall_until = now
+            self.engine.progress_changed(job_id)
             fields: dict[str, Any] = {"progress": status.work_done}
             if item.get("iter_time"):
                 status.rate = 1.0 / item["iter_time"] if status.spec.iterations else 1.0

@@ -108,6 +108,7 @@ def simulate(
             status = statuses[job_id]
             if status.version == version and status.state is running:
                 if crossed_boundary(status, now):
+                    engine.progress_changed(job_id)
                     continue
                 engine.complete(job_id, now)
                 finished += 1
