@@ -6,6 +6,7 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import math
 import random
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
+from shapeshift.model import BatchSpec, JobSpec
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.estimators import OracleEstimator
 from shapeshift.policies.placement import Consolidated
@@ -232,3 +234,44 @@ def test_fast_srtf_matches_the_generic_path_under_a_long_queue(seed):
         results.append(sorted((j.job_id, j.end_time, j.first_start, j.preemptions) for j in result.jobs))
     assert results[0] == results[1]
     assert sum(p for *_, p in results[1]) > 0
+
+
+class _TwoSpeeds:
+    """Work in iterations: 1 iteration/s on the first half of a job, 4/s on the second. The
+    speed-up is a rate boundary the executor crosses mid-run, not a decision."""
+
+    def total_work(self, job):
+        return float(job.iterations)
+
+    def target_rate(self, job):
+        return None
+
+    def rate(self, job, allocation):
+        return self.rate_at(job, allocation, 0.0)[0]
+
+    def rate_at(self, job, allocation, done):
+        half = job.iterations / 2
+        return (1.0, half) if done < half - 1e-9 else (4.0, math.inf)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fast_srtf_sees_rates_that_change_between_decisions(seed):
+    """The fast path keeps each running job's progress fields between decisions and
+    re-reads only the jobs the engine lists as touched. A job crossing a rate boundary
+    changes its rate with no decision in between; if the engine did not list it, the fast
+    path would rank it on its old rate (remaining time too long) and evict differently
+    from the generic path, which reads every job's fields at every decision."""
+    rng = random.Random(seed)
+    jobs, t = [], 0.0
+    for i in range(120):
+        t += rng.choice([0, 5, 30, 90])
+        iterations = rng.randint(20, 800)
+        jobs.append(JobSpec(f"j{i:03d}", t, rng.choice([1, 1, 2, 4]), iterations=iterations,
+                            batch=BatchSpec(100, 100, 400, adaptive=False)))
+    results = []
+    for cls in (ComposedPolicy, SrtfPolicy):
+        policy = cls("srtf", AcceptAll(), ShortestRemainingFirst(OracleEstimator()), Consolidated())
+        result = run(jobs, "2x4", policy, throughput=_TwoSpeeds())
+        results.append(sorted((j.job_id, j.end_time, j.first_start, j.preemptions) for j in result.jobs))
+    assert results[0] == results[1]
+    assert sum(p for *_, p in results[1]) > 0  # the trace does exercise preemption

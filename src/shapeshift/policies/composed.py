@@ -306,37 +306,54 @@ class ComposedPolicy:
     ) -> None:
         """Place the chosen newcomers, evicting lower-ranked running jobs only as needed.
 
-        Running jobs that were not chosen are eviction candidates, worst-ranked first. A
-        newcomer that does not fit evicts candidates one at a time until it does; a
-        candidate evicted for a newcomer that still could not be placed is restored at
-        the end if its allocation is still free."""
-        nodes = view.partitions[partition]
-        current = view.allocations
+        Running jobs that were not chosen are eviction candidates, worst-ranked first
+        (with a lease, only those whose lease has run out)."""
         keep = set(chosen)
         victims = [j for j in reversed(running_by_rank) if j not in keep]
-        leased: list[float] = []
+        first_lease: float | None = None
         if self.lease > 0:
             expiry = {j: view.job(j).started_at + self.lease for j in victims}
             leased = [t for t in expiry.values() if t > view.now]
             victims = [j for j in victims if expiry[j] <= view.now]
+            first_lease = min(leased) if leased else None
+        newcomers = [j for j in chosen if j not in running]
+        self._place_newcomers(view, partition, free, newcomers, victims, first_lease, changes, reasons)
+
+    def _place_newcomers(
+        self,
+        view: ClusterView,
+        partition: str,
+        free: FreeResources,
+        newcomers: list[str],
+        victims: list[str],
+        first_lease: float | None,
+        changes: dict[str, Allocation | None],
+        reasons: dict[str, str],
+    ) -> None:
+        """Place ``newcomers`` in order. One that does not fit evicts ``victims`` (worst
+        first) one at a time until it does; a victim evicted for a newcomer that still
+        could not be placed is restored at the end if its allocation is still free.
+        ``first_lease``: when the first lease keeping another running job ends (a
+        newcomer left waiting asks to decide again then)."""
+        nodes = view.partitions[partition]
+        current = view.allocations
         evicted: list[str] = []
-        for job_id in chosen:
-            if job_id in running:
-                continue
+        next_victim = 0
+        for job_id in newcomers:
             spec = view.job(job_id).spec
             alloc = self.placement.find(spec, nodes, free)
-            while alloc is None and victims:
-                victim = victims.pop(0)
+            while alloc is None and next_victim < len(victims):
+                victim = victims[next_victim]
+                next_victim += 1
                 free.give(current[victim])
                 changes[victim] = None
                 evicted.append(victim)
                 alloc = self.placement.find(spec, nodes, free)
             if alloc is None:
                 reasons[job_id] = self._explain(view, partition, spec.num_gpus, free.free_gpus_in(nodes))
-                if leased:  # decide again when the first lease in the way runs out
-                    first = min(leased)
-                    self._wake = first if self._wake is None else min(self._wake, first)
-                    reasons[job_id] += f"; running jobs hold their GPUs until their lease ends ({first:g} s)"
+                if first_lease is not None:  # decide again when the first lease in the way runs out
+                    self._wake = first_lease if self._wake is None else min(self._wake, first_lease)
+                    reasons[job_id] += f"; running jobs hold their GPUs until their lease ends ({first_lease:g} s)"
                 continue
             changes[job_id] = alloc
             free.take(alloc)

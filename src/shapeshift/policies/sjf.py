@@ -22,7 +22,10 @@ waiting job is skipped (all its running jobs fit, nothing can change); when the 
 jobs together fit the free GPUs, nobody can be evicted and they are placed in rank order
 without ranking the running jobs (``ComposedPolicy._waiting_fit_free``); otherwise the
 running jobs are ranked in arrays and merged with the waiting heap block by block
-(``srtf_rank``); and the eviction pass runs only when a waiting job was actually chosen.
+(``srtf_rank``) from a table of their facts that is rewritten only for the jobs whose
+progress changed since the previous decision (``srtf_table``, fed by the engine's
+``ClusterView.touched``); and the eviction pass runs only when a waiting job was actually
+chosen, over the running jobs left out.
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ from typing import TYPE_CHECKING
 from pydantic import Field, field_validator
 
 from shapeshift.engine.state import FreeResources, JobStatus
-from shapeshift.model import Allocation
+from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.admission import AdmissionParams, make_admission
 from shapeshift.policies.composed import ComposedPolicy, _where
 from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, check_estimator, make_estimator
 from shapeshift.policies.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.registry import register
 from shapeshift.policies.srtf_rank import RunningRanking, choose
+from shapeshift.policies.srtf_table import RunningTables
 from shapeshift.wording import count
 
 if TYPE_CHECKING:
@@ -88,6 +92,16 @@ class SrtfPolicy(ComposedPolicy):
     Same decisions (allocations, evictions and waiting reasons) as the generic path; see
     the module docstring for what it avoids."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        ordering = self.ordering
+        self._tables = RunningTables(ordering._facts) if isinstance(ordering, ShortestRemainingFirst) else None
+
+    def decide(self, view: ClusterView) -> Schedule:
+        if self._tables is not None:
+            self._tables.sync(view)
+        return super().decide(view)
+
     def _decide_preemptive(
         self,
         view: ClusterView,
@@ -98,7 +112,7 @@ class SrtfPolicy(ComposedPolicy):
     ) -> None:
         queue = self._queue(view, partition)
         ordering = self.ordering
-        if queue is None or not isinstance(ordering, ShortestRemainingFirst):
+        if queue is None or self._tables is None or not isinstance(ordering, ShortestRemainingFirst):
             super()._decide_preemptive(view, partition, free, changes, reasons)
             return
         if view.pending_count(partition) == 0:
@@ -106,10 +120,8 @@ class SrtfPolicy(ComposedPolicy):
         if self._waiting_fit_free(view, partition, free):
             self._place_waiting(view, partition, free, (j for _, j in queue.iterate(view)), changes, reasons)
             return  # everyone fits: no running job needs ranking, nobody is evicted
-        ids = list(view.running(partition))
-        known = ordering._known
-        facts = [known.get(j) or ordering._facts(view, j) for j in ids]
-        ranking = RunningRanking.of(ids, facts, view.now)
+        table = self._tables.of(view, partition)
+        ranking = RunningRanking.of(table.ids, table.columns, view.now)
         capacity = view.capacity_gpus(partition)
         choice = choose(
             ranking, lambda bound: queue.iterate(view, bound), lambda j: ordering._facts(view, j)[3], capacity
@@ -119,8 +131,8 @@ class SrtfPolicy(ComposedPolicy):
             reasons[job_id] = f"needs {count(gpus, 'GPU')}{where}, {left} left after higher-priority jobs"
         if not choice.newcomers:
             return  # only running jobs chosen: nothing is placed, so nothing is evicted
-        chosen = [ranking.ids[i] for i in choice.running] + choice.newcomers
-        self._place_preemptive(view, partition, free, chosen, set(ids), ranking.ids, changes, reasons)
+        victims, first_lease = ranking.victims(choice.running, self.lease, view.now)
+        self._place_newcomers(view, partition, free, choice.newcomers, victims, first_lease, changes, reasons)
 
 
 class SizeParams(AdmissionParams):

@@ -22,61 +22,77 @@ from typing import Any
 
 import numpy as np
 
-from shapeshift.engine.state import JobStatus
-
-#: (status, estimate, submit time, GPUs) of a job, as ``ShortestRemainingFirst`` caches it.
-Facts = tuple[JobStatus, float, float, int]
+from shapeshift.policies.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, STARTED, SUBMIT, TOTAL
 
 
 @dataclass
 class RunningRanking:
-    """The running jobs of a partition in rank order (remaining, submit time, job id)."""
+    """The running jobs of a partition in rank order (remaining, submit time, job id):
+    rank ``k`` is row ``order[k]`` of the table, job ``id_at(k)``."""
 
-    ids: list[str]
+    order: np.ndarray
+    row_ids: list[str]
     remaining: np.ndarray
     submit: np.ndarray
     gpus: np.ndarray
+    started: np.ndarray
 
     @classmethod
-    def of(cls, ids: list[str], facts: list[Facts], now: float) -> RunningRanking:
-        """``max(estimate - progress_at(now), 0)`` per job, with ``progress_at``'s operations:
-        ``done + rate * active`` when ``active = now - max(stall, last) > 0``, capped at the
-        job's total work."""
-        rows = np.array(
-            [
-                (f[1], f[2], f[3], s.work_done, s.last_update, s.stall_until, s.rate, s.work_total)
-                for f in facts
-                for s in (f[0],)
-            ],
-            dtype=float,
-        ).reshape(len(facts), 8)
-        estimate, submit, done, last, stall, rate, total = (rows[:, c] for c in (0, 1, 3, 4, 5, 6, 7))
-        gpus = rows[:, 2].astype(np.int64)
+    def of(cls, row_ids: list[str], rows: np.ndarray, now: float) -> RunningRanking:
+        """Rank the rows of a ``RunningTable``. Remaining time is ``max(estimate -
+        progress_at(now), 0)`` with ``progress_at``'s operations: ``done + rate * active``
+        when ``active = now - max(stall, last) > 0``, capped at the job's total work."""
+        estimate, submit, done, last, stall, rate, total = (
+            rows[:, c] for c in (ESTIMATE, SUBMIT, DONE, LAST, STALL, RATE, TOTAL)
+        )
         active = now - np.maximum(stall, last)
         done = np.where(active > 0, done + rate * active, done)
         done = np.minimum(done, total)
         remaining = estimate - done
         remaining[remaining < 0.0] = 0.0
         order = np.lexsort((submit, remaining))
-        remaining, submit, gpus = remaining[order], submit[order], gpus[order]
-        ranked = [ids[i] for i in order.tolist()]
+        remaining, submit = remaining[order], submit[order]
         tied = (remaining[1:] == remaining[:-1]) & (submit[1:] == submit[:-1])
         if tied.any():  # rare: equal keys, ranked by job id as tuples would be
-            rows = sorted(zip(remaining.tolist(), submit.tolist(), ranked, gpus.tolist(), strict=True))
-            remaining = np.array([r[0] for r in rows])
-            submit = np.array([r[1] for r in rows])
-            ranked = [r[2] for r in rows]
-            gpus = np.array([r[3] for r in rows], dtype=np.int64)
-        return cls(ranked, remaining, submit, gpus)
+            keyed = sorted(zip(remaining.tolist(), submit.tolist(), [row_ids[i] for i in order.tolist()],
+                               order.tolist(), strict=True))
+            order = np.array([k[3] for k in keyed], dtype=np.int64)
+            remaining = np.array([k[0] for k in keyed])
+            submit = np.array([k[1] for k in keyed])
+        gpus = rows[order, GPUS].astype(np.int64)
+        return cls(order, row_ids, remaining, submit, gpus, rows[order, STARTED])
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def id_at(self, k: int) -> str:
+        return self.row_ids[int(self.order[k])]
 
     def position(self, key: tuple[float, float], job_id: str, start: int) -> int:
         """Index of the first running job ranked after the waiting job (key, job_id)."""
         remaining, submit = key
         k = int(np.searchsorted(self.remaining, remaining, side="left"))
-        n = len(self.ids)
-        while k < n and self.remaining[k] == remaining and (self.submit[k], self.ids[k]) < (submit, job_id):
+        n = len(self.order)
+        while k < n and self.remaining[k] == remaining and (self.submit[k], self.id_at(k)) < (submit, job_id):
             k += 1
         return max(k, start)
+
+    def victims(self, chosen: list[int], lease: float, now: float) -> tuple[list[str], float | None]:
+        """The running jobs not ``chosen`` (rank indexes), worst-ranked first, that may be
+        evicted now, and the first instant a lease keeping one of the others ends
+        (``None``: no lease in the way). A job's lease ends ``lease`` seconds after its
+        current run started."""
+        spare = np.ones(len(self.order), dtype=bool)
+        spare[chosen] = False
+        ranks = np.flatnonzero(spare)[::-1]
+        first: float | None = None
+        if lease > 0:
+            expiry = self.started[ranks] + lease
+            held = expiry > now
+            if held.any():
+                first = float(expiry[held].min())
+                ranks = ranks[~held]
+        return [self.id_at(k) for k in ranks.tolist()], first
 
 
 @dataclass
@@ -104,7 +120,7 @@ def choose(
     choice = Choice([], [], [])
     waiting = waiting_within(lambda: capacity)
     g = ranking.gpus
-    n = len(ranking.ids)
+    n = len(ranking)
     i = 0
     while capacity > 0:
         entry = next(waiting, None)
