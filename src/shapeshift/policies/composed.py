@@ -23,7 +23,7 @@ event. Both paths give the same decisions.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -325,7 +325,7 @@ class ComposedPolicy:
         partition: str,
         free: FreeResources,
         newcomers: list[str],
-        victims: list[str],
+        victims: Sequence[str],
         first_lease: float | None,
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],

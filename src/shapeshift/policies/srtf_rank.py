@@ -16,9 +16,9 @@ job by job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -38,12 +38,12 @@ class RunningRanking:
     started: np.ndarray
 
     @classmethod
-    def of(cls, row_ids: list[str], rows: np.ndarray, now: float) -> RunningRanking:
-        """Rank the rows of a ``RunningTable``. Remaining time is ``max(estimate -
+    def of(cls, row_ids: list[str], columns: np.ndarray, now: float) -> RunningRanking:
+        """Rank the jobs of a ``RunningTable``. Remaining time is ``max(estimate -
         progress_at(now), 0)`` with ``progress_at``'s operations: ``done + rate * active``
         when ``active = now - max(stall, last) > 0``, capped at the job's total work."""
         estimate, submit, done, last, stall, rate, total = (
-            rows[:, c] for c in (ESTIMATE, SUBMIT, DONE, LAST, STALL, RATE, TOTAL)
+            columns[c] for c in (ESTIMATE, SUBMIT, DONE, LAST, STALL, RATE, TOTAL)
         )
         active = now - np.maximum(stall, last)
         done = np.where(active > 0, done + rate * active, done)
@@ -59,8 +59,8 @@ class RunningRanking:
             order = np.array([k[3] for k in keyed], dtype=np.int64)
             remaining = np.array([k[0] for k in keyed])
             submit = np.array([k[1] for k in keyed])
-        gpus = rows[order, GPUS].astype(np.int64)
-        return cls(order, row_ids, remaining, submit, gpus, rows[order, STARTED])
+        gpus = columns[GPUS][order].astype(np.int64)
+        return cls(order, row_ids, remaining, submit, gpus, columns[STARTED][order])
 
     def __len__(self) -> int:
         return len(self.order)
@@ -77,7 +77,7 @@ class RunningRanking:
             k += 1
         return max(k, start)
 
-    def victims(self, chosen: list[int], lease: float, now: float) -> tuple[list[str], float | None]:
+    def victims(self, chosen: list[int], lease: float, now: float) -> tuple[RankedIds, float | None]:
         """The running jobs not ``chosen`` (rank indexes), worst-ranked first, that may be
         evicted now, and the first instant a lease keeping one of the others ends
         (``None``: no lease in the way). A job's lease ends ``lease`` seconds after its
@@ -92,7 +92,32 @@ class RunningRanking:
             if held.any():
                 first = float(expiry[held].min())
                 ranks = ranks[~held]
-        return [self.id_at(k) for k in ranks.tolist()], first
+        return RankedIds(self, ranks.tolist()), first
+
+
+class RankedIds(Sequence[str]):
+    """Job ids of some ranks of a ranking, looked up only when read: a decision usually
+    reads a few of its eviction candidates, not all of them."""
+
+    __slots__ = ("_ranking", "_ranks")
+
+    def __init__(self, ranking: RunningRanking, ranks: list[int]):
+        self._ranking = ranking
+        self._ranks = ranks
+
+    def __len__(self) -> int:
+        return len(self._ranks)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._ranking.id_at(k) for k in self._ranks[index]]
+        return self._ranking.id_at(self._ranks[index])
 
 
 @dataclass

@@ -5,11 +5,11 @@ each running job's progress fields off its status object costs O(running jobs) P
 steps per decision; on a 1,200-GPU cluster under a long queue that was most of the
 simulation. A running job's progress follows a closed form between changes (done, rate,
 pause, last update), and the engine lists every job whose progress state changed since
-the previous decision (``ClusterView.touched``). So the table keeps one row per running
+the previous decision (``ClusterView.touched``). So the table keeps one entry per running
 job and rewrites only the touched ones; a decision then ranks the columns in a few array
 operations.
 
-Rows hold the values as they are on the status objects, never derived ones, so the keys
+Entries hold the values as they are on the status objects, never derived ones, so the keys
 computed from them are bit for bit those the per-job path computes.
 """
 
@@ -56,7 +56,9 @@ class RunningTable:
     def __init__(self) -> None:
         self.ids: list[str] = []
         self._row_of: dict[str, int] = {}
-        self._data = np.empty((16, WIDTH))
+        #: One column per fact (``WIDTH`` rows of the array), one job per column index:
+        #: each fact is contiguous for the ranking's array operations.
+        self._data = np.empty((WIDTH, 16))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -66,19 +68,19 @@ class RunningTable:
 
     @property
     def columns(self) -> np.ndarray:
-        """Rows of the running jobs (read-only)."""
-        return self._data[: len(self.ids)]
+        """The facts of the running jobs: ``columns[ESTIMATE][i]`` is job ``ids[i]``'s (read-only)."""
+        return self._data[:, : len(self.ids)]
 
     def put(self, job_id: str, facts: Facts) -> None:
         """Add the running job, or rewrite its row from its status."""
         row = self._row_of.get(job_id)
         if row is None:
             row = len(self.ids)
-            if row == len(self._data):
-                self._data = np.concatenate([self._data, np.empty_like(self._data)])
+            if row == self._data.shape[1]:
+                self._data = np.concatenate([self._data, np.empty_like(self._data)], axis=1)
             self._row_of[job_id] = row
             self.ids.append(job_id)
-        self._data[row] = _row(facts)
+        self._data[:, row] = _row(facts)
 
     def drop(self, job_id: str) -> None:
         """Remove the job if it is in the table; the last row moves into its place."""
@@ -88,7 +90,7 @@ class RunningTable:
         last = len(self.ids) - 1
         moved = self.ids.pop()
         if row != last:
-            self._data[row] = self._data[last]
+            self._data[:, row] = self._data[:, last]
             self.ids[row] = moved
             self._row_of[moved] = row
 
