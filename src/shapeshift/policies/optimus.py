@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import math
 from typing import TYPE_CHECKING
 
@@ -37,12 +38,17 @@ from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
 from shapeshift.perf.throughput import job_speedup
 from shapeshift.policies.placement import Consolidated, allocation_for
+from shapeshift.policies.queues import StaticKeyQueue
 from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.policies.rounds import RoundOrFillPolicy
 from shapeshift.workloads.catalog import lookup
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
+
+
+def _submitted(view: ClusterView, job_id: str) -> float:
+    return view.job(job_id).spec.submit_time
 
 
 class OptimusPolicy(RoundOrFillPolicy):
@@ -54,10 +60,18 @@ class OptimusPolicy(RoundOrFillPolicy):
         self.efficiency = efficiency
         self.max_factor = max_factor
         self._placement = Consolidated()
+        #: Per partition, the waiting jobs by (submission, id), kept incrementally: a
+        #: decision reads only the few at the head that can get a GPU.
+        self._waiting: dict[str, StaticKeyQueue] = {}
+        self._speedups: dict[tuple[str, int], float] = {}
 
     # ------------------------------------------------------------ allocation
     def speedup(self, model: str, gpus: int) -> float:
-        return job_speedup(lookup(model), gpus, self.efficiency)
+        """``S(gpus)`` of the model (fixed per model and count: looked up once)."""
+        known = self._speedups.get((model, gpus))
+        if known is None:
+            known = self._speedups[(model, gpus)] = job_speedup(lookup(model), gpus, self.efficiency)
+        return known
 
     def max_gpus(self, requested: int, capacity: int) -> int:
         return max(1, min(capacity, math.ceil(self.max_factor * max(requested, 1))))
@@ -116,6 +130,16 @@ class OptimusPolicy(RoundOrFillPolicy):
     def _order(self, view: ClusterView, jobs: list[str]) -> list[str]:
         return sorted(jobs, key=lambda j: (view.job(j).spec.submit_time, j))
 
+    def _oldest_waiting(self, view: ClusterView, partition: str, count: int) -> list[str]:
+        """The ``count`` oldest waiting jobs (by submission, then id): the only ones that
+        can get a GPU when every job in age order gets one first and ``count`` GPUs are
+        left for the waiting ones. Read off an incremental queue, not a sort of the queue."""
+        queue = self._waiting.get(partition)
+        if queue is None:
+            queue = self._waiting[partition] = StaticKeyQueue(partition, _submitted)
+        queue.sync(view)
+        return [job_id for _, job_id in itertools.islice(queue.iterate(view), max(count, 0))]
+
     def plan_round(
         self,
         view: ClusterView,
@@ -127,7 +151,7 @@ class OptimusPolicy(RoundOrFillPolicy):
         nodes = view.partitions[partition]
         capacity = view.capacity_gpus(partition)
         running = self._order(view, list(view.running(partition)))
-        waiting = self._order(view, list(view.pending(partition)))
+        waiting = self._oldest_waiting(view, partition, capacity - len(running))
         target = self.targets(view, [*running, *waiting], capacity, capacity)
         current = view.allocations
         growing: list[str] = []
@@ -164,7 +188,7 @@ class OptimusPolicy(RoundOrFillPolicy):
         pool = free.free_gpus_in(nodes)
         if pool == 0:
             return
-        waiting = self._order(view, list(view.pending(partition)))
+        waiting = self._oldest_waiting(view, partition, pool)
         target = self.targets(view, waiting, pool, view.capacity_gpus(partition))
         self._start(view, [j for j in waiting if j in target], target, nodes, free, changes, reasons)
 
