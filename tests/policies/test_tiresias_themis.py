@@ -232,3 +232,25 @@ def test_tiresias_queues_decide_as_the_list_rule(params, cluster, rate):
     assert incremental.decisions == reference.decisions  # the same wake-ups too
     assert any(j.first_start > j.spec.submit_time for j in reference.jobs)
     assert sum(j.preemptions for j in reference.jobs) > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lazy_worst_first_hands_out_rows_in_the_full_sort_order(seed):
+    """The hand-out sorts only the worst jobs up front; the order must be the full sort's
+    (-rho, submit, id), ties included: rho drawn from a few values, submit times shared,
+    so equal keys fall on both sides of the split."""
+    import numpy as np
+
+    from shapeshift.policies.themis_table import worst_first, worst_first_rows
+
+    rng = np.random.default_rng(seed)
+    n = 1000
+    rows = np.sort(rng.choice(5000, size=n, replace=False))
+    ids: list[str | None] = [None] * 5000
+    for r in rows.tolist():
+        ids[r] = f"j{rng.integers(10**6):07d}-{r}"
+    rho = rng.choice([0.5, 1.0, 1.5, 2.0, 7.25], size=n)
+    submit = rng.choice([0.0, 10.0, 20.0], size=n)
+    expected = worst_first([ids[r] for r in rows.tolist()], rho, submit)
+    got = [ids[r] for r in worst_first_rows(ids, rows, rho, submit, head=16)]
+    assert got == expected

@@ -41,7 +41,7 @@ from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
-from shapeshift.policies.themis_table import WaitingTable, worst_first
+from shapeshift.policies.themis_table import WaitingTable, worst_first, worst_first_rows
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -251,13 +251,12 @@ class ThemisPolicy:
         if rows.size == 0:
             return True
         rho = table.rho(rows, view.now, view.capacity_gpus(partition), integral, active)
-        ids = [table.ids[i] for i in rows.tolist()]
-        codes = dict(zip(ids, table.shape[rows].tolist(), strict=True))
-        live = set(codes.values())
+        live = set(np.unique(table.shape[rows]).tolist())
         widths = table.shape_gpus
         failed: set[int] = set()
-        for job_id in worst_first(ids, rho, table.submit[rows]):  # type: ignore[arg-type]
-            code = codes[job_id]
+        for row in worst_first_rows(table.ids, rows, rho, table.submit[rows]):
+            job_id = table.ids[row]
+            code = int(table.shape[row])
             if code in failed or widths[code] > free_gpus:
                 continue  # its shape failed to place since the last start: so would it
             spec = view.job(job_id).spec

@@ -16,6 +16,7 @@ rule.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -143,3 +144,30 @@ def worst_first(ids: list[str], rho: np.ndarray, submit: np.ndarray) -> list[str
         rows = sorted(zip(neg.tolist(), sub.tolist(), ranked, strict=True))
         ranked = [r[2] for r in rows]
     return ranked
+
+
+def worst_first_rows(ids: list[str | None], rows: np.ndarray, rho: np.ndarray, submit: np.ndarray,
+                     head: int = 64) -> Iterator[int]:
+    """``rows`` (table rows, with their ``rho`` and ``submit``) in Themis's order, worst
+    first, handed out lazily: a hand-out usually stops after a few jobs, so only the
+    ``head`` worst (and every job tied with the last of them) are sorted up front, the rest
+    only if the walk gets there. The same order as ``worst_first``: the two parts split at a
+    value of rho, so no tie spans them."""
+    neg = -rho
+    if rows.size > 4 * head:
+        kth = np.partition(neg, head)[head]
+        worst = neg <= kth
+        parts = [np.flatnonzero(worst), np.flatnonzero(~worst)]  # NaN rho sorts last, in the rest
+    else:
+        parts = [np.arange(rows.size)]
+    for part in parts:
+        order = part[np.lexsort((submit[part], neg[part]))]
+        keys, sub = neg[order], submit[order]
+        ranked = rows[order]
+        if ((keys[1:] == keys[:-1]) & (sub[1:] == sub[:-1])).any():  # rare: equal keys, by id
+            tied = sorted(zip(keys.tolist(), sub.tolist(), [ids[r] for r in ranked.tolist()], ranked.tolist(),
+                              strict=True))
+            yield from (t[3] for t in tied)
+            continue
+        for i in range(ranked.size):
+            yield int(ranked[i])
