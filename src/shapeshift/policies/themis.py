@@ -41,7 +41,7 @@ from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
-from shapeshift.policies.themis_table import WaitingTable, worst_first, worst_first_rows
+from shapeshift.policies.themis_table import WaitingTable, running_rho, worst_first, worst_first_rows
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -146,9 +146,18 @@ class FinishTimeFairness:
         columns, the running ones' (their remaining work moves) one by one."""
         rows = np.flatnonzero(table.used)
         ids = [*running_ids, *(table.ids[i] for i in rows.tolist())]
-        running_rho = [self._rho(view, j, capacity, integral, active) for j in running_ids]
+        statuses = [view.job(j) for j in running_ids]
+        if integral is None or self.contention is None:
+            contention = np.full(len(running_ids), float(active))
+        else:
+            average = self.contention.average
+            contention = np.array([average(j, view.now, integral, active) for j in running_ids], dtype=float)
+        durations = [view.expected_duration(j) for j in running_ids]
         rho = np.concatenate(
-            [np.array(running_rho, dtype=float), table.rho(rows, view.now, capacity, integral, active)]
+            [
+                running_rho(statuses, durations, view.now, capacity, contention),
+                table.rho(rows, view.now, capacity, integral, active),
+            ]
         )
         submit = np.concatenate(
             [np.array([view.job(j).spec.submit_time for j in running_ids], dtype=float), table.submit[rows]]

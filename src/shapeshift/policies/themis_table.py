@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from shapeshift.engine.state import JobStatus
 from shapeshift.policies.queues import Shape, newcomers, shape_of
 
 if TYPE_CHECKING:
@@ -171,3 +172,31 @@ def worst_first_rows(ids: list[str | None], rows: np.ndarray, rho: np.ndarray, s
             continue
         for i in range(ranked.size):
             yield int(ranked[i])
+
+
+def running_rho(
+    statuses: list[JobStatus], durations: list[float], now: float, capacity: int, contention: np.ndarray
+) -> np.ndarray:
+    """rho of running jobs (``finish_time_fairness``'s operations on arrays): their fields
+    are gathered once per call, not read job by job. ``durations`` are the expected run
+    times, ``contention`` each job's (average) number of jobs sharing the partition."""
+    n = len(statuses)
+
+    def column(values: Iterator[float]) -> np.ndarray:
+        return np.fromiter(values, dtype=float, count=n)
+
+    done = column(s.work_done for s in statuses)
+    last = column(s.last_update for s in statuses)
+    stall = column(s.stall_until for s in statuses)
+    rate = column(s.rate for s in statuses)
+    total = column(s.work_total for s in statuses)
+    submit = column(s.spec.submit_time for s in statuses)
+    gpus = column(s.spec.num_gpus for s in statuses)
+    active = now - np.maximum(last, stall)
+    progress = np.minimum(np.where(active > 0, done + rate * active, done), total)
+    remaining = np.maximum(total - progress, 0.0)
+    duration = np.maximum(np.array(durations, dtype=float), 1e-9)
+    share = capacity / np.maximum(contention, 1.0)
+    ideal = duration * np.maximum(1.0, np.maximum(gpus, 1) / share)
+    shared = (now - submit) + remaining / np.where(rate > 0, rate, 1.0)
+    return shared / ideal
