@@ -175,3 +175,79 @@ def test_incremental_queue_gives_the_same_schedule_as_sorting(seed, make_orderin
     a, b = run(trace, "2x4", fast), run(trace, "2x4", slow)
     assert jcts(a) == jcts(b)
     assert [j.preemptions for j in a.jobs] == [j.preemptions for j in b.jobs]
+
+
+_EVERY_QUEUEING_POLICY = [
+    ("sjf", {}), ("sjf", {"backfill": "true"}), ("srtf", {}), ("las", {}), ("fifo", {"backfill": "true"}),
+    ("tiresias", {}), ("themis", {}), ("optimus", {}), ("qssf", {}), ("gavel", {}),
+]
+
+
+def _engine(policy: str, args: dict, gpus: int):
+    from shapeshift.engine.engine import Engine
+    from shapeshift.perf.throughput import TraceSpeedModel
+    from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
+    from tests.conftest import shorthand_cluster
+
+    cluster = shorthand_cluster(1, gpus)
+    return Engine(cluster, make_policy(policy, args), SimulatedExecutor(TraceSpeedModel(cluster), CompletionQueue()))
+
+
+def _stop_outside_a_decision(engine, job_id: str, now: float) -> None:
+    """What the live controller does when a worker fails: a reconcile without a decision."""
+    from shapeshift.model import Schedule
+
+    engine.reconcile(Schedule(base=dict(engine.allocations), changes={job_id: None}), now)
+
+
+@pytest.mark.parametrize(("policy", "args"), _EVERY_QUEUEING_POLICY)
+def test_a_job_requeued_between_decisions_does_not_hide_jobs_submitted_before_it(policy, args):
+    """The live runtime re-queues a failed job outside any decision, behind the jobs
+    submitted since the last decision. Bugs: the incremental queues found new jobs by
+    scanning the waiting queue backwards to the first job they knew, so they stopped at
+    the re-queued job and never saw the job submitted before it; tiresias went on
+    counting the re-queued job as running.
+
+    1 node x 2 GPUs. t=0: j (1 GPU) arrives and starts. t=1: x (1 GPU) arrives, then j fails
+    and is re-queued. The next decision must start both: 2 GPUs, two 1-GPU jobs."""
+    from shapeshift.engine.state import JobState
+
+    engine = _engine(policy, args, 2)
+    engine.submit(job("j", 0, 1, 100), 0.0)
+    engine.fire_timer()  # round-based policies decide on the timer
+    engine.step(0.0)
+    assert engine.jobs["j"].state is JobState.RUNNING
+    engine.submit(job("x", 1, 1, 50), 1.0)
+    _stop_outside_a_decision(engine, "j", 1.0)
+    engine.fire_timer()
+    engine.step(1.0)
+    assert engine.jobs["x"].state is JobState.RUNNING
+    assert engine.jobs["j"].state is JobState.RUNNING
+
+
+@pytest.mark.parametrize(("policy", "args"), _EVERY_QUEUEING_POLICY)
+def test_jobs_withdrawn_between_decisions_free_their_place(policy, args):
+    """1 node x 1 GPU: j runs, x waits. x is cancelled; j fails for good (stopped, then
+    withdrawn, as the controller does). y arrives at t=2: the GPU is free, y must start.
+    Bug: tiresias went on counting j as running, so y waited forever."""
+    from shapeshift.engine.state import JobState
+
+    engine = _engine(policy, args, 1)
+    engine.submit(job("j", 0, 1, 100), 0.0)
+    engine.submit(job("x", 0, 1, 100), 0.0)
+    engine.fire_timer()
+    engine.step(0.0)
+    running = [j for j in ("j", "x") if engine.jobs[j].state is JobState.RUNNING]
+    assert len(running) == 1
+    first, second = running[0], ({"j", "x"} - set(running)).pop()
+    for job_id in (second, first):  # the waiting one is cancelled; the running one fails for good
+        status = engine.jobs[job_id]
+        if status.state is JobState.RUNNING:
+            _stop_outside_a_decision(engine, job_id, 1.0)
+        del engine.pending[status.partition][job_id]
+        status.state = JobState.UNFINISHED
+        engine.progress_changed(job_id)
+    engine.submit(job("y", 2, 1, 100), 2.0)
+    engine.fire_timer()
+    engine.step(2.0)
+    assert engine.jobs["y"].state is JobState.RUNNING

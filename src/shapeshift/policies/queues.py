@@ -31,13 +31,20 @@ if TYPE_CHECKING:
 KeyFn = Callable[["ClusterView", str], Any]
 
 
-def newcomers(pending: Iterable[str], known: Container[str]) -> list[str]:
+def newcomers(pending: Iterable[str], known: Container[str], moved: Container[str] = ()) -> list[str]:
     """The jobs that entered the queue since the last sync, in queue order: the suffix of
     the engine's insertion-ordered pending queue that ``known`` does not hold (a job
-    re-entering the queue goes to its end), found by a reverse scan in O(new)."""
+    re-entering the queue goes to its end), found by a reverse scan in O(new).
+
+    ``moved`` are known jobs that may have left the queue and come back since the last
+    sync (the ones handed out): the scan passes over them instead of stopping. A job
+    that failed and was re-queued between two decisions (the live runtime) lands behind
+    jobs submitted meanwhile, which the scan must not stop short of."""
     fresh: list[str] = []
     for job_id in reversed(pending):  # type: ignore[call-overload]
         if job_id in known:
+            if job_id in moved:
+                continue
             break
         fresh.append(job_id)
     fresh.reverse()
@@ -68,13 +75,14 @@ class StaticKeyQueue:
     def sync(self, view: ClusterView) -> None:
         """Catch up with the engine's queue (call once per decision, before ``iterate``)."""
         pending = view.pending(self._partition)
+        handed = {entry[1] for _, entry in self._taken}
         for gpus, entry in self._taken:
             if entry[1] in pending:
                 heapq.heappush(self._heaps[gpus], entry)
             else:
                 self._known.discard(entry[1])
         self._taken.clear()
-        for job_id in newcomers(pending, self._known):
+        for job_id in newcomers(pending, self._known, handed):
             gpus = view.job(job_id).spec.num_gpus
             heapq.heappush(self._heaps.setdefault(gpus, []), (self._key(view, job_id), job_id))
             self._known.add(job_id)
@@ -150,13 +158,14 @@ class ShapeQueue:
     def sync(self, view: ClusterView) -> None:
         """Catch up with the engine's queue (once per decision, before ``candidates``)."""
         pending = view.pending(self._partition)
+        handed = set(self._handed)
         for job_id in self._handed:
             if job_id not in pending:
                 self._drop(job_id)
         self._handed.clear()
         from sortedcontainers import SortedList
 
-        for job_id in newcomers(pending, self._known):
+        for job_id in newcomers(pending, self._known, handed):
             spec = view.job(job_id).spec
             shape = shape_of(spec)
             self._seq += 1

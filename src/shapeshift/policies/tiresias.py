@@ -173,8 +173,9 @@ class TiresiasPolicy:
             self._due.pop(job_id, None)
             if track is not None:
                 finished.setdefault(track.partition, []).append((job_id, track))
+        stopped = self._stopped_outside(view)
         for partition in sorted(view.dirty_partitions):
-            if self._unchanged(view, partition, finished):
+            if partition not in stopped and self._unchanged(view, partition, finished):
                 continue
             self._decide_partition(view, partition, free, changes, reasons, finished.get(partition, ()))
         wake = min(self._next.values(), default=math.inf)
@@ -185,6 +186,36 @@ class TiresiasPolicy:
             default_reason="waiting: the jobs ahead of it in its queue or in higher queues hold the GPUs it needs",
             wake_at=None if math.isinf(wake) else wake,
         )
+
+    def _stopped_outside(self, view: ClusterView) -> set[str]:
+        """Jobs the engine stopped or withdrew outside a decision (a live worker failed,
+        a user cancelled): a running one re-queued goes ahead of its queue's waiting jobs,
+        as a preemption does; one withdrawn for good leaves. Returns their partitions,
+        which must be decided again."""
+        partitions: set[str] = set()
+        for job_id in view.touched:
+            track = self._track.get(job_id)
+            state = view.job(job_id).state
+            if track is None or state is JobState.RUNNING:
+                continue
+            queues = self._queues.get(track.partition)
+            if queues is None:
+                continue
+            was_running = job_id in queues.running[track.queue]
+            if state is JobState.PENDING:
+                if not was_running:
+                    continue  # preempted by the last decision: already ahead of the waiting jobs
+                queues.drop_running(track.queue, job_id)
+                queues.prepend(track.queue, [(job_id, track.gpus)])
+            else:
+                if was_running:
+                    queues.drop_running(track.queue, job_id)
+                else:
+                    queues.forget(job_id)
+                del self._track[job_id]
+                self._due.pop(job_id, None)
+            partitions.add(track.partition)
+        return partitions
 
     def _active(self, view: ClusterView, partition: str) -> int:
         return view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]

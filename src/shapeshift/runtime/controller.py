@@ -412,6 +412,7 @@ class Controller(Admission, Supervision, Recovery):
             return
         self.engine.pending[status.partition].pop(job_id, None)
         status.state = JobState.UNFINISHED
+        self.engine.progress_changed(job_id)  # policies that track jobs let it go
         self._reasons.pop(job_id, None)
 
     # -------------------------------------------------------------- decisions
