@@ -130,9 +130,9 @@ class Engine:
             self._dirty.add(status.partition)
 
     def progress_changed(self, job_id: str) -> None:
-        """A running job's rate or work done was changed outside the engine (an executor's
-        rate boundary, a worker's progress report): the next decision lists it in
-        ``ClusterView.touched``."""
+        """A job's progress fields or state were changed outside the engine (an executor's
+        rate boundary, a worker's progress report, a job withdrawn from the queue for
+        good): the next decision lists it in ``ClusterView.touched``."""
         self._touched[job_id] = None
 
     def fire_timer(self) -> None:

@@ -60,7 +60,8 @@ class ClusterView:
         #: Jobs whose progress state (allocation, rate, work done, pause) may have changed
         #: since the previous decision, in the order they changed: launched, moved,
         #: preempted and finished jobs, jobs whose GPU partners changed, jobs past a rate
-        #: boundary and jobs whose progress a worker reported. A running job not listed
+        #: boundary, jobs whose progress a worker reported and jobs withdrawn from the
+        #: queue (cancelled, failed for good). A running job not listed
         #: progresses exactly as it did at the previous decision, so a policy may keep
         #: its running jobs' facts between decisions and re-read only these.
         self.touched = touched
