@@ -131,6 +131,8 @@ class GavelPolicy(RoundOrFillPolicy):
         self.solves = 0
         self._placement = Consolidated()
         self._types: dict[str, _Types] = {}
+        #: job -> its speed on each GPU type of its partition (``_speeds``)
+        self._speed_rows: dict[str, tuple[float, ...]] = {}
         #: seconds each job has run on each type index since its submission
         self._received: dict[str, dict[int, float]] = {}
         #: per partition: Gavel's time received, deficits and allocation since the last reset
@@ -152,13 +154,17 @@ class GavelPolicy(RoundOrFillPolicy):
         return types
 
     def _speeds(self, view: ClusterView, types: _Types, jobs: Sequence[str]) -> np.ndarray:
-        speed = np.zeros((len(jobs), len(types.names)))
-        for i, job_id in enumerate(jobs):
-            spec = view.job(job_id).spec
-            for k, name in enumerate(types.names):
-                if spec.num_gpus <= types.gpus[k]:
-                    speed[i, k] = job_speed(spec, name)
-        return speed
+        """Jobs x types: each job's speed on each GPU type of its partition, 0 where it
+        does not fit. A job's row never changes, so it is computed once."""
+        rows = self._speed_rows
+        for job_id in jobs:
+            if job_id not in rows:
+                spec = view.job(job_id).spec
+                rows[job_id] = tuple(
+                    job_speed(spec, name) if spec.num_gpus <= types.gpus[k] else 0.0
+                    for k, name in enumerate(types.names)
+                )
+        return np.array([rows[j] for j in jobs], dtype=float).reshape(len(jobs), len(types.names))
 
     def _credit(self, view: ClusterView, partition: str) -> None:
         """Credit every job of ``partition`` that ran since it was last credited with that
@@ -208,6 +214,8 @@ class GavelPolicy(RoundOrFillPolicy):
 
     # ----------------------------------------------------------------- decide
     def decide(self, view: ClusterView) -> Schedule:
+        for job_id in view.finished:
+            self._speed_rows.pop(job_id, None)
         if self._rounds != "gavel":
             schedule = super().decide(view)
             self._after_decision(view, schedule.changes)
