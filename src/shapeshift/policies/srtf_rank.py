@@ -141,7 +141,7 @@ def choose(
 
     ``waiting_within(bound)`` gives the waiting jobs in key order, and may skip those
     wider than ``bound()`` GPUs: they could not be taken, and skipping them only merges
-    the running blocks around them into one, which ``_take_block`` takes the same way."""
+    the running blocks around them into one, which ``take_block`` takes the same way."""
     choice = Choice([], [], [])
     waiting = waiting_within(lambda: capacity)
     g = ranking.gpus
@@ -150,7 +150,7 @@ def choose(
     while capacity > 0:
         entry = next(waiting, None)
         end = n if entry is None else ranking.position(entry[0], entry[1], i)
-        i, capacity = _take_block(g, i, end, capacity, choice.running)
+        i, capacity = take_block(g, i, end, capacity, choice.running)
         if capacity == 0 or entry is None:
             break
         job_id = entry[1]
@@ -163,7 +163,7 @@ def choose(
     return choice
 
 
-def _take_block(g: np.ndarray, start: int, end: int, capacity: int, taken: list[int]) -> tuple[int, int]:
+def take_block(g: np.ndarray, start: int, end: int, capacity: int, taken: list[int]) -> tuple[int, int]:
     """Running jobs ``start..end-1`` in rank order, each taken if its GPUs fit; stops at the
     job that uses up the last GPU. Returns the next index and the GPUs left."""
     if start >= end:

@@ -41,6 +41,7 @@ from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.themis_lease import LeaseRound
 from shapeshift.policies.themis_table import WaitingTable, running_rho, worst_first, worst_first_rows
 
 if TYPE_CHECKING:
@@ -143,9 +144,23 @@ class FinishTimeFairness:
         active: int,
     ) -> list[str]:
         """Every active job by rho, worst first: the waiting ones' rho from the table's
-        columns, the running ones' (their remaining work moves) one by one."""
-        rows = np.flatnonzero(table.used)
+        columns, the running ones' from arrays gathered once."""
+        rows, rho, submit = self.active_rho(view, table, running_ids, capacity, integral, active)
         ids = [*running_ids, *(table.ids[i] for i in rows.tolist())]
+        return worst_first(ids, rho, submit)  # type: ignore[arg-type]
+
+    def active_rho(
+        self,
+        view: ClusterView,
+        table: WaitingTable,
+        running_ids: list[str],
+        capacity: int,
+        integral: float | None,
+        active: int,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The waiting jobs' table rows, and rho and submission times of the running jobs
+        (in ``running_ids`` order) followed by the waiting ones (in row order)."""
+        rows = np.flatnonzero(table.used)
         statuses = [view.job(j) for j in running_ids]
         if integral is None or self.contention is None:
             contention = np.full(len(running_ids), float(active))
@@ -160,9 +175,9 @@ class FinishTimeFairness:
             ]
         )
         submit = np.concatenate(
-            [np.array([view.job(j).spec.submit_time for j in running_ids], dtype=float), table.submit[rows]]
+            [np.array([s.spec.submit_time for s in statuses], dtype=float), table.submit[rows]]
         )
-        return worst_first(ids, rho, submit)  # type: ignore[arg-type]
+        return rows, rho, submit
 
 
 class ThemisPolicy:
@@ -182,7 +197,7 @@ class ThemisPolicy:
         self.default_round: float | None = round_seconds
         contention = self._contention = Contention() if average_contention else None
         self._tables: dict[str, WaitingTable] = {}
-        self._lease = ComposedPolicy(
+        self._lease = LeaseRound(
             "themis", AcceptAll(), FinishTimeFairness(knob, True, contention, self._tables), placement
         )
         self._fill = ComposedPolicy(
