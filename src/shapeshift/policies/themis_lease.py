@@ -19,6 +19,7 @@ reaches keep the schedule's default reason.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -76,8 +77,11 @@ class LeaseRound(ComposedPolicy):
         ])[ranked]
 
         def job_at(position: int) -> str:
+            """The job at ``position`` of the walk: running jobs come first in the arrays."""
             index = int(ranked[position])
-            return running_ids[index] if index < n_running else table.ids[int(rows[index - n_running])]  # type: ignore[return-value]
+            if index < n_running:
+                return running_ids[index]
+            return table.ids[int(rows[index - n_running])]  # type: ignore[return-value]
 
         taken: list[int] = []
         end, left = take_block(gpus, 0, ranked.size, capacity, taken)
@@ -99,7 +103,7 @@ class LeaseRound(ComposedPolicy):
         end: int,
         capacity: int,
         n_running: int,
-        job_at: object,
+        job_at: Callable[[int], str],
         reasons: dict[str, str],
     ) -> None:
         """Waiting jobs the walk passed over before ``end`` get the generic path's reason,
@@ -114,4 +118,4 @@ class LeaseRound(ComposedPolicy):
         left_before = capacity - (np.cumsum(used) - used)
         where = _where(view, partition)
         for p, need, left in zip(passed.tolist(), gpus[passed].tolist(), left_before[passed].tolist(), strict=True):
-            reasons[job_at(p)] = f"needs {count(need, 'GPU')}{where}, {left} left after higher-priority jobs"  # type: ignore[operator]
+            reasons[job_at(p)] = f"needs {count(need, 'GPU')}{where}, {left} left after higher-priority jobs"
