@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -32,7 +32,31 @@ from shapeshift.wording import count
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
-    from shapeshift.policies.themis import FinishTimeFairness
+    from shapeshift.policies.themis_table import WaitingTable
+
+
+class RhoOrdering(Protocol):
+    """What the lease round reads of Themis's ordering (``themis.FinishTimeFairness``)."""
+
+    knob: float
+    contention: ContentionClock | None
+    tables: dict[str, WaitingTable]
+
+    def active_rho(
+        self,
+        view: ClusterView,
+        table: WaitingTable,
+        running_ids: list[str],
+        capacity: int,
+        integral: float | None,
+        active: int,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+class ContentionClock(Protocol):
+    """Themis's time-averaged count of active jobs (``themis.Contention``)."""
+
+    def update(self, partition: str, now: float, active: int) -> float: ...
 
 
 class LeaseRound(ComposedPolicy):
@@ -47,7 +71,7 @@ class LeaseRound(ComposedPolicy):
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
     ) -> None:
-        ordering: FinishTimeFairness = self.ordering  # type: ignore[assignment]
+        ordering: RhoOrdering = self.ordering  # type: ignore[assignment]
         table = ordering.tables.get(partition)
         if (
             table is None
