@@ -90,21 +90,23 @@ class GavelLedger:
 
     def grant_order(self, jobs: Sequence[str], speed: np.ndarray, type_order: Sequence[int]) -> list[tuple[str, int]]:
         """(job, type) pairs in Gavel's grant order; ``jobs`` in arrival order, ``speed``
-        (jobs x types) 0 where a job cannot run."""
+        (jobs x types) 0 where a job cannot run. The priorities of all jobs on a type are
+        one array expression (the same operations as job by job), and the sort is a stable
+        lexsort: (priority, deficit, X) descending, ties in arrival order."""
+        n, types = len(jobs), self.type_time.size
+        if n == 0:
+            return []
+        none = np.zeros(types)
+        x = np.array([self.allocation.get(j, none) for j in jobs], dtype=float).reshape(n, types)
+        received = np.array([self.job_time[j] for j in jobs], dtype=float).reshape(n, types)
+        deficit = np.array([self.deficit[j] for j in jobs], dtype=float).reshape(n, types)
+        arrival = np.arange(n)
         pairs: list[tuple[str, int]] = []
         for k in type_order:
-            entries = []
-            for i, job_id in enumerate(jobs):
-                x = self.allocation.get(job_id)
-                share = 0.0 if x is None else float(x[k])
-                if share == 0.0 or speed[i, k] <= 0:
-                    priority = 0.0
-                elif self.type_time[k] > 0:
-                    priority = share / (self.job_time[job_id][k] / self.type_time[k])
-                else:
-                    priority = share * 1e9
-                entries.append((priority, float(self.deficit[job_id][k]), share, i))
-            # Python's sort is stable, also with reverse=True: ties keep arrival order.
-            entries.sort(key=lambda e: (e[0], e[1], e[2]), reverse=True)
-            pairs.extend((jobs[i], k) for *_, i in entries if speed[i, k] > 0)
+            share = x[:, k]
+            used = self.type_time[k]
+            priority = share / (received[:, k] / used) if used > 0 else share * 1e9
+            priority = np.where((share == 0.0) | (speed[:, k] <= 0), 0.0, priority)
+            order = np.lexsort((arrival, -share, -deficit[:, k], -priority))
+            pairs.extend((jobs[i], k) for i in order[speed[order, k] > 0].tolist())
         return pairs
