@@ -109,7 +109,6 @@ class GpuCounts:
                 return free
         return None
 
-    def window_of(self, nodes: np.ndarray) -> slice | None:
-        """``nodes`` as one slice of the arrays: a registered group of consecutive nodes."""
-        group = self.group(nodes)
-        return None if group is None else self._slices[group]
+    def window(self, group: int) -> slice | None:
+        """The group's nodes as one slice of the arrays, when they are consecutive."""
+        return self._slices[group]

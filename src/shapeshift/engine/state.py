@@ -126,6 +126,16 @@ class JobStatus:
         self.slowed_seconds += (1.0 - self.speed) * max(now - max(self.last_update, self.stall_until), 0.0)
 
 
+def progress_on_arrays(
+    done: np.ndarray, last: np.ndarray, stall: np.ndarray, rate: np.ndarray, total: np.ndarray, now: float
+) -> np.ndarray:
+    """``JobStatus.progress_at(now)`` of running jobs given as columns of their fields,
+    with the same operations, so policies that rank many running jobs on arrays get the
+    per-job values bit for bit."""
+    active = now - np.maximum(last, stall)
+    return np.minimum(np.where(active > 0, done + rate * active, done), total)
+
+
 @dataclass
 class FreeResources:
     """Free GPUs, CPUs and memory per node, as numpy arrays indexed by node.
@@ -164,19 +174,23 @@ class FreeResources:
         if self.counts is not None:
             self.counts.recount(self.gpus)
 
+    def _counted(self, nodes: np.ndarray) -> tuple[GpuCounts, int] | None:
+        """The counts and the group of ``nodes``, when it is a registered partition."""
+        counts = self.counts
+        group = None if counts is None else counts.group(nodes)
+        return None if group is None else (counts, group)  # type: ignore[return-value]
+
     def free_gpus_in(self, nodes: np.ndarray) -> int:
         """Free GPUs on ``nodes`` (O(1) for a registered partition)."""
-        group = None if self.counts is None else self.counts.group(nodes)
-        if group is None:
-            return int(self.gpus[nodes].sum())
-        return self.counts.total(group)  # type: ignore[union-attr]
+        counted = self._counted(nodes)
+        return int(self.gpus[nodes].sum()) if counted is None else counted[0].total(counted[1])
 
     def smallest_fit(self, nodes: np.ndarray, gpus: int) -> int | None:
         """The fewest free GPUs, at least ``gpus``, that one of ``nodes`` has (``None``:
         no node has ``gpus`` free): the free GPUs of the best-fitting node."""
-        group = None if self.counts is None else self.counts.group(nodes)
-        if group is not None:
-            return self.counts.smallest_fit(group, gpus)  # type: ignore[union-attr]
+        counted = self._counted(nodes)
+        if counted is not None:
+            return counted[0].smallest_fit(counted[1], gpus)
         fg = self.gpus[nodes]
         fits = fg[fg >= gpus]
         return int(fits.min()) if fits.size else None
@@ -184,13 +198,14 @@ class FreeResources:
     def nodes_with(self, nodes: np.ndarray, gpus: int) -> int | None:
         """How many of ``nodes`` have exactly ``gpus`` free, for a registered partition
         (``None`` for any other array: count them off the arrays)."""
-        group = None if self.counts is None else self.counts.group(nodes)
-        return None if group is None else self.counts.nodes_with(group, gpus)  # type: ignore[union-attr]
+        counted = self._counted(nodes)
+        return None if counted is None else counted[0].nodes_with(counted[1], gpus)
 
     def gpus_in(self, nodes: np.ndarray) -> np.ndarray:
         """Free GPUs of ``nodes``, in their order; read-only (a view of the array when
         ``nodes`` is a registered partition of consecutive nodes)."""
-        window = None if self.counts is None else self.counts.window_of(nodes)
+        counted = self._counted(nodes)
+        window = None if counted is None else counted[0].window(counted[1])
         return self.gpus[nodes] if window is None else self.gpus[window]
 
     def fits(self, alloc: Allocation) -> bool:

@@ -88,6 +88,11 @@ def _where(view: ClusterView, partition: str) -> str:
     return f" in vc {partition}" if partition else ""
 
 
+def left_behind(gpus: int, where: str, left: int) -> str:
+    """Why a waiting job was passed over in a preemptive walk: ``left`` GPUs remained."""
+    return f"needs {count(gpus, 'GPU')}{where}, {left} left after higher-priority jobs"
+
+
 @dataclass
 class ComposedPolicy:
     name: str
@@ -247,9 +252,7 @@ class ComposedPolicy:
                 chosen.append(job_id)
                 capacity -= gpus
             elif job_id not in running:
-                reasons[job_id] = (
-                    f"needs {count(gpus, 'GPU')}{_where(view, partition)}, {capacity} left after higher-priority jobs"
-                )
+                reasons[job_id] = left_behind(gpus, _where(view, partition), capacity)
             if capacity == 0 and queue is not None:
                 break  # nothing else fits; running jobs not chosen yet rank lower
         self._place_preemptive(view, partition, free, chosen, running, running_by_rank, changes, reasons)

@@ -37,13 +37,12 @@ from pydantic import Field, field_validator
 from shapeshift.engine.state import FreeResources, JobStatus
 from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.admission import AdmissionParams, make_admission
-from shapeshift.policies.composed import ComposedPolicy, _where
+from shapeshift.policies.composed import ComposedPolicy, _where, left_behind
 from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, check_estimator, make_estimator
 from shapeshift.policies.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.registry import register
 from shapeshift.policies.srtf_rank import RunningRanking, choose
 from shapeshift.policies.srtf_table import RunningTables
-from shapeshift.wording import count
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -128,7 +127,7 @@ class SrtfPolicy(ComposedPolicy):
         )
         where = _where(view, partition)
         for job_id, gpus, left in choice.too_big:
-            reasons[job_id] = f"needs {count(gpus, 'GPU')}{where}, {left} left after higher-priority jobs"
+            reasons[job_id] = left_behind(gpus, where, left)
         if not choice.newcomers:
             return  # only running jobs chosen: nothing is placed, so nothing is evicted
         victims, first_lease = ranking.victims(choice.running, self.lease, view.now)

@@ -22,6 +22,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from shapeshift.engine.state import progress_on_arrays
 from shapeshift.policies.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, STARTED, SUBMIT, TOTAL
 
 
@@ -45,10 +46,7 @@ class RunningRanking:
         estimate, submit, done, last, stall, rate, total = (
             columns[c] for c in (ESTIMATE, SUBMIT, DONE, LAST, STALL, RATE, TOTAL)
         )
-        active = now - np.maximum(stall, last)
-        done = np.where(active > 0, done + rate * active, done)
-        done = np.minimum(done, total)
-        remaining = estimate - done
+        remaining = estimate - progress_on_arrays(done, last, stall, rate, total, now)
         remaining[remaining < 0.0] = 0.0
         order = np.lexsort((submit, remaining))
         remaining, submit = remaining[order], submit[order]

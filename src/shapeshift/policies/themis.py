@@ -175,7 +175,7 @@ class FinishTimeFairness:
             contention = np.full(len(running_ids), float(active))
         else:
             contention = self.contention.averages(running_ids, view.now, integral, active)
-        durations = [s.spec.duration if s.spec.duration is not None else s.work_total for s in statuses]
+        durations = [view.expected_duration(j) for j in running_ids]
         rho = np.concatenate(
             [
                 running_rho(statuses, durations, view.now, capacity, contention),

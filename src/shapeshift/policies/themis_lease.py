@@ -26,9 +26,9 @@ import numpy as np
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
-from shapeshift.policies.composed import ComposedPolicy, _where
+from shapeshift.policies.composed import ComposedPolicy, _where, left_behind
 from shapeshift.policies.srtf_rank import take_block
-from shapeshift.wording import count
+from shapeshift.policies.themis_table import worst_order
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -86,9 +86,8 @@ class LeaseRound(ComposedPolicy):
         contention = ordering.contention
         integral = None if contention is None else contention.update(partition, view.now, active)
         rows, rho, submit = ordering.active_rho(view, table, running_ids, capacity, integral, active)
-        order = np.lexsort((submit, -rho))
-        neg, sub = -rho[order], submit[order]
-        if ((neg[1:] == neg[:-1]) & (sub[1:] == sub[:-1])).any():  # ties go by job id: the generic path
+        order, tied = worst_order(rho, submit)
+        if tied:  # ties go by job id: the generic path
             super()._decide_preemptive(view, partition, free, changes, reasons)
             return
         n_running = len(running_ids)
@@ -142,4 +141,4 @@ class LeaseRound(ComposedPolicy):
         left_before = capacity - (np.cumsum(used) - used)
         where = _where(view, partition)
         for p, need, left in zip(passed.tolist(), gpus[passed].tolist(), left_before[passed].tolist(), strict=True):
-            reasons[job_at(p)] = f"needs {count(need, 'GPU')}{where}, {left} left after higher-priority jobs"
+            reasons[job_at(p)] = left_behind(need, where, left)

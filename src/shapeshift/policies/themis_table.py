@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from shapeshift.engine.state import JobStatus
+from shapeshift.engine.state import JobStatus, progress_on_arrays
 from shapeshift.policies.queues import Shape, newcomers, shape_of
 
 if TYPE_CHECKING:
@@ -136,14 +136,20 @@ class WaitingTable:
         return shared / ideal
 
 
-def worst_first(ids: list[str], rho: np.ndarray, submit: np.ndarray) -> list[str]:
-    """``ids`` by (-rho, submit time, id): Themis's order, the worst-off job first."""
+def worst_order(rho: np.ndarray, submit: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Positions by (-rho, submit time), worst-off first, and whether two of them tie on
+    both (rare: Themis then orders those by job id, which only the caller knows)."""
     order = np.lexsort((submit, -rho))
     neg, sub = -rho[order], submit[order]
+    return order, bool(((neg[1:] == neg[:-1]) & (sub[1:] == sub[:-1])).any())
+
+
+def worst_first(ids: list[str], rho: np.ndarray, submit: np.ndarray) -> list[str]:
+    """``ids`` by (-rho, submit time, id): Themis's order, the worst-off job first."""
+    order, tied = worst_order(rho, submit)
     ranked = [ids[i] for i in order.tolist()]
-    if ((neg[1:] == neg[:-1]) & (sub[1:] == sub[:-1])).any():  # rare: equal keys, by id
-        rows = sorted(zip(neg.tolist(), sub.tolist(), ranked, strict=True))
-        ranked = [r[2] for r in rows]
+    if tied:
+        ranked = [r[2] for r in sorted(zip((-rho[order]).tolist(), submit[order].tolist(), ranked, strict=True))]
     return ranked
 
 
@@ -162,13 +168,13 @@ def worst_first_rows(ids: list[str | None], rows: np.ndarray, rho: np.ndarray, s
     else:
         parts = [np.arange(rows.size)]
     for part in parts:
-        order = part[np.lexsort((submit[part], neg[part]))]
-        keys, sub = neg[order], submit[order]
+        within, tied = worst_order(rho[part], submit[part])
+        order = part[within]
         ranked = rows[order]
-        if ((keys[1:] == keys[:-1]) & (sub[1:] == sub[:-1])).any():  # rare: equal keys, by id
-            tied = sorted(zip(keys.tolist(), sub.tolist(), [ids[r] for r in ranked.tolist()], ranked.tolist(),
-                              strict=True))
-            yield from (t[3] for t in tied)
+        if tied:  # rare: equal keys, by id
+            keyed = zip(neg[order].tolist(), submit[order].tolist(), [ids[r] for r in ranked.tolist()],
+                        ranked.tolist(), strict=True)
+            yield from (t[3] for t in sorted(keyed))
             continue
         for i in range(ranked.size):
             yield int(ranked[i])
@@ -192,9 +198,7 @@ def running_rho(
     total = column(s.work_total for s in statuses)
     submit = column(s.spec.submit_time for s in statuses)
     gpus = column(s.spec.num_gpus for s in statuses)
-    active = now - np.maximum(last, stall)
-    progress = np.minimum(np.where(active > 0, done + rate * active, done), total)
-    remaining = np.maximum(total - progress, 0.0)
+    remaining = np.maximum(total - progress_on_arrays(done, last, stall, rate, total, now), 0.0)
     duration = np.maximum(np.array(durations, dtype=float), 1e-9)
     share = capacity / np.maximum(contention, 1.0)
     ideal = duration * np.maximum(1.0, np.maximum(gpus, 1) / share)
