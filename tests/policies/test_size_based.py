@@ -178,8 +178,18 @@ def test_incremental_queue_gives_the_same_schedule_as_sorting(seed, make_orderin
 
 
 _EVERY_QUEUEING_POLICY = [
-    ("sjf", {}), ("sjf", {"backfill": "true"}), ("srtf", {}), ("las", {}), ("fifo", {"backfill": "true"}),
-    ("tiresias", {}), ("themis", {}), ("optimus", {}), ("qssf", {}), ("gavel", {}),
+    ("sjf", {}),
+    ("sjf", {"backfill": "true"}),
+    ("srtf", {}),
+    ("las", {}),
+    ("fifo", {"backfill": "true"}),
+    ("tiresias", {}),
+    ("themis", {}),
+    ("optimus", {}),
+    ("qssf", {}),
+    ("gavel", {}),
+    ("gavel", {"priority": "age"}),
+    ("gavel", {"rounds": "grid", "fill": "true"}),
 ]
 
 

@@ -37,6 +37,7 @@ ECOS's interior point and we HiGHS's vertex; Gavel runs whole steps per round
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,10 +47,11 @@ import numpy as np
 from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, ClusterSpec, Schedule
+from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
 from shapeshift.policies.base import ARRIVAL, COMPLETION
 from shapeshift.policies.gavel_lp import job_speed, max_min_allocation, type_speed
-from shapeshift.policies.gavel_rounds import GAVEL_RESET_INTERVAL, GavelLedger
+from shapeshift.policies.gavel_rounds import GAVEL_RESET_INTERVAL, GavelLedger, grant_greedily
+from shapeshift.policies.gavel_table import GavelJobs
 from shapeshift.policies.placement import Consolidated
 from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.policies.rounds import RoundOrFillPolicy
@@ -131,18 +133,14 @@ class GavelPolicy(RoundOrFillPolicy):
         self.solves = 0
         self._placement = Consolidated()
         self._types: dict[str, _Types] = {}
-        #: job -> its speed on each GPU type of its partition (``_speeds``)
-        self._speed_rows: dict[str, tuple[float, ...]] = {}
-        #: seconds each job has run on each type index since its submission
-        self._received: dict[str, dict[int, float]] = {}
+        #: per partition: its jobs as rows of arrays (speeds, time received, what runs
+        #: where since when; ``gavel_table``)
+        self._jobs: dict[str, GavelJobs] = {}
         #: per partition: Gavel's time received, deficits and allocation since the last reset
         self._ledgers: dict[str, GavelLedger] = {}
-        #: arrival rank of every job seen (Gavel's job ids; its tie-break)
-        self._rank: dict[str, int] = {}
-        #: per partition: running job -> (type index, time credited up to). Credited when its
-        #: allocation changes and when its partition plans a round (``_credit``), not at
-        #: every event: the time received is only read when a round is planned.
-        self._on: dict[str, dict[str, tuple[int, float]]] = {}
+        #: Gavel's job ids: arrival ranks, handed out in the order rounds first see jobs
+        #: (its tie-break)
+        self._ranks = itertools.count()
         #: per partition: when the current round ends (rounds=gavel)
         self._round_end: dict[str, float] = {}
 
@@ -153,69 +151,67 @@ class GavelPolicy(RoundOrFillPolicy):
             types = self._types[partition] = _Types.of(view.cluster, view.partitions[partition])
         return types
 
-    def _speeds(self, view: ClusterView, types: _Types, jobs: Sequence[str]) -> np.ndarray:
-        """Jobs x types: each job's speed on each GPU type of its partition, 0 where it
-        does not fit. A job's row never changes, so it is computed once."""
-        rows = self._speed_rows
-        for job_id in jobs:
-            if job_id not in rows:
-                spec = view.job(job_id).spec
-                rows[job_id] = tuple(
+    def _table(self, view: ClusterView, partition: str) -> GavelJobs:
+        table = self._jobs.get(partition)
+        if table is None:
+            types = self._types_of(view, partition)
+
+            def speeds(spec: JobSpec) -> tuple[float, ...]:
+                # A job's speed on each GPU type of its partition, 0 where it does not fit.
+                return tuple(
                     job_speed(spec, name) if spec.num_gpus <= types.gpus[k] else 0.0
                     for k, name in enumerate(types.names)
                 )
-        return np.array([rows[j] for j in jobs], dtype=float).reshape(len(jobs), len(types.names))
 
-    def _credit(self, view: ClusterView, partition: str) -> None:
-        """Credit every job of ``partition`` that ran since it was last credited with that
-        time on its GPU type (a job that finished meanwhile up to its end, as Gavel counts
-        a micro-task); called before a round reads the time received."""
-        on = self._on.get(partition)
-        if not on:
-            return
-        for job_id in list(on):
-            if not self._credit_job(view, on, job_id):
-                del on[job_id]
+            table = self._jobs[partition] = GavelJobs(partition, len(types.names), speeds)
+        return table
 
-    def _credit_job(self, view: ClusterView, on: dict[str, tuple[int, float]], job_id: str) -> bool:
-        """Credit one job up to now (its end if it finished); whether it still runs."""
-        k, since = on[job_id]
-        status = view.job(job_id)
-        until = view.now if status.end_time is None else min(view.now, status.end_time)
-        if until > since:
-            got = self._received.setdefault(job_id, {})
-            got[k] = got.get(k, 0.0) + until - since
-            ledger = self._ledgers.get(status.partition)
-            if ledger is not None:
-                ledger.credit(job_id, k, until - since)
-        on[job_id] = (k, view.now)
-        return status.end_time is None and job_id in view.allocations
+    def _type_time(self, partition: str) -> np.ndarray | None:
+        ledger = self._ledgers.get(partition)
+        return None if ledger is None else ledger.type_time
+
+    def _note_touched(self, view: ClusterView) -> None:
+        for job_id in view.touched:
+            table = self._jobs.get(view.job(job_id).partition)
+            if table is not None:
+                table.note_touched(view, job_id)
 
     def _after_decision(self, view: ClusterView, changes: Mapping[str, Allocation | None]) -> None:
         """Remember which type every job whose allocation changed runs on from now; a job
-        stopped or moved is first credited with the time it ran before."""
+        stopped or moved is first credited with the time it ran before (Gavel credits a
+        job when its micro-task ends; running jobs are credited when a round is planned,
+        ``GavelJobs.credit_all``, since only a round reads the time received)."""
         for job_id, alloc in changes.items():
             partition = view.job(job_id).partition
-            on = self._on.setdefault(partition, {})
-            if job_id in on:
-                self._credit_job(view, on, job_id)
+            table = self._table(view, partition)
+            if table.is_on(job_id):
+                table.credit_one(view, job_id, self._type_time(partition))
             if alloc is None:
-                on.pop(job_id, None)
+                table.stopped(job_id)
             else:
-                on[job_id] = (self._type_of(self._types_of(view, partition), alloc), view.now)
+                table.started(view, job_id, self._type_of(self._types_of(view, partition), alloc))
 
     def _type_of(self, types: _Types, alloc: Allocation) -> int:
         return types.node_type[alloc.placement[0][0]]
 
-    def _place_on(
-        self, view: ClusterView, job_id: str, types: _Types, k: int, free: FreeResources
-    ) -> Allocation | None:
-        return self._placement.find(view.job(job_id).spec, types.nodes[k], free)
+    def _running_rows(self, view: ClusterView, table: GavelJobs, types: _Types, running: list[str]) -> np.ndarray:
+        """The rows of the partition's running jobs, each known to run where it does: a
+        controller that restarted finds jobs running that this policy never placed; they
+        are adopted as if placed between rounds (the round ranks them after the waiting
+        jobs, as it does those)."""
+        try:
+            rows = table.rows(running, len(running))
+        except KeyError:
+            rows = np.array([table.row_of(view, j) for j in running], dtype=np.int64)
+        for row in rows[table.on_type[rows] < 0].tolist():
+            job_id = table.ids[row]
+            assert job_id is not None
+            table.started(view, job_id, self._type_of(types, view.allocations[job_id]))
+        return rows
 
     # ----------------------------------------------------------------- decide
     def decide(self, view: ClusterView) -> Schedule:
-        for job_id in view.finished:
-            self._speed_rows.pop(job_id, None)
+        self._note_touched(view)
         if self._rounds != "gavel":
             schedule = super().decide(view)
             self._after_decision(view, schedule.changes)
@@ -241,49 +237,70 @@ class GavelPolicy(RoundOrFillPolicy):
             base=view.allocations, changes=changes, reasons=reasons, default_reason=self.waiting_reason, wake_at=wake
         )
 
-    def _solve(self, view: ClusterView, partition: str, types: _Types, jobs: list[str]) -> np.ndarray:
-        speed = self._speeds(view, types, jobs)
-        demand = np.array([view.job(j).spec.num_gpus for j in jobs], dtype=float)
+    def _solve(self, table: GavelJobs, types: _Types, rows: np.ndarray) -> np.ndarray:
         self.solves += 1
-        return max_min_allocation(speed, demand, types.gpus, fill_spare=self._fill_spare, objective=self._objective)
+        demand = table.gpus[rows].astype(float)
+        return max_min_allocation(
+            table.speed[rows], demand, types.gpus, fill_spare=self._fill_spare, objective=self._objective
+        )
 
-    def _jobs_in_arrival_order(self, view: ClusterView, partition: str) -> list[str]:
-        for job_id in view.pending(partition):  # submission order; new jobs are pending
-            self._rank.setdefault(job_id, len(self._rank))
-        running = list(view.running(partition))
-        for job_id in running:
-            self._rank.setdefault(job_id, len(self._rank))
-        return sorted([*running, *view.pending(partition)], key=self._rank.__getitem__)
-
-    def _grants_gavel(self, view: ClusterView, partition: str, types: _Types, jobs: list[str]) -> list[str]:
+    def _grants_gavel(
+        self, view: ClusterView, partition: str, table: GavelJobs, types: _Types, fresh: list[str], running: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Gavel's grants: (the active rows in arrival order, each row's granted type, the
+        granted rows in grant order)."""
         ledger = self._ledgers.get(partition)
         if ledger is None:
-            ledger = self._ledgers[partition] = GavelLedger(len(types.names), self._round, self._reset_interval)
-        ledger.sync(jobs)
-        ledger.maybe_reset(view.now, lambda ids: self._solve(view, partition, types, ids))
-        speed = self._speeds(view, types, jobs)
-        return ledger.grant_order(jobs, speed, _fastest_first(types.names))
+            ledger = self._ledgers[partition] = GavelLedger(table, len(types.names), self._round, self._reset_interval)
+        active = len(running) + view.pending_count(partition)
+        ledger.sync(fresh)
+        if ledger.count != active:
+            # A job came or went unseen (a controller restarted): one full pass.
+            ledger.sync(table.sight(view, self._ranks, everyone=True))
+            ledger.keep_only({*running, *view.pending(partition)})
+        ledger.maybe_reset(view.now, lambda rows: self._solve(table, types, rows))
+        rows = ledger.rows()
+        orders = ledger.grant_order(rows, _fastest_first(types.names))
+        return rows, *grant_greedily(orders, table.gpus, types.gpus.copy(), table.size)
 
-    def _grants_by_age(self, view: ClusterView, partition: str, types: _Types, jobs: list[str]) -> list[str]:
+    def _grants_by_age(
+        self, view: ClusterView, partition: str, table: GavelJobs, types: _Types, running: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Our earlier rule (``priority=age``), job by job: LP re-solved whenever the job
+        set changed, one global order by time received since submission."""
+        table.sight(view, self._ranks, everyone=True)
+        ids = [*running, *view.pending(partition)]
+        rows = table.rows(ids, len(ids))
+        rows = rows[np.argsort(table.rank[rows], kind="stable")]
+        jobs = [table.ids[r] for r in rows.tolist()]
         last = self._solved.get(partition)
         if last is not None and last[0] == jobs:
             x = last[1]
         else:
-            x = self._solve(view, partition, types, jobs)
+            x = self._solve(table, types, rows)
             self._solved[partition] = (jobs, x)
         pairs = []
-        for i, job_id in enumerate(jobs):
-            spec = view.job(job_id).spec
-            age = max(view.now - spec.submit_time, _EPS)
-            got = self._received.get(job_id, {})
+        for i, row in enumerate(rows.tolist()):
+            job_id = jobs[i]
+            submit = view.job(job_id).spec.submit_time  # type: ignore[arg-type]
+            age = max(view.now - submit, _EPS)
             for k in range(len(types.names)):
                 if x[i, k] <= _EPS:
                     continue
-                fraction = got.get(k, 0.0) / age
+                fraction = table.received[row, k] / age
                 priority = x[i, k] / fraction if fraction > 0 else math.inf
-                pairs.append((-priority, -x[i, k], spec.submit_time, self._rank[job_id], job_id, k))
+                pairs.append((-priority, -x[i, k], submit, int(table.rank[row]), job_id, row, k))
         pairs.sort()
-        return [(job_id, k) for *_, job_id, k in pairs]
+        left = types.gpus.copy()
+        granted = np.full(table.size, -1, dtype=np.int64)
+        sequence = []
+        for *_, row, k in pairs:
+            if granted[row] >= 0 or table.gpus[row] > left[k]:
+                continue
+            granted[row] = k
+            sequence.append(row)
+            left[k] -= table.gpus[row]
+        return rows, granted, np.array(sequence, dtype=np.int64)
 
     def plan_round(
         self,
@@ -293,34 +310,36 @@ class GavelPolicy(RoundOrFillPolicy):
         changes: dict[str, Allocation | None],
         reasons: dict[str, str],
     ) -> None:
-        self._credit(view, partition)
+        table = self._table(view, partition)
+        table.credit_all(view, self._type_time(partition))
         types = self._types_of(view, partition)
-        jobs = self._jobs_in_arrival_order(view, partition)
-        if not jobs:
-            return
-        grants = self._grants_gavel if self._priority == "gavel" else self._grants_by_age
-        left = types.gpus.copy()
-        granted: dict[str, int] = {}
-        for job_id, k in grants(view, partition, types, jobs):
-            gpus = view.job(job_id).spec.num_gpus
-            if job_id in granted or gpus > left[k]:
-                continue
-            granted[job_id] = k
-            left[k] -= gpus
-        current = view.allocations
         running = list(view.running(partition))
+        if not running and not view.pending_count(partition):
+            return
+        run_rows = self._running_rows(view, table, types, running)
+        if self._priority == "gavel":
+            fresh = table.sight(view, self._ranks)
+            rows, granted, grant_sequence = self._grants_gavel(view, partition, table, types, fresh, running)
+        else:
+            rows, granted, grant_sequence = self._grants_by_age(view, partition, table, types, running)
+        current = view.allocations
+        is_running = np.zeros(granted.size, dtype=bool)
+        is_running[run_rows] = True
+        stays = granted[run_rows] == table.on_type[run_rows]
+        kept = np.zeros(granted.size, dtype=bool)
+        kept[run_rows[stays]] = True
         # Free everything that is not kept in place, then place the rest, largest first
         # (Gavel assigns by decreasing scale factor to limit fragmentation).
-        for job_id in running:
-            if granted.get(job_id) != self._type_of(types, current[job_id]):
-                free.give(current[job_id])
-                changes[job_id] = None
-        order = sorted(granted, key=lambda j: -view.job(j).spec.num_gpus)
-        for job_id in order:
-            k = granted[job_id]
-            if job_id in current and job_id not in changes:
-                continue
-            alloc = self._place_on(view, job_id, types, k, free)
+        for i in np.flatnonzero(~stays).tolist():
+            job_id = running[i]
+            free.give(current[job_id])
+            changes[job_id] = None
+        order = grant_sequence[np.argsort(-table.gpus[grant_sequence], kind="stable")]
+        for row in order[~kept[order]].tolist():
+            job_id = table.ids[row]
+            assert job_id is not None
+            k = int(granted[row])
+            alloc = self._placement.find(view.job(job_id).spec, types.nodes[k], free)
             if alloc is None:
                 reasons[job_id] = f"granted {types.names[k]} GPUs this round but they are fragmented"
                 continue
@@ -329,9 +348,10 @@ class GavelPolicy(RoundOrFillPolicy):
                 del changes[job_id]
             else:
                 changes[job_id] = alloc
-        for job_id in jobs:
-            if job_id not in granted and job_id not in current:
-                reasons[job_id] = "not granted GPUs this round (max-min fair share)"
+        waiting = rows[(granted[rows] < 0) & ~is_running[rows]]
+        not_granted = "not granted GPUs this round (max-min fair share)"
+        reasons.update(dict.fromkeys([table.ids[r] for r in waiting.tolist()], not_granted))  # type: ignore[misc]
+        table.release()
 
     def fill_free(
         self,
@@ -352,14 +372,16 @@ class GavelPolicy(RoundOrFillPolicy):
             spec = view.job(job_id).spec
             if spec.num_gpus > free_gpus:
                 continue
-            speed = self._speeds(view, types, [job_id])[0]
+            table = self._table(view, partition)
+            row = table.row_of(view, job_id)  # first: it may grow the arrays
+            speed = table.speed[row]
             # Comparative advantage: prefer the type where this job is fast relative to the
             # typical job (a3c gains little from a V100, so it should leave it to a CNN).
             mean = [type_speed("", name) for name in types.names]
             for k in sorted(range(len(types.names)), key=lambda k: (-speed[k] / mean[k], -speed[k], k)):
                 if speed[k] <= 0:
                     continue
-                alloc = self._place_on(view, job_id, types, k, free)
+                alloc = self._placement.find(spec, types.nodes[k], free)
                 if alloc is not None:
                     changes[job_id] = alloc
                     free.take(alloc)

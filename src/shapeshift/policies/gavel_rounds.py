@@ -33,80 +33,138 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from shapeshift.policies.gavel_table import GavelJobs, _add_in_order
+
 #: Gavel's ``minimum_time_between_allocation_resets`` default (``scheduler.py``).
 GAVEL_RESET_INTERVAL = 1920.0
 
 
 class GavelLedger:
-    """Time received, deficits and the last allocation of one partition's jobs."""
+    """Time received, deficits and the last allocation of one partition's jobs; the
+    per-job figures are columns of the partition's ``GavelJobs``."""
 
-    def __init__(self, types: int, round_seconds: float, reset_interval: float):
+    def __init__(self, jobs: GavelJobs, types: int, round_seconds: float, reset_interval: float):
+        self._jobs = jobs
         self._half = round_seconds / 2.0
         self._interval = reset_interval
-        self.job_time: dict[str, np.ndarray] = {}
         self.type_time = np.zeros(types)
-        self.deficit: dict[str, np.ndarray] = {}
-        self.allocation: dict[str, np.ndarray] = {}
         self.last_reset = 0.0
         self._changed = False
+        #: jobs in the ledger
+        self.count = 0
 
-    def sync(self, active: Sequence[str]) -> None:
-        """Add jobs seen for the first time and drop finished ones (Gavel's ``add_job`` and
-        ``_remove_job``: either marks the allocation for recomputation)."""
-        alive = set(active)
-        for job_id in [j for j in self.job_time if j not in alive]:
-            del self.job_time[job_id], self.deficit[job_id]
-            self._changed = True
-        for job_id in active:
-            if job_id not in self.job_time:
-                self.job_time[job_id] = np.full(self.type_time.size, self._half)
-                self.deficit[job_id] = np.zeros(self.type_time.size)
+    def sync(self, fresh: Sequence[str]) -> None:
+        """Drop the jobs gone since the last sync and add ``fresh`` (seen for the first
+        time, in arrival order): Gavel's ``_remove_job`` and ``add_job``; either marks the
+        allocation for recomputation."""
+        jobs = self._jobs
+        for job_id in jobs.gone:
+            self._drop(job_id)
+        jobs.gone.clear()
+        for job_id in fresh:
+            row = jobs.row[job_id]
+            if not jobs.in_ledger[row]:
+                jobs.in_ledger[row] = True
+                jobs.job_time[row] = self._half
+                jobs.deficit[row] = 0.0
+                self.count += 1
                 self._changed = True
 
-    def credit(self, job_id: str, k: int, seconds: float) -> None:
-        """``job_id`` ran ``seconds`` on type ``k`` (Gavel's micro-task completion)."""
-        if job_id in self.job_time:
-            self.job_time[job_id][k] += seconds
-        self.type_time[k] += seconds
+    def keep_only(self, active: set[str]) -> None:
+        """Drop every job not in ``active`` (a full pass, for when a job left unseen)."""
+        for row in self.rows().tolist():
+            job_id = self._jobs.ids[row]
+            if job_id not in active:
+                self._drop(job_id)  # type: ignore[arg-type]
 
-    def maybe_reset(self, now: float, solve: Callable[[list[str]], np.ndarray]) -> bool:
-        """Reset the time received and recompute ``X`` if due; True when it did."""
+    def _drop(self, job_id: str) -> None:
+        jobs = self._jobs
+        row = jobs.row.get(job_id)
+        if row is not None and jobs.in_ledger[row]:
+            jobs.in_ledger[row] = False
+            self.count -= 1
+            self._changed = True
+
+    def rows(self) -> np.ndarray:
+        """The ledger's rows in arrival order."""
+        jobs = self._jobs
+        rows = np.flatnonzero(jobs.in_ledger[: jobs.size])
+        return rows[np.argsort(jobs.rank[rows], kind="stable")]
+
+    def maybe_reset(self, now: float, solve: Callable[[np.ndarray], np.ndarray]) -> bool:
+        """Reset the time received and recompute ``X`` if due; True when it did.
+        ``solve`` takes the ledger's rows in arrival order."""
         due = now - self.last_reset >= self._interval or self.last_reset == 0.0
         if not (self._changed and due):
             return False
+        jobs = self._jobs
         elapsed = now - self.last_reset
-        self.type_time[:] = 0.0
-        for job_id, got in self.job_time.items():
-            should = self.allocation[job_id] * elapsed if job_id in self.allocation else 0.0
-            self.deficit[job_id] += should - (got - self._half)
-            got[:] = self._half
-            self.type_time += self._half
+        rows = self.rows()
+        should = np.where(jobs.has_alloc[rows][:, None], jobs.alloc[rows] * elapsed, 0.0)
+        jobs.deficit[rows] += should - (jobs.job_time[rows] - self._half)
+        jobs.job_time[rows] = self._half
+        self.type_time[:] = _add_in_order(0.0, np.full(rows.size, self._half))
         self.last_reset = now
-        jobs = list(self.job_time)
-        x = solve(jobs)
-        self.allocation = {job_id: x[i] for i, job_id in enumerate(jobs)}
+        x = solve(rows)
+        jobs.has_alloc[: jobs.size] = False
+        jobs.alloc[rows] = x
+        jobs.has_alloc[rows] = True
         self._changed = False
         return True
 
-    def grant_order(self, jobs: Sequence[str], speed: np.ndarray, type_order: Sequence[int]) -> list[tuple[str, int]]:
-        """(job, type) pairs in Gavel's grant order; ``jobs`` in arrival order, ``speed``
-        (jobs x types) 0 where a job cannot run. The priorities of all jobs on a type are
+    def grant_order(self, rows: np.ndarray, type_order: Sequence[int]) -> list[tuple[int, np.ndarray]]:
+        """Per GPU type, fastest first, the rows of the jobs that can run on it in Gavel's
+        grant order; ``rows`` in arrival order. The priorities of all jobs on a type are
         one array expression (the same operations as job by job), and the sort is a stable
         lexsort: (priority, deficit, X) descending, ties in arrival order."""
-        n, types = len(jobs), self.type_time.size
-        if n == 0:
+        jobs = self._jobs
+        if rows.size == 0:
             return []
-        none = np.zeros(types)
-        x = np.array([self.allocation.get(j, none) for j in jobs], dtype=float).reshape(n, types)
-        received = np.array([self.job_time[j] for j in jobs], dtype=float).reshape(n, types)
-        deficit = np.array([self.deficit[j] for j in jobs], dtype=float).reshape(n, types)
-        arrival = np.arange(n)
-        pairs: list[tuple[str, int]] = []
+        x = np.where(jobs.has_alloc[rows][:, None], jobs.alloc[rows], 0.0)
+        received = jobs.job_time[rows]
+        deficit = jobs.deficit[rows]
+        speed = jobs.speed[rows]
+        arrival = np.arange(rows.size)
+        orders: list[tuple[int, np.ndarray]] = []
         for k in type_order:
             share = x[:, k]
             used = self.type_time[k]
             priority = share / (received[:, k] / used) if used > 0 else share * 1e9
             priority = np.where((share == 0.0) | (speed[:, k] <= 0), 0.0, priority)
             order = np.lexsort((arrival, -share, -deficit[:, k], -priority))
-            pairs.extend((jobs[i], k) for i in order[speed[order, k] > 0].tolist())
-        return pairs
+            orders.append((k, rows[order[speed[order, k] > 0]]))
+        return orders
+
+
+def grant_greedily(
+    orders: list[tuple[int, np.ndarray]], gpus: np.ndarray, left: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gavel's grant walk: type by type, each job in order is granted the type if its GPUs
+    still fit there and it was granted no type before. Returns each row's granted type
+    (-1: none) and the granted rows in grant order.
+
+    Equivalent to the job-by-job walk, in array steps: of the jobs that still fit, the
+    longest prefix whose GPUs add up within what is left is granted at once; the job after
+    it does not fit and is skipped, and so is every later job wider than what is then
+    left (what is left never grows)."""
+    granted = np.full(size, -1, dtype=np.int64)
+    sequence: list[np.ndarray] = []
+    for k, order in orders:
+        room = int(left[k])
+        candidates = order[granted[order] < 0]
+        widths = gpus[candidates]
+        while candidates.size:
+            fits = widths <= room
+            candidates, widths = candidates[fits], widths[fits]
+            if candidates.size == 0:
+                break
+            total = np.cumsum(widths)
+            n = int(np.searchsorted(total, room, side="right"))
+            if n:
+                granted[candidates[:n]] = k
+                sequence.append(candidates[:n])
+                room -= int(total[n - 1])
+            candidates, widths = candidates[n + 1 :], widths[n + 1 :]
+        left[k] = room
+    order = np.concatenate(sequence) if sequence else np.zeros(0, dtype=np.int64)
+    return granted, order
