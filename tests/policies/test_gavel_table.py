@@ -52,7 +52,7 @@ def test_grant_walk_gives_each_job_one_type_the_first_where_it_fits():
 def test_grant_walk_equals_the_job_by_job_walk_on_random_orders():
     rng = random.Random(7)
     for _ in range(300):
-        n, types = rng.randint(1, 30), rng.randint(1, 3)
+        n, types = rng.randint(1, 80), rng.randint(1, 3)  # short walks go job by job, long ones in steps
         gpus = np.array([rng.choice([0, 1, 1, 2, 4, 8]) for _ in range(n)])
         orders = [(k, np.array(rng.sample(range(n), rng.randint(0, n)), dtype=np.int64)) for k in range(types)]
         rng.shuffle(orders)
@@ -74,6 +74,11 @@ def test_sums_in_order_round_as_adding_one_by_one():
     for v in values.tolist():
         total += v
     assert _add_in_order(0.1, values) == total
+    many = np.random.default_rng(3).normal(size=500) * 1e3  # long: summed by cumsum
+    total = 0.1
+    for v in many.tolist():
+        total += v
+    assert _add_in_order(0.1, many) == total
     assert _add_in_order(5.0, np.zeros(0)) == 5.0
 
 

@@ -258,8 +258,8 @@ class GavelPolicy(RoundOrFillPolicy):
             # A job came or went unseen (a controller restarted): one full pass.
             ledger.sync(table.sight(view, self._ranks, everyone=True))
             ledger.keep_only({*running, *view.pending(partition)})
-        ledger.maybe_reset(view.now, lambda rows: self._solve(table, types, rows))
         rows = ledger.rows()
+        ledger.maybe_reset(view.now, rows, lambda rows: self._solve(table, types, rows))
         orders = ledger.grant_order(rows, _fastest_first(types.names))
         return rows, *grant_greedily(orders, table.gpus, types.gpus.copy(), table.size)
 

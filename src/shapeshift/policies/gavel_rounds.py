@@ -91,24 +91,22 @@ class GavelLedger:
         rows = np.flatnonzero(jobs.in_ledger[: jobs.size])
         return rows[np.argsort(jobs.rank[rows], kind="stable")]
 
-    def maybe_reset(self, now: float, solve: Callable[[np.ndarray], np.ndarray]) -> bool:
+    def maybe_reset(self, now: float, rows: np.ndarray, solve: Callable[[np.ndarray], np.ndarray]) -> bool:
         """Reset the time received and recompute ``X`` if due; True when it did.
-        ``solve`` takes the ledger's rows in arrival order."""
+        ``rows``: the ledger's rows in arrival order, which ``solve`` takes."""
         due = now - self.last_reset >= self._interval or self.last_reset == 0.0
         if not (self._changed and due):
             return False
         jobs = self._jobs
         elapsed = now - self.last_reset
-        rows = self.rows()
-        should = np.where(jobs.has_alloc[rows][:, None], jobs.alloc[rows] * elapsed, 0.0)
+        should = jobs.alloc[rows] * elapsed  # 0 for jobs without a share, as Gavel's
         jobs.deficit[rows] += should - (jobs.job_time[rows] - self._half)
         jobs.job_time[rows] = self._half
         self.type_time[:] = _add_in_order(0.0, np.full(rows.size, self._half))
         self.last_reset = now
         x = solve(rows)
-        jobs.has_alloc[: jobs.size] = False
+        jobs.alloc[: jobs.size] = 0.0
         jobs.alloc[rows] = x
-        jobs.has_alloc[rows] = True
         self._changed = False
         return True
 
@@ -120,7 +118,7 @@ class GavelLedger:
         jobs = self._jobs
         if rows.size == 0:
             return []
-        x = np.where(jobs.has_alloc[rows][:, None], jobs.alloc[rows], 0.0)
+        x = jobs.alloc[rows]
         received = jobs.job_time[rows]
         deficit = jobs.deficit[rows]
         speed = jobs.speed[rows]
@@ -151,6 +149,16 @@ def grant_greedily(
     sequence: list[np.ndarray] = []
     for k, order in orders:
         room = int(left[k])
+        if order.size <= 32:  # a short walk job by job costs less than the array steps
+            taken = []
+            for row in order.tolist():
+                if granted[row] < 0 and gpus[row] <= room:
+                    granted[row] = k
+                    taken.append(row)
+                    room -= int(gpus[row])
+            sequence.append(np.array(taken, dtype=np.int64))
+            left[k] = room
+            continue
         candidates = order[granted[order] < 0]
         widths = gpus[candidates]
         while candidates.size:

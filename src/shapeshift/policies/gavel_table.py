@@ -34,7 +34,9 @@ _LIVE = (JobState.PENDING, JobState.RUNNING)
 def _add_in_order(total: float, values: np.ndarray) -> float:
     """``total + values[0] + values[1] + ...`` left to right, as a loop adding one by one
     would (``np.cumsum`` accumulates sequentially; ``np.sum`` pairs and rounds otherwise)."""
-    if values.size == 0:
+    if values.size <= 32:  # a short loop costs less than the array calls
+        for value in values.tolist():
+            total += value
         return total
     return float(np.cumsum(np.concatenate(([total], values)))[-1])
 
@@ -77,11 +79,10 @@ class GavelJobs:
         #: seconds run on each type since submission (``priority=age``)
         self.received = np.zeros((capacity, t))
         #: Gavel's time received per type since the last reset, its deficits and the
-        #: allocation X of the last reset (``has_alloc``: the job was part of it)
+        #: allocation X of the last reset (0 for a job that was not part of it)
         self.job_time = np.zeros((capacity, t))
         self.deficit = np.zeros((capacity, t))
         self.alloc = np.zeros((capacity, t))
-        self.has_alloc = np.zeros(capacity, dtype=bool)
         self.in_ledger = np.zeros(capacity, dtype=bool)
         #: the type a job runs on (-1: not running), since when it was last credited, and
         #: when it started running (the order Gavel's bookkeeping credits jobs in)
@@ -92,7 +93,7 @@ class GavelJobs:
 
     _COLUMNS = (
         "rank", "gpus", "speed", "received", "job_time", "deficit", "alloc",
-        "has_alloc", "in_ledger", "on_type", "on_since", "on_seq", "freed",
+        "in_ledger", "on_type", "on_since", "on_seq", "freed",
     )  # fmt: skip
 
     def _grow(self) -> None:
@@ -247,7 +248,7 @@ class GavelJobs:
             else:
                 self._free(row)
         self._leaving = waiting
-        if self._free_rows > max(1024, self.size // 2):
+        if self._free_rows > max(64, self.size // 2):
             self._compact()
 
     def _free(self, row: int) -> None:
