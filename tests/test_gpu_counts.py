@@ -106,3 +106,23 @@ def test_consolidated_spans_whole_nodes_then_the_best_fit_for_the_rest(
     alloc = Consolidated().find(JobSpec("j", 0.0, gpus, 100.0), nodes, free)
     got = None if alloc is None else {n: r.gpus for n, r in alloc.placement}
     assert got == expected
+
+
+def test_a_reused_one_node_allocation_still_checks_the_host():
+    # One-node allocations of a shape are built once and reused. Node 3 has 32 CPUs: a
+    # 1-GPU job asking 20 CPUs fits there once; after 20 are taken only 12 are left, so
+    # the same shape must be refused on node 3.
+    from shapeshift.policies.placement import allocation_for
+
+    free, parts = _free()
+    spec = JobSpec("j", 0.0, 1, 100.0, num_cpus=20.0)
+    first = allocation_for(spec, {3: 1}, free)
+    assert first is not None and first.placement == ((3, Resources(1, 20.0, 0.0)),)
+    assert allocation_for(JobSpec("k", 0.0, 1, 100.0, num_cpus=20.0), {3: 1}, free) == first
+    free.take(first)
+    assert allocation_for(JobSpec("k", 0.0, 1, 100.0, num_cpus=20.0), {3: 1}, free) is None
+    # Consolidated: node 3 has the fewest free GPUs that fit (3 after the take) but its
+    # host is short of CPUs: the next best fit with them, node 0 (8 free, lower index
+    # than node 1).
+    alloc = Consolidated().find(JobSpec("k", 0.0, 1, 100.0, num_cpus=20.0), parts["a"], free)
+    assert alloc is not None and alloc.nodes == (0,)

@@ -342,6 +342,9 @@ class ComposedPolicy:
         current = view.allocations
         evicted: list[str] = []
         next_victim = 0
+        # Without GPU sharing a job needs its GPUs free: while fewer are free in the
+        # partition (an O(1) count), no placement can succeed, so none is tried.
+        whole_gpus = view.sharing is None
         for job_id in newcomers:
             spec = view.job(job_id).spec
             alloc = self.placement.find(spec, nodes, free)
@@ -351,6 +354,8 @@ class ComposedPolicy:
                 free.give(current[victim])
                 changes[victim] = None
                 evicted.append(victim)
+                if whole_gpus and free.free_gpus_in(nodes) < spec.num_gpus:
+                    continue
                 alloc = self.placement.find(spec, nodes, free)
             if alloc is None:
                 reasons[job_id] = self._explain(view, partition, spec.num_gpus, free.free_gpus_in(nodes))

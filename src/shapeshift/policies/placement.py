@@ -25,9 +25,35 @@ class Placement(Protocol):
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None: ...
 
 
+#: One-node allocations of plan-less jobs, by (node, GPUs, CPUs, memory): immutable
+#: values, so one object serves every job of that shape there. Under preemptive
+#: policies the same shapes are placed again and again; building each anew cost about a
+#: third of a placement. Cleared when it grows large (many node x shape pairs).
+_ONE_NODE: dict[tuple[int, int, float, float], Allocation] = {}
+
+
 def allocation_for(job: JobSpec, gpus_by_node: dict[int, int], free: FreeResources) -> Allocation | None:
     """Build the allocation giving ``gpus_by_node`` GPUs, with CPUs/memory in proportion;
     ``None`` if some node lacks the CPUs or memory for its share."""
+    if len(gpus_by_node) == 1 and job.plan is None:
+        ((node, gpus),) = gpus_by_node.items()
+        key = (node, gpus, job.num_cpus, job.mem_gb)
+        alloc = _ONE_NODE.get(key)
+        if alloc is not None:
+            # The share is the whole job (fraction 1.0), as below.
+            if free.cpus[node] + 1e-9 < job.num_cpus * 1.0 or free.mem[node] + 1e-9 < job.mem_gb * 1.0:
+                return None
+            return alloc
+        alloc = _allocation_for(job, gpus_by_node, free)
+        if alloc is not None:
+            if len(_ONE_NODE) > 100_000:
+                _ONE_NODE.clear()
+            _ONE_NODE[key] = alloc
+        return alloc
+    return _allocation_for(job, gpus_by_node, free)
+
+
+def _allocation_for(job: JobSpec, gpus_by_node: dict[int, int], free: FreeResources) -> Allocation | None:
     total = sum(gpus_by_node.values())
     shares = []
     for node, gpus in gpus_by_node.items():
