@@ -241,7 +241,7 @@ def test_lazy_worst_first_hands_out_rows_in_the_full_sort_order(seed):
     so equal keys fall on both sides of the split."""
     import numpy as np
 
-    from shapeshift.policies.themis_table import worst_first, worst_first_rows
+    from shapeshift.policies.themis_table import worst_first, worst_first_blocks
 
     rng = np.random.default_rng(seed)
     n = 1000
@@ -252,5 +252,5 @@ def test_lazy_worst_first_hands_out_rows_in_the_full_sort_order(seed):
     rho = rng.choice([0.5, 1.0, 1.5, 2.0, 7.25], size=n)
     submit = rng.choice([0.0, 10.0, 20.0], size=n)
     expected = worst_first([ids[r] for r in rows.tolist()], rho, submit)
-    got = [ids[r] for r in worst_first_rows(ids, rows, rho, submit, head=16)]
+    got = [ids[r] for block in worst_first_blocks(ids, rows, rho, submit, head=16) for r in block.tolist()]
     assert got == expected

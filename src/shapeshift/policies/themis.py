@@ -42,7 +42,7 @@ from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
 from shapeshift.policies.themis_lease import LeaseRound
-from shapeshift.policies.themis_table import WaitingTable, running_rho, worst_first, worst_first_rows
+from shapeshift.policies.themis_table import WaitingTable, running_rho, worst_first, worst_first_blocks
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -283,28 +283,38 @@ class ThemisPolicy:
         if rows.size == 0:
             return True
         rho = table.rho(rows, view.now, view.capacity_gpus(partition), integral, active)
-        live = set(np.unique(table.shape[rows]).tolist())
-        widths = table.shape_gpus
-        failed: set[int] = set()
-        for row in worst_first_rows(table.ids, rows, rho, table.submit[rows]):
-            job_id = table.ids[row]
-            code = int(table.shape[row])
-            if code in failed or widths[code] > free_gpus:
-                continue  # its shape failed to place since the last start: so would it
-            spec = view.job(job_id).spec
-            alloc = self._placement.find(spec, nodes, free)
-            if alloc is None:
-                failed.add(code)
-                reasons[job_id] = self._fill._explain(view, partition, spec.num_gpus, free_gpus)
-                if all(c in failed or widths[c] > free_gpus for c in live):
-                    return True  # no job left could be placed before another one starts
-                continue
-            changes[job_id] = alloc
-            free.take(alloc)
-            free_gpus -= alloc.gpus
-            failed.clear()
-            if free_gpus == 0:
-                return True
+        live = np.unique(table.shape[rows])
+        widths = np.array(table.shape_gpus, dtype=np.int64)
+        # A shape that failed to place since the last start would fail again, and one
+        # wider than the free GPUs cannot fit: jobs of those shapes are passed over, in
+        # array steps rather than one by one.
+        allowed = widths <= free_gpus
+        for block in worst_first_blocks(table.ids, rows, rho, table.submit[rows]):
+            codes = table.shape[block]
+            i = 0
+            while i < block.size:
+                skip = int(allowed[codes[i:]].argmax())
+                if not allowed[codes[i + skip]]:
+                    break
+                i += skip
+                row, code = int(block[i]), int(codes[i])
+                i += 1
+                job_id = table.ids[row]
+                assert job_id is not None
+                spec = view.job(job_id).spec
+                alloc = self._placement.find(spec, nodes, free)
+                if alloc is None:
+                    allowed[code] = False
+                    reasons[job_id] = self._fill._explain(view, partition, spec.num_gpus, free_gpus)
+                    if not allowed[live].any():
+                        return True  # no job left could be placed before another one starts
+                    continue
+                changes[job_id] = alloc
+                free.take(alloc)
+                free_gpus -= alloc.gpus
+                if free_gpus == 0:
+                    return True
+                allowed = widths <= free_gpus
         return True
 
 

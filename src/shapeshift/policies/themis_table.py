@@ -153,13 +153,14 @@ def worst_first(ids: list[str], rho: np.ndarray, submit: np.ndarray) -> list[str
     return ranked
 
 
-def worst_first_rows(ids: list[str | None], rows: np.ndarray, rho: np.ndarray, submit: np.ndarray,
-                     head: int = 64) -> Iterator[int]:
+def worst_first_blocks(
+    ids: list[str | None], rows: np.ndarray, rho: np.ndarray, submit: np.ndarray, head: int = 64
+) -> Iterator[np.ndarray]:
     """``rows`` (table rows, with their ``rho`` and ``submit``) in Themis's order, worst
-    first, handed out lazily: a hand-out usually stops after a few jobs, so only the
-    ``head`` worst (and every job tied with the last of them) are sorted up front, the rest
-    only if the walk gets there. The same order as ``worst_first``: the two parts split at a
-    value of rho, so no tie spans them."""
+    first, as consecutive blocks handed out lazily: a hand-out usually stops after a few
+    jobs, so only the ``head`` worst (and every job tied with the last of them) are sorted
+    up front, the rest only if the walk gets there. The same order as ``worst_first``:
+    the blocks split at a value of rho, so no tie spans them."""
     neg = -rho
     if rows.size > 4 * head:
         kth = np.partition(neg, head)[head]
@@ -172,12 +173,12 @@ def worst_first_rows(ids: list[str | None], rows: np.ndarray, rho: np.ndarray, s
         order = part[within]
         ranked = rows[order]
         if tied:  # rare: equal keys, by id
-            keyed = zip(neg[order].tolist(), submit[order].tolist(), [ids[r] for r in ranked.tolist()],
-                        ranked.tolist(), strict=True)
-            yield from (t[3] for t in sorted(keyed))
-            continue
-        for i in range(ranked.size):
-            yield int(ranked[i])
+            keyed = zip(
+                neg[order].tolist(), submit[order].tolist(), [ids[r] for r in ranked.tolist()], ranked.tolist(),
+                strict=True,
+            )
+            ranked = np.array([t[3] for t in sorted(keyed)], dtype=np.int64)
+        yield ranked
 
 
 def running_rho(
