@@ -268,6 +268,7 @@ class GavelPolicy(RoundOrFillPolicy):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Our earlier rule (``priority=age``), job by job: LP re-solved whenever the job
         set changed, one global order by time received since submission."""
+        table.gone.clear()  # no ledger to leave: the active set is read whole
         table.sight(view, self._ranks, everyone=True)
         ids = [*running, *view.pending(partition)]
         rows = table.rows(ids, len(ids))

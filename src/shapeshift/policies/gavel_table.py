@@ -210,8 +210,8 @@ class GavelJobs:
             position[on] = np.arange(on.size)
             allocations = view.allocations
             for job_id in check:
-                row = self.row[job_id]
-                if position[row] < 0:
+                row = self.row.get(job_id, -1)
+                if row < 0 or position[row] < 0:
                     continue
                 end = view.job(job_id).end_time
                 if end is not None:
