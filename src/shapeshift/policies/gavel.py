@@ -198,9 +198,11 @@ class GavelPolicy(RoundOrFillPolicy):
         """The rows of the partition's running jobs, each known to run where it does: a
         controller that restarted finds jobs running that this policy never placed; they
         are adopted as if placed between rounds (the round ranks them after the waiting
-        jobs, as it does those)."""
+        jobs, as it does those) and credited from now. The per-job bookkeeping never
+        credited such jobs while they stayed in place, so after a restart decisions differ
+        from it; in simulation nothing runs unplaced."""
         try:
-            rows = table.rows(running, len(running))
+            rows = table.existing_rows(running, len(running))
         except KeyError:
             rows = np.array([table.row_of(view, j) for j in running], dtype=np.int64)
         for row in rows[table.on_type[rows] < 0].tolist():
@@ -255,7 +257,9 @@ class GavelPolicy(RoundOrFillPolicy):
         active = len(running) + view.pending_count(partition)
         ledger.sync(fresh)
         if ledger.count != active:
-            # A job came or went unseen (a controller restarted): one full pass.
+            # Safety net: a job came or went without the ledger seeing it (nothing known
+            # does this; the count alone would miss one leaving as another came): one
+            # full pass, as the per-job bookkeeping made every round.
             ledger.sync(table.sight(view, self._ranks, everyone=True))
             ledger.keep_only({*running, *view.pending(partition)})
         rows = ledger.rows()
@@ -271,7 +275,7 @@ class GavelPolicy(RoundOrFillPolicy):
         table.gone.clear()  # no ledger to leave: the active set is read whole
         table.sight(view, self._ranks, everyone=True)
         ids = [*running, *view.pending(partition)]
-        rows = table.rows(ids, len(ids))
+        rows = table.existing_rows(ids, len(ids))
         rows = rows[np.argsort(table.rank[rows], kind="stable")]
         jobs = [table.ids[r] for r in rows.tolist()]
         last = self._solved.get(partition)

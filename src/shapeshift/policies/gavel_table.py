@@ -58,11 +58,13 @@ class GavelJobs:
         self.ids: list[str | None] = []
         #: jobs given an arrival rank (seen in a round)
         self.sighted: set[str] = set()
-        #: jobs placed between rounds before any round saw them (``fill``)
+        #: running jobs no round has seen yet: placed between rounds (``fill``) or
+        #: adopted from a restarted controller
         self._placed_unsighted: set[str] = set()
         #: jobs touched since the last credit whose run may have ended
         self._check: set[str] = set()
-        #: jobs that left the partition (finished, withdrawn) since the last sync
+        #: jobs a round had seen that left the partition (finished, withdrawn) since the
+        #: ledger's last sync (``priority=age`` keeps no ledger and clears it)
         self.gone: list[str] = []
         #: jobs gone for good whose rows are not freed yet
         self._leaving: list[str] = []
@@ -105,7 +107,7 @@ class GavelJobs:
 
     @property
     def size(self) -> int:
-        """Rows handed out so far (freed ones included)."""
+        """Rows in use: handed out since the last compaction, freed ones included."""
         return len(self.ids)
 
     def row_of(self, view: ClusterView, job_id: str) -> int:
@@ -123,16 +125,16 @@ class GavelJobs:
         self.speed[row] = self._speeds(spec)
         return row
 
-    def rows(self, job_ids: Iterable[str], count: int) -> np.ndarray:
-        """The rows of ``count`` jobs that already have one."""
+    def existing_rows(self, job_ids: Iterable[str], count: int) -> np.ndarray:
+        """The rows of ``count`` jobs that already have one (``KeyError`` otherwise)."""
         return np.fromiter(map(self.row.__getitem__, job_ids), np.int64, count)
 
     # ------------------------------------------------------------------ arrivals
     def sight(self, view: ClusterView, ranks: Iterator[int], everyone: bool = False) -> list[str]:
         """Give the partition's jobs not seen in a round yet their arrival ranks: waiting
-        jobs in queue order, then running ones in running order; returns them. Only the
-        running jobs placed between rounds can be unseen, unless ``everyone`` (a
-        controller that restarted finds jobs running that it never placed)."""
+        jobs in queue order, then running ones in running order; returns them. Running
+        jobs are looked at only when some were placed or adopted unseen, or with
+        ``everyone`` (a full pass: ``priority=age``, or the ledger's safety net)."""
         fresh = [j for j in view.pending(self.partition) if j not in self.sighted]
         if everyone or self._placed_unsighted:
             fresh += [j for j in view.running(self.partition) if j not in self.sighted]
@@ -195,7 +197,9 @@ class GavelJobs:
     def credit_all(self, view: ClusterView, type_time: np.ndarray | None) -> None:
         """Credit every job that ran since it was last credited, in the order they started
         running (a job that finished meanwhile up to its end, as Gavel counts a
-        micro-task), and forget the ones no longer running."""
+        micro-task), and forget the ones that stopped. Only jobs touched since the last
+        credit are checked for having stopped: this relies on the engine's contract that
+        every stop and completion lists the job in ``ClusterView.touched``."""
         n = self.size
         on = np.flatnonzero(self.on_type[:n] >= 0)
         check, self._check = self._check, set()
