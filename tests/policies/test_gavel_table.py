@@ -10,7 +10,7 @@ import numpy as np
 
 from shapeshift.engine.state import JobState
 from shapeshift.policies.gavel_rounds import grant_greedily
-from shapeshift.policies.gavel_table import _add_in_order
+from shapeshift.policies.gavel_table import add_in_order
 from shapeshift.policies.registry import make_policy
 from tests.conftest import job
 
@@ -73,13 +73,13 @@ def test_sums_in_order_round_as_adding_one_by_one():
     total = 0.1
     for v in values.tolist():
         total += v
-    assert _add_in_order(0.1, values) == total
+    assert add_in_order(0.1, values) == total
     many = np.random.default_rng(3).normal(size=500) * 1e3  # long: summed by cumsum
     total = 0.1
     for v in many.tolist():
         total += v
-    assert _add_in_order(0.1, many) == total
-    assert _add_in_order(5.0, np.zeros(0)) == 5.0
+    assert add_in_order(0.1, many) == total
+    assert add_in_order(5.0, np.zeros(0)) == 5.0
 
 
 def test_a_policy_that_never_placed_a_running_job_keeps_it_in_place():

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from shapeshift.policies.gavel_table import GavelJobs, _add_in_order
+from shapeshift.policies.gavel_table import GavelJobs, add_in_order
 
 #: Gavel's ``minimum_time_between_allocation_resets`` default (``scheduler.py``).
 GAVEL_RESET_INTERVAL = 1920.0
@@ -102,7 +102,7 @@ class GavelLedger:
         should = jobs.alloc[rows] * elapsed  # 0 for jobs without a share, as Gavel's
         jobs.deficit[rows] += should - (jobs.job_time[rows] - self._half)
         jobs.job_time[rows] = self._half
-        self.type_time[:] = _add_in_order(0.0, np.full(rows.size, self._half))
+        self.type_time[:] = add_in_order(0.0, np.full(rows.size, self._half))
         self.last_reset = now
         x = solve(rows)
         jobs.alloc[: jobs.size] = 0.0

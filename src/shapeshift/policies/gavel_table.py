@@ -11,14 +11,14 @@ over the rows.
 
 The arithmetic is the per-job code's, operation for operation (the same sums in the same
 order where order matters: a type's time received is a sequential sum in the order jobs
-started running, ``_add_in_order``), so decisions are bit for bit those of the per-job
+started running, ``add_in_order``), so decisions are bit for bit those of the per-job
 bookkeeping it replaced.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 _LIVE = (JobState.PENDING, JobState.RUNNING)
 
 
-def _add_in_order(total: float, values: np.ndarray) -> float:
+def add_in_order(total: float, values: np.ndarray) -> float:
     """``total + values[0] + values[1] + ...`` left to right, as a loop adding one by one
     would (``np.cumsum`` accumulates sequentially; ``np.sum`` pairs and rounds otherwise)."""
     if values.size <= 32:  # a short loop costs less than the array calls
@@ -44,10 +44,11 @@ def _add_in_order(total: float, values: np.ndarray) -> float:
 class GavelJobs:
     """One partition's jobs: a row per job the policy has seen, arrays per fact.
 
-    Rows are handed out as jobs appear and freed once a job is gone and nothing refers to
-    it; the arrays are compacted when most rows are free. Rows carry no order: arrival
-    order is ``rank`` (Gavel's job id, its tie-break) and the order jobs started running
-    is ``on_seq``.
+    Rows are handed out as jobs appear, freed once a job is gone and nothing refers to
+    it, and reused (as ``themis_table.WaitingTable`` does), so the arrays stay as long as
+    the most jobs the partition held at once. Rows carry no order: arrival order is
+    ``rank`` (Gavel's job id, its tie-break) and the order jobs started running is
+    ``on_seq``.
     """
 
     def __init__(self, partition: str, types: int, speeds: Callable[[JobSpec], tuple[float, ...]]):
@@ -69,7 +70,7 @@ class GavelJobs:
         #: jobs gone for good whose rows are not freed yet
         self._leaving: list[str] = []
         self._on_counter = 0
-        self._free_rows = 0
+        self._free: list[int] = []
         self._allocate(64)
 
     # ------------------------------------------------------------------ storage
@@ -91,12 +92,13 @@ class GavelJobs:
         self.on_type = np.full(capacity, -1, dtype=np.int64)
         self.on_since = np.zeros(capacity)
         self.on_seq = np.zeros(capacity, dtype=np.int64)
-        self.freed = np.zeros(capacity, dtype=bool)
 
     _COLUMNS = (
         "rank", "gpus", "speed", "received", "job_time", "deficit", "alloc",
-        "in_ledger", "on_type", "on_since", "on_seq", "freed",
+        "in_ledger", "on_type", "on_since", "on_seq",
     )  # fmt: skip
+    #: what a fresh row holds where it is not 0: no rank yet, not running
+    _UNSET: ClassVar[dict[str, int]] = {"rank": -1, "on_type": -1}
 
     def _grow(self) -> None:
         old = {name: getattr(self, name) for name in self._COLUMNS}
@@ -107,7 +109,7 @@ class GavelJobs:
 
     @property
     def size(self) -> int:
-        """Rows in use: handed out since the last compaction, freed ones included."""
+        """Rows handed out so far, free ones included."""
         return len(self.ids)
 
     def row_of(self, view: ClusterView, job_id: str) -> int:
@@ -115,11 +117,17 @@ class GavelJobs:
         row = self.row.get(job_id)
         if row is not None:
             return row
-        row = len(self.ids)
-        if row == self.rank.size:
-            self._grow()
+        if self._free:
+            row = self._free.pop()
+            for name in self._COLUMNS:  # a reused row starts as a fresh one
+                getattr(self, name)[row] = self._UNSET.get(name, 0)
+            self.ids[row] = job_id
+        else:
+            row = len(self.ids)
+            if row == self.rank.size:
+                self._grow()
+            self.ids.append(job_id)
         spec = view.job(job_id).spec
-        self.ids.append(job_id)
         self.row[job_id] = row
         self.gpus[row] = spec.num_gpus
         self.speed[row] = self._speeds(spec)
@@ -232,7 +240,7 @@ class GavelJobs:
         self.job_time[rows[ledgered], k[ledgered]] += seconds[ledgered]
         if type_time is not None:
             for t in range(type_time.size):
-                type_time[t] = _add_in_order(float(type_time[t]), seconds[k == t])
+                type_time[t] = add_in_order(float(type_time[t]), seconds[k == t])
         self.on_since[on] = now
         for row in ended:
             self.on_type[row] = -1
@@ -241,7 +249,7 @@ class GavelJobs:
     # ------------------------------------------------------------------ leaving
     def release(self) -> None:
         """Free the rows of jobs gone for good that nothing refers to any more (out of the
-        ledger, not running); compact the arrays when most rows are free."""
+        ledger, not running), for reuse."""
         waiting = []
         for job_id in self._leaving:
             row = self.row.get(job_id)
@@ -250,28 +258,13 @@ class GavelJobs:
             if self.in_ledger[row] or self.on_type[row] >= 0:
                 waiting.append(job_id)
             else:
-                self._free(row)
+                self._free_row(row)
         self._leaving = waiting
-        if self._free_rows > max(64, self.size // 2):
-            self._compact()
 
-    def _free(self, row: int) -> None:
+    def _free_row(self, row: int) -> None:
         job_id = self.ids[row]
         assert job_id is not None
         del self.row[job_id]
         self.sighted.discard(job_id)
         self.ids[row] = None
-        self.freed[row] = True
-        self._free_rows += 1
-
-    def _compact(self) -> None:
-        n = self.size
-        keep = np.flatnonzero(~self.freed[:n])
-        for name in self._COLUMNS:
-            column = getattr(self, name)
-            column[: keep.size] = column[keep]
-            column[keep.size : n] = 0 if name not in ("rank", "on_type") else -1
-        self.freed[keep.size : n] = False
-        self.ids = [self.ids[r] for r in keep.tolist()]
-        self.row = {job_id: i for i, job_id in enumerate(self.ids)}  # type: ignore[misc]
-        self._free_rows = 0
+        self._free.append(row)
