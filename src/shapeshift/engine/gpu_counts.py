@@ -101,6 +101,10 @@ class GpuCounts:
         histogram = self._histograms[group]
         return histogram[gpus] if 0 <= gpus < len(histogram) else 0
 
+    def histogram(self, group: int) -> list[int]:
+        """How many nodes of the group have each number of free GPUs (live: do not change it)."""
+        return self._histograms[group]
+
     def smallest_fit(self, group: int, gpus: int) -> int | None:
         """The fewest free GPUs, at least ``gpus``, that some node of the group has."""
         histogram = self._histograms[group]

@@ -195,6 +195,12 @@ class FreeResources:
         fits = fg[fg >= gpus]
         return int(fits.min()) if fits.size else None
 
+    def histogram_in(self, nodes: np.ndarray) -> list[int] | None:
+        """Nodes of a registered partition per number of free GPUs (``histogram[i]`` have
+        ``i`` free; read-only), or ``None`` for any other array."""
+        counted = self._counted(nodes)
+        return None if counted is None else counted[0].histogram(counted[1])
+
     def nodes_with(self, nodes: np.ndarray, gpus: int) -> int | None:
         """How many of ``nodes`` have exactly ``gpus`` free, for a registered partition
         (``None`` for any other array: count them off the arrays)."""

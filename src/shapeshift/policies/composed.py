@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.base import EVENT_TRIGGERS
+from shapeshift.policies.evictions import Evictions
 from shapeshift.policies.placement import Placement
 from shapeshift.policies.queues import ShapeQueue, StaticKeyQueue
 from shapeshift.wording import count
@@ -337,39 +338,36 @@ class ComposedPolicy:
         first) one at a time until it does; a victim evicted for a newcomer that still
         could not be placed is restored at the end if its allocation is still free.
         ``first_lease``: when the first lease keeping another running job ends (a
-        newcomer left waiting asks to decide again then)."""
+        newcomer left waiting asks to decide again then). A placement is tried only when
+        it could succeed (``Evictions.ready_for``)."""
         nodes = view.partitions[partition]
-        current = view.allocations
-        evicted: list[str] = []
+        evictions = Evictions(
+            free,
+            nodes,
+            view.allocations,
+            changes,
+            whole_gpus=view.sharing is None,
+            placement=self.placement,
+        )
         next_victim = 0
-        # Without GPU sharing a job needs its GPUs free: while fewer are free in the
-        # partition (an O(1) count), no placement can succeed, so none is tried.
-        whole_gpus = view.sharing is None
         for job_id in newcomers:
             spec = view.job(job_id).spec
-            alloc = self.placement.find(spec, nodes, free)
+            alloc = self.placement.find(spec, nodes, free) if evictions.ready_for(spec.num_gpus) else None
             while alloc is None and next_victim < len(victims):
-                victim = victims[next_victim]
+                evictions.evict(victims[next_victim])
                 next_victim += 1
-                free.give(current[victim])
-                changes[victim] = None
-                evicted.append(victim)
-                if whole_gpus and free.free_gpus_in(nodes) < spec.num_gpus:
-                    continue
-                alloc = self.placement.find(spec, nodes, free)
+                if evictions.ready_for(spec.num_gpus):
+                    alloc = self.placement.find(spec, nodes, free)
             if alloc is None:
-                reasons[job_id] = self._explain(view, partition, spec.num_gpus, free.free_gpus_in(nodes))
+                reasons[job_id] = self._explain(view, partition, spec.num_gpus, evictions.free_count())
                 if first_lease is not None:  # decide again when the first lease in the way runs out
                     self._wake = first_lease if self._wake is None else min(self._wake, first_lease)
                     reasons[job_id] += f"; running jobs hold their GPUs until their lease ends ({first_lease:g} s)"
                 continue
             changes[job_id] = alloc
             free.take(alloc)
-        for victim in reversed(evicted):  # best-ranked first
-            alloc = current[victim]
-            if free.fits(alloc):
-                free.take(alloc)
-                del changes[victim]
+            evictions.took(alloc)
+        evictions.restore()
 
     def _explain(self, view: ClusterView, partition: str, gpus: int, free_gpus: int) -> str:
         if gpus <= free_gpus:

@@ -25,6 +25,38 @@ class Placement(Protocol):
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None: ...
 
 
+class SurelyFails(Protocol):
+    """What a placement may also answer: ``cannot_fit(gpus, histogram, nodes, free)`` is
+    True only when ``find`` would surely return ``None`` for a job of ``gpus`` GPUs on
+    ``nodes`` whose free GPUs are counted by ``histogram`` (``histogram[i]`` nodes have
+    ``i`` free), without looking at the nodes: what preemptive decisions ask before
+    handing evicted GPUs back (``evictions.Evictions``). False means it may fit."""
+
+    def cannot_fit(self, gpus: int, histogram: list[int], nodes: np.ndarray, free: FreeResources) -> bool: ...
+
+
+#: The largest node of a partition (GPUs) and whether every node is that large, by the
+#: engine's partition array (the same array on every decision; capacities never change).
+_SHAPES: dict[int, tuple[np.ndarray, int, bool]] = {}
+
+
+def partition_shape(nodes: np.ndarray, free: FreeResources) -> tuple[int, bool]:
+    """(GPUs of the largest node, whether every node has that many) of ``nodes``."""
+    hit = _SHAPES.get(id(nodes))
+    if hit is None or hit[0] is not nodes:
+        cap = free.gpu_capacity[nodes]
+        largest = int(cap.max()) if cap.size else 0
+        if len(_SHAPES) > 1000:
+            _SHAPES.clear()
+        hit = _SHAPES[id(nodes)] = (nodes, largest, bool((cap == largest).all()))
+    return hit[1], hit[2]
+
+
+def _no_node_with(histogram: list[int], gpus: int, largest: int) -> bool:
+    """Whether no node has ``gpus`` GPUs free (a one-node placement surely fails)."""
+    return 0 < gpus <= largest and not any(histogram[gpus:])
+
+
 #: One-node allocations of plan-less jobs, by (node, GPUs, CPUs, memory): immutable
 #: values, so one object serves every job of that shape there. Under preemptive
 #: policies the same shapes are placed again and again; building each anew cost about a
@@ -88,19 +120,18 @@ class Consolidated:
 
     name = "consolidated"
 
-    def __init__(self) -> None:
-        # Node capacities never change: the largest node of a partition, and whether all
-        # its nodes are that large, are looked up once per partition array (the engine
-        # hands the same array on every decision).
-        self._largest: dict[int, tuple[np.ndarray, int, bool]] = {}
-
-    def _largest_node(self, nodes: np.ndarray, free: FreeResources) -> tuple[int, bool]:
-        hit = self._largest.get(id(nodes))
-        if hit is None or hit[0] is not nodes:
-            cap = free.gpu_capacity[nodes]
-            largest = int(cap.max())
-            hit = self._largest[id(nodes)] = (nodes, largest, bool((cap == largest).all()))
-        return hit[1], hit[2]
+    def cannot_fit(self, gpus: int, histogram: list[int], nodes: np.ndarray, free: FreeResources) -> bool:
+        """``find``'s own early exits, on counts (see ``SurelyFails``): no node with the
+        GPUs free, or for a wider job on equal nodes, ``_cannot_span``."""
+        largest, uniform = partition_shape(nodes, free)
+        if gpus <= largest or gpus <= 0:
+            return _no_node_with(histogram, gpus, largest)
+        if not uniform:
+            return False
+        whole = histogram[largest]
+        k = min(whole, gpus // largest)
+        rest = gpus - k * largest
+        return not (rest == 0 or whole > k) and not any(histogram[rest:largest])
 
     @staticmethod
     def _cannot_span(g: int, largest: int, nodes: np.ndarray, free: FreeResources) -> bool:
@@ -122,7 +153,7 @@ class Consolidated:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
-        largest, uniform = self._largest_node(nodes, free)
+        largest, uniform = partition_shape(nodes, free)
         if g <= largest:
             # Best fit: the node with the fewest free GPUs that still fit, lowest index on
             # ties. The fewest is read off the partition's counts; only when that node's
@@ -170,6 +201,10 @@ class FirstFit:
     node takes free GPUs from nodes in index order."""
 
     name = "first-fit"
+
+    def cannot_fit(self, gpus: int, histogram: list[int], nodes: np.ndarray, free: FreeResources) -> bool:
+        """No node with the GPUs free, for a job that fits one (see ``SurelyFails``)."""
+        return _no_node_with(histogram, gpus, partition_shape(nodes, free)[0])
 
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         g = job.num_gpus
@@ -222,6 +257,20 @@ class Yarn:
     more node, first in index order, for the remainder."""
 
     name = "yarn"
+
+    def cannot_fit(self, gpus: int, histogram: list[int], nodes: np.ndarray, free: FreeResources) -> bool:
+        """``find``'s early exits, on counts (see ``SurelyFails``): no node with the GPUs
+        free; for a wider job on equal nodes, too few whole free nodes or no other node
+        for the remainder."""
+        per_node, uniform = partition_shape(nodes, free)
+        if gpus <= per_node or gpus <= 0:
+            return _no_node_with(histogram, gpus, per_node)
+        if not uniform:
+            return False
+        full, rest = divmod(gpus, per_node)
+        if histogram[per_node] < full:
+            return True
+        return rest > 0 and sum(histogram[rest:]) - full <= 0
 
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         g = job.num_gpus

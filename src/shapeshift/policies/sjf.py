@@ -120,7 +120,8 @@ class SrtfPolicy(ComposedPolicy):
             self._place_waiting(view, partition, free, (j for _, j in queue.iterate(view)), changes, reasons)
             return  # everyone fits: no running job needs ranking, nobody is evicted
         table = self._tables.of(view, partition)
-        ranking = RunningRanking.of(table.ids, table.columns, view.now)
+        ranking = RunningRanking.of(table.ids, table.columns, view.now, table.hint)
+        table.hint = ranking.order
         capacity = view.capacity_gpus(partition)
         choice = choose(
             ranking, lambda bound: queue.iterate(view, bound), lambda j: ordering._facts(view, j)[3], capacity

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -37,28 +37,47 @@ class RunningRanking:
     submit: np.ndarray
     gpus: np.ndarray
     started: np.ndarray
+    #: GPUs of ranks ``0..k`` together (``cumsum(gpus)``): a block of ranks that fits is
+    #: recognised from two of these, without touching the block.
+    prefix: np.ndarray
 
     @classmethod
-    def of(cls, row_ids: list[str], columns: np.ndarray, now: float) -> RunningRanking:
+    def of(cls, row_ids: list[str], columns: np.ndarray, now: float, hint: np.ndarray | None = None) -> RunningRanking:
         """Rank the jobs of a ``RunningTable``. Remaining time is ``max(estimate -
         progress_at(now), 0)`` with ``progress_at``'s operations: ``done + rate * active``
-        when ``active = now - max(stall, last) > 0``, capped at the job's total work."""
+        when ``active = now - max(stall, last) > 0``, capped at the job's total work.
+
+        ``hint``: distinct rows in a likely order (the table's ``hint``), the rows it lacks
+        merged in. Its order is used only when the remaining times come out strictly
+        increasing, which only the sorted order does, so it changes the cost, never the
+        result; otherwise the rows are sorted."""
         estimate, submit, done, last, stall, rate, total = (
             columns[c] for c in (ESTIMATE, SUBMIT, DONE, LAST, STALL, RATE, TOTAL)
         )
-        remaining = estimate - progress_on_arrays(done, last, stall, rate, total, now)
-        remaining[remaining < 0.0] = 0.0
-        order = np.lexsort((submit, remaining))
-        remaining, submit = remaining[order], submit[order]
-        tied = (remaining[1:] == remaining[:-1]) & (submit[1:] == submit[:-1])
-        if tied.any():  # rare: equal keys, ranked by job id as tuples would be
-            keyed = sorted(zip(remaining.tolist(), submit.tolist(), [row_ids[i] for i in order.tolist()],
-                               order.tolist(), strict=True))
-            order = np.array([k[3] for k in keyed], dtype=np.int64)
-            remaining = np.array([k[0] for k in keyed])
-            submit = np.array([k[1] for k in keyed])
+        left = estimate - progress_on_arrays(done, last, stall, rate, total, now)
+        left[left < 0.0] = 0.0
+        order = None if hint is None else _from_hint(left, hint)
+        if order is not None:
+            remaining = left[order]
+            if not (remaining[1:] > remaining[:-1]).all():
+                order = None
+        if order is None:
+            order = np.argsort(left, kind="stable")
+            remaining = left[order]
+        if not (remaining[1:] > remaining[:-1]).all():  # equal remaining: by submit time, then job id
+            order = np.lexsort((submit, left))
+            remaining, submit = left[order], submit[order]
+            tied = (remaining[1:] == remaining[:-1]) & (submit[1:] == submit[:-1])
+            if tied.any():  # rare: equal keys, ranked by job id as tuples would be
+                keyed = sorted(zip(remaining.tolist(), submit.tolist(), [row_ids[i] for i in order.tolist()],
+                                   order.tolist(), strict=True))
+                order = np.array([k[3] for k in keyed], dtype=np.int64)
+                remaining = np.array([k[0] for k in keyed])
+                submit = np.array([k[1] for k in keyed])
+        else:
+            submit = submit[order]
         gpus = columns[GPUS][order].astype(np.int64)
-        return cls(order, row_ids, remaining, submit, gpus, columns[STARTED][order])
+        return cls(order, row_ids, remaining, submit, gpus, columns[STARTED][order], np.cumsum(gpus))
 
     def __len__(self) -> int:
         return len(self.order)
@@ -75,13 +94,13 @@ class RunningRanking:
             k += 1
         return max(k, start)
 
-    def victims(self, chosen: list[int], lease: float, now: float) -> tuple[RankedIds, float | None]:
-        """The running jobs not ``chosen`` (rank indexes), worst-ranked first, that may be
-        evicted now, and the first instant a lease keeping one of the others ends
-        (``None``: no lease in the way). A job's lease ends ``lease`` seconds after its
-        current run started."""
+    def victims(self, chosen: Spans, lease: float, now: float) -> tuple[RankedIds, float | None]:
+        """The running jobs not ``chosen``, worst-ranked first, that may be evicted now,
+        and the first instant a lease keeping one of the others ends (``None``: no lease
+        in the way). A job's lease ends ``lease`` seconds after its current run started."""
         spare = np.ones(len(self.order), dtype=bool)
-        spare[chosen] = False
+        for start, stop in chosen.spans:
+            spare[start:stop] = False
         ranks = np.flatnonzero(spare)[::-1]
         first: float | None = None
         if lease > 0:
@@ -91,6 +110,38 @@ class RunningRanking:
                 first = float(expiry[held].min())
                 ranks = ranks[~held]
         return RankedIds(self, ranks.tolist()), first
+
+
+def _from_hint(left: np.ndarray, hint: np.ndarray) -> np.ndarray:
+    """The rows in ``hint``'s order, with the rows it lacks merged in by ``left`` (a
+    binary search each, as if ``hint`` were sorted by ``left``; the caller checks)."""
+    if len(hint) == len(left):
+        return hint
+    fresh = np.ones(len(left), dtype=bool)
+    fresh[hint] = False
+    new = np.flatnonzero(fresh)
+    new = new[np.argsort(left[new], kind="stable")]
+    at = np.searchsorted(left[hint], left[new]).tolist()
+    pieces, start = [], 0
+    for k, stop in enumerate(at):  # a few rows: slices beat np.insert's set-up
+        pieces += (hint[start:stop], new[k : k + 1])
+        start = stop
+    pieces.append(hint[start:])
+    return np.concatenate(pieces)
+
+
+class Spans:
+    """Rank indexes taken by a walk, kept as runs ``(start, stop)``: the walk takes whole
+    blocks of ranks at a time, and the eviction pass wants the complement as a mask."""
+
+    __slots__ = ("spans",)
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int]] = []
+
+    def extend(self, ranks: range) -> None:
+        if ranks:
+            self.spans.append((ranks.start, ranks.stop))
 
 
 class RankedIds(Sequence[str]):
@@ -122,7 +173,7 @@ class RankedIds(Sequence[str]):
 class Choice:
     """Which jobs the merged ranking keeps: running ones by rank index, waiting ones in order."""
 
-    running: list[int]
+    running: Spans
     newcomers: list[str]
     #: Waiting jobs that did not fit the GPUs left: (job id, GPUs, GPUs left then).
     too_big: list[tuple[str, int, int]]
@@ -140,15 +191,14 @@ def choose(
     ``waiting_within(bound)`` gives the waiting jobs in key order, and may skip those
     wider than ``bound()`` GPUs: they could not be taken, and skipping them only merges
     the running blocks around them into one, which ``take_block`` takes the same way."""
-    choice = Choice([], [], [])
+    choice = Choice(Spans(), [], [])
     waiting = waiting_within(lambda: capacity)
-    g = ranking.gpus
     n = len(ranking)
     i = 0
     while capacity > 0:
         entry = next(waiting, None)
         end = n if entry is None else ranking.position(entry[0], entry[1], i)
-        i, capacity = take_block(g, i, end, capacity, choice.running)
+        i, capacity = _take_ranks(ranking, i, end, capacity, choice.running)
         if capacity == 0 or entry is None:
             break
         job_id = entry[1]
@@ -161,7 +211,51 @@ def choose(
     return choice
 
 
-def take_block(g: np.ndarray, start: int, end: int, capacity: int, taken: list[int]) -> tuple[int, int]:
+def _take_ranks(ranking: RunningRanking, start: int, end: int, capacity: int, taken: Spans) -> tuple[int, int]:
+    """``take_block`` over ranks ``start..end-1``, read off the prefix sums: a block's
+    GPUs, the longest run that fits and where the GPUs run out are each a subtraction or
+    a binary search, not a pass over the block."""
+    if start >= end:
+        return start, capacity
+    prefix = ranking.prefix
+    base = int(prefix[start - 1]) if start else 0
+    used = int(prefix[end - 1]) - base
+    if used < capacity:
+        taken.extend(range(start, end))
+        return end, capacity - used
+    if used == capacity:  # stops at the first job that uses up the last GPU
+        stop = int(np.searchsorted(prefix, base + capacity, side="left")) + 1
+        taken.extend(range(start, stop))
+        return stop, 0
+    g = ranking.gpus
+    i = start
+    while i < end and capacity > 0:
+        # The longest run that fits whole is taken; the job after it does not fit and is
+        # skipped, and the walk jumps to the next job that fits what is left.
+        base = int(prefix[i - 1]) if i else 0
+        stop = int(np.searchsorted(prefix, base + capacity, side="left"))
+        if stop < end and int(prefix[stop]) == base + capacity:
+            stop += 1  # the job that uses up the last GPU ends the walk
+        stop = min(stop, end)
+        if stop > i:
+            taken.extend(range(i, stop))
+            capacity -= int(prefix[stop - 1]) - base
+            i = stop
+            if capacity == 0:
+                return i, 0
+        fits = g[i:end] <= capacity
+        first = int(fits.argmax()) if fits.size else 0
+        if not fits.size or not fits[first]:
+            return end, capacity
+        i += first
+    return (end if capacity > 0 else i), capacity
+
+
+class _Taken(Protocol):
+    def extend(self, ranks: range, /) -> None: ...
+
+
+def take_block(g: np.ndarray, start: int, end: int, capacity: int, taken: _Taken) -> tuple[int, int]:
     """Running jobs ``start..end-1`` in rank order, each taken if its GPUs fit; stops at the
     job that uses up the last GPU. Returns the next index and the GPUs left."""
     if start >= end:
@@ -178,7 +272,9 @@ def take_block(g: np.ndarray, start: int, end: int, capacity: int, taken: list[i
         # The longest run that fits whole is taken; the job after it does not fit and is
         # skipped, and the walk jumps to the next job that fits what is left.
         used = np.cumsum(g[i:end])
-        run = int(np.searchsorted(used, capacity, side="right"))
+        run = int(np.searchsorted(used, capacity, side="left"))
+        if run < used.size and used[run] == capacity:
+            run += 1  # the job that uses up the last GPU ends the walk
         if run:
             taken.extend(range(i, i + run))
             capacity -= int(used[run - 1])

@@ -51,7 +51,7 @@ def _row(facts: Facts) -> tuple[float, ...]:
 class RunningTable:
     """One partition's running jobs: ``ids[i]`` is the job of row ``i`` of ``columns``."""
 
-    __slots__ = ("_data", "_row_of", "ids")
+    __slots__ = ("_data", "_row_of", "hint", "ids")
 
     def __init__(self) -> None:
         self.ids: list[str] = []
@@ -59,6 +59,10 @@ class RunningTable:
         #: One column per fact (``WIDTH`` rows of the array), one job per column index:
         #: each fact is contiguous for the ranking's array operations.
         self._data = np.empty((WIDTH, 16))
+        #: Rows in the order the last ranking put them, kept through drops; rows added
+        #: since are not in it. Running jobs mostly keep their order from one decision to
+        #: the next, so sorting from this order is nearly a pass (``RunningRanking.of``).
+        self.hint: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -88,6 +92,10 @@ class RunningTable:
         if row is None:
             return
         last = len(self.ids) - 1
+        if self.hint is not None:
+            hint = self.hint[self.hint != row]
+            hint[hint == last] = row
+            self.hint = hint
         moved = self.ids.pop()
         if row != last:
             self._data[:, row] = self._data[:, last]
