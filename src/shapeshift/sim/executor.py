@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
+
+import numpy as np
 
 from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.state import JobStatus
@@ -24,15 +27,50 @@ TIME_DECIMALS = 6
 
 
 class CompletionQueue:
-    """Min-heap of ``(time, seq, job_id, version)``; ``seq`` keeps ties deterministic."""
+    """Min-heap of ``(time, seq, job_id, version)``; ``seq`` keeps ties deterministic.
 
-    def __init__(self) -> None:
+    A preempted or reconfigured job leaves its old entry behind (lazy invalidation). Under
+    policies that restart jobs by the million (LAS and Gavel rotating a long queue through
+    the cluster) those dead entries outnumber the live ones by far, and each pop pays for
+    the heap's height. With ``is_live`` (``(job_id, version) -> bool``, which once False
+    stays False: a job's version only grows), the heap drops its dead entries whenever
+    it has grown to twice its live size. Nothing observable changes: a dead entry is
+    never acted on, and ``any_after`` and ``dropped_at`` answer what the simulation loop
+    would have seen of it (it ends a stuck run only once no entry, dead or alive, is left).
+    """
+
+    #: Below this many entries the heap is never compacted.
+    MIN_COMPACT = 4096
+
+    def __init__(self, is_live: Callable[[str, int], bool] | None = None) -> None:
         self._heap: list[tuple[float, int, str, int]] = []
         self._seq = 0
+        self.is_live = is_live
+        self._compact_at = self.MIN_COMPACT
+        #: Times of the dead entries dropped by compaction, one array per compaction, and
+        #: the latest of them.
+        self._dropped: list[np.ndarray] = []
+        self._dropped_until = -math.inf
 
     def push(self, time: float, job_id: str, version: int) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (round(time, TIME_DECIMALS), self._seq, job_id, version))
+        if len(self._heap) >= self._compact_at and self.is_live is not None:
+            self._compact(self.is_live)
+
+    def _compact(self, is_live: Callable[[str, int], bool]) -> None:
+        live, dead = [], []
+        for entry in self._heap:
+            if is_live(entry[2], entry[3]):
+                live.append(entry)
+            else:
+                dead.append(entry[0])
+        heapq.heapify(live)  # same (time, seq) keys: the same pop order
+        self._heap = live
+        if dead:
+            self._dropped.append(np.array(dead))
+            self._dropped_until = max(self._dropped_until, max(dead))
+        self._compact_at = max(2 * len(live), self.MIN_COMPACT)
 
     def peek_time(self) -> float:
         return self._heap[0][0] if self._heap else math.inf
@@ -40,6 +78,16 @@ class CompletionQueue:
     def pop(self) -> tuple[float, str, int]:
         time, _, job_id, version = heapq.heappop(self._heap)
         return time, job_id, version
+
+    def any_after(self, now: float) -> bool:
+        """Whether an entry later than ``now`` is queued, dead ones included (as if none had
+        been dropped), once every entry up to ``now`` was popped."""
+        return bool(self._heap) or self._dropped_until > now
+
+    def dropped_at(self, now: float) -> bool:
+        """Whether a dropped dead entry was due exactly at ``now`` (the loop would have
+        seen a completion time there)."""
+        return self._dropped_until >= now and any(bool((times == now).any()) for times in self._dropped)
 
     def __len__(self) -> int:
         return len(self._heap)

@@ -76,6 +76,8 @@ def simulate(
     completions = CompletionQueue()
     executor = SimulatedExecutor(throughput or TraceSpeedModel(cluster), completions, interference)
     engine = Engine(cluster, policy, executor, overheads)
+    statuses = engine.jobs
+    completions.is_live = lambda job_id, version: statuses[job_id].version == version
     period = round_length(policy, round_seconds)
     arrivals = sorted(jobs, key=lambda j: j.submit_time)
     n = len(arrivals)
@@ -88,7 +90,7 @@ def simulate(
     inf = math.inf
     # Bound once: this loop runs once per event.
     peek, pop = completions.peek_time, completions.pop
-    statuses, crossed_boundary, running = engine.jobs, executor.crossed_boundary, JobState.RUNNING
+    crossed_boundary, running = executor.crossed_boundary, JobState.RUNNING
 
     while True:
         t_arrival = arrivals[cursor].submit_time if cursor < n else inf
@@ -129,7 +131,7 @@ def simulate(
         schedule = engine.step(now)
         if period is not None and next_round <= now:
             next_round = (math.floor(now / period) + 1) * period
-        if timer_only and not completions and cursor >= n:
+        if timer_only and cursor >= n and not completions.any_after(now) and not completions.dropped_at(now):
             # Nothing will complete (no job runs, or every running job is stuck at speed
             # 0) and nothing will arrive: a policy that keeps its schedule unchanged
             # would spin the timer forever. Some policies' choices move with time alone
