@@ -50,19 +50,24 @@ class RunningRanking:
         ``hint``: distinct rows in a likely order (the table's ``hint``), the rows it lacks
         merged in. Its order is used only when the remaining times come out strictly
         increasing, which only the sorted order does, so it changes the cost, never the
-        result; otherwise the rows are sorted."""
-        estimate, submit, done, last, stall, rate, total = (
-            columns[c] for c in (ESTIMATE, SUBMIT, DONE, LAST, STALL, RATE, TOTAL)
-        )
-        left = estimate - progress_on_arrays(done, last, stall, rate, total, now)
-        left[left < 0.0] = 0.0
+        result; otherwise the rows are sorted. A hint of every row (no job started since
+        the last ranking) gathers the columns in its order once and ranks them there: the
+        same element-wise operations, so the same values."""
+        if hint is not None and len(hint) == columns.shape[1]:
+            ordered = columns[:, hint]
+            remaining = _remaining(ordered, now)
+            if (remaining[1:] > remaining[:-1]).all():
+                gpus = ordered[GPUS].astype(np.int64)
+                return cls(hint, row_ids, remaining, ordered[SUBMIT], gpus, ordered[STARTED], gpus.cumsum())
+        left = _remaining(columns, now)
+        submit = columns[SUBMIT]
         order = None if hint is None else _from_hint(left, hint)
         if order is not None:
             remaining = left[order]
             if not (remaining[1:] > remaining[:-1]).all():
                 order = None
         if order is None:
-            order = np.argsort(left, kind="stable")
+            order = left.argsort(kind="stable")
             remaining = left[order]
         if not (remaining[1:] > remaining[:-1]).all():  # equal remaining: by submit time, then job id
             order = np.lexsort((submit, left))
@@ -77,7 +82,7 @@ class RunningRanking:
         else:
             submit = submit[order]
         gpus = columns[GPUS][order].astype(np.int64)
-        return cls(order, row_ids, remaining, submit, gpus, columns[STARTED][order], np.cumsum(gpus))
+        return cls(order, row_ids, remaining, submit, gpus, columns[STARTED][order], gpus.cumsum())
 
     def __len__(self) -> int:
         return len(self.order)
@@ -88,7 +93,7 @@ class RunningRanking:
     def position(self, key: tuple[float, float], job_id: str, start: int) -> int:
         """Index of the first running job ranked after the waiting job (key, job_id)."""
         remaining, submit = key
-        k = int(np.searchsorted(self.remaining, remaining, side="left"))
+        k = int(self.remaining.searchsorted(remaining))
         n = len(self.order)
         while k < n and self.remaining[k] == remaining and (self.submit[k], self.id_at(k)) < (submit, job_id):
             k += 1
@@ -97,19 +102,51 @@ class RunningRanking:
     def victims(self, chosen: Spans, lease: float, now: float) -> tuple[RankedIds, float | None]:
         """The running jobs not ``chosen``, worst-ranked first, that may be evicted now,
         and the first instant a lease keeping one of the others ends (``None``: no lease
-        in the way). A job's lease ends ``lease`` seconds after its current run started."""
-        spare = np.ones(len(self.order), dtype=bool)
-        for start, stop in chosen.spans:
-            spare[start:stop] = False
-        ranks = np.flatnonzero(spare)[::-1]
+        in the way). A job's lease ends ``lease`` seconds after its current run started.
+
+        The walk takes most running jobs in a few spans, so the ranks left out are read
+        off the gaps between them; their leases are checked one by one when they are
+        few, on arrays when they are many (the same additions and comparisons)."""
+        gaps, at = [], 0
+        for start, stop in chosen.spans:  # increasing and disjoint, as the walk takes them
+            if start > at:
+                gaps.append((at, start))
+            at = stop
+        if at < len(self.order):
+            gaps.append((at, len(self.order)))
+        ranks = [k for start, stop in reversed(gaps) for k in range(stop - 1, start - 1, -1)]
         first: float | None = None
-        if lease > 0:
-            expiry = self.started[ranks] + lease
-            held = expiry > now
-            if held.any():
-                first = float(expiry[held].min())
-                ranks = ranks[~held]
-        return RankedIds(self, ranks.tolist()), first
+        if lease > 0 and ranks:
+            if len(ranks) > _FEW:
+                picked = np.array(ranks)
+                expiry = self.started[picked] + lease
+                held = expiry > now
+                if held.any():
+                    first = float(expiry[held].min())
+                    ranks = picked[~held].tolist()
+            else:
+                started, free = self.started, []
+                for k in ranks:
+                    ends = started[k] + lease
+                    if ends > now:
+                        first = float(ends) if first is None or ends < first else first
+                    else:
+                        free.append(k)
+                ranks = free
+        return RankedIds(self, ranks), first
+
+
+#: Up to this many eviction candidates, their leases are checked one by one.
+_FEW = 32
+
+
+def _remaining(columns: np.ndarray, now: float) -> np.ndarray:
+    """Each job's ``max(estimate - progress_at(now), 0)``, element-wise (a new array)."""
+    left = columns[ESTIMATE] - progress_on_arrays(
+        columns[DONE], columns[LAST], columns[STALL], columns[RATE], columns[TOTAL], now
+    )
+    left[left < 0.0] = 0.0
+    return left
 
 
 def _from_hint(left: np.ndarray, hint: np.ndarray) -> np.ndarray:
@@ -120,8 +157,8 @@ def _from_hint(left: np.ndarray, hint: np.ndarray) -> np.ndarray:
     fresh = np.ones(len(left), dtype=bool)
     fresh[hint] = False
     new = np.flatnonzero(fresh)
-    new = new[np.argsort(left[new], kind="stable")]
-    at = np.searchsorted(left[hint], left[new]).tolist()
+    new = new[left[new].argsort(kind="stable")]
+    at = left[hint].searchsorted(left[new]).tolist()
     pieces, start = [], 0
     for k, stop in enumerate(at):  # a few rows: slices beat np.insert's set-up
         pieces += (hint[start:stop], new[k : k + 1])
@@ -224,7 +261,7 @@ def _take_ranks(ranking: RunningRanking, start: int, end: int, capacity: int, ta
         taken.extend(range(start, end))
         return end, capacity - used
     if used == capacity:  # stops at the first job that uses up the last GPU
-        stop = int(np.searchsorted(prefix, base + capacity, side="left")) + 1
+        stop = int(prefix.searchsorted(base + capacity)) + 1
         taken.extend(range(start, stop))
         return stop, 0
     g = ranking.gpus
@@ -233,7 +270,7 @@ def _take_ranks(ranking: RunningRanking, start: int, end: int, capacity: int, ta
         # The longest run that fits whole is taken; the job after it does not fit and is
         # skipped, and the walk jumps to the next job that fits what is left.
         base = int(prefix[i - 1]) if i else 0
-        stop = int(np.searchsorted(prefix, base + capacity, side="left"))
+        stop = int(prefix.searchsorted(base + capacity))
         if stop < end and int(prefix[stop]) == base + capacity:
             stop += 1  # the job that uses up the last GPU ends the walk
         stop = min(stop, end)
@@ -261,7 +298,7 @@ def take_block(g: np.ndarray, start: int, end: int, capacity: int, taken: _Taken
     if start >= end:
         return start, capacity
     block = g[start:end]
-    used = np.cumsum(block)
+    used = block.cumsum()
     if used[-1] <= capacity:
         full = np.flatnonzero(used == capacity)
         stop = start + int(full[0]) + 1 if full.size else end
@@ -271,8 +308,8 @@ def take_block(g: np.ndarray, start: int, end: int, capacity: int, taken: _Taken
     while i < end and capacity > 0:
         # The longest run that fits whole is taken; the job after it does not fit and is
         # skipped, and the walk jumps to the next job that fits what is left.
-        used = np.cumsum(g[i:end])
-        run = int(np.searchsorted(used, capacity, side="left"))
+        used = g[i:end].cumsum()
+        run = int(used.searchsorted(capacity))
         if run < used.size and used[run] == capacity:
             run += 1  # the job that uses up the last GPU ends the walk
         if run:
