@@ -230,23 +230,25 @@ class FreeResources:
     def take(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
         """Take ``alloc``; ``gpus`` (per node), when given, is how many *empty* GPUs it
         occupies, for allocations that join GPUs other jobs hold."""
-        counts = self.counts
+        counts, free, cpus, mem = self.counts, self.gpus, self.cpus, self.mem
         for n, r in alloc.placement:
             taken = r.gpus if gpus is None else gpus.get(n, 0)
-            if taken and counts is not None:
-                before = int(self.gpus[n])
-                counts.moved(n, before, before - taken)
-            self.gpus[n] -= taken
-            self.cpus[n] -= r.cpus
-            self.mem[n] -= r.mem_gb
+            if taken:
+                before = int(free[n])
+                free[n] = before - taken
+                if counts is not None:
+                    counts.moved(n, before, before - taken)
+            cpus[n] -= r.cpus
+            mem[n] -= r.mem_gb
 
     def give(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
-        counts = self.counts
+        counts, free, cpus, mem = self.counts, self.gpus, self.cpus, self.mem
         for n, r in alloc.placement:
             given = r.gpus if gpus is None else gpus.get(n, 0)
-            if given and counts is not None:
-                before = int(self.gpus[n])
-                counts.moved(n, before, before + given)
-            self.gpus[n] += given
-            self.cpus[n] += r.cpus
-            self.mem[n] += r.mem_gb
+            if given:
+                before = int(free[n])
+                free[n] = before + given
+                if counts is not None:
+                    counts.moved(n, before, before + given)
+            cpus[n] += r.cpus
+            mem[n] += r.mem_gb
