@@ -277,14 +277,15 @@ class ThemisPolicy:
         plain scan reproduces)."""
         nodes = view.partitions[partition]
         free_gpus = free.free_gpus_in(nodes)
-        rows = table.rows_within(free_gpus)
-        if (table.gpus[rows] == 0).any():
+        widths = np.array(table.shape_gpus, dtype=np.int64)
+        # Shapes with a waiting job: those within the free GPUs are the rows' shapes.
+        waiting = np.array(table.shape_rows, dtype=np.int64) > 0
+        if (waiting & (widths == 0)).any():
             return False
+        rows = table.rows_within(free_gpus)
         if rows.size == 0:
             return True
         rho = table.rho(rows, view.now, view.capacity_gpus(partition), integral, active)
-        live = np.unique(table.shape[rows])
-        widths = np.array(table.shape_gpus, dtype=np.int64)
         # A shape that failed to place since the last start would fail again, and one
         # wider than the free GPUs cannot fit: jobs of those shapes are passed over, in
         # array steps rather than one by one.
@@ -306,8 +307,10 @@ class ThemisPolicy:
                 if alloc is None:
                     allowed[code] = False
                     reasons[job_id] = self._fill._explain(view, partition, spec.num_gpus, free_gpus)
-                    if not allowed[live].any():
-                        return True  # no job left could be placed before another one starts
+                    if not (allowed & waiting).any():
+                        # no job left could be placed before another one starts (an allowed
+                        # shape is within the free GPUs, so among the rows' shapes)
+                        return True
                     continue
                 changes[job_id] = alloc
                 free.take(alloc)

@@ -44,8 +44,11 @@ class WaitingTable:
         self.ids: list[str | None] = [None] * size
         self.row: dict[str, int] = {}
         self._free = list(range(size - 1, -1, -1))
+        #: expected duration, at least 1e-9 s (as ``finish_time_fairness`` floors it)
         self.duration = np.zeros(size)
         self.gpus = np.zeros(size, dtype=np.int64)
+        #: GPUs, at least 1 (the demand ``finish_time_fairness`` divides by the share)
+        self.demand = np.zeros(size, dtype=np.int64)
         self.submit = np.zeros(size)
         #: remaining work / rate (1.0 for a stopped job), fixed while the job waits
         self.remaining = np.zeros(size)
@@ -55,6 +58,8 @@ class WaitingTable:
         self.used = np.zeros(size, dtype=bool)
         self._shapes: dict[Shape, int] = {}
         self.shape_gpus: list[int] = []
+        #: waiting jobs of each shape code
+        self.shape_rows: list[int] = []
 
     def __len__(self) -> int:
         return len(self.row)
@@ -82,8 +87,9 @@ class WaitingTable:
         spec = status.spec
         self.ids[i] = job_id
         self.row[job_id] = i
-        self.duration[i] = view.expected_duration(job_id)
+        self.duration[i] = max(view.expected_duration(job_id), 1e-9)
         self.gpus[i] = spec.num_gpus
+        self.demand[i] = max(spec.num_gpus, 1)
         self.submit[i] = spec.submit_time
         self.remaining[i] = view.remaining(job_id) / (status.rate if status.rate > 0 else 1.0)
         if contention is not None:
@@ -94,7 +100,9 @@ class WaitingTable:
         if code is None:
             code = self._shapes[shape] = len(self.shape_gpus)
             self.shape_gpus.append(spec.num_gpus)
+            self.shape_rows.append(0)
         self.shape[i] = code
+        self.shape_rows[code] += 1
         self.used[i] = True
 
     def remove(self, job_id: str) -> None:
@@ -103,13 +111,15 @@ class WaitingTable:
             return
         self.ids[i] = None
         self.used[i] = False
+        self.shape_rows[int(self.shape[i])] -= 1
         self._free.append(i)
 
     def _grow(self) -> None:
         size = len(self.ids)
         self.ids.extend([None] * size)
         self._free.extend(range(2 * size - 1, size - 1, -1))
-        for name in ("duration", "gpus", "submit", "remaining", "mark_integral", "mark_time", "shape", "used"):
+        columns = ("duration", "gpus", "demand", "submit", "remaining", "mark_integral", "mark_time", "shape", "used")
+        for name in columns:
             column = getattr(self, name)
             setattr(self, name, np.concatenate([column, np.zeros_like(column)]))
 
@@ -128,10 +138,8 @@ class WaitingTable:
             span = now - self.mark_time[rows]
             with np.errstate(divide="ignore", invalid="ignore"):
                 contention = np.where(span > 0, (integral - self.mark_integral[rows]) / span, float(active))
-        duration = np.maximum(self.duration[rows], 1e-9)
         share = capacity / np.maximum(contention, 1.0)
-        demand = np.maximum(self.gpus[rows], 1)
-        ideal = duration * np.maximum(1.0, demand / share)
+        ideal = self.duration[rows] * np.maximum(1.0, self.demand[rows] / share)
         shared = (now - self.submit[rows]) + self.remaining[rows]
         return shared / ideal
 
