@@ -9,6 +9,7 @@ import pytest
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
+from shapeshift.model import ClusterSpec, NodeSpec
 from shapeshift.policies import estimators
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.estimators import OracleEstimator, make_estimator
@@ -43,6 +44,24 @@ def test_srtf_lease_keeps_a_fresh_job_running_until_it_ends():
     result = run([job("a", 0, 1, 1000), job("b", 10, 1, 20)], "1x1", "srtf", overheads=Overheads(0.0, 0.0))
     assert by_id(result)["b"].first_start == 300
     assert jcts(result) == {"a": 1020, "b": 310}
+
+
+@pytest.mark.parametrize("args", [{}, {"mode": "event"}], ids=["srtf", "las-event"])
+def test_a_lease_wake_up_survives_decisions_in_other_partitions(args):
+    # Two VCs of one 1-GPU node each, no restart penalty. In vc a, a1 (1,000 s) starts at
+    # 0; a2 (50 s) arrives at 10 and outranks it (SRTF: 50 < 990 s left; LAS: no service
+    # yet), but a1 holds its 300 s lease: a2 starts when it ends, at 300, and runs
+    # 300-350; a1 resumes at 350 with 700 s left and ends at 1,050. b1 arriving in vc b
+    # at 100 (runs 100-120) must change nothing in vc a: the decision it causes is vc b's.
+    # (It once replaced vc a's wake-up with vc b's none, and a2 waited until 1,000.)
+    policy = "srtf" if not args else "las"
+    cluster = ClusterSpec(
+        tuple(NodeSpec(f"n{i}", gpus=1, cpus=8, mem_gb=64) for i in range(2)), partitions={"a": ("n0",), "b": ("n1",)}
+    )
+    for other in ([], [job("b1", 100, 1, 20, vc="b")]):
+        trace = [job("a1", 0, 1, 1000, vc="a"), job("a2", 10, 1, 50, vc="a"), *other]
+        jobs = by_id(run(trace, cluster, policy, args={"lease": "300", **args}, overheads=Overheads(0.0, 0.0)))
+        assert (jobs["a2"].first_start, jobs["a2"].end_time, jobs["a1"].end_time) == (300, 350, 1050)
 
 
 def test_srtf_does_not_preempt_for_a_longer_arrival():

@@ -112,7 +112,10 @@ class ComposedPolicy:
     def __post_init__(self) -> None:
         self._queues: dict[str, StaticKeyQueue] | None = None
         self._shapes: dict[str, ShapeQueue] | None = None
-        self._wake: float | None = None
+        #: partition -> when the first lease keeping one of its newcomers waiting ends. A
+        #: partition's request stands until its next decision: a decision elsewhere must
+        #: not drop it (the schedule's wake-up is one instant for the whole cluster).
+        self._wakes: dict[str, float] = {}
         self._prepare = getattr(self.ordering, "prepare", None)
         if getattr(self.ordering, "static_keys", False) and getattr(self.admission, "admits_all", False):
             self._queues = {}
@@ -136,6 +139,7 @@ class ComposedPolicy:
         if self._prepare is not None:
             self._prepare(view)
         for partition in sorted(view.dirty_partitions):
+            self._wakes.pop(partition, None)
             if view.pending_count(partition) == 0 and not self.ordering.preemptive:
                 continue
             scratch = scratch if scratch is not None else view.scratch()
@@ -144,7 +148,7 @@ class ComposedPolicy:
             else:
                 self._decide_greedy(view, partition, scratch, changes, reasons)
         default = "waiting behind higher-priority jobs"
-        wake, self._wake = self._wake, None
+        wake = min(self._wakes.values()) if self._wakes else None
         return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason=default, wake_at=wake)
 
     def _queue(self, view: ClusterView, partition: str) -> StaticKeyQueue | None:
@@ -361,7 +365,8 @@ class ComposedPolicy:
             if alloc is None:
                 reasons[job_id] = self._explain(view, partition, spec.num_gpus, evictions.free_count())
                 if first_lease is not None:  # decide again when the first lease in the way runs out
-                    self._wake = first_lease if self._wake is None else min(self._wake, first_lease)
+                    wake = self._wakes.get(partition)
+                    self._wakes[partition] = first_lease if wake is None else min(wake, first_lease)
                     reasons[job_id] += f"; running jobs hold their GPUs until their lease ends ({first_lease:g} s)"
                 continue
             changes[job_id] = alloc
