@@ -123,7 +123,7 @@ def _evict_and_try_after_each_victim(self, view, partition, free, newcomers, vic
         if alloc is None:
             reasons[job_id] = self._explain(view, partition, spec.num_gpus, free.free_gpus_in(nodes))
             if first_lease is not None:
-                self._wake = first_lease if self._wake is None else min(self._wake, first_lease)
+                self._wake_when_lease_ends(partition, first_lease)
                 reasons[job_id] += f"; running jobs hold their GPUs until their lease ends ({first_lease:g} s)"
             continue
         changes[job_id] = alloc

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.base import EVENT_TRIGGERS
+from shapeshift.policies.base import EVENT_TRIGGERS, ROUND
 from shapeshift.policies.evictions import Evictions
 from shapeshift.policies.placement import Placement
 from shapeshift.policies.queues import ShapeQueue, StaticKeyQueue
@@ -122,15 +122,19 @@ class ComposedPolicy:
 
     @property
     def partition_local(self) -> bool:
-        """Whether a partition's decisions read only that partition's jobs and state: no
-        rounds or lease wake-ups (cluster-wide timers) and parts that say so. Such a run
-        can be simulated one partition at a time (``shapeshift.runs.parallel``)."""
-        return (
-            self.default_round is None
-            and self.lease == 0
-            and getattr(self.ordering, "partition_local", False)
-            and getattr(self.admission, "partition_local", False)
-        )
+        """Whether the run can be simulated one partition at a time
+        (``shapeshift.runs.parallel``): the parts read only the partition they are asked
+        about, and the cluster-wide timers change nothing where they were not due. Rounds
+        never do (a round in a partition with no job decides nothing). A lease's wake-up
+        decides every partition at an instant of its own, unless it falls on a round
+        instant: with decisions at rounds only and a lease of whole rounds, every job
+        starts on a round instant and its lease ends on one."""
+        if not (getattr(self.ordering, "partition_local", False) and getattr(self.admission, "partition_local", False)):
+            return False
+        if self.lease == 0:
+            return True
+        rounds = self.default_round
+        return self.triggers == frozenset({ROUND}) and rounds is not None and (self.lease / rounds).is_integer()
 
     def decide(self, view: ClusterView) -> Schedule:
         changes: dict[str, Allocation | None] = {}
@@ -365,14 +369,18 @@ class ComposedPolicy:
             if alloc is None:
                 reasons[job_id] = self._explain(view, partition, spec.num_gpus, evictions.free_count())
                 if first_lease is not None:  # decide again when the first lease in the way runs out
-                    wake = self._wakes.get(partition)
-                    self._wakes[partition] = first_lease if wake is None else min(wake, first_lease)
+                    self._wake_when_lease_ends(partition, first_lease)
                     reasons[job_id] += f"; running jobs hold their GPUs until their lease ends ({first_lease:g} s)"
                 continue
             changes[job_id] = alloc
             free.take(alloc)
             evictions.took(alloc)
         evictions.restore()
+
+    def _wake_when_lease_ends(self, partition: str, first_lease: float) -> None:
+        """``partition`` asks to decide again at ``first_lease`` (a newcomer waits for it)."""
+        wake = self._wakes.get(partition)
+        self._wakes[partition] = first_lease if wake is None else min(wake, first_lease)
 
     def _explain(self, view: ClusterView, partition: str, gpus: int, free_gpus: int) -> str:
         if gpus <= free_gpus:

@@ -104,6 +104,15 @@ class GavelPolicy(RoundOrFillPolicy):
     name = "gavel"
     waiting_reason = "waiting for a round"
 
+    @property
+    def partition_local(self) -> bool:
+        """Whether runs split by partition exactly (``shapeshift.runs.parallel``): each
+        partition has its own rounds, table, ledger and LP. With Gavel's rounds, another
+        partition's round end decides this one mid-round, which only hands out free GPUs
+        (``fill``, off by default); ranks are handed out across partitions, but only their
+        order within a partition is read."""
+        return self._rounds == "grid" or not self._fill
+
     def __init__(
         self,
         round_seconds: float,
@@ -225,8 +234,10 @@ class GavelPolicy(RoundOrFillPolicy):
             end = self._round_end.get(partition)
             busy = next(iter(view.running(partition)), None) is not None
             # Gavel's round ends at its end time, or earlier once every job of it has
-            # finished; an idle partition starts one as soon as a job is there.
-            if end is None or view.now >= end - _EPS or not busy:
+            # finished; an idle partition starts one as soon as a job is there. The end
+            # is on the 1 us grid, where the wake-up it asks for fires: a wake-up of
+            # another partition a microsecond earlier does not end it.
+            if end is None or view.now >= end or not busy:
                 self._round_end.pop(partition, None)
                 if busy or view.pending_count(partition):
                     self.plan_round(view, partition, free, changes, reasons)

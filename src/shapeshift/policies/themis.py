@@ -199,6 +199,10 @@ class ThemisPolicy:
     each in turn."""
 
     name = "themis"
+    #: Each partition's decisions read its own jobs and contention record; a round in a
+    #: partition with no job changes nothing (its contention integral grows by 0 x the
+    #: time), and nothing asks for wake-ups: runs split by partition exactly.
+    partition_local = True
 
     def __init__(self, knob: float, placement: Placement, round_seconds: float, average_contention: bool = True):
         self.triggers = frozenset({ARRIVAL, COMPLETION, ROUND})

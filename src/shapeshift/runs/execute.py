@@ -25,7 +25,7 @@ from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy, policy_info
 from shapeshift.runs.backends import check_backend
 from shapeshift.runs.models import build_interference, build_throughput
-from shapeshift.runs.parallel import serial_reason, simulate_partitions
+from shapeshift.runs.parallel import NotSplittable, serial_reason, simulate_partitions
 from shapeshift.runs.recording import IntervalRecorder
 from shapeshift.runs.result import RunResult
 from shapeshift.runs.spec import RunSpec
@@ -73,9 +73,13 @@ def run(
             simulation = simulate_partitions(spec, args, workers, progress, backend)
         except ValueError as exc:
             raise InputError(str(exc)) from None
-        summary = summarize(simulation, _policy_extra(spec, inner))
-        throughput = build_throughput(spec.throughput.kind, spec.throughput.path, spec.cluster)
-        return RunResult(spec=spec, summary=summary, simulation=simulation, policy=inner, throughput=throughput)
+        except NotSplittable as exc:
+            if on_serial is not None:
+                on_serial(f"{exc}; simulated again in one process")
+        else:
+            summary = summarize(simulation, _policy_extra(spec, inner))
+            throughput = build_throughput(spec.throughput.kind, spec.throughput.path, spec.cluster)
+            return RunResult(spec=spec, summary=summary, simulation=simulation, policy=inner, throughput=throughput)
     policy: Policy = inner
     ces = None
     if spec.energy is not None:

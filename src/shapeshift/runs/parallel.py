@@ -9,17 +9,33 @@ What the merge has to restore is what the serial loop counts across partitions:
 
 * the job list and the rejections, in the serial order (arrival order, ties in input
   order);
-* ``events``: every arrival and completion belongs to one partition, so they add up;
+* ``events``: every arrival and completion belongs to one partition, so they add up; a
+  round or a wake-up firing is one event of the serial loop whichever partitions it
+  concerns, so those count once per instant;
 * ``decisions``: the serial loop makes one decision per iteration however many partitions
   changed. All events at an instant are handled in the instant's first iteration, and a
   later iteration at the same instant exists only for a job that finished the moment it
   started, so the serial count at an instant is the largest count of any one partition
   there: decisions = sum over instants of max over partitions.
 
-A run is split only when that argument holds (:func:`serial_reason` says why not):
-rounds are cluster-wide timers, a timed wake-up (``Schedule.wake_at``) is one value for
-the whole cluster, CES powers nodes across partitions, history-based estimators learn
-from every partition's jobs, and the recordings and windows are kept by one process.
+Rounds and wake-ups are cluster-wide timers, and the serial loop decides every partition
+when one fires. They still split exactly for policies that say so (``partition_local``):
+
+* the round timer fires on the same grid (multiples of the round) in both, in a partition
+  whenever it has work; the serial run adds rounds only where the partition has no job,
+  and a decision there changes nothing;
+* a wake-up asked for by one partition also decides the others in the serial run; such a
+  policy keeps each partition's own request and decides nothing new in a partition where
+  nothing happened (Tiresias skips it; Gavel's other partitions are mid-round; LAS's
+  leases end on round instants).
+
+A run is split only when those arguments hold (:func:`serial_reason` says why not):
+CES powers nodes across partitions, history-based estimators learn from every
+partition's jobs, a policy may read other partitions or decide something new at another
+partition's wake-up, round instants are exact only for a round of whole seconds, and the
+recordings and windows are kept by one process. A partition that ends stuck (jobs left
+that never start) ends its run by another rule than the serial loop's, so such a split
+run is done again in one process (:class:`NotSplittable`).
 """
 
 from __future__ import annotations
@@ -58,14 +74,21 @@ def serial_reason(spec: RunSpec, policy: Policy) -> str:
         rounds = round_length(policy, spec.round_seconds)
     except ValueError:
         return "the policy needs a round"
-    if rounds is not None:
-        return "scheduling rounds are cluster-wide timers"
+    if rounds is not None and not float(rounds).is_integer():
+        return "round instants are exact across partitions only for a round of whole seconds"
     if not getattr(policy, "partition_local", False):
         return (
             f"policy {spec.policy} with these parameters is not partition-local (it learns across partitions, "
-            "asks for timed wake-ups or decides jointly)"
+            "decides something new at another partition's wake-up, or decides jointly)"
         )
+    lease = getattr(policy, "lease", 0.0)
+    if lease and spec.round_seconds is not None and spec.round_seconds != getattr(policy, "default_round", None):
+        return "a lease wake-up falls on a round instant only with the policy's own round"
     return ""
+
+
+class NotSplittable(Exception):
+    """A partition's run ended stuck: the split cannot stand for the serial run."""
 
 
 class _DecisionClock:
@@ -99,6 +122,9 @@ class _Part:
     events: int
     instants: Counter[float]
     policy: str
+    timers: list[float]
+    wakes: list[float]
+    stopped_idle: bool
 
 
 def _simulate_part(spec: RunSpec, policy_args: dict[str, Any]) -> _Part:
@@ -120,7 +146,10 @@ def _simulate_part(spec: RunSpec, policy_args: dict[str, Any]) -> _Part:
     )
     fields = attrgetter(*_STATE_FIELDS)
     states = [(s.job_id, s.partition, s.state.value, *fields(s)) for s in result.jobs]
-    return _Part(states, result.rejections, result.events, clock.instants, result.policy)
+    return _Part(
+        states, result.rejections, result.events, clock.instants, result.policy,
+        result.timer_instants, result.wake_instants, result.stopped_idle,
+    )
 
 
 def _status(spec: JobSpec, state: tuple[Any, ...]) -> JobStatus:
@@ -171,7 +200,7 @@ def simulate_partitions(
     """The serial simulation of ``spec``, computed one partition per task on ``workers``
     processes, or with at most ``workers`` tasks at once on Ray (``backend="ray"``); the
     caller checked :func:`serial_reason`. ``progress(jobs_done, jobs)`` is called as
-    partitions finish."""
+    partitions finish. Raises ``NotSplittable`` when a partition's run ended stuck."""
     started = time.perf_counter()
     pieces = [dataclasses.replace(spec, workload=piece) for piece in split_by_partition(spec)]
     calls = [(piece, policy_args) for piece in pieces]
@@ -187,6 +216,8 @@ def simulate_partitions(
             jobs = spec.workload.jobs()  # meanwhile: the job objects the merged statuses refer to
             finished = ((futures[future], future.result()) for future in as_completed(futures))
             parts = _collect(finished, len(pieces), len(jobs), progress)
+    if any(part.stopped_idle for part in parts):
+        raise NotSplittable("a partition was left with jobs that never start (its run ends by another rule)")
     by_id = {job.job_id: job for job in jobs}
     # Serial order: arrival time, ties in input order (``simulate`` sorts stably).
     rank = {job.job_id: i for i, job in enumerate(sorted(jobs, key=lambda j: j.submit_time))}
@@ -202,7 +233,9 @@ def simulate_partitions(
         cluster=spec.cluster,
         jobs=[_status(by_id[state[0]], state) for state in states],
         rejections=rejections,
-        events=sum(part.events for part in parts),
+        events=sum(part.events - len(part.timers) - len(part.wakes) for part in parts)
+        + len({at for part in parts for at in part.timers})
+        + len({at for part in parts for at in part.wakes}),
         decisions=sum(instants.values()),
         wall_seconds=time.perf_counter() - started,
     )

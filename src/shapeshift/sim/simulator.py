@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shapeshift.engine.contract import ROUND, Policy
 from shapeshift.engine.engine import Engine, Rejection
@@ -36,6 +36,12 @@ class SimulationResult:
     events: int
     decisions: int
     wall_seconds: float
+    #: Instants at which the round timer and a wake-up fired (each counted in ``events``):
+    #: what a run split by partition merges (``shapeshift.runs.parallel``).
+    timer_instants: list[float] = field(default_factory=list)
+    wake_instants: list[float] = field(default_factory=list)
+    #: The run stopped after ``IDLE_ROUNDS_LIMIT`` unchanged rounds with jobs left.
+    stopped_idle: bool = False
 
 
 #: Unchanged rounds with nothing running or arriving after which a run stops (the jobs
@@ -86,6 +92,9 @@ def simulate(
     events = 0
     finished = 0
     idle_rounds = 0
+    timer_instants: list[float] = []
+    wake_instants: list[float] = []
+    stopped_idle = False
     report_every = max(n // 200, 1)
     inf = math.inf
     # Bound once: this loop runs once per event.
@@ -125,9 +134,11 @@ def simulate(
             engine.fire_timer()
             next_round = now + period  # type: ignore[operator]
             events += 1
+            timer_instants.append(now)
         if t_wake == now:
             engine.fire_wakeup()
             events += 1
+            wake_instants.append(now)
         schedule = engine.step(now)
         if period is not None and next_round <= now:
             next_round = (math.floor(now / period) + 1) * period
@@ -139,6 +150,7 @@ def simulate(
             # after many unchanged rounds, not a few.
             idle_rounds = idle_rounds + 1 if schedule is None or not schedule.changes else 0
             if idle_rounds >= IDLE_ROUNDS_LIMIT:
+                stopped_idle = True
                 break
         if progress is not None and events % report_every == 0:
             progress(finished, n)
@@ -157,4 +169,7 @@ def simulate(
         events=events,
         decisions=engine.decisions,
         wall_seconds=time.perf_counter() - started,
+        timer_instants=timer_instants,
+        wake_instants=wake_instants,
+        stopped_idle=stopped_idle,
     )
