@@ -95,6 +95,10 @@ class _Types:
         names = tuple(sorted({cluster.nodes[int(n)].gpu_type for n in nodes}))
         index = {name: i for i, name in enumerate(names)}
         per = [np.array([int(n) for n in nodes if cluster.nodes[int(n)].gpu_type == t], dtype=np.int64) for t in names]
+        if len(per) == 1:
+            # One type: its nodes are the partition's, and placing on the partition's own
+            # array reads the free-GPU counts kept for it instead of scanning the nodes.
+            per = [nodes]
         gpus = np.array([sum(cluster.nodes[int(n)].gpus for n in p) for p in per], dtype=np.int64)
         node_type = {int(n): index[cluster.nodes[int(n)].gpu_type] for n in nodes}
         return cls(names, tuple(per), gpus, node_type)
