@@ -144,8 +144,8 @@ class ComposedPolicy:
             self._prepare(view)
         for partition in sorted(view.dirty_partitions):
             self._wakes.pop(partition, None)
-            if view.pending_count(partition) == 0 and not self.ordering.preemptive:
-                continue
+            if view.pending_count(partition) == 0 and (not self.ordering.preemptive or not view.running(partition)):
+                continue  # nothing waits, or nothing at all: no decision can change anything
             scratch = scratch if scratch is not None else view.scratch()
             if self.ordering.preemptive:
                 self._decide_preemptive(view, partition, scratch, changes, reasons)
