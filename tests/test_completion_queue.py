@@ -42,19 +42,28 @@ def _pop_until(queue: CompletionQueue, now: float) -> None:
 
 
 def test_dropped_entries_still_count_as_queued_until_their_time():
-    # One job restarted 5,000 times; its dead entries are due at 0..4,998 s and at 9,000 s
-    # (version 4,999), and the live one (version 5,000) at 10 s. The plain heap would still
-    # hold the dead entries after 10 s: the loop ends a stuck run only once none is left,
-    # so ``any_after`` must say True until 9,000 s; and ``dropped_at`` must see a dropped
-    # entry due exactly at 4,000 s (the loop would have had a completion time there).
+    # One job restarted 5,000 times: version 0 due at 9,000 s, versions 1..4,998 at
+    # 1..4,998 s, and the live one (version 5,000) at 10 s. The first compaction (at 4,096
+    # entries) drops the 9,000 s entry among others. The plain heap would still hold it
+    # after 10 s, and the loop ends a stuck run only once no entry is left, nor due at the
+    # instant itself: ``quiet_from`` must say False up to 9,000 s and True after it.
     queue = CompletionQueue(lambda j, v: v == 5000)
-    for version in range(4999):
+    queue.push(9000.0, "a", 0)
+    for version in range(1, 4999):
         queue.push(float(version), "a", version)
-    queue.push(9000.0, "a", 4999)
     queue.push(10.0, "a", 5000)
-    assert len(queue) < 5001  # compacted on the way
-    for now, queued in ((10.0, True), (4000.0, True), (8999.0, True), (9000.0, False)):
+    assert len(queue) < 5000  # compacted on the way
+    for now, quiet in ((10.0, False), (4000.0, False), (8999.0, False), (9000.0, False), (9000.5, True)):
         _pop_until(queue, now)
-        assert queue.any_after(now) is queued
-    assert queue.dropped_at(4000.0)
-    assert not queue.dropped_at(4000.5)
+        assert queue.quiet_from(now) is quiet, now
+
+
+def test_a_dropped_entry_due_at_the_instant_is_seen():
+    # 4,096 dead entries due at 0..4,095 s: the 4,096th push compacts the heap to nothing.
+    # Nothing is queued, but the loop would have seen the last one due at 4,095 s.
+    queue = CompletionQueue(lambda j, v: False)
+    for version in range(CompletionQueue.MIN_COMPACT):
+        queue.push(float(version), "a", version)
+    assert len(queue) == 0
+    assert not queue.quiet_from(4095.0)
+    assert queue.quiet_from(4095.5)

@@ -80,6 +80,7 @@ def test_split_run_with_rounds_matches_the_hand_derived_serial_run():
     jobs = {j.job_id: j for j in split.simulation.jobs}
     assert (jobs["a2"].first_start, jobs["a2"].end_time, jobs["b1"].end_time) == (300, 320, 700)
     assert (split.summary["events"], split.summary["decisions"]) == (9, 3)
+    assert split.simulation.timer_instants == serial.simulation.timer_instants == [0, 300, 600]
     drop = {"sim_wall_seconds"}
     assert {k: v for k, v in split.summary.items() if k not in drop} == {
         k: v for k, v in serial.summary.items() if k not in drop

@@ -26,8 +26,9 @@ when one fires. They still split exactly for policies that say so (``partition_l
   and a decision there changes nothing;
 * a wake-up asked for by one partition also decides the others in the serial run; such a
   policy keeps each partition's own request and decides nothing new in a partition where
-  nothing happened (Tiresias skips it; Gavel's other partitions are mid-round; LAS's
-  leases end on round instants).
+  nothing happened (Gavel's other partitions are mid-round; LAS's leases end on round
+  instants). Tiresias does not say so: it counts a queue change due up to 1 us early,
+  so another partition's wake-up can move it.
 
 A run is split only when those arguments hold (:func:`serial_reason` says why not):
 CES powers nodes across partitions, history-based estimators learn from every
@@ -223,6 +224,8 @@ def simulate_partitions(
     rank = {job.job_id: i for i, job in enumerate(sorted(jobs, key=lambda j: j.submit_time))}
     states = sorted((state for part in parts for state in part.states), key=lambda state: rank[state[0]])
     rejections = sorted((r for part in parts for r in part.rejections), key=lambda r: rank[r.job_id])
+    timers = sorted({at for part in parts for at in part.timers})
+    wakes = sorted({at for part in parts for at in part.wakes})
     instants: dict[float, int] = {}
     for part in parts:
         for at, n in part.instants.items():
@@ -233,9 +236,9 @@ def simulate_partitions(
         cluster=spec.cluster,
         jobs=[_status(by_id[state[0]], state) for state in states],
         rejections=rejections,
-        events=sum(part.events - len(part.timers) - len(part.wakes) for part in parts)
-        + len({at for part in parts for at in part.timers})
-        + len({at for part in parts for at in part.wakes}),
+        events=sum(part.events - len(part.timers) - len(part.wakes) for part in parts) + len(timers) + len(wakes),
         decisions=sum(instants.values()),
         wall_seconds=time.perf_counter() - started,
+        timer_instants=timers,
+        wake_instants=wakes,
     )

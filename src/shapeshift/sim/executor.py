@@ -12,8 +12,6 @@ import heapq
 import math
 from collections.abc import Callable
 
-import numpy as np
-
 from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation
@@ -35,8 +33,8 @@ class CompletionQueue:
     the heap's height. With ``is_live`` (``(job_id, version) -> bool``, which once False
     stays False: a job's version only grows), the heap drops its dead entries whenever
     it has grown to twice its live size. Nothing observable changes: a dead entry is
-    never acted on, and ``any_after`` and ``dropped_at`` answer what the simulation loop
-    would have seen of it (it ends a stuck run only once no entry, dead or alive, is left).
+    never acted on, and ``quiet_from`` answers what the simulation loop would have seen of
+    the dead entries (it ends a stuck run only once no entry, dead or alive, is left).
     """
 
     #: Below this many entries the heap is never compacted.
@@ -47,9 +45,7 @@ class CompletionQueue:
         self._seq = 0
         self.is_live = is_live
         self._compact_at = self.MIN_COMPACT
-        #: Times of the dead entries dropped by compaction, one array per compaction, and
-        #: the latest of them.
-        self._dropped: list[np.ndarray] = []
+        #: The latest time of a dead entry dropped by compaction.
         self._dropped_until = -math.inf
 
     def push(self, time: float, job_id: str, version: int) -> None:
@@ -59,17 +55,15 @@ class CompletionQueue:
             self._compact(self.is_live)
 
     def _compact(self, is_live: Callable[[str, int], bool]) -> None:
-        live, dead = [], []
+        live, dropped_until = [], self._dropped_until
         for entry in self._heap:
             if is_live(entry[2], entry[3]):
                 live.append(entry)
-            else:
-                dead.append(entry[0])
+            elif entry[0] > dropped_until:
+                dropped_until = entry[0]
         heapq.heapify(live)  # same (time, seq) keys: the same pop order
         self._heap = live
-        if dead:
-            self._dropped.append(np.array(dead))
-            self._dropped_until = max(self._dropped_until, max(dead))
+        self._dropped_until = dropped_until
         self._compact_at = max(2 * len(live), self.MIN_COMPACT)
 
     def peek_time(self) -> float:
@@ -79,15 +73,12 @@ class CompletionQueue:
         time, _, job_id, version = heapq.heappop(self._heap)
         return time, job_id, version
 
-    def any_after(self, now: float) -> bool:
-        """Whether an entry later than ``now`` is queued, dead ones included (as if none had
-        been dropped), once every entry up to ``now`` was popped."""
-        return bool(self._heap) or self._dropped_until > now
-
-    def dropped_at(self, now: float) -> bool:
-        """Whether a dropped dead entry was due exactly at ``now`` (the loop would have
-        seen a completion time there)."""
-        return self._dropped_until >= now and any(bool((times == now).any()) for times in self._dropped)
+    def quiet_from(self, now: float) -> bool:
+        """Once every entry up to ``now`` was popped: whether no entry is queued, and no
+        dropped dead entry was due at ``now`` or later. Without compaction the loop would
+        have seen such an entry, later than ``now`` as a queued completion, at ``now`` as
+        the instant's completion time."""
+        return not self._heap and self._dropped_until < now
 
     def __len__(self) -> int:
         return len(self._heap)

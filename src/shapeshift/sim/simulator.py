@@ -142,7 +142,7 @@ def simulate(
         schedule = engine.step(now)
         if period is not None and next_round <= now:
             next_round = (math.floor(now / period) + 1) * period
-        if timer_only and cursor >= n and not completions.any_after(now) and not completions.dropped_at(now):
+        if timer_only and cursor >= n and completions.quiet_from(now):
             # Nothing will complete (no job runs, or every running job is stuck at speed
             # 0) and nothing will arrive: a policy that keeps its schedule unchanged
             # would spin the timer forever. Some policies' choices move with time alone
