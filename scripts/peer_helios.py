@@ -48,6 +48,13 @@ def _key(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.set_index(["vc", "submit", "duration", "gpus", "rank"])
 
 
+def window_rows(trace: Path) -> pd.DataFrame:
+    """The rows of the shared Philly file that Helios simulates (submitted within ``WINDOW``)."""
+    raw = pd.read_csv(trace)
+    when = pd.to_datetime(raw["timestamp"])
+    return raw[(when >= WINDOW[0]) & (when <= WINDOW[1])]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--helios-log", required=True, type=Path)
@@ -56,9 +63,7 @@ def main() -> int:
     parser.add_argument("--out", default=Path("/tmp/peer-helios"), type=Path)
     parser.add_argument("--per-vc", action="store_true", help="also print one row per VC")
     args = parser.parse_args()
-    raw = pd.read_csv(args.trace)
-    when = pd.to_datetime(raw["timestamp"])
-    kept = raw[(when >= WINDOW[0]) & (when <= WINDOW[1])]
+    kept = window_rows(args.trace)
     args.out.mkdir(parents=True, exist_ok=True)
     kept.to_csv(args.out / "philly_window.csv", index=False)
     workload = read_workload(args.out / "philly_window.csv")

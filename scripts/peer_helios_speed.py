@@ -31,15 +31,13 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from peer_helios import SHARED, WINDOW, window_rows  # this folder's comparison script
 
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.policies.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:00")
 
 
 class _Clock:
@@ -94,9 +92,8 @@ def _helios(helios_dir: Path, log_dir: Path, per_vc: bool) -> tuple[list[tuple[s
 
 def _ours(trace: Path, cluster_yaml: Path, out: Path, vcs: list) -> list[tuple[str, int, float, float, float]]:
     clock = _Clock()
-    raw = pd.read_csv(trace)
-    when = pd.to_datetime(raw["timestamp"])
-    kept = raw[(when >= WINDOW[0]) & (when <= WINDOW[1]) & raw["cluster"].astype(str).isin(vcs)]
+    window = window_rows(trace)
+    kept = window[window["cluster"].astype(str).isin(vcs)]
     out.mkdir(parents=True, exist_ok=True)
     kept.to_csv(out / "philly_window.csv", index=False)
     workload = read_workload(out / "philly_window.csv")

@@ -125,14 +125,14 @@ class RunningRanking:
                     first = float(expiry[held].min())
                     ranks = picked[~held].tolist()
             else:
-                started, free = self.started, []
+                started, expired = self.started, []
                 for k in ranks:
                     ends = started[k] + lease
                     if ends > now:
                         first = float(ends) if first is None or ends < first else first
                     else:
-                        free.append(k)
-                ranks = free
+                        expired.append(k)
+                ranks = expired
         return RankedIds(self, ranks), first
 
 
