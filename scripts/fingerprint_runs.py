@@ -1,6 +1,6 @@
 """Fingerprints of many simulation runs, to check that a speed change decides the same.
 
-    python scripts/fingerprint_runs.py OUT.txt [--only SUBSTRING] [--traces DIR]
+    python scripts/fingerprint_runs.py OUT.txt [--only SUBSTRING] [--queue 30000,100000] [--traces DIR]
     diff OLD.txt NEW.txt
 
 Runs 16 policy variants (fifo, sjf and qssf with and without backfill, srtf twice, las,
@@ -35,7 +35,7 @@ VARIANTS: list[tuple[str, dict[str, object]]] = [
 ]
 
 
-def _inputs(traces: Path) -> dict[str, tuple[Path, object]]:
+def _inputs(traces: Path, larger: list[int]) -> dict[str, tuple[Path, object]]:
     from shapeshift.cluster import load_cluster, shorthand_cluster
     from shapeshift.workloads.generators import poisson
 
@@ -50,6 +50,7 @@ def _inputs(traces: Path) -> dict[str, tuple[Path, object]]:
     inputs: dict[str, tuple[Path, object]] = {
         "q10k": (trace(10_000), shorthand_cluster(150, 8)),
         "f3k": (trace(3_000), shorthand_cluster(1000, 8)),
+        **{f"q{n // 1000}k": (trace(n), shorthand_cluster(150, 8)) for n in larger},
     }
     philly, examples = SHARED / "data/philly/philly_jobs.csv", SHARED / "examples"
     if philly.exists():
@@ -74,13 +75,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
     parser.add_argument("--only", default="", help="run only the labels containing this text")
+    parser.add_argument("--queue", default="", help="also these trace sizes on 150 x 8, e.g. 30000,100000 "
+                        "(labels q30k, q100k: where the queue grows long; combine with --only)")
     parser.add_argument("--traces", type=Path, default=Path(tempfile.gettempdir()) / "shapeshift-bench-scale")
     args = parser.parse_args()
     from shapeshift.runs import RunSpec, run
     from shapeshift.workloads.readers import read_workload
 
     lines = []
-    for name, (path, cluster) in _inputs(args.traces).items():
+    larger = [int(n) for n in args.queue.split(",") if n]
+    for name, (path, cluster) in _inputs(args.traces, larger).items():
         workload = read_workload(path)
         for policy, params in VARIANTS:
             label = f"{name} {policy} {json.dumps(params, sort_keys=True)}"

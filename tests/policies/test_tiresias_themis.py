@@ -254,3 +254,35 @@ def test_lazy_worst_first_hands_out_rows_in_the_full_sort_order(seed):
     expected = worst_first([ids[r] for r in rows.tolist()], rho, submit)
     got = [ids[r] for block in worst_first_blocks(ids, rows, rho, submit, head=16) for r in block.tolist()]
     assert got == expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lease_order_prefix_is_the_head_of_the_whole_order(seed):
+    """A lease round under a long queue orders only the offered jobs (and any tied with
+    the last on rho), then the other running jobs, then the waiting jobs tied with the
+    last offered one; the result must be exactly the first positions of the whole order
+    (offered, other running, other waiting, each by (-rho, submit)), and hold every
+    running job. rho takes few values, so ties on rho straddle the offered cut; submit
+    times are distinct, so no pair ties on both and the whole order is defined."""
+    import numpy as np
+
+    from shapeshift.policies.themis_lease import lease_order
+
+    rng = np.random.default_rng(seed)
+    n, n_running = 3000, 400
+    rho = rng.choice([0.25, 0.5, 1.0, 1.5, 2.0, 7.25], size=n)
+    submit = rng.permutation(n).astype(float)
+    for offered in (1, 37, 600, 2999):
+        whole = lease_order(rho, submit, n_running, offered, whole=True)
+        prefix = lease_order(rho, submit, n_running, offered, whole=False)
+        assert whole is not None and prefix is not None
+        assert prefix.tolist() == whole[: prefix.size].tolist()
+        assert set(range(n_running)) <= set(prefix.tolist())
+        # by hand: the whole order's first `offered` positions are the worst by (-rho, submit)
+        worst = sorted(range(n), key=lambda i: (-rho[i], submit[i]))[:offered]
+        assert whole[:offered].tolist() == worst
+    tied = submit.copy()
+    first = int(np.argmax(rho))  # a worst job, always offered: a tie on both keys is seen
+    twin = int(np.flatnonzero(rho == rho[first])[1])
+    tied[twin] = tied[first]
+    assert lease_order(rho, tied, n_running, 10, whole=False) is None

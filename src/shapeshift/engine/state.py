@@ -96,6 +96,10 @@ class JobStatus:
         done = self.work_done + self.rate * active if active > 0 else self.work_done
         return min(done, self.work_total)
 
+    def expected_duration(self) -> float:
+        """Run time at the requested resources, from the trace (oracle knowledge)."""
+        return self.spec.duration if self.spec.duration is not None else self.work_total
+
     def remaining_at(self, now: float) -> float:
         return max(self.work_total - self.progress_at(now), 0.0)
 

@@ -122,5 +122,9 @@ class ClusterView:
 
     def expected_duration(self, job_id: str) -> float:
         """Run time at the requested resources, from the trace (oracle knowledge)."""
-        status = self._engine.jobs[job_id]
-        return status.spec.duration if status.spec.duration is not None else status.work_total
+        return self._engine.jobs[job_id].expected_duration()
+
+    def statuses(self, job_ids: Iterable[str]) -> list[JobStatus]:
+        """``job(j)`` for each of ``job_ids``, in one call (policies that gather many)."""
+        jobs = self._engine.jobs
+        return [jobs[j] for j in job_ids]

@@ -33,7 +33,8 @@ WIDTH = 9
 Facts = tuple[JobStatus, float, float, int]
 
 
-def _row(facts: Facts) -> tuple[float, ...]:
+def progress_row(facts: Facts) -> tuple[float, ...]:
+    """A row's ``WIDTH`` values: the facts and the status's progress fields."""
     status, estimate, submit, gpus = facts
     return (
         estimate,
@@ -51,14 +52,17 @@ def _row(facts: Facts) -> tuple[float, ...]:
 class RunningTable:
     """One partition's running jobs: ``ids[i]`` is the job of row ``i`` of ``columns``."""
 
-    __slots__ = ("_data", "_row_of", "hint", "ids")
+    __slots__ = ("_data", "_row", "_row_of", "hint", "ids")
 
-    def __init__(self) -> None:
+    def __init__(self, row: Callable[[Facts], tuple[float, ...]] = progress_row, width: int = WIDTH) -> None:
         self.ids: list[str] = []
         self._row_of: dict[str, int] = {}
-        #: One column per fact (``WIDTH`` rows of the array), one job per column index:
+        #: ``width`` values per job, the first ``WIDTH`` as ``progress_row`` gives them
+        #: (a policy may add its own after them).
+        self._row = row
+        #: One column per fact (``width`` rows of the array), one job per column index:
         #: each fact is contiguous for the ranking's array operations.
-        self._data = np.empty((WIDTH, 16))
+        self._data = np.empty((width, 16))
         #: Rows in the order the last ranking put them, kept through drops; rows added
         #: since are not in it. Running jobs mostly keep their order from one decision to
         #: the next, so sorting from this order is nearly a pass (``RunningRanking.of``).
@@ -84,7 +88,7 @@ class RunningTable:
                 self._data = np.concatenate([self._data, np.empty_like(self._data)], axis=1)
             self._row_of[job_id] = row
             self.ids.append(job_id)
-        self._data[:, row] = _row(facts)
+        self._data[:, row] = self._row(facts)
 
     def drop(self, job_id: str) -> None:
         """Remove the job if it is in the table; the last row moves into its place."""
@@ -106,10 +110,16 @@ class RunningTable:
 class RunningTables:
     """A ``RunningTable`` per partition, built on first use and then kept by ``touched``."""
 
-    __slots__ = ("_facts", "_tables")
+    __slots__ = ("_facts", "_row", "_tables", "_width")
 
-    def __init__(self, facts: Callable[[ClusterView, str], Facts]):
+    def __init__(
+        self,
+        facts: Callable[[ClusterView, str], Facts],
+        row: Callable[[Facts], tuple[float, ...]] = progress_row,
+        width: int = WIDTH,
+    ):
         self._facts = facts
+        self._row, self._width = row, width
         self._tables: dict[str, RunningTable] = {}
 
     def sync(self, view: ClusterView) -> None:
@@ -130,7 +140,7 @@ class RunningTables:
     def of(self, view: ClusterView, partition: str) -> RunningTable:
         table = self._tables.get(partition)
         if table is None:
-            table = self._tables[partition] = RunningTable()
+            table = self._tables[partition] = RunningTable(self._row, self._width)
             for job_id in view.running(partition):
                 table.put(job_id, self._facts(view, job_id))
         return table

@@ -41,8 +41,15 @@ from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.srtf_table import Facts, RunningTables, progress_row
 from shapeshift.policies.themis_lease import LeaseRound
-from shapeshift.policies.themis_table import WaitingTable, running_rho, worst_first, worst_first_blocks
+from shapeshift.policies.themis_table import (
+    RUNNING_WIDTH,
+    WaitingTable,
+    running_rho,
+    worst_first,
+    worst_first_blocks,
+)
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -89,15 +96,6 @@ class Contention:
         """(integral, time) when ``job_id`` was first seen."""
         return self._marks[job_id]
 
-    def averages(self, job_ids: list[str], now: float, integral: float, active: int) -> np.ndarray:
-        """``average`` of each job, on arrays (the same operations)."""
-        marks = self._marks
-        seen = [marks.setdefault(j, (integral, now)) for j in job_ids]
-        since = np.array([m[0] for m in seen], dtype=float)
-        span = now - np.array([m[1] for m in seen], dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(span > 0, (integral - since) / span, float(active))
-
 
 class FinishTimeFairness:
     """Rank by rho, worst first; on lease renewal, the worst ``1 - knob`` first, then running jobs."""
@@ -110,12 +108,16 @@ class FinishTimeFairness:
         preemptive: bool,
         contention: Contention | None,
         tables: dict[str, WaitingTable] | None = None,
+        running: RunningTables | None = None,
     ):
         self.knob = knob
         self.preemptive = preemptive
         self.contention = contention
         #: per partition: the waiting jobs' facts as columns, when the policy keeps them
         self.tables: dict[str, WaitingTable] = {} if tables is None else tables
+        #: per partition: the running jobs' facts as columns (kept by the policy, which
+        #: syncs them at every decision); with ``tables``
+        self.running = running
 
     def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
         jobs = list(jobs)
@@ -124,8 +126,12 @@ class FinishTimeFairness:
         capacity = view.capacity_gpus(partition)
         integral = None if self.contention is None else self.contention.update(partition, view.now, active)
         table = self.tables.get(partition)
-        if table is not None and len(table) == view.pending_count(partition) == len(jobs) - len(running_ids):
-            by_rho = self._ranked_with_table(view, table, running_ids, capacity, integral, active)
+        if (
+            table is not None
+            and self.running is not None
+            and len(table) == view.pending_count(partition) == len(jobs) - len(running_ids)
+        ):
+            by_rho = self._ranked_with_table(view, partition, table, capacity, integral, active)
         else:
             rho = {j: self._rho(view, j, capacity, integral, active) for j in jobs}
             by_rho = sorted(jobs, key=lambda j: (-rho[j], view.job(j).spec.submit_time, j))
@@ -146,46 +152,37 @@ class FinishTimeFairness:
     def _ranked_with_table(
         self,
         view: ClusterView,
+        partition: str,
         table: WaitingTable,
-        running_ids: list[str],
         capacity: int,
         integral: float | None,
         active: int,
     ) -> list[str]:
         """Every active job by rho, worst first: the waiting ones' rho from the table's
-        columns, the running ones' from arrays gathered once."""
-        rows, rho, submit = self.active_rho(view, table, running_ids, capacity, integral, active)
+        columns, the running ones' from the running table's."""
+        running_ids, rows, rho, submit, _ = self.active_rho(view, partition, table, capacity, integral, active)
         ids = [*running_ids, *(table.ids[i] for i in rows.tolist())]
         return worst_first(ids, rho, submit)  # type: ignore[arg-type]
 
     def active_rho(
         self,
         view: ClusterView,
+        partition: str,
         table: WaitingTable,
-        running_ids: list[str],
         capacity: int,
         integral: float | None,
         active: int,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The waiting jobs' table rows, and rho and submission times of the running jobs
-        (in ``running_ids`` order) followed by the waiting ones (in row order)."""
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The running jobs (in the running table's order) and the waiting jobs' table
+        rows; rho and submission times of the running jobs followed by the waiting ones
+        (in row order); the running jobs' GPUs."""
+        assert self.running is not None
+        running = self.running.of(view, partition)
         rows = np.flatnonzero(table.used)
-        statuses = [view.job(j) for j in running_ids]
-        if integral is None or self.contention is None:
-            contention = np.full(len(running_ids), float(active))
-        else:
-            contention = self.contention.averages(running_ids, view.now, integral, active)
-        durations = [view.expected_duration(j) for j in running_ids]
-        rho = np.concatenate(
-            [
-                running_rho(statuses, durations, view.now, capacity, contention),
-                table.rho(rows, view.now, capacity, integral, active),
-            ]
-        )
-        submit = np.concatenate(
-            [np.array([s.spec.submit_time for s in statuses], dtype=float), table.submit[rows]]
-        )
-        return rows, rho, submit
+        rho, submitted, gpus = running_rho(running.columns, view.now, capacity, integral, active)
+        rho = np.concatenate([rho, table.rho(rows, view.now, capacity, integral, active)])
+        submit = np.concatenate([submitted, table.submit[rows]])
+        return running.ids, rows, rho, submit, gpus
 
 
 class ThemisPolicy:
@@ -209,8 +206,9 @@ class ThemisPolicy:
         self.default_round: float | None = round_seconds
         contention = self._contention = Contention() if average_contention else None
         self._tables: dict[str, WaitingTable] = {}
+        self._running = RunningTables(self._running_facts, self._running_row, RUNNING_WIDTH)
         self._lease = LeaseRound(
-            "themis", AcceptAll(), FinishTimeFairness(knob, True, contention, self._tables), placement
+            "themis", AcceptAll(), FinishTimeFairness(knob, True, contention, self._tables, self._running), placement
         )
         self._fill = ComposedPolicy(
             "themis",
@@ -221,7 +219,18 @@ class ThemisPolicy:
         )
         self._placement = placement
 
+    def _running_facts(self, view: ClusterView, job_id: str) -> Facts:
+        status = view.job(job_id)
+        return (status, status.expected_duration(), status.spec.submit_time, status.spec.num_gpus)
+
+    def _running_row(self, facts: Facts) -> tuple[float, ...]:
+        """A running job's row: its progress and facts, then its contention mark (every
+        job was marked when it entered the waiting table, before it could start)."""
+        mark = (0.0, 0.0) if self._contention is None else self._contention.mark(facts[0].job_id)
+        return (*progress_row(facts), *mark)
+
     def decide(self, view: ClusterView) -> Schedule:
+        self._running.sync(view)
         # Record every change of the active count and every arrival, even where the
         # ordering below is not consulted (nothing waiting).
         counts: dict[str, tuple[float | None, int]] = {}  # partition -> (integral, active)

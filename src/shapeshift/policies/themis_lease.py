@@ -45,12 +45,12 @@ class RhoOrdering(Protocol):
     def active_rho(
         self,
         view: ClusterView,
+        partition: str,
         table: WaitingTable,
-        running_ids: list[str],
         capacity: int,
         integral: float | None,
         active: int,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
 
 class ContentionClock(Protocol):
@@ -80,24 +80,32 @@ class LeaseRound(ComposedPolicy):
         ):
             super()._decide_preemptive(view, partition, free, changes, reasons)
             return
-        running_ids = list(view.running(partition))
         capacity = view.capacity_gpus(partition)
-        active = view.pending_count(partition) + len(running_ids)
+        active = view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]
         contention = ordering.contention
         integral = None if contention is None else contention.update(partition, view.now, active)
-        rows, rho, submit = ordering.active_rho(view, table, running_ids, capacity, integral, active)
-        order, tied = worst_order(rho, submit)
-        if tied:  # ties go by job id: the generic path
+        running_ids, rows, rho, submit, running_gpus = ordering.active_rho(
+            view, partition, table, capacity, integral, active
+        )
+        n_running = len(running_ids)
+        offered = max(1, math.ceil((1.0 - ordering.knob) * rho.size - 1e-9))
+        all_gpus = np.concatenate([running_gpus.astype(np.int64), table.gpus[rows].astype(np.int64)])
+        ranked = lease_order(rho, submit, n_running, offered, whole=False)
+        taken: list[int] = []
+        if ranked is not None:
+            gpus = all_gpus[ranked]
+            end, left = take_block(gpus, 0, ranked.size, capacity, taken)
+            if ranked.size < rho.size and (left > 0 or not all_gpus[n_running:].all()):
+                # The walk could go on into the waiting jobs left unordered (GPUs left, or
+                # jobs asking for none, taken after the GPUs run out): order them all.
+                ranked = lease_order(rho, submit, n_running, offered, whole=True)
+                taken.clear()
+                if ranked is not None:
+                    gpus = all_gpus[ranked]
+                    end, left = take_block(gpus, 0, ranked.size, capacity, taken)
+        if ranked is None:  # ties go by job id: the generic path
             super()._decide_preemptive(view, partition, free, changes, reasons)
             return
-        n_running = len(running_ids)
-        offered = max(1, math.ceil((1.0 - ordering.knob) * order.size - 1e-9))
-        head, tail = order[:offered], order[offered:]
-        ranked = np.concatenate([head, tail[tail < n_running], tail[tail >= n_running]])
-        gpus = np.concatenate([
-            np.array([view.job(j).spec.num_gpus for j in running_ids], dtype=np.int64),
-            table.gpus[rows].astype(np.int64),
-        ])[ranked]
 
         def job_at(position: int) -> str:
             """The job at ``position`` of the walk: running jobs come first in the arrays."""
@@ -106,8 +114,6 @@ class LeaseRound(ComposedPolicy):
                 return running_ids[index]
             return table.ids[int(rows[index - n_running])]  # type: ignore[return-value]
 
-        taken: list[int] = []
-        end, left = take_block(gpus, 0, ranked.size, capacity, taken)
         if left == 0:  # jobs asking for no GPUs still fit after the GPUs ran out
             taken.extend((end + np.flatnonzero(gpus[end:] == 0)).tolist())
         self._explain_passed_over(view, partition, ranked, gpus, taken, end, capacity, n_running, job_at, reasons)
@@ -142,3 +148,39 @@ class LeaseRound(ComposedPolicy):
         where = _where(view, partition)
         for p, need, left in zip(passed.tolist(), gpus[passed].tolist(), left_before[passed].tolist(), strict=True):
             reasons[job_at(p)] = left_behind(need, where, left)
+
+
+def lease_order(
+    rho: np.ndarray, submit: np.ndarray, n_running: int, offered: int, whole: bool
+) -> np.ndarray | None:
+    """Positions of the active jobs (the running ones first in the arrays) in the lease
+    round's order: the ``offered`` worst by (-rho, submission), then the other running
+    jobs, then the other waiting ones, each by the same key; ``None`` when two jobs tie on
+    both (Themis then orders them by id, which only the generic path knows).
+
+    Unless ``whole``, a long queue's order stops short of the waiting jobs whose rho is
+    better than every offered job's: they come last, and the round's walk seldom gets
+    there, as the offered jobs alone usually ask for more GPUs than the partition has.
+    Only the jobs within the offered jobs' rho (``offered`` or a few more, on a tie at
+    the last) and the running ones are sorted, rather than every waiting job; a tie
+    among the unsorted ones is not looked for (it changes nothing before them)."""
+    if whole or rho.size < 1024:
+        order, tied = worst_order(rho, submit)
+        if tied:
+            return None
+        head, tail = order[:offered], order[offered:]
+        return np.concatenate([head, tail[tail < n_running], tail[tail >= n_running]])
+    neg = -rho
+    last = np.partition(neg, offered - 1)[offered - 1]
+    within = neg <= last  # the offered jobs and any tied with the last of them
+    inside = np.flatnonzero(within)
+    if inside.size < offered:  # NaN rho (sorted last by the partition): order everything
+        return lease_order(rho, submit, n_running, offered, whole=True)
+    order, tied = worst_order(rho[inside], submit[inside])
+    beyond = np.flatnonzero(~within[:n_running])  # running jobs better off than every offered one
+    later, tied_later = worst_order(rho[beyond], submit[beyond])
+    if tied or tied_later:
+        return None
+    ranked = inside[order]
+    spill = ranked[offered:]  # tied on rho with the last offered job, later by submission
+    return np.concatenate([ranked[:offered], spill[spill < n_running], beyond[later], spill[spill >= n_running]])

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from shapeshift.engine.state import JobStatus, progress_on_arrays
+from shapeshift.engine.state import progress_on_arrays
 from shapeshift.policies.queues import Shape, newcomers, shape_of
+from shapeshift.policies.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, SUBMIT, TOTAL, WIDTH
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -189,27 +190,30 @@ def worst_first_blocks(
         yield ranked
 
 
+#: Themis's columns of a running job after ``srtf_table``'s: its contention mark
+#: (``Contention.mark``: the integral and the time when it was first seen).
+MARK_INTEGRAL, MARK_TIME = WIDTH, WIDTH + 1
+RUNNING_WIDTH = WIDTH + 2
+
+
 def running_rho(
-    statuses: list[JobStatus], durations: list[float], now: float, capacity: int, contention: np.ndarray
-) -> np.ndarray:
-    """rho of running jobs (``finish_time_fairness``'s operations on arrays): their fields
-    are gathered once per call, not read job by job. ``durations`` are the expected run
-    times, ``contention`` each job's (average) number of jobs sharing the partition."""
-    n = len(statuses)
-
-    def column(values: Iterator[float]) -> np.ndarray:
-        return np.fromiter(values, dtype=float, count=n)
-
-    done = column(s.work_done for s in statuses)
-    last = column(s.last_update for s in statuses)
-    stall = column(s.stall_until for s in statuses)
-    rate = column(s.rate for s in statuses)
-    total = column(s.work_total for s in statuses)
-    submit = column(s.spec.submit_time for s in statuses)
-    gpus = column(s.spec.num_gpus for s in statuses)
+    columns: np.ndarray, now: float, capacity: int, integral: float | None, active: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """rho, submission times and GPUs of the running jobs of a ``RunningTable`` with
+    Themis's columns (``finish_time_fairness``'s operations on arrays): contention
+    averaged since each job's mark up to ``integral``, or ``active`` jobs throughout
+    when ``integral`` is None."""
+    done, last, stall, rate, total = columns[DONE], columns[LAST], columns[STALL], columns[RATE], columns[TOTAL]
+    submit, gpus = columns[SUBMIT], columns[GPUS]
+    if integral is None:
+        contention = np.full(submit.size, float(active))
+    else:
+        span = now - columns[MARK_TIME]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            contention = np.where(span > 0, (integral - columns[MARK_INTEGRAL]) / span, float(active))
     remaining = np.maximum(total - progress_on_arrays(done, last, stall, rate, total, now), 0.0)
-    duration = np.maximum(np.array(durations, dtype=float), 1e-9)
+    duration = np.maximum(columns[ESTIMATE], 1e-9)
     share = capacity / np.maximum(contention, 1.0)
     ideal = duration * np.maximum(1.0, np.maximum(gpus, 1) / share)
     shared = (now - submit) + remaining / np.where(rate > 0, rate, 1.0)
-    return shared / ideal
+    return shared / ideal, submit, gpus
