@@ -87,6 +87,26 @@ def test_a_victim_is_given_back_only_when_a_placement_could_then_succeed():
     assert int(free.gpus[1]) == 8 and changes == {"v": None}
 
 
+def test_victims_counted_late_are_all_counted_on_their_nodes():
+    # Two 8-GPU nodes with 0 and 3 free; a and b hold 4 GPUs each on node 0, c 3 on node 1.
+    # An 8-GPU job needs one node with 8 free. After a: 7 free in all (< 8), so the counts
+    # alone say no and nothing is counted by node. After c (node 1: 6 free, node 0: 4):
+    # 10 free, but no node has 8, so no. After b: node 0 has 8 free, so it may fit: the
+    # node counts must hold a and b together (4 + 4 on node 0), though a was evicted
+    # while only the free total was looked at.
+    free, nodes = _free([8, 8], [0, 3])
+    changes: dict[str, Allocation | None] = {}
+    current = {"a": _alloc(0, 4), "b": _alloc(0, 4), "c": _alloc(1, 3)}
+    evictions = Evictions(free, nodes, current, changes, whole_gpus=True, placement=Consolidated())
+    evictions.evict("a")
+    assert not evictions.ready_for(8)
+    evictions.evict("c")
+    assert not evictions.ready_for(8)
+    evictions.evict("b")
+    assert evictions.ready_for(8)
+    assert free.gpus.tolist() == [8, 6] and list(changes) == ["a", "c", "b"]
+
+
 def test_a_victim_that_cannot_help_stays_where_it_is():
     # Node 0 has 4 free; node 1 is full, 4 of its GPUs held by victim v. An 8-GPU job
     # needs one node with 8 free: with v gone node 1 has 4, so it surely fails: v is

@@ -218,11 +218,15 @@ class FreeResources:
         window = None if counted is None else counted[0].window(counted[1])
         return self.gpus[nodes] if window is None else self.gpus[window]
 
+    # The per-node reads and writes below go through ``item`` and plain numbers: a numpy
+    # scalar costs several times a Python one, and these run for every start and stop
+    # (the same IEEE operations, so the same values).
+
     def fits(self, alloc: Allocation) -> bool:
         eps = 1e-9
         gpus, cpus, mem = self.gpus, self.cpus, self.mem
         for n, r in alloc.placement:
-            if not (gpus[n] >= r.gpus and cpus[n] + eps >= r.cpus and mem[n] + eps >= r.mem_gb):
+            if not (gpus.item(n) >= r.gpus and cpus.item(n) + eps >= r.cpus and mem.item(n) + eps >= r.mem_gb):
                 return False
         return True
 
@@ -238,21 +242,21 @@ class FreeResources:
         for n, r in alloc.placement:
             taken = r.gpus if gpus is None else gpus.get(n, 0)
             if taken:
-                before = int(free[n])
+                before = free.item(n)
                 free[n] = before - taken
                 if counts is not None:
                     counts.moved(n, before, before - taken)
-            cpus[n] -= r.cpus
-            mem[n] -= r.mem_gb
+            cpus[n] = cpus.item(n) - r.cpus
+            mem[n] = mem.item(n) - r.mem_gb
 
     def give(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
         counts, free, cpus, mem = self.counts, self.gpus, self.cpus, self.mem
         for n, r in alloc.placement:
             given = r.gpus if gpus is None else gpus.get(n, 0)
             if given:
-                before = int(free[n])
+                before = free.item(n)
                 free[n] = before + given
                 if counts is not None:
                     counts.moved(n, before, before + given)
-            cpus[n] += r.cpus
-            mem[n] += r.mem_gb
+            cpus[n] = cpus.item(n) + r.cpus
+            mem[n] = mem.item(n) + r.mem_gb

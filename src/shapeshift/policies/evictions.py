@@ -34,8 +34,8 @@ class Evictions:
     ``placement``: the decision's placement; one that can tell a sure failure from the
     counts of nodes by free GPUs (``placement.SurelyFails``) is asked before each try."""
 
-    __slots__ = ("_adjusted", "_cannot_fit", "_changes", "_current", "_free", "_given", "_nodes", "_pending",
-                 "_pending_on", "_whole_gpus", "free_gpus")
+    __slots__ = ("_adjusted", "_cannot_fit", "_changes", "_counted", "_current", "_free", "_given", "_nodes",
+                 "_pending", "_pending_on", "_whole_gpus", "free_gpus")
 
     def __init__(
         self,
@@ -58,9 +58,13 @@ class Evictions:
         self._given: list[str] = []
         self._pending: list[str] = []
         #: GPUs pending per node, and the partition's nodes per free GPUs with them given
-        #: back (kept as victims come: the free resources do not change while any pend).
+        #: back, for the first ``_counted`` pending victims: brought up to date only when
+        #: a try passes the count of free GPUs (``_histogram``), since most victims of a
+        #: newcomer that cannot fit are never looked at by node. The free resources do not
+        #: change while any victim pends, so counting a victim late counts it the same.
         self._pending_on: dict[int, int] = {}
         self._adjusted: list[int] | None = None
+        self._counted = 0
 
     def evict(self, victim: str) -> None:
         alloc = self._current[victim]
@@ -69,20 +73,6 @@ class Evictions:
             self._give(victim)
             return
         self._pending.append(victim)
-        pending_on = self._pending_on
-        if self._cannot_fit is not None and self._adjusted is None:
-            live = self._free.histogram_in(self._nodes)
-            assert live is not None
-            self._adjusted = live.copy()
-        adjusted = self._adjusted
-        free = self._free.gpus
-        for node, res in alloc.placement:
-            added = pending_on.get(node, 0)
-            if adjusted is not None and res.gpus:
-                before = int(free[node]) + added
-                adjusted[before] -= 1
-                adjusted[before + res.gpus] += 1
-            pending_on[node] = added + res.gpus
 
     def ready_for(self, gpus: int) -> bool:
         """Whether placing a job of ``gpus`` GPUs could succeed with every victim so far
@@ -97,15 +87,32 @@ class Evictions:
         self._pending.clear()
         self._pending_on.clear()
         self._adjusted = None
+        self._counted = 0
         return True
 
     def _histogram(self) -> list[int]:
         """Nodes per free GPUs in the partition, with the pending victims given back."""
-        if self._adjusted is not None:
-            return self._adjusted
-        histogram = self._free.histogram_in(self._nodes)
-        assert histogram is not None
-        return histogram
+        pending = self._pending
+        if not pending:
+            histogram = self._free.histogram_in(self._nodes)
+            assert histogram is not None
+            return histogram
+        adjusted = self._adjusted
+        if adjusted is None:
+            live = self._free.histogram_in(self._nodes)
+            assert live is not None
+            adjusted = self._adjusted = live.copy()
+        pending_on, free, current = self._pending_on, self._free.gpus, self._current
+        for victim in pending[self._counted :]:
+            for node, res in current[victim].placement:
+                added = pending_on.get(node, 0)
+                if res.gpus:
+                    before = int(free[node]) + added
+                    adjusted[before] -= 1
+                    adjusted[before + res.gpus] += 1
+                pending_on[node] = added + res.gpus
+        self._counted = len(pending)
+        return adjusted
 
     def took(self, alloc: Allocation) -> None:
         """A newcomer took ``alloc`` from the free resources."""

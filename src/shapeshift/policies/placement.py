@@ -73,7 +73,7 @@ def allocation_for(job: JobSpec, gpus_by_node: dict[int, int], free: FreeResourc
         alloc = _ONE_NODE.get(key)
         if alloc is not None:
             # The share is the whole job (fraction 1.0), as below.
-            if free.cpus[node] + 1e-9 < job.num_cpus * 1.0 or free.mem[node] + 1e-9 < job.mem_gb * 1.0:
+            if free.cpus.item(node) + 1e-9 < job.num_cpus * 1.0 or free.mem.item(node) + 1e-9 < job.mem_gb * 1.0:
                 return None
             return alloc
         alloc = _allocation_for(job, gpus_by_node, free)
@@ -100,7 +100,7 @@ def _allocation_for(job: JobSpec, gpus_by_node: dict[int, int], free: FreeResour
 
 
 def _host_fits(job: JobSpec, node: int, free: FreeResources) -> bool:
-    return free.cpus[node] + 1e-9 >= job.num_cpus and free.mem[node] + 1e-9 >= job.mem_gb
+    return free.cpus.item(node) + 1e-9 >= job.num_cpus and free.mem.item(node) + 1e-9 >= job.mem_gb
 
 
 def _cpu_only(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
@@ -162,7 +162,7 @@ class Consolidated:
             if fewest is None:
                 return None
             fg = free.gpus_in(nodes)
-            node = int(nodes[int((fg == fewest).argmax())])
+            node = nodes.item(int((fg == fewest).argmax()))
             if _host_fits(job, node, free):
                 return allocation_for(job, {node: g}, free)
             candidates = np.flatnonzero(fg >= g)
