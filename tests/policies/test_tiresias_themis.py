@@ -286,3 +286,38 @@ def test_lease_order_prefix_is_the_head_of_the_whole_order(seed):
     twin = int(np.flatnonzero(rho == rho[first])[1])
     tied[twin] = tied[first]
     assert lease_order(rho, tied, n_running, 10, whole=False) is None
+
+
+def test_themis_marks_a_job_adopted_while_running_at_its_first_lease_round():
+    """A restarted live controller re-adopts running jobs with a reconcile, without a
+    decision: Themis never saw them wait, so their contention mark is taken when a lease
+    round first ranks them (the integral and the time then). Bug: the running jobs'
+    table asked for the mark when the job entered it, and found none (KeyError).
+
+    1 node x 2 GPUs, round 100 s. t=0: a (1 GPU, 1000 s) adopted running. t=50: b and c
+    (1 GPU, 1000 s each) arrive; 3 active jobs from then on (the contention clock starts
+    at this first decision, integral 0); b takes the free GPU, c waits. t=100: integral
+    3 x 50 = 150; a is marked (150, 100), so its contention is the current count, 3; b
+    and c have averaged 150 / 50 = 3 since their mark at 50. Share 2/3 GPU, so T_ideal =
+    1000 x 1.5 = 1500 for each. T_shared: a 100 + 900 = 1000, b 50 + 950 = 1000, c 50 +
+    1000 = 1050. rho: c 0.7 (the worst: offered), then running a (0.667, submitted at 0)
+    before b (0.667, at 50). Two GPUs: c and a keep them, b is preempted for c."""
+    from shapeshift.engine.engine import Engine
+    from shapeshift.model import Schedule
+    from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
+
+    cluster = shorthand_cluster(1, 2)
+    policy = make_policy("themis", {"round": 100})
+    engine = Engine(cluster, policy, SimulatedExecutor(TraceSpeedModel(cluster), CompletionQueue()))
+    engine.submit(job("a", 0, 1, 1000), 0.0)
+    adopted = Allocation(((0, Resources(1, 4, 16)),))
+    engine.reconcile(Schedule(base=dict(engine.allocations), changes={"a": adopted}), 0.0)
+    engine.submit(job("b", 50, 1, 1000), 50.0)
+    engine.submit(job("c", 50, 1, 1000), 50.0)
+    engine.step(50.0)
+    assert set(engine.allocations) == {"a", "b"}
+    engine.fire_timer()
+    engine.step(100.0)
+    assert set(engine.allocations) == {"a", "c"}
+    assert engine.jobs["b"].preemptions == 1
+    assert policy._contention.mark("a") == (150.0, 100.0)

@@ -90,6 +90,10 @@ class RunningTable:
             self.ids.append(job_id)
         self._data[:, row] = self._row(facts)
 
+    def write(self, job_id: str, column: int, value: float) -> None:
+        """Set one value of the job's row (a column a policy added after ``WIDTH``)."""
+        self._data[column, self._row_of[job_id]] = value
+
     def drop(self, job_id: str) -> None:
         """Remove the job if it is in the table; the last row moves into its place."""
         row = self._row_of.pop(job_id, None)

@@ -41,9 +41,11 @@ from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.registry import PolicyParams, register
-from shapeshift.policies.srtf_table import Facts, RunningTables, progress_row
+from shapeshift.policies.srtf_table import Facts, RunningTable, RunningTables, progress_row
 from shapeshift.policies.themis_lease import LeaseRound
 from shapeshift.policies.themis_table import (
+    MARK_INTEGRAL,
+    MARK_TIME,
     RUNNING_WIDTH,
     WaitingTable,
     running_rho,
@@ -96,6 +98,10 @@ class Contention:
         """(integral, time) when ``job_id`` was first seen."""
         return self._marks[job_id]
 
+    def marked(self, job_id: str) -> tuple[float, float] | None:
+        """``mark``, or ``None`` for a job not seen yet."""
+        return self._marks.get(job_id)
+
 
 class FinishTimeFairness:
     """Rank by rho, worst first; on lease renewal, the worst ``1 - knob`` first, then running jobs."""
@@ -109,6 +115,7 @@ class FinishTimeFairness:
         contention: Contention | None,
         tables: dict[str, WaitingTable] | None = None,
         running: RunningTables | None = None,
+        unmarked: set[str] | None = None,
     ):
         self.knob = knob
         self.preemptive = preemptive
@@ -118,6 +125,9 @@ class FinishTimeFairness:
         #: per partition: the running jobs' facts as columns (kept by the policy, which
         #: syncs them at every decision); with ``tables``
         self.running = running
+        #: running jobs in ``running`` whose row lacks the contention mark: jobs a live
+        #: controller re-adopted running, never seen waiting
+        self.unmarked: set[str] = set() if unmarked is None else unmarked
 
     def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
         jobs = list(jobs)
@@ -178,11 +188,25 @@ class FinishTimeFairness:
         (in row order); the running jobs' GPUs."""
         assert self.running is not None
         running = self.running.of(view, partition)
+        if self.unmarked:
+            self._mark_unseen(view, running, integral, active)
         rows = np.flatnonzero(table.used)
         rho, submitted, gpus = running_rho(running.columns, view.now, capacity, integral, active)
         rho = np.concatenate([rho, table.rho(rows, view.now, capacity, integral, active)])
         submit = np.concatenate([submitted, table.submit[rows]])
         return running.ids, rows, rho, submit, gpus
+
+
+    def _mark_unseen(self, view: ClusterView, running: RunningTable, integral: float | None, active: int) -> None:
+        """Running jobs never seen waiting are first seen now, as the per-job rule sees
+        them when it first ranks them: their mark is the integral and time of now."""
+        for job_id in [j for j in running.ids if j in self.unmarked]:
+            if self.contention is not None and integral is not None:
+                self.contention.average(job_id, view.now, integral, active)  # marks a first sight
+                integral_then, seen_at = self.contention.mark(job_id)
+                running.write(job_id, MARK_INTEGRAL, integral_then)
+                running.write(job_id, MARK_TIME, seen_at)
+            self.unmarked.discard(job_id)
 
 
 class ThemisPolicy:
@@ -207,8 +231,12 @@ class ThemisPolicy:
         contention = self._contention = Contention() if average_contention else None
         self._tables: dict[str, WaitingTable] = {}
         self._running = RunningTables(self._running_facts, self._running_row, RUNNING_WIDTH)
+        self._unmarked: set[str] = set()
         self._lease = LeaseRound(
-            "themis", AcceptAll(), FinishTimeFairness(knob, True, contention, self._tables, self._running), placement
+            "themis",
+            AcceptAll(),
+            FinishTimeFairness(knob, True, contention, self._tables, self._running, self._unmarked),
+            placement,
         )
         self._fill = ComposedPolicy(
             "themis",
@@ -224,9 +252,15 @@ class ThemisPolicy:
         return (status, status.expected_duration(), status.spec.submit_time, status.spec.num_gpus)
 
     def _running_row(self, facts: Facts) -> tuple[float, ...]:
-        """A running job's row: its progress and facts, then its contention mark (every
-        job was marked when it entered the waiting table, before it could start)."""
-        mark = (0.0, 0.0) if self._contention is None else self._contention.mark(facts[0].job_id)
+        """A running job's row: its progress and facts, then its contention mark, taken
+        when it entered the waiting table. A job re-adopted running by a restarted live
+        controller was never seen waiting: its mark is left for the next ranking to take
+        (``FinishTimeFairness.unmarked``)."""
+        mark = None if self._contention is None else self._contention.marked(facts[0].job_id)
+        if mark is None:
+            if self._contention is not None:
+                self._unmarked.add(facts[0].job_id)
+            mark = (0.0, 0.0)
         return (*progress_row(facts), *mark)
 
     def decide(self, view: ClusterView) -> Schedule:
