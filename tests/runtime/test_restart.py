@@ -43,3 +43,30 @@ def test_killed_controller_restarts_and_every_job_completes_exactly_once(serve_p
     assert all(j["attempts"] == 1 for j in jobs.values())
     assert any(e["kind"] == "adopted" for e in jobs[ids[1]]["events"])
     assert [e["kind"] for e in jobs[ids[0]]["events"]].count("completed") == 1
+
+
+def test_a_restarted_themis_controller_ranks_a_re_adopted_run(serve_process, tmp_path):
+    """Bug: a run re-adopted after a restart was never seen waiting by Themis, whose
+    running-jobs table then found no contention mark for it: the first ticks after the
+    restart failed with a KeyError (logged; the controller kept serving, and those ticks
+    decided nothing). One 1-GPU job
+    runs under fifo on 1x2 while a 2-GPU job waits; the controller is killed and
+    restarted with themis: the first tick is a lease round that ranks the re-adopted run."""
+    state = tmp_path / "state"
+    marker = tmp_path / "done.txt"
+    first = serve_process("--cluster", "1x2", "--stop-grace", "5")
+    client = ControllerClient.from_state(state)
+    long = client.submit(_job("long", 30, str(marker)))
+    wide = json.loads(_job("wide", 5, str(marker)))
+    wide["resources"]["gpus"] = 2
+    client.submit(json.dumps(wide))
+    wait_for(lambda: sum(j["state"] == "running" for j in client.jobs()) == 1, 20, "one job to run")
+    time.sleep(0.3)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+
+    serve_process("--cluster", "1x2", "--stop-grace", "5", "--policy", "themis")
+    client = ControllerClient.from_state(state)
+    wait_for(lambda: all(j["state"] == "completed" for j in client.jobs()), 40, "all jobs to complete")
+    assert "tick failed" not in (tmp_path / "serve1.log").read_text()
+    assert any(e["kind"] == "adopted" for e in client.job(long)["events"])

@@ -124,7 +124,3 @@ class ClusterView:
         """Run time at the requested resources, from the trace (oracle knowledge)."""
         return self._engine.jobs[job_id].expected_duration()
 
-    def statuses(self, job_ids: Iterable[str]) -> list[JobStatus]:
-        """``job(j)`` for each of ``job_ids``, in one call (policies that gather many)."""
-        jobs = self._engine.jobs
-        return [jobs[j] for j in job_ids]

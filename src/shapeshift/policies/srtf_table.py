@@ -144,7 +144,8 @@ class RunningTables:
     def of(self, view: ClusterView, partition: str) -> RunningTable:
         table = self._tables.get(partition)
         if table is None:
-            table = self._tables[partition] = RunningTable(self._row, self._width)
+            table = RunningTable(self._row, self._width)
             for job_id in view.running(partition):
                 table.put(job_id, self._facts(view, job_id))
+            self._tables[partition] = table  # kept once whole: a row that failed leaves nothing half-built
         return table

@@ -241,7 +241,7 @@ class ThemisPolicy:
         self._fill = ComposedPolicy(
             "themis",
             AcceptAll(),
-            FinishTimeFairness(knob, False, contention, self._tables),
+            FinishTimeFairness(knob, False, contention, self._tables, self._running, self._unmarked),
             placement,
             head_of_line_blocking=False,
         )
