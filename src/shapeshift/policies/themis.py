@@ -196,7 +196,6 @@ class FinishTimeFairness:
         submit = np.concatenate([submitted, table.submit[rows]])
         return running.ids, rows, rho, submit, gpus
 
-
     def _mark_unseen(self, view: ClusterView, running: RunningTable, integral: float | None, active: int) -> None:
         """Running jobs never seen waiting are first seen now, as the per-job rule sees
         them when it first ranks them: their mark is the integral and time of now."""
@@ -212,7 +211,8 @@ class FinishTimeFairness:
 class ThemisPolicy:
     """Lease renewal (preemptive) on round timers; free-GPU hand-out on other events.
 
-    The waiting jobs' facts live in a ``WaitingTable`` per partition, updated by what
+    The waiting jobs' facts live in a ``WaitingTable`` per partition and the running
+    jobs' in a ``RunningTable`` (with their contention marks), both updated by what
     changed, so that ranking them costs array operations, not a Python call per job. A
     hand-out ranks only the waiting jobs that could fit the free GPUs (the others fail
     whatever their rank) and, as backfill does (``ShapeQueue``), stops trying a shape
