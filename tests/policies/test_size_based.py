@@ -203,6 +203,7 @@ _EVERY_QUEUEING_POLICY = [
     ("las", {}),
     ("fifo", {"backfill": "true"}),
     ("tiresias", {}),
+    ("tiresias", {"starvation": 2}),
     ("themis", {}),
     ("optimus", {}),
     ("qssf", {}),

@@ -321,3 +321,26 @@ def test_themis_marks_a_job_adopted_while_running_at_its_first_lease_round():
     assert set(engine.allocations) == {"a", "c"}
     assert engine.jobs["b"].preemptions == 1
     assert policy._contention.mark("a") == (150.0, 100.0)
+
+
+def test_tiresias_instants_keep_one_current_instant_per_job():
+    """The starvation rule's heaps: a job's latest instant replaces its earlier one, an
+    infinite instant means none, and ``nearest`` gives every job within the window of the
+    earliest (1e-3 s), which the policy recomputes exactly."""
+    from shapeshift.policies.tiresias_instants import Instants
+
+    instants = Instants()
+    instants.set("a", 5.0)
+    instants.set("b", 3.0)
+    instants.set("c", float("inf"))
+    assert len(instants) == 2
+    assert instants.until(4.0) == ["b"] and instants.until(4.0) == ["b"]  # looking leaves them
+    assert instants.nearest() == ["b"]
+    instants.set("b", 10.0)  # b's state changed: its old instant no longer counts
+    assert instants.until(4.0) == [] and instants.nearest() == ["a"]
+    instants.drop("a")
+    assert instants.nearest() == ["b"]
+    instants.set("a", 10.0005)  # within 1e-3 s of b's 10.0: both are recomputed
+    assert instants.nearest() == ["b", "a"]
+    instants.set("a", 10.002)
+    assert instants.nearest() == ["b"]

@@ -57,6 +57,7 @@ from shapeshift.policies.composed import AcceptAll, Admission
 from shapeshift.policies.placement import PLACEMENTS, Placement
 from shapeshift.policies.queues import newcomers
 from shapeshift.policies.registry import register
+from shapeshift.policies.tiresias_instants import StarvationInstants
 from shapeshift.policies.tiresias_placement import ModelAwarePlacement, TensorSkewPlacement
 from shapeshift.policies.tiresias_queues import LevelQueues
 
@@ -112,6 +113,9 @@ class TiresiasPolicy:
         #: Running jobs' demotion instants, and a heap of them per partition.
         self._due: dict[str, float] = {}
         self._heap: dict[str, list[tuple[float, str]]] = {}
+        #: With the starvation rule: running jobs' demotion instants and waiting jobs'
+        #: promotion instants per partition (``tiresias_instants``).
+        self._instants = StarvationInstants(self._track, self._next_change)
         self._accept_all = isinstance(admission, AcceptAll)
 
     # ----------------------------------------------------------- service
@@ -253,7 +257,10 @@ class TiresiasPolicy:
         running_movers = self._enter_new_jobs(view, partition, queues, bool(finished))
         # Demotions and promotions append to their new queue. Service grows only while a
         # job runs, so without the starvation rule only running jobs can change queue.
-        movers = queues.in_order() if self.starvation > 0 else self._due_now(view, partition)
+        if self.starvation > 0:
+            movers = self._instants.movers(view, partition, queues, running_movers, [j for j, _ in finished])
+        else:
+            movers = self._due_now(view, partition)
         for job_id in movers:
             track = self._track[job_id]
             before = track.queue
@@ -276,6 +283,7 @@ class TiresiasPolicy:
         # goes ahead of the waiting part.
         nodes = view.partitions[partition]
         started: list[str] = []
+        put_back: list[str] = []
         for level, taken in enumerate(walk.taken):
             for visit in taken:
                 if visit.job_id not in running_movers:
@@ -283,6 +291,7 @@ class TiresiasPolicy:
                     if alloc is None:
                         reasons[visit.job_id] = f"queue {level}: GPUs free but fragmented ({self.placement.name})"
                         queues.put_back(level, visit)
+                        put_back.append(visit.job_id)
                         continue
                     changes[visit.job_id] = alloc
                     free.take(alloc)
@@ -295,11 +304,8 @@ class TiresiasPolicy:
             queues.prepend(level, jobs)
         self._seen[partition] = self._active(view, partition)
         if self.starvation > 0:
-            runs = {j for running in queues.running for j in running}
-            self._next[partition] = min(
-                (self._next_change(view, j, self._track[j], j in runs) for j in [*runs, *queues.position]),
-                default=math.inf,
-            )
+            changed = [*movers, *started, *preempted, *running_movers, *put_back]
+            self._next[partition] = self._instants.refresh(view, partition, queues, changed)
         else:  # due jobs still running get their next instant, whether or not they moved
             kept = [j for j in movers if j in queues.running[self._track[j].queue]]
             self._schedule_demotions(view, partition, preempted, [*started, *kept])
