@@ -123,4 +123,3 @@ class ClusterView:
     def expected_duration(self, job_id: str) -> float:
         """Run time at the requested resources, from the trace (oracle knowledge)."""
         return self._engine.jobs[job_id].expected_duration()
-

@@ -246,7 +246,7 @@ class TiresiasPolicy:
     ) -> None:
         queues = self._queues.get(partition)
         if queues is None:
-            queues = self._queues[partition] = LevelQueues(len(self.thresholds) + 1, keep_order=self.starvation > 0)
+            queues = self._queues[partition] = LevelQueues(len(self.thresholds) + 1)
         for job_id, track in finished:  # finished jobs leave their queue
             if job_id in queues.running[track.queue]:
                 queues.drop_running(track.queue, job_id)

@@ -116,8 +116,8 @@ class StarvationInstants:
         finished: list[str],
     ) -> list[str]:
         """The jobs whose queue may change now (their instant has come, or they are new
-        and already running), in the order the rule visits every job
-        (``LevelQueues.in_order``: queue by queue, running part first)."""
+        and already running), in the order the rule visits every job: queue by queue,
+        the running part in its order, then the waiting part by position."""
         demote, promote = self._of(partition)
         for job_id in finished:
             demote.drop(job_id)

@@ -16,9 +16,7 @@ waiting ones. Three facts of the rule let a decision skip them:
 * **Positions** are numbers: a job entering the end of a queue (an arrival, a demotion, a
   promotion) gets the next number from a rising counter; the jobs a decision preempts go
   ahead of the queue's waiting jobs, in their order, with numbers from a falling counter.
-  Heap entries whose number no longer matches the job's are dropped lazily; a sorted map
-  from number to job per queue gives the waiting part in order (the starvation rule reads
-  every job).
+  Heap entries whose number no longer matches the job's are dropped lazily.
 
 A job moving between queues during a decision (a running job demoted, a waiting job
 promoted) joins the waiting part of its new queue at the end, as the list rule appends
@@ -30,8 +28,6 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-
-from sortedcontainers import SortedDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +52,11 @@ class LevelQueues:
     """The queues of one partition: per queue, the running part in order and the waiting
     part as one heap of ``(position, job)`` per GPU count."""
 
-    def __init__(self, levels: int, keep_order: bool = False):
+    def __init__(self, levels: int):
         self.running: list[dict[str, int]] = [{} for _ in range(levels)]  # job -> GPUs, in order
         self._running_gpus = [0] * levels
         self._zero_gpu = [0] * levels  # running jobs that hold no GPU (the walk can stop before them)
         self._waiting: list[dict[int, list[tuple[int, str]]]] = [{} for _ in range(levels)]
-        #: position -> job per waiting part, kept only for ``in_order`` (the starvation rule)
-        self._order: list[SortedDict] | None = [SortedDict() for _ in range(levels)] if keep_order else None
         #: Every job in a waiting part (running movers included until the walk): (queue, position).
         self.position: dict[str, tuple[int, int]] = {}
         self._back = 0
@@ -107,15 +101,11 @@ class LevelQueues:
     def _leave(self, job_id: str) -> None:
         where = self.position.pop(job_id, None)
         if where is not None:
-            if self._order is not None:
-                del self._order[where[0]][where[1]]
             self._stale += 1
 
     def _push(self, level: int, job_id: str, gpus: int, seq: int) -> None:
         self._leave(job_id)  # a job moving between queues: its old entry goes stale
         self.position[job_id] = (level, seq)
-        if self._order is not None:
-            self._order[level][seq] = job_id
         heapq.heappush(self._waiting[level].setdefault(gpus, []), (seq, job_id))
         if self._stale > len(self.position) + 1024:  # mostly stale (promotions): compact
             self._compact()
@@ -132,16 +122,6 @@ class LevelQueues:
         while heap and self.position.get(heap[0][1]) != (level, heap[0][0]):
             heapq.heappop(heap)
         return heap[0] if heap else None
-
-    # ------------------------------------------------------------ order
-    def waiting_in_order(self, level: int) -> list[str]:
-        """Queue ``level``'s waiting part in order (the starvation rule reads every job)."""
-        assert self._order is not None, "built without keep_order"
-        return list(self._order[level].values())
-
-    def in_order(self) -> list[str]:
-        """Every job, queue by queue, running part first."""
-        return [j for level in range(len(self.running)) for j in (*self.running[level], *self.waiting_in_order(level))]
 
     # ------------------------------------------------------------ walk
     def walk(self, capacity: int) -> Walk:
@@ -187,8 +167,6 @@ class LevelQueues:
                 continue
             _, job_id = heapq.heappop(self._waiting[level][gpus])
             del self.position[job_id]
-            if self._order is not None:
-                del self._order[level][seq]
             taken.append(Visit(job_id, gpus, seq))
             capacity -= gpus
             head = self._head(level, gpus)
