@@ -4,7 +4,6 @@ incremental queues to. Every active job is visited at every decision."""
 
 from __future__ import annotations
 
-import heapq
 import math
 
 from shapeshift.engine.state import FreeResources
@@ -21,8 +20,8 @@ class ListTiresias(TiresiasPolicy):
         finished: dict[str, list[str]] = {}
         for job_id in view.finished:
             track = self._track.pop(job_id, None)
-            self._due.pop(job_id, None)
             if track is not None:
+                self._instants.forget(track.partition, job_id)
                 finished.setdefault(track.partition, []).append(job_id)
         for partition in sorted(view.dirty_partitions):
             if self._unchanged(view, partition, finished):
@@ -81,17 +80,8 @@ class ListTiresias(TiresiasPolicy):
                 (self._next_change(view, j, self._track[j], j in keep) for q in queues for j in q), default=math.inf
             )
             return
-        for job_id in is_running - keep:
-            self._due.pop(job_id, None)
-        heap = self._heap.setdefault(partition, [])
-        for job_id in [*(keep - is_running), *(j for j in movers if j in keep)]:
-            at = self._next_change(view, job_id, self._track[job_id], True)
-            if math.isinf(at):
-                self._due.pop(job_id, None)
-            else:
-                self._due[job_id] = at
-                heapq.heappush(heap, (at, job_id))
-        while heap and self._due.get(heap[0][1]) != heap[0][0]:
-            heapq.heappop(heap)
-        self._next[partition] = heap[0][0] if heap else math.inf
+        # Demotion instants of the jobs that stopped and of those that run on (the
+        # policy's heap: the list rule changes only how the queues are walked).
+        started = [*(keep - is_running), *(j for j in movers if j in keep)]
+        self._schedule_demotions(view, partition, list(is_running - keep), started)
 

@@ -41,7 +41,6 @@ placement fits waits, with the reason.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,7 +56,7 @@ from shapeshift.policies.composed import AcceptAll, Admission
 from shapeshift.policies.placement import PLACEMENTS, Placement
 from shapeshift.policies.queues import newcomers
 from shapeshift.policies.registry import register
-from shapeshift.policies.tiresias_instants import StarvationInstants
+from shapeshift.policies.tiresias_instants import QueueInstants
 from shapeshift.policies.tiresias_placement import ModelAwarePlacement, TensorSkewPlacement
 from shapeshift.policies.tiresias_queues import LevelQueues
 
@@ -110,12 +109,9 @@ class TiresiasPolicy:
         #: the number of active jobs the last decision there left.
         self._next: dict[str, float] = {}
         self._seen: dict[str, int] = {}
-        #: Running jobs' demotion instants, and a heap of them per partition.
-        self._due: dict[str, float] = {}
-        self._heap: dict[str, list[tuple[float, str]]] = {}
-        #: With the starvation rule: running jobs' demotion instants and waiting jobs'
-        #: promotion instants per partition (``tiresias_instants``).
-        self._instants = StarvationInstants(self._track, self._next_change)
+        #: Per partition: running jobs' demotion instants and, with the starvation rule,
+        #: waiting jobs' promotion instants (``tiresias_instants``).
+        self._instants = QueueInstants(self._track, self._next_change)
         self._accept_all = isinstance(admission, AcceptAll)
 
     # ----------------------------------------------------------- service
@@ -174,8 +170,8 @@ class TiresiasPolicy:
         finished: dict[str, list[tuple[str, _Track]]] = {}
         for job_id in view.finished:
             track = self._track.pop(job_id, None)
-            self._due.pop(job_id, None)
             if track is not None:
+                self._instants.forget(track.partition, job_id)
                 finished.setdefault(track.partition, []).append((job_id, track))
         stopped = self._stopped_outside(view)
         for partition in sorted(view.dirty_partitions):
@@ -217,7 +213,7 @@ class TiresiasPolicy:
                 else:
                     queues.forget(job_id)
                 del self._track[job_id]
-                self._due.pop(job_id, None)
+                self._instants.forget(track.partition, job_id)
             partitions.add(track.partition)
         return partitions
 
@@ -258,7 +254,7 @@ class TiresiasPolicy:
         # Demotions and promotions append to their new queue. Service grows only while a
         # job runs, so without the starvation rule only running jobs can change queue.
         if self.starvation > 0:
-            movers = self._instants.movers(view, partition, queues, running_movers, [j for j, _ in finished])
+            movers = self._instants.movers(view, partition, queues, running_movers)
         else:
             movers = self._due_now(view, partition)
         for job_id in movers:
@@ -334,31 +330,21 @@ class TiresiasPolicy:
         return running_new
 
     def _due_now(self, view: ClusterView, partition: str) -> list[str]:
-        """Running jobs whose demotion instant has come (a heap per partition: a running
-        job's service grows at a constant rate, so its instant is fixed until it stops)."""
-        heap = self._heap.setdefault(partition, [])
-        due: list[str] = []
-        while heap and heap[0][0] <= view.now + _TOLERANCE:
-            at, job_id = heapq.heappop(heap)
-            if self._due.get(job_id) == at:
-                del self._due[job_id]
-                due.append(job_id)
+        """Running jobs whose demotion instant has come (a running job's service grows at
+        a constant rate, so its instant is fixed until it stops); their instants go."""
+        demotions = self._instants.demotions(partition)
+        due = demotions.until(view.now + _TOLERANCE)
+        for job_id in due:
+            demotions.drop(job_id)
         return due
 
     def _schedule_demotions(self, view: ClusterView, partition: str, stopped: list[str], started: list[str]) -> None:
-        heap = self._heap.setdefault(partition, [])
+        demotions = self._instants.demotions(partition)
         for job_id in stopped:
-            self._due.pop(job_id, None)
+            demotions.drop(job_id)
         for job_id in started:
-            at = self._next_change(view, job_id, self._track[job_id], True)
-            if math.isinf(at):
-                self._due.pop(job_id, None)
-                continue
-            self._due[job_id] = at
-            heapq.heappush(heap, (at, job_id))
-        while heap and self._due.get(heap[0][1]) != heap[0][0]:
-            heapq.heappop(heap)
-        self._next[partition] = heap[0][0] if heap else math.inf
+            demotions.set(job_id, self._next_change(view, job_id, self._track[job_id], True))
+        self._next[partition] = demotions.first()
 
 
 class TiresiasParams(AdmissionParams):

@@ -1,4 +1,7 @@
-"""When Tiresias jobs change queue under the starvation rule, kept in heaps.
+"""When Tiresias jobs change queue, kept in heaps.
+
+A running job is demoted when its service reaches its queue's limit: its instant is
+fixed while it runs, so it sits in a heap per partition (``QueueInstants.demotions``).
 
 With ``starvation = k > 0`` a job changes queue at one of two instants: a running job is
 demoted when its service reaches its queue's limit, and a waiting job that has run is
@@ -72,6 +75,11 @@ class Instants:
         """Jobs whose instant is at most ``until``, earliest first; their instants stay."""
         return self._popped_while(lambda t: t <= until)
 
+    def first(self) -> float:
+        """The earliest instant (infinite when none)."""
+        top = self._live_top()
+        return math.inf if top is None else top[0]
+
     def nearest(self) -> list[str]:
         """Jobs whose instant is within ``WINDOW`` of the earliest one."""
         top = self._live_top()
@@ -94,10 +102,10 @@ class Instants:
 NextChange = Callable[["ClusterView", str, Any, bool], float]
 
 
-class StarvationInstants:
-    """Per partition, the running jobs' demotion instants and the waiting jobs'
-    promotion instants, for ``TiresiasPolicy`` with the starvation rule. ``tracks`` is
-    the policy's job -> track (``queue`` and ``partition`` are read)."""
+class QueueInstants:
+    """Per partition, the running jobs' demotion instants and, with the starvation rule,
+    the waiting jobs' promotion instants, for ``TiresiasPolicy``. ``tracks`` is the
+    policy's job -> track (``queue`` and ``partition`` are read)."""
 
     def __init__(self, tracks: dict[str, Any], next_change: NextChange):
         self._tracks = tracks
@@ -107,21 +115,26 @@ class StarvationInstants:
     def _of(self, partition: str) -> tuple[Instants, Instants]:
         return self._by_partition.setdefault(partition, (Instants(), Instants()))
 
+    def demotions(self, partition: str) -> Instants:
+        return self._of(partition)[0]
+
+    def forget(self, partition: str, job_id: str) -> None:
+        """``job_id`` left (finished, withdrawn): it changes queue no more."""
+        demote, promote = self._of(partition)
+        demote.drop(job_id)
+        promote.drop(job_id)
+
     def movers(
         self,
         view: ClusterView,
         partition: str,
         queues: LevelQueues,
         new_running: Collection[str],
-        finished: list[str],
     ) -> list[str]:
         """The jobs whose queue may change now (their instant has come, or they are new
         and already running), in the order the rule visits every job: queue by queue,
         the running part in its order, then the waiting part by position."""
         demote, promote = self._of(partition)
-        for job_id in finished:
-            demote.drop(job_id)
-            promote.drop(job_id)
         until = view.now + WINDOW
         tracks = self._tracks
         due = [j for j in dict.fromkeys([*demote.until(until), *promote.until(until), *new_running]) if j in tracks]
