@@ -344,3 +344,5 @@ def test_tiresias_instants_keep_one_current_instant_per_job():
     assert instants.nearest() == ["b", "a"]
     instants.set("a", 10.002)
     assert instants.nearest() == ["b"]
+    assert instants.take_until(10.001) == ["b"]  # taken: b's instant is gone
+    assert instants.first() == 10.002 and len(instants) == 1

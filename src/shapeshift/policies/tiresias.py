@@ -332,11 +332,7 @@ class TiresiasPolicy:
     def _due_now(self, view: ClusterView, partition: str) -> list[str]:
         """Running jobs whose demotion instant has come (a running job's service grows at
         a constant rate, so its instant is fixed until it stops); their instants go."""
-        demotions = self._instants.demotions(partition)
-        due = demotions.until(view.now + _TOLERANCE)
-        for job_id in due:
-            demotions.drop(job_id)
-        return due
+        return self._instants.demotions(partition).take_until(view.now + _TOLERANCE)
 
     def _schedule_demotions(self, view: ClusterView, partition: str, stopped: list[str], started: list[str]) -> None:
         demotions = self._instants.demotions(partition)

@@ -75,6 +75,17 @@ class Instants:
         """Jobs whose instant is at most ``until``, earliest first; their instants stay."""
         return self._popped_while(lambda t: t <= until)
 
+    def take_until(self, until: float) -> list[str]:
+        """Jobs whose instant is at most ``until``, earliest first; their instants go."""
+        heap, at = self._heap, self._at
+        due: list[str] = []
+        while heap and heap[0][0] <= until:
+            instant, job_id = heapq.heappop(heap)
+            if at.get(job_id) == instant:
+                del at[job_id]
+                due.append(job_id)
+        return due
+
     def first(self) -> float:
         """The earliest instant (infinite when none)."""
         top = self._live_top()
