@@ -49,6 +49,7 @@ from shapeshift.runtime.live_run import (
 )
 from shapeshift.runtime.metrics_export import DecisionStats, time_decisions
 from shapeshift.runtime.perf_live import predicted_iter_time
+from shapeshift.runtime.ports import RendezvousPorts
 from shapeshift.runtime.recovery import Recovery
 from shapeshift.runtime.service import ServerFactory
 from shapeshift.runtime.state_files import (
@@ -139,6 +140,7 @@ class Controller(Admission, Supervision, Recovery):
         self.runs: dict[str, LiveRun] = {}  # current run of each running job
         self.stopping: list[LiveRun] = []  # runs asked to stop, holding their slots until they exit
         self.slots: dict[int, dict[int, list[RunId]]] = {i: {} for i in range(len(cluster.nodes))}
+        self.rendezvous = RendezvousPorts()
         self.reports: queue.SimpleQueue[tuple[str, int, list[dict[str, Any]]]] = queue.SimpleQueue()
         self.url = ""
         self._jobs: dict[str, JobFile] = {}

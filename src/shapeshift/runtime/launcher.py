@@ -19,7 +19,8 @@ from shapeshift.runtime import store as st
 from shapeshift.runtime.backends.base import Backend, RankLaunch, RunId
 from shapeshift.runtime.isolation import JobUser
 from shapeshift.runtime.jobfile import JobFile, render_command
-from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_plan, free_port, plan_json, short_plan
+from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_plan, plan_json, short_plan
+from shapeshift.runtime.ports import RendezvousPorts
 from shapeshift.runtime.store import RunRecord, Store, crash_point
 
 #: The controller's own settings that lead to its secrets; a job never inherits them.
@@ -42,6 +43,8 @@ class Launcher:
     #: ``slots[node][gpu]`` = the runs whose ranks use that GPU slot (two or more only on a
     #: cluster whose ``gpu_share_limit`` lets jobs share GPUs).
     slots: dict[int, dict[int, list[RunId]]]
+    #: Rendezvous ports (``MASTER_PORT``) of the runs laid out and not yet released.
+    rendezvous: RendezvousPorts
     engine: Engine
     _jobs: dict[str, JobFile]
     _adopting: dict[str, Any]
@@ -101,6 +104,8 @@ class Launcher:
         self.runs.pop(job.job_id, None)
         job.rate = 0.0
         if run is None or not run.spawned:
+            if run is not None:
+                self.rendezvous.release(run.run_id)  # laid out, never started
             return
         self.backend.terminate(run.run_id)
         run.deadline = now + self.stop_grace
@@ -208,7 +213,7 @@ class Launcher:
         per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
         world = max(sum(len(s) for _, s in per_node), 1)
         layout = [[self.cluster.nodes[n].name, len(s) or 1] for n, s in per_node]
-        master_port = free_port()
+        master_port = self.rendezvous.take(run.run_id)
         gpus_visible = _real_gpu_count() > 0
         ranks: list[RankLaunch] = []
         rank = 0
@@ -273,6 +278,7 @@ class Launcher:
 
     def _release(self, run: LiveRun) -> None:
         self.backend.forget(run.run_id)
+        self.rendezvous.release(run.run_id)
         for node_slots in self.slots.values():
             for slot in [s for s, holders in node_slots.items() if run.run_id in holders]:
                 node_slots[slot].remove(run.run_id)

@@ -4,18 +4,16 @@ plans are written down: JSON for the store, short text for ``queue``, JSON for w
 from __future__ import annotations
 
 import json
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 
 from shapeshift.model import Allocation, ExecutionPlan, Resources
 from shapeshift.runtime.backends.base import RankLaunch, RunId
+from shapeshift.runtime.ports import kernel_port
 
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+#: A port the kernel says is free now (kept for callers of the earlier name; runs take
+#: their rendezvous port from ``ports.RendezvousPorts``).
+free_port = kernel_port
 
 
 def allocation_to_json(alloc: Allocation) -> dict[str, Any]:
