@@ -21,6 +21,7 @@ vLLM discuss the race in pytorch/pytorch#47461 and vllm-project/vllm#36330.
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 from collections.abc import Hashable
@@ -33,6 +34,8 @@ BAND = 8192
 #: The lowest port used: below are the well-known and privileged ones.
 LOWEST = 1024
 _RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: Pickers made in this process so far: each starts its search elsewhere in the band.
+_PICKERS = itertools.count()
 
 
 def ephemeral_range(path: Path = _RANGE_FILE) -> tuple[int, int]:
@@ -75,15 +78,17 @@ def outside_band(ephemeral: tuple[int, int]) -> range:
 class RendezvousPorts:
     """Hands out rendezvous ports outside the ephemeral range, one per live owner (a run).
 
-    ``start``: where in the band the first search begins (default: from the process id,
-    so two controllers on one host start apart). Each search starts after the last port
-    handed out, so a port a finished run's store left in ``TIME_WAIT`` comes round again
-    only after the whole band."""
+    ``start``: where in the band the first search begins (default: from the process id
+    and how many pickers this process made, so controllers on one host start apart).
+    Each search starts after the last port handed out, so a port a finished run's store
+    left in ``TIME_WAIT`` comes round again only after the whole band."""
 
     def __init__(self, host: str = "127.0.0.1", ephemeral: tuple[int, int] | None = None, start: int | None = None):
         self.host = host
         self.band = outside_band(ephemeral if ephemeral is not None else ephemeral_range())
-        self._next = (os.getpid() if start is None else start) % max(len(self.band), 1)
+        if start is None:
+            start = os.getpid() * 997 + next(_PICKERS) * 1021
+        self._next = start % max(len(self.band), 1)
         self._held: dict[Hashable, int] = {}
         self._in_use: set[int] = set()
 
