@@ -21,11 +21,10 @@ import json
 import math
 import os
 import sys
-import threading
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from shapeshift.client import PREEMPTED_EXIT, Lease, WorkerEnv, flush, report
 from shapeshift.client.progress import log_step, should_log
@@ -190,7 +189,7 @@ def _train(args: argparse.Namespace, env: WorkerEnv, plan: ExecutionPlan, micro:
         if lease.agree(agree):  # phase two: every rank stops at this same step
             save()
             flush()
-            return PREEMPTED_EXIT
+            return _leave_group(PREEMPTED_EXIT) if distributed else PREEMPTED_EXIT
         started = time.perf_counter()
         starts = batch_starts(args.seed, step, args.global_batch, limit)
         optimizer.zero_grad(set_to_none=True)
@@ -222,22 +221,24 @@ def _train(args: argparse.Namespace, env: WorkerEnv, plan: ExecutionPlan, micro:
     flush()
     if distributed:
         dist.barrier()  # rank 0 has written the result: leave the group together
-        _leave_group(dist)
+        return _leave_group(0)
     return 0
 
 
-def _leave_group(dist: Any, grace: float = 10.0) -> None:
-    """Tear down the process group without risking a hang at exit.
+def _leave_group(code: int) -> NoReturn:
+    """Exit with ``code`` at once, without tearing the process group down.
 
-    ``destroy_process_group`` can block when a peer (rank 0 hosts gloo's TCP store) is
-    already gone. Everything is saved and reported by now, so a rank that cannot leave
-    cleanly within ``grace`` seconds exits anyway: a finished job must never look running.
+    Every rank has passed the last barrier with everything saved and reported, so nothing
+    is left to do together. Tearing gloo down (``destroy_process_group``), or leaving it
+    to the interpreter's finalisation, can block for good (pytorch/pytorch#75097), and
+    while it blocks in C++ it may hold the GIL, so no timer in Python ends it: in this
+    project's CI a rank that had run all its steps, with its peer done and gone, never
+    exited, and its job looked running until the test gave up. Exiting here skips the
+    teardown; the logs are flushed first, as a normal exit would.
     """
-    leaving = threading.Thread(target=dist.destroy_process_group, daemon=True)
-    leaving.start()
-    leaving.join(grace)
-    if leaving.is_alive():
-        os._exit(0)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _eval_loss(model: Any, data: Any, context: int, vocab: int) -> float:
