@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from shapeshift.runtime.ports import kernel_port
+from shapeshift.runtime.ports import RendezvousPorts
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
@@ -33,7 +33,7 @@ BLOCKING_TEARDOWN = (
 
 
 def test_both_ranks_exit_at_once_though_the_teardown_would_block(tmp_path):
-    port = kernel_port()
+    port = RendezvousPorts().take("test")  # as the controller picks it
     ranks = []
     for rank in (0, 1):
         env = {
