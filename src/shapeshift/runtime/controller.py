@@ -43,7 +43,6 @@ from shapeshift.runtime.live_run import (
     allocation_from_json,
     allocation_to_json,
     effective_plan,
-    free_port,
     plan_json,
     short_plan,
 )
@@ -75,7 +74,6 @@ __all__ = [
     "allocation_to_json",
     "effective_plan",
     "ensure_token",
-    "free_port",
     "plan_json",
     "short_plan",
 ]

@@ -9,11 +9,6 @@ from typing import Any
 
 from shapeshift.model import Allocation, ExecutionPlan, Resources
 from shapeshift.runtime.backends.base import RankLaunch, RunId
-from shapeshift.runtime.ports import kernel_port
-
-#: A port the kernel says is free now (kept for callers of the earlier name; runs take
-#: their rendezvous port from ``ports.RendezvousPorts``).
-free_port = kernel_port
 
 
 def allocation_to_json(alloc: Allocation) -> dict[str, Any]:
