@@ -15,6 +15,13 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
 SHRINK_AT = 8
+# Each step is paced to at least PACE s, so 24 steps take >= 7.2 s. The controller learns
+# of step 8 (at >= 2.4 s) from the next progress report (posted once a second), decides
+# within a round (0.2 s), and rank 0's lease sees the stop within its poll (0.2 s): the
+# stop lands near step 13 of 24, more than 3 s before the end. Unpaced, the tiny model
+# ran all 24 steps in about 0.5 s, before any report arrived, and the shrink never
+# happened (CI: attempts 1, not 2).
+PACE = 0.3
 
 
 class ShrinkPolicy:
@@ -42,7 +49,10 @@ class ShrinkPolicy:
 
 
 def _job(name: str, seed: int) -> str:
-    command = "{python} -m shapeshift.train --iterations {iterations} --global-batch 16 --seed " + str(seed)
+    command = (
+        "{python} -m shapeshift.train --iterations {iterations} --global-batch 16"
+        f" --min-iter-time {PACE} --seed {seed}"
+    )
     return json.dumps({"name": name, "command": command, "iterations": 24, "plan": "dp=2"})
 
 

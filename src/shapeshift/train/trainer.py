@@ -104,7 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--checkpoint-every", type=int, default=0, help="also checkpoint every N steps (0: only on stop)"
     )
+    parser.add_argument(
+        "--min-iter-time",
+        type=float,
+        default=0.0,
+        help="seconds each step takes at least (sleeps the rest): stands in for a larger model, so a "
+        "scheduler sees progress reports before the job ends (0: no pacing)",
+    )
     args = parser.parse_args(argv)
+    if not (math.isfinite(args.min_iter_time) and args.min_iter_time >= 0):
+        parser.error(f"--min-iter-time must be a finite number >= 0, not {args.min_iter_time}")
     env = WorkerEnv.from_env()
     plan = _plan_from(args, env)
     try:
@@ -206,6 +215,9 @@ def _train(args: argparse.Namespace, env: WorkerEnv, plan: ExecutionPlan, micro:
             total += float(loss.item())
         optimizer.step()
         step += 1
+        spare = args.min_iter_time - (time.perf_counter() - started)
+        if spare > 0:
+            time.sleep(spare)
         iter_time = time.perf_counter() - started
         report(step, loss=total, samples=args.global_batch, iter_time=iter_time)
         if env.rank == 0 and should_log(step, args.iterations):
