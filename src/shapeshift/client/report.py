@@ -22,6 +22,7 @@ class _Reporter:
         self.interval = interval
         self._buffer: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._sending = threading.Lock()  # one post at a time: flush waits for one in flight
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="shapeshift-report", daemon=True)
         self._thread.start()
@@ -32,6 +33,15 @@ class _Reporter:
             self._buffer.append(item)
 
     def flush(self) -> None:
+        """Post every buffered report; returns once they are posted or kept for a retry.
+
+        A post the background thread has in flight is waited for, so reports added before
+        ``flush`` have reached the controller when it returns (the trainer exits at once
+        after it: an in-flight post would otherwise die with the process)."""
+        with self._sending:
+            self._post()
+
+    def _post(self) -> None:
         with self._lock:
             items, self._buffer = self._buffer, []
         if not items:
