@@ -5,8 +5,10 @@ needed there):
 
     python scripts/measure_colocation.py measure --out DIR
 
-trains six models on synthetic data, each in its own process (the GPU time-sliced between
-processes, no MPS), first alone and then in every pair. Alone, it samples NVML's GPU and
+trains six models on synthetic data, each in its own process, first alone and then in
+every pair. The GPU is shared however the machine shares it: time-slicing between
+processes by default, concurrent kernels where an MPS server runs (say which with
+``--sharing``, written to ``env.txt``). Alone, it samples NVML's GPU and
 memory utilisation (what nvidia-smi prints, the features of the model); in a pair, each
 job's speed is its iterations per second over its rate alone. It writes ``DIR/solo.csv``,
 ``DIR/pairs.csv`` (``model_a,model_b,speed_a,speed_b``: the table
@@ -33,8 +35,11 @@ import threading
 import time
 from pathlib import Path
 
-#: (name as Lucid's profiles call it, batch size). Image models at 224 x 224.
-MODELS = [("ResNet18", 64), ("ResNet50", 32), ("MobileNetV2", 64), ("LSTM", 64), ("NeuMF", 1024), ("BERT", 16)]
+#: (the job model's name in the catalog, batch size), so the pair table written applies to
+#: jobs of these models (``PairTable`` matches names). Image models at 224 x 224;
+#: mobilenetv2 is not in the catalog. In Lucid's profiles: ResNet18, ResNet50,
+#: MobileNetV2, LSTM, NeuMF, BERT.
+MODELS = [("resnet18", 64), ("resnet50", 32), ("mobilenetv2", 64), ("lstm", 64), ("ncf", 1024), ("bert-base", 16)]
 
 
 def _build(name: str, batch: int, device: str):
@@ -43,7 +48,7 @@ def _build(name: str, batch: int, device: str):
     from torch import nn
 
     tiny = device == "cpu"
-    if name in ("ResNet18", "ResNet50", "MobileNetV2"):
+    if name in ("resnet18", "resnet50", "mobilenetv2"):
         if tiny:
             model = nn.Sequential(
                 nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)
@@ -52,10 +57,10 @@ def _build(name: str, batch: int, device: str):
         else:
             import torchvision
 
-            model = getattr(torchvision.models, name.lower().replace("mobilenetv2", "mobilenet_v2"))(num_classes=1000)
+            model = getattr(torchvision.models, name.replace("mobilenetv2", "mobilenet_v2"))(num_classes=1000)
             x, y = torch.randn(batch, 3, 224, 224), torch.randint(0, 1000, (batch,))
         loss_of = lambda m, x, y: nn.functional.cross_entropy(m(x), y)  # noqa: E731
-    elif name == "LSTM":  # word-level language model, 2 x 512, 35 tokens
+    elif name == "lstm":  # word-level language model, 2 x 512, 35 tokens
         vocab, width = (100, 16) if tiny else (10_000, 512)
 
         class Lm(nn.Module):
@@ -70,7 +75,7 @@ def _build(name: str, batch: int, device: str):
         model = Lm()
         x, y = torch.randint(0, vocab, (batch, 35)), torch.randint(0, vocab, (batch, 35))
         loss_of = lambda m, x, y: nn.functional.cross_entropy(m(x).reshape(-1, vocab), y.reshape(-1))  # noqa: E731
-    elif name == "NeuMF":  # GMF + MLP on user and item embeddings, implicit feedback
+    elif name == "ncf":  # NeuMF: GMF + MLP on user and item embeddings, implicit feedback
         users, dim = (100, 4) if tiny else (100_000, 64)
 
         class NeuMF(nn.Module):
@@ -182,7 +187,7 @@ class _Nvml:
         return tuple(sum(s[i] for s in self.samples) / len(self.samples) for i in (0, 1))  # type: ignore[return-value]
 
 
-def measure(out: Path, device: str, window: float) -> None:
+def measure(out: Path, device: str, window: float, sharing: str) -> None:
     import torch
 
     out.mkdir(parents=True, exist_ok=True)
@@ -248,7 +253,8 @@ def measure(out: Path, device: str, window: float) -> None:
             w.writerow([a, b, f"{rate_a / alone[a]:.4f}", f"{rate_b / alone[b]:.4f}"])
     (out / "env.txt").write_text(
         f"{nvml.name()}\ntorch {torch.__version__}\nwindow {window} s, device {device}\n"
-        f"command: python scripts/measure_colocation.py measure --out DIR --window {window}\n"
+        f"sharing: {sharing}\n"
+        f"command: python scripts/measure_colocation.py measure --out DIR --window {window} --sharing '{sharing}'\n"
     )
 
 
@@ -284,6 +290,10 @@ def compare(directory: Path) -> None:
     constant = math.sqrt(sum((s - mean) ** 2 for s in measured) / n)
     print(f"\n{n} directed pairs; measured speed mean {mean:.3f}, min {min(measured):.3f}, max {max(measured):.3f}")
     print(f"RMSE: model (alpha {alpha}, beta {beta}) {rmse:.3f}; best constant ({mean:.3f}) {constant:.3f}")
+    mean_p = sum(predicted) / n
+    cov = sum((p - mean_p) * (s - mean) for p, s in zip(predicted, measured, strict=True))
+    spread = math.sqrt(sum((p - mean_p) ** 2 for p in predicted) * sum((s - mean) ** 2 for s in measured))
+    print(f"correlation of model and measured: {cov / spread:.3f}" if spread else "correlation: undefined")
     print(f"mean of model - measured: {sum(p - s for p, s in zip(predicted, measured, strict=True)) / n:+.3f}")
 
 
@@ -293,12 +303,15 @@ def main() -> int:
     m = sub.add_parser("measure")
     m.add_argument("--out", type=Path, required=True)
     m.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    m.add_argument("--window", type=float, default=5.0, help="seconds each measurement runs")
+    m.add_argument("--window", type=float, default=5.0, help="seconds each measurement runs (at least 1)")
+    m.add_argument("--sharing", default="time-slicing", help="how the GPU is shared, for env.txt (e.g. MPS)")
     c = sub.add_parser("compare")
     c.add_argument("directory", type=Path)
     args = parser.parse_args()
     if args.command == "measure":
-        measure(args.out, args.device, args.window)
+        if not (math.isfinite(args.window) and args.window > 0) or (args.device == "cuda" and args.window < 1):
+            parser.error("--window must be at least 1 second on a GPU (utilisation is sampled from 0.8 s on)")
+        measure(args.out, args.device, args.window, args.sharing)
     else:
         compare(args.directory)
     return 0

@@ -135,14 +135,14 @@ def test_count_based_placement_takes_empty_gpus_on_a_sharing_cluster():
 @pytest.mark.parametrize("run", ["timesliced-1", "timesliced-2", "mps"])
 def test_the_h100_tables_in_docs_load_as_interference_tables(run):
     """docs/sharing.md tells users to pass these files as ``RunSpec(interference=...)``:
-    each must load, hold all 15 pairs of its six models, and answer a catalogued pair
-    (names match case-insensitively) with the speeds its row gives."""
+    each must load, hold all 15 pairs of its six models, and answer a pair of catalogued
+    models (names match case-insensitively) with the speeds its row gives."""
     path = Path(__file__).resolve().parents[2] / "docs" / "data" / "h100-colocation" / run / "pairs.csv"
     table = PairTable.from_csv(path)
     rows = list(csv.DictReader(path.open()))
     assert len(rows) == 15 and all(0 < float(r[k]) <= 1.5 for r in rows for k in ("speed_a", "speed_b"))
-    row = next(r for r in rows if {r["model_a"], r["model_b"]} == {"ResNet18", "ResNet50"})
-    first = JobSpec("a", 0.0, 1, duration=1.0, model=row["model_a"].lower())
-    second = JobSpec("b", 0.0, 1, duration=1.0, model=row["model_b"].lower())
+    row = next(r for r in rows if {r["model_a"], r["model_b"]} == {"ncf", "bert-base"})
+    first = JobSpec("a", 0.0, 1, duration=1.0, model=row["model_a"].upper())
+    second = JobSpec("b", 0.0, 1, duration=1.0, model=row["model_b"].upper())
     assert table.pair_speed(first, second) == float(row["speed_a"])
     assert table.pair_speed(second, first) == float(row["speed_b"])
