@@ -187,18 +187,24 @@ class _Nvml:
         return tuple(sum(s[i] for s in self.samples) / len(self.samples) for i in (0, 1))  # type: ignore[return-value]
 
 
-def measure(out: Path, device: str, window: float, sharing: str) -> None:
+def measure(out: Path, device: str, window: float, sharing: str, same_model: bool = False) -> None:
+    """``same_model``: pair each model with a second copy of itself instead of with the
+    others (a row ``m,m`` whose two speeds are the copies' mean, as ``PairTable`` keeps
+    one speed for a job beside its own model)."""
     import torch
 
     out.mkdir(parents=True, exist_ok=True)
     context = mp.get_context("spawn")
     workers = {}
-    for name, batch in MODELS:
+    copies = [(name, batch, name) for name, batch in MODELS]
+    if same_model:
+        copies += [(name, batch, f"{name}#2") for name, batch in MODELS]
+    for name, batch, key in copies:
         mine, theirs = context.Pipe()
         process = context.Process(target=_worker, args=(name, batch, device, theirs), daemon=True)
         process.start()
-        workers[name] = (process, mine)
-    memory = {name: conn.recv()[1] for name, (_, conn) in workers.items()}
+        workers[key] = (process, mine)
+    memory = {key: conn.recv()[1] for key, (_, conn) in workers.items()}
     nvml = _Nvml()
 
     def run(names: tuple[str, ...], sample: bool) -> list[float]:
@@ -218,7 +224,12 @@ def measure(out: Path, device: str, window: float, sharing: str) -> None:
         solo.setdefault(name, []).append((rate, *nvml.means()))
         print(f"alone {name}: {rate:.2f} it/s, utilisation gpu/mem {nvml.means()}", flush=True)
     pairs = []
-    for a, b in itertools.combinations(order, 2):
+    if same_model:
+        for name in order:
+            rate_a, rate_b = run((name, f"{name}#2"), sample=False)
+            pairs.append((name, name, (rate_a + rate_b) / 2, (rate_a + rate_b) / 2))
+            print(f"pair {name} + its copy: {rate_a:.2f} / {rate_b:.2f} it/s", flush=True)
+    for a, b in [] if same_model else itertools.combinations(order, 2):
         rate_a, rate_b = run((a, b), sample=False)
         pairs.append((a, b, rate_a, rate_b))
         print(f"pair {a} + {b}: {rate_a:.2f} / {rate_b:.2f} it/s", flush=True)
@@ -254,7 +265,9 @@ def measure(out: Path, device: str, window: float, sharing: str) -> None:
     (out / "env.txt").write_text(
         f"{nvml.name()}\ntorch {torch.__version__}\nwindow {window} s, device {device}\n"
         f"sharing: {sharing}\n"
-        f"command: python scripts/measure_colocation.py measure --out DIR --window {window} --sharing '{sharing}'\n"
+        f"pairs: {'each model beside a copy of itself' if same_model else 'every two different models'}\n"
+        f"command: python scripts/measure_colocation.py measure --out DIR --window {window} --sharing '{sharing}'"
+        f"{' --same-model' if same_model else ''}\n"
     )
 
 
@@ -305,13 +318,14 @@ def main() -> int:
     m.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     m.add_argument("--window", type=float, default=5.0, help="seconds each measurement runs (at least 1)")
     m.add_argument("--sharing", default="time-slicing", help="how the GPU is shared, for env.txt (e.g. MPS)")
+    m.add_argument("--same-model", action="store_true", help="pair each model with a copy of itself instead")
     c = sub.add_parser("compare")
     c.add_argument("directory", type=Path)
     args = parser.parse_args()
     if args.command == "measure":
         if not (math.isfinite(args.window) and args.window > 0) or (args.device == "cuda" and args.window < 1):
             parser.error("--window must be at least 1 second on a GPU (utilisation is sampled from 0.8 s on)")
-        measure(args.out, args.device, args.window, args.sharing)
+        measure(args.out, args.device, args.window, args.sharing, args.same_model)
     else:
         compare(args.directory)
     return 0

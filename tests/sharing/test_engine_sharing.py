@@ -146,3 +146,18 @@ def test_the_h100_tables_in_docs_load_as_interference_tables(run):
     second = JobSpec("b", 0.0, 1, duration=1.0, model=row["model_b"].upper())
     assert table.pair_speed(first, second) == float(row["speed_a"])
     assert table.pair_speed(second, first) == float(row["speed_b"])
+
+
+def test_the_combined_h100_table_covers_every_pair_of_its_six_models():
+    """``timesliced-all-pairs.csv`` (the table docs/sharing.md recommends) is run 1's 15
+    pairs of different models plus each model beside its own copy: 6 x 6 = 36 directed
+    entries, and the same-model entry answers a job beside its own model."""
+    base = Path(__file__).resolve().parents[2] / "docs" / "data" / "h100-colocation"
+    table = PairTable.from_csv(base / "timesliced-all-pairs.csv")
+    models = {r["model"] for r in csv.DictReader((base / "timesliced-1" / "solo.csv").open())}
+    assert len(models) == 6
+    assert set(table.speeds) == {(a, b) for a in models for b in models}
+    same_rows = csv.DictReader((base / "timesliced-same-model" / "pairs.csv").open())
+    same = next(r for r in same_rows if r["model_a"] == "lstm")
+    lstm = JobSpec("a", 0.0, 1, duration=1.0, model="lstm")
+    assert table.pair_speed(lstm, JobSpec("b", 0.0, 1, duration=1.0, model="LSTM")) == float(same["speed_a"])
