@@ -89,6 +89,7 @@ def test_queue_and_nodes_json_filters_and_logs_without_a_controller(live, tmp_pa
     wait_for(lambda: client.job(blocker)["state"] == "running", 10, "the long job to start")
     # Needs both slots while one is held: it waits.
     waiting = client.submit(json.dumps({"name": "big", "command": "true", "iterations": 1, "resources": {"gpus": 2}}))
+    wait_for(lambda: client.job(waiting)["reason"], 10, "the waiting job's reason")  # written at the next tick
     rows = json.loads(runner.invoke(app, ["queue", "--state", state, "--json"]).output)
     assert [r["id"] for r in rows] == [done, blocker, waiting]
     first = rows[0]

@@ -119,7 +119,9 @@ def test_a_rank_that_dies_while_the_controller_is_down_is_a_counted_failure(serv
     state, marker = tmp_path / "state", tmp_path / "done.txt"
     first = serve_process("--cluster", "1x2")
     client = ControllerClient.from_state(state)
-    job_id = client.submit(_job("victim", 40, str(marker), iter_time=0.05))
+    # 120 steps of 0.05 s: about 5 s left after the first report (1.2 s in) to kill the
+    # controller and then the rank before the job ends on its own (40 steps left 0.85 s).
+    job_id = client.submit(_job("victim", 120, str(marker), iter_time=0.05))
     wait_for(
         lambda: client.job(job_id)["state"] == "running" and (client.job(job_id)["progress"] or 0) >= 1, 20, "a report"
     )
@@ -159,7 +161,9 @@ def test_a_readopted_job_keeps_reporting_progress_after_a_restart(serve_process,
     state, marker = tmp_path / "state", tmp_path / "done.txt"
     first = serve_process("--cluster", "1x2")
     client = ControllerClient.from_state(state)
-    job_id = client.submit(_job("long", 60, str(marker), iter_time=0.1))
+    # 300 steps of 0.1 s: the job must outlast the kill, a restart (seconds when loaded)
+    # and a report period after it; the test never waits for its end (teardown kills it).
+    job_id = client.submit(_job("long", 300, str(marker), iter_time=0.1))
     wait_for(lambda: (client.job(job_id)["progress"] or 0) >= 2, 20, "progress before the crash")
     url = client.url
     os.killpg(first.pid, signal.SIGKILL)

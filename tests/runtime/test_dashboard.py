@@ -97,7 +97,7 @@ def test_dashboard_shows_a_submitted_job_until_it_completes(live, browser, tmp_p
         detail=lambda: browser.eval(status),
     )
     assert "#token" not in browser.eval("location.href")  # the token leaves the address bar
-    job_id = client.submit(demo_job("shown", iterations=10, iter_time=0.1))
+    job_id = client.submit(demo_job("shown", iterations=30, iter_time=0.1))  # 3 s: seen before it ends
     states: list[str] = []
 
     def page_state() -> str | None:
@@ -109,7 +109,7 @@ def test_dashboard_shows_a_submitted_job_until_it_completes(live, browser, tmp_p
     wait_for(lambda: page_state() == "completed", 30, "the page to show the job completed", interval=0.1)
     assert states[0] in ("queued", "running") and states[-1] == "completed", states
     row = browser.eval(f"document.querySelector('tr[data-job-id=\"{job_id}\"]').innerText")
-    assert "shown" in row and "admin" in row and "10/10" in row
+    assert "shown" in row and "admin" in row and "30/30" in row
     assert browser.eval("document.querySelector('#nodes tbody tr').dataset.node") == "node000"
     events = browser.eval("document.querySelector('#events tbody').innerText")
     assert "completed" in events and "submitted" in events

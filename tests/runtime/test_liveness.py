@@ -40,9 +40,11 @@ def test_a_job_over_its_time_limit_fails_and_is_not_retried(live):
 def test_a_hung_rank_misses_its_heartbeat_and_is_requeued_from_its_checkpoint(live, tmp_path):
     # The worker reports every second; after its first report it is stopped (SIGSTOP, as a
     # deadlocked rank would be): 2 s later the attempt is a failed rank, requeued, and the
-    # second attempt resumes from the checkpoint and completes.
+    # second attempt resumes from the checkpoint and completes. 120 steps of 0.05 s: the
+    # first report lands about 1.2 s in, leaving about 5 s to stop the job before it ends
+    # (with 40 steps it was 0.85 s, too little on a loaded machine).
     _, client = live("1x2", stop_grace=1.0)
-    job = {**json.loads(demo_job("hangs", iterations=40, iter_time=0.05)), "heartbeat_timeout": 2.0}
+    job = {**json.loads(demo_job("hangs", iterations=120, iter_time=0.05)), "heartbeat_timeout": 2.0}
     job_id = client.submit(json.dumps(job))
     wait_for(lambda: (client.job(job_id)["progress"] or 0) >= 1, 20, "a first report")
     pids = _demo_pids(tmp_path / "state")

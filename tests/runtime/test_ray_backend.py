@@ -72,8 +72,11 @@ def test_three_jobs_on_two_ray_nodes_all_complete(live, ray_cluster):
     assert rows["3"]["first_start"] >= min(rows["1"]["end_time"], rows["2"]["end_time"]) - 0.01
     assert rows["1"]["first_start"] < rows["2"]["end_time"] and rows["2"]["first_start"] < rows["1"]["end_time"]
     # Each rank ran as a Ray actor; every actor is gone once its run is forgotten.
-    leftover = [a for a in ray.util.list_named_actors(all_namespaces=True) if "shapeshift-" in str(a)]
-    assert leftover == []
+    # Killing an actor is asynchronous in Ray: wait for the names to go, not read them once.
+    def leftover() -> list:
+        return [a for a in ray.util.list_named_actors(all_namespaces=True) if "shapeshift-" in str(a)]
+
+    wait_for(lambda: leftover() == [], 15, "every rank's actor to be gone", detail=leftover)
 
 
 @pytest.mark.skipif(

@@ -12,6 +12,14 @@ from shapeshift.runtime.remote import ControllerClient
 from tests.runtime.conftest import wait_for
 
 
+def _stepping(tmp_path, client: ControllerClient) -> bool:
+    """Every running job's process has taken a step. "running" is stored just before the
+    controller starts the process, so a kill in between leaves no process to re-adopt and
+    the job runs again (attempts 2): a race test_crash_points hit on a loaded CI machine."""
+    running = [j["id"] for j in client.jobs() if j["state"] == "running"]
+    return all((tmp_path / "state-jobs" / job_id / "checkpoint" / "demo-step").exists() for job_id in running)
+
+
 def _job(name: str, iterations: int, marker: str) -> str:
     command = f"{{python}} -m shapeshift.client.demo --iterations {{iterations}} --iter-time 0.1 --marker {marker}"
     return json.dumps({"name": name, "command": command, "iterations": iterations, "resources": {"gpus": 1}})
@@ -28,7 +36,7 @@ def test_killed_controller_restarts_and_every_job_completes_exactly_once(serve_p
         client.submit(_job("queued", 8, str(marker))),  # waits for a slot across the restart
     ]
     wait_for(lambda: sum(j["state"] == "running" for j in client.jobs()) == 2, 20, "two jobs to run")
-    time.sleep(0.3)
+    wait_for(lambda: _stepping(tmp_path, client), 20, "both running jobs to take a step")
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     time.sleep(1.2)  # the short job ends while nobody watches
@@ -61,7 +69,7 @@ def test_a_restarted_themis_controller_ranks_a_re_adopted_run(serve_process, tmp
     wide["resources"]["gpus"] = 2
     client.submit(json.dumps(wide))
     wait_for(lambda: sum(j["state"] == "running" for j in client.jobs()) == 1, 20, "one job to run")
-    time.sleep(0.3)
+    wait_for(lambda: _stepping(tmp_path, client), 20, "the running job to take a step")
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
 
