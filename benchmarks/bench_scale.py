@@ -16,11 +16,11 @@ writes (Philly-fitted sizes and durations, 500 jobs/hour). Three clusters:
   makespan, which the longest job's drain stretches) reads only 7-18% there;
 * ``free``: 1000 x 8 GPUs, where every job starts at once and nothing is preempted;
 * ``overload``: 150 x 8 GPUs for every size, the cluster of the issue's own opening
-  measurement (51% ``gpu_utilization`` at 100k with fifo) and the benchmark's only
-  long-queue regime until session 11 (then called ``queue``). Its offered load is 1.05x
-  its GPUs at 10k jobs, 2.2x at 30k and 3.6x at 100k, so its queue grows with the trace,
-  and a policy whose rules restart jobs in proportion to the queue makes preemptions
-  that grow faster than the trace (las: exponent 2.26, gavel 2.41).
+  measurement (the issue says 51% ``gpu_utilization``; fifo gives 50% at 100k), and the
+  benchmark's only long-queue regime until session 11 (then called ``queue``). Its
+  offered load is 1.05x its GPUs at 10k jobs, 2.2x at 30k and 3.6x at 100k, so its queue
+  grows with the trace, and a policy whose rules restart jobs in proportion to the queue
+  makes preemptions that grow faster than the trace (las: exponent 2.26, gavel 2.41).
 Each (policy, regime, size) runs in its own process, so the peak memory printed (max RSS)
 is that run's alone. Printed per run: wall seconds of the simulation (``run``: build,
 simulate and summary; the trace is read before timing), decisions, peak RSS; per policy and
