@@ -67,6 +67,15 @@ def wait_for(
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{extra}")
 
 
+def took_a_step(work_dir: Path, job_id: str) -> bool:
+    """Whether the demo job's process has taken a step: it writes ``demo-step`` in its
+    checkpoint directory (``work_dir/<job id>/checkpoint``) after each one. A job is
+    stored "running" just before the controller starts its process, so a test that kills
+    the controller must wait for this, or a kill in between leaves no process to re-adopt
+    (a race a loaded CI machine hit)."""
+    return (work_dir / job_id / "checkpoint" / "demo-step").exists()
+
+
 def kill_processes_under(path: Path) -> None:
     """SIGKILL every process whose command line mentions ``path`` (wrappers and their groups)."""
     marker = str(path).encode()

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from shapeshift.runtime.remote import ControllerClient
-from tests.runtime.conftest import kill_processes_under, wait_for
+from tests.runtime.conftest import kill_processes_under, took_a_step, wait_for
 
 
 def _job(name: str, iterations: int, marker: str, gpus: int = 1, iter_time: float = 0.1, **extra: object) -> str:
@@ -141,11 +141,7 @@ def test_a_cancel_that_crosses_a_restart_does_not_cancel_a_finished_job(serve_pr
     client = ControllerClient.from_state(state)
     job_id = client.submit(_job("quick", 6, str(marker), iter_time=0.05))
     wait_for(lambda: client.job(job_id)["state"] == "running", 20, "the job to run")
-    # "running" is stored just before the controller starts the process: wait for the
-    # job's first checkpoint, or a kill in between leaves no process to finish (a race
-    # that a loaded CI machine hit).
-    step_file = tmp_path / "state-jobs" / job_id / "checkpoint" / "demo-step"
-    wait_for(step_file.exists, 20, "the job's process to take a step")
+    wait_for(lambda: took_a_step(tmp_path / "state-jobs", job_id), 20, "the job's process to take a step")
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     with sqlite3.connect(state / "state.db") as db:  # the API accepted a cancel just before the crash

@@ -9,15 +9,14 @@ import signal
 import time
 
 from shapeshift.runtime.remote import ControllerClient
-from tests.runtime.conftest import wait_for
+from tests.runtime.conftest import took_a_step, wait_for
 
 
 def _stepping(tmp_path, client: ControllerClient) -> bool:
-    """Every running job's process has taken a step. "running" is stored just before the
-    controller starts the process, so a kill in between leaves no process to re-adopt and
-    the job runs again (attempts 2): a race test_crash_points hit on a loaded CI machine."""
+    """Every running job's process has taken a step (see ``took_a_step``); a kill before
+    that leaves a job to run again (attempts 2)."""
     running = [j["id"] for j in client.jobs() if j["state"] == "running"]
-    return all((tmp_path / "state-jobs" / job_id / "checkpoint" / "demo-step").exists() for job_id in running)
+    return all(took_a_step(tmp_path / "state-jobs", job_id) for job_id in running)
 
 
 def _job(name: str, iterations: int, marker: str) -> str:
