@@ -273,9 +273,11 @@ def measure(out: Path, device: str, window: float, sharing: str, same_model: boo
 
 def compare(directory: Path) -> None:
     """The measured pair speeds beside the default interference model's."""
-    from shapeshift.perf.colocation import ALPHA_GPU as alpha
-    from shapeshift.perf.colocation import BETA_MEMBW as beta
+    import numpy as np
 
+    from shapeshift.perf.colocation import UtilisationInterference
+
+    formula = UtilisationInterference()
     solo = {row["model"]: row for row in csv.DictReader((directory / "solo.csv").open())}
     util = {m: (float(r["gpu_util"]), float(r["mem_util"])) for m, r in solo.items()}
     print((directory / "env.txt").read_text().strip())
@@ -292,22 +294,21 @@ def compare(directory: Path) -> None:
             (row["model_a"], row["model_b"], row["speed_a"]),
             (row["model_b"], row["model_a"], row["speed_b"]),
         ):
-            (ua, ma), (ub, mb) = util[me], util[other]
-            model = 1.0 / (1.0 + alpha * ua * ub + beta * ma * mb)
+            model = formula.speed_beside(*util[me], *util[other])
             measured.append(float(speed))
             predicted.append(model)
             print(f"{me:<12} {other:<12} {float(speed):>8.3f} {model:>6.3f}")
-    n = len(measured)
-    mean = sum(measured) / n
-    rmse = math.sqrt(sum((p - s) ** 2 for p, s in zip(predicted, measured, strict=True)) / n)
-    constant = math.sqrt(sum((s - mean) ** 2 for s in measured) / n)
-    print(f"\n{n} directed pairs; measured speed mean {mean:.3f}, min {min(measured):.3f}, max {max(measured):.3f}")
-    print(f"RMSE: model (alpha {alpha}, beta {beta}) {rmse:.3f}; best constant ({mean:.3f}) {constant:.3f}")
-    mean_p = sum(predicted) / n
-    cov = sum((p - mean_p) * (s - mean) for p, s in zip(predicted, measured, strict=True))
-    spread = math.sqrt(sum((p - mean_p) ** 2 for p in predicted) * sum((s - mean) ** 2 for s in measured))
-    print(f"correlation of model and measured: {cov / spread:.3f}" if spread else "correlation: undefined")
-    print(f"mean of model - measured: {sum(p - s for p, s in zip(predicted, measured, strict=True)) / n:+.3f}")
+    s, p = np.array(measured), np.array(predicted)
+    mean = s.mean()
+    rmse, constant = np.sqrt(np.mean((p - s) ** 2)), s.std()
+    print(f"\n{len(s)} directed pairs; measured speed mean {mean:.3f}, min {s.min():.3f}, max {s.max():.3f}")
+    print(
+        f"RMSE: model (alpha {formula.alpha}, beta {formula.beta}) {rmse:.3f}; "
+        f"best constant ({mean:.3f}) {constant:.3f}"
+    )
+    spread = p.std() * s.std()
+    print(f"correlation of model and measured: {np.corrcoef(p, s)[0, 1]:.3f}" if spread else "correlation: undefined")
+    print(f"mean of model - measured: {np.mean(p - s):+.3f}")
 
 
 def main() -> int:

@@ -168,7 +168,12 @@ class UtilisationInterference:
 
     def pair_speed(self, job: JobSpec, partner: JobSpec) -> float:
         a, b = profile_of(job, self.seed), profile_of(partner, self.seed)
-        return 1.0 / (1.0 + self.alpha * a.gpu_util * b.gpu_util + self.beta * a.mem_bw * b.mem_bw)
+        return self.speed_beside(a.gpu_util, a.mem_bw, b.gpu_util, b.mem_bw)
+
+    def speed_beside(self, gpu_util: float, mem_bw: float, partner_gpu_util: float, partner_mem_bw: float) -> float:
+        """The formula on utilisations measured alone (fractions), e.g. a measurement's
+        (``scripts/measure_colocation.py``) rather than a catalogued profile."""
+        return 1.0 / (1.0 + self.alpha * gpu_util * partner_gpu_util + self.beta * mem_bw * partner_mem_bw)
 
 
 @dataclass(frozen=True)
