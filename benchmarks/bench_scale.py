@@ -35,6 +35,7 @@ docs/performance.md, session 11), so both are printed.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -66,18 +67,20 @@ TARGET_LOAD = 0.8
 GPUS_PER_NODE = 8
 
 
+@functools.cache
 def offered_gpus(trace: Path) -> float:
     """GPUs the trace's jobs hold on average over its arrival window (first to last
-    submission) if each job starts on arrival and runs its duration: the offered load."""
+    submission) if each job starts on arrival and runs its duration: the offered load.
+    Read once per trace (a trace does not change during a benchmark run)."""
     import numpy as np
     import pandas as pd
 
     frame = pd.read_csv(trace, usecols=["submit_time", "num_gpus", "duration"])
     submit = frame["submit_time"].to_numpy(float)
     start, end = submit.min(), submit.max()
-    held = np.clip(np.minimum(submit + frame["duration"].to_numpy(float), end) - submit, 0.0, None)
     if end <= start:
         raise SystemExit(f"{trace}: every job is submitted at once; no arrival window to average over")
+    held = np.clip(np.minimum(submit + frame["duration"].to_numpy(float), end) - submit, 0.0, None)
     return float((held * frame["num_gpus"].to_numpy(float)).sum() / (end - start))
 
 
