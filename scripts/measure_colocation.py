@@ -33,7 +33,10 @@ import multiprocessing as mp
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: (the job model's name in the catalog, batch size), so the pair table written applies to
 #: jobs of these models (``PairTable`` matches names). Image models at 224 x 224;
@@ -42,8 +45,19 @@ from pathlib import Path
 MODELS = [("resnet18", 64), ("resnet50", 32), ("mobilenetv2", 64), ("lstm", 64), ("ncf", 1024), ("bert-base", 16)]
 
 
-def _build(name: str, batch: int, device: str):
-    """The model's training step (forward, backward, optimizer step, synchronised)."""
+@dataclass
+class Training:
+    """A model on its device with its optimizer, and one training step (forward, backward,
+    optimizer step, synchronised)."""
+
+    model: Any
+    optimizer: Any
+    step: Callable[[], None]
+
+
+def build_training(name: str, batch: int, device: str) -> Training:
+    """The model ``name`` of ``MODELS`` at ``batch``, on synthetic data; tiny stand-ins on
+    the CPU (``device="cpu"``), to check a harness without a GPU."""
     import torch
     from torch import nn
 
@@ -120,7 +134,7 @@ def _build(name: str, batch: int, device: str):
         optimizer.step()
         sync()
 
-    return step
+    return Training(model, optimizer, step)
 
 
 def _worker(name: str, batch: int, device: str, conn) -> None:
@@ -128,7 +142,7 @@ def _worker(name: str, batch: int, device: str, conn) -> None:
     import torch
 
     torch.manual_seed(0)
-    step = _build(name, batch, device)
+    step = build_training(name, batch, device).step
     warm_until = time.monotonic() + (0.2 if device == "cpu" else 3.0)
     while time.monotonic() < warm_until:
         step()
