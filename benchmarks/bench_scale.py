@@ -19,8 +19,8 @@ writes (Philly-fitted sizes and durations, 500 jobs/hour). Three clusters:
   measurement (the issue says 51% ``gpu_utilization``; fifo gives 50% at 100k), and the
   benchmark's only long-queue regime until session 11 (then called ``queue``). Its
   offered load is 1.05x its GPUs at 10k jobs, 2.2x at 30k and 3.6x at 100k, so its queue
-  grows with the trace, and a policy whose rules restart jobs in proportion to the queue
-  makes preemptions that grow faster than the trace (las: exponent 2.26, gavel 2.41).
+  grows with the trace, and a policy whose rules restart more jobs the longer the queue
+  makes preemptions that grow faster than the trace here (las: exponent 2.26, gavel 2.41).
 Each (policy, regime, size) runs in its own process, so the peak memory printed (max RSS)
 is that run's alone. Printed per run: wall seconds of the simulation (``run``: build,
 simulate and summary; the trace is read before timing), decisions, peak RSS; per policy and
@@ -29,9 +29,9 @@ the same fit of the preemptions the policy's rules make (where every size has so
 Goals on the project's 2-core machine (issue 22): every policy under 30 s at 100k jobs on a
 cluster sized for about 80% utilisation (``load80``) and on one without queueing (``free``),
 b under 1.2; 1,000,000 jobs with fifo under 60 s and 4 GB. ``overload`` is a stress test:
-there las's and gavel's rules restart jobs in proportion to a queue that grows with the
-trace, so no faithful simulator's wall time can grow linearly (README, "Scale";
-docs/performance.md, sessions 11 and 12).
+its load grows with the trace, and at these sizes las's and gavel's rules restart more
+jobs the longer the queue, so its exponents measure the regime's change as much as the
+simulator (README, "Scale"; docs/performance.md, sessions 11 and 12).
 """
 
 from __future__ import annotations

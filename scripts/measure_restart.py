@@ -15,13 +15,14 @@ second process is then launched, as a scheduler would relaunch the job: it impor
 initialises CUDA, builds the model, loads the checkpoint and trains ``--steps`` steps. The
 *pause* is what the restart cost in seconds of lost progress: the time from launching the
 second process to its last step, less ``steps`` times its steady step time (the median
-of its last 20 steps), so a slow first step (kernel selection, lazy CUDA modules) counts
-as well. Written: ``DIR/restart.csv`` (one row per restart, each phase in seconds) and
-``DIR/env.txt``. ``--device cpu`` runs the tiny stand-ins, to check the harness.
+of its last 20 steps), so the interpreter's start and a slow first step (kernel
+selection, lazy CUDA modules) count as well. Written: ``DIR/restart.csv`` (one row per
+restart, each phase in seconds) and ``DIR/env.txt``. ``--device cpu`` runs the tiny
+stand-ins, to check the harness.
 
 What is not measured here: a job on several GPUs or nodes (process-group set-up, a
-checkpoint shared across ranks), the wait for a new allocation, and data loading (the
-jobs train on synthetic batches).
+checkpoint shared across ranks), the old process's exit and the wait for a new
+allocation, and data loading (the jobs train on synthetic batches).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ FIELDS = ["model", "repeat", "checkpoint_mb", "save_s", "import_s", "cuda_s", "b
 def life(name: str, batch: int, device: str, checkpoint: Path, steps: int, restore: bool, launched: float) -> dict:
     """One process's life: imports, CUDA, model, (checkpoint,) ``steps`` steps (, save).
     Times are ``time.time()`` readings, comparable with the parent's ``launched``."""
-    marks = {"launched": launched, "main": time.time()}
+    marks = {"launched": launched}
     import torch
 
     if device != "cpu" and name in ("resnet18", "resnet50", "mobilenetv2"):
@@ -82,12 +83,26 @@ def life(name: str, batch: int, device: str, checkpoint: Path, steps: int, resto
     return {"marks": marks, "step_ends": step_ends}
 
 
+class ChildFailed(RuntimeError):
+    """A job process exited with an error (its stderr is the message)."""
+
+
+#: Seconds one job process may take before the measurement gives up on it.
+CHILD_TIMEOUT = 600
+
+
 def _launch(name: str, batch: int, device: str, checkpoint: Path, steps: int, restore: bool) -> dict:
     """Runs ``life`` in a new Python process, as a scheduler would start the job."""
     launched = time.time()
     args = [sys.executable, __file__, "life", name, str(batch), device, str(checkpoint), str(steps),
             "1" if restore else "0", repr(launched)]
-    done = subprocess.run(args, capture_output=True, text=True, check=True)
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
+    except subprocess.TimeoutExpired as error:
+        raise ChildFailed(f"{name}: the job process ran over {CHILD_TIMEOUT} s") from error
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]  # the error, without the traceback
+        raise ChildFailed(f"{name}: the job process exited with status {done.returncode}: {last}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -109,15 +124,25 @@ def phases(first: dict, second: dict, steps: int) -> dict[str, float]:
     }
 
 
-def measure(out: Path, device: str, steps: int, repeats: int, models: list[str]) -> None:
+def check_options(steps: int, repeats: int, models: list[str]) -> None:
+    """Refuses options that cannot give a measurement (``ValueError``, naming the flag)."""
     if steps <= STEADY:
         raise ValueError(f"--steps must be more than {STEADY}: the steady step time is the median of the last {STEADY}")
+    if repeats < 1:
+        raise ValueError("--repeats must be at least 1")
     unknown = sorted(set(models) - {name for name, _ in MODELS})
     if unknown:
         raise ValueError(f"--models: unknown {', '.join(unknown)}; known: {', '.join(n for n, _ in MODELS)}")
+
+
+def measure(out: Path, device: str, steps: int, repeats: int, models: list[str]) -> None:
+    """Checkpoints and restarts each model ``repeats`` times; each row is written to
+    ``out/restart.csv`` as soon as it is measured, so a failure keeps the rows before it."""
+    check_options(steps, repeats, models)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, open(out / "restart.csv", "w", newline="") as file:
+        writer = csv.DictWriter(file, FIELDS)
+        writer.writeheader()
         for repeat in range(1, repeats + 1):
             for name, batch in MODELS:
                 if models and name not in models:
@@ -127,13 +152,9 @@ def measure(out: Path, device: str, steps: int, repeats: int, models: list[str])
                 second = _launch(name, batch, device, checkpoint, steps, restore=True)
                 row = {"model": name, "repeat": repeat, "checkpoint_mb": checkpoint.stat().st_size / 2**20}
                 row.update(phases(first, second, steps))
-                rows.append(row)
+                writer.writerow({k: (f"{v:.6f}" if isinstance(v, float) else v) for k, v in row.items()})
+                file.flush()
                 print(f"{name:12s} repeat {repeat}: pause {row['pause_s']:.2f} s", file=sys.stderr)
-    with open(out / "restart.csv", "w", newline="") as file:
-        writer = csv.DictWriter(file, FIELDS)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
     import torch
 
     gpu = torch.cuda.get_device_name(0) if device != "cpu" else "cpu"
@@ -144,9 +165,14 @@ def measure(out: Path, device: str, steps: int, repeats: int, models: list[str])
 
 def compare(directory: Path) -> str:
     """A markdown table of the measured pauses (mean over repeats) beside the simulator's
-    restore penalties for a 1-GPU job."""
-    with open(directory / "restart.csv", newline="") as file:
+    restore penalties for a 1-GPU job. ``ValueError`` when there is nothing to show."""
+    path = directory / "restart.csv"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (run `measure --out {directory}` first)")
+    with open(path, newline="") as file:
         rows = list(csv.DictReader(file))
+    if not rows:
+        raise ValueError(f"{path}: no measurements in it")
     names = list(dict.fromkeys(r["model"] for r in rows))
     shown = ["checkpoint_mb", "save_s", "import_s", "cuda_s", "build_s", "load_s", "first_step_s", "pause_s"]
     lines = ["| model | " + " | ".join(shown) + " | pause, each repeat |", "|---" * (len(shown) + 2) + "|"]
@@ -182,12 +208,20 @@ def main() -> None:
     show.add_argument("directory", type=Path)
     args = parser.parse_args()
     if args.command == "measure":
+        models = [m for m in args.models.split(",") if m]
         try:
-            measure(args.out, args.device, args.steps, args.repeats, [m for m in args.models.split(",") if m])
+            check_options(args.steps, args.repeats, models)
         except ValueError as error:
-            parser.error(str(error))  # exit status 2
+            parser.error(str(error))  # exit status 2, before anything runs
+        try:
+            measure(args.out, args.device, args.steps, args.repeats, models)
+        except ChildFailed as error:
+            raise SystemExit(f"measure_restart: {error}") from None
     else:
-        print(compare(args.directory))
+        try:
+            print(compare(args.directory))
+        except ValueError as error:
+            parser.error(str(error))
 
 
 if __name__ == "__main__":

@@ -42,9 +42,22 @@ def test_phases_by_hand(script):
 def test_bad_options_are_refused_before_anything_runs(script, tmp_path):
     with pytest.raises(ValueError, match="more than 20"):
         script.measure(tmp_path, "cpu", steps=20, repeats=1, models=["ncf"])
+    with pytest.raises(ValueError, match="--repeats must be at least 1"):
+        script.measure(tmp_path, "cpu", steps=30, repeats=0, models=["ncf"])
     with pytest.raises(ValueError, match="unknown bert;"):
         script.measure(tmp_path, "cpu", steps=30, repeats=1, models=["bert"])
     assert not (tmp_path / "restart.csv").exists()
+
+
+def test_compare_without_measurements(script, tmp_path):
+    with pytest.raises(ValueError, match="no such file"):
+        script.compare(tmp_path)
+    (tmp_path / "restart.csv").write_text(",".join(script.FIELDS) + "\n")
+    with pytest.raises(ValueError, match="no measurements"):
+        script.compare(tmp_path)
+    done = subprocess.run([sys.executable, str(SCRIPTS / "measure_restart.py"), "compare", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "no measurements" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_bad_option_exits_2(tmp_path):
@@ -72,3 +85,11 @@ def test_harness_on_cpu(script, tmp_path):
     # The pause is, by definition, the launch-to-last-step time less 22 steady steps.
     assert row["pause_s"] == pytest.approx(row["launch_to_last_step_s"] - 22 * row["steady_step_s"], abs=1e-3)
     assert "| ncf |" in script.compare(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_failing_job_process_is_reported(script, tmp_path):
+    pytest.importorskip("torch")
+    # A device torch does not know: the job process fails on its first CUDA call.
+    with pytest.raises(script.ChildFailed, match="ncf: the job process exited with status 1"):
+        script.measure(tmp_path, "no-such-device", steps=22, repeats=1, models=["ncf"])
