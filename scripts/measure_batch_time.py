@@ -10,14 +10,14 @@ current hardware, for the six models of ``measure_colocation.py``:
     python scripts/measure_batch_time.py compare DIR          # here (shapeshift)
 
 ``measure`` times each model at 1/8 to 8 times its batch in ``MODELS``: a few warm-up
-steps, then the mean of ``--steps`` steps, twice over (the second pass in reverse
+steps, then the median of ``--steps`` steps, twice over (the second pass in reverse
 order, so drift shows). A batch that runs out of GPU memory ends that model's series.
 It writes ``DIR/batch.csv`` (``model,batch,pass,step_s``) and ``DIR/env.txt``.
 
 ``compare`` fits the model with the product's own fitter (``fit_perf_params``, single-GPU
-rows, no synchronisation) and reports, per model, the fitted ``alpha_c`` and
-``beta_c`` and the error at each batch when that batch is left out of the fit (so no
-number reported was fitted on itself).
+rows, no synchronisation; it minimises the root-mean-square log error) and reports, per
+model, the fitted ``alpha_c`` and ``beta_c`` and the error at each batch when that batch
+is left out of the fit (so no reported error was fitted on its own batch).
 """
 
 from __future__ import annotations
@@ -43,20 +43,26 @@ def batches_of(base: int) -> list[int]:
 
 
 def time_steps(name: str, batch: int, device: str, steps: int) -> float | None:
-    """Mean seconds per training step at ``batch``; ``None`` when it does not fit in memory."""
+    """Median seconds of ``steps`` training steps at ``batch`` (each step ends
+    synchronised, so each is timed alone; the median ignores a few disturbed steps);
+    ``None`` when the batch does not fit in memory."""
     import torch
 
+    training = None
     try:
         training = build_training(name, batch, device)
         for _ in range(WARMUP):
             training.step()
-        start = time.perf_counter()
+        times = []
         for _ in range(steps):
+            start = time.perf_counter()
             training.step()
-        return (time.perf_counter() - start) / steps
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
     except torch.cuda.OutOfMemoryError:
         return None
     finally:
+        del training
         if device != "cpu":
             torch.cuda.empty_cache()
 
@@ -70,7 +76,9 @@ def check_options(steps: int, models: list[str]) -> None:
         raise ValueError(f"--models: unknown {', '.join(unknown)}; known: {', '.join(n for n, _ in MODELS)}")
 
 
-def measure(out: Path, device: str, steps: int, models: list[str]) -> None:
+def measure(out: Path, device: str, steps: int, models: list[str], arguments: tuple[str, ...] = ()) -> None:
+    """Times every model and batch (see the module docstring); ``arguments``: the command
+    line's, recorded in ``env.txt``."""
     check_options(steps, models)
     import torch
 
@@ -83,21 +91,25 @@ def measure(out: Path, device: str, steps: int, models: list[str]) -> None:
         writer.writerow(["model", "batch", "pass", "step_s"])
         for pass_ in (1, 2):
             for name, base in chosen if pass_ == 1 else chosen[::-1]:
+                # Pass 1 goes up and stops at the first batch out of memory; pass 2 goes
+                # down over the batches pass 1 ran, skipping one that fails this time.
                 sizes = batches_of(base) if pass_ == 1 else fits[name][::-1]
                 done = []
                 for batch in sizes:
                     seconds = time_steps(name, batch, device, steps)
                     if seconds is None:
-                        print(f"{name} batch {batch}: out of memory, larger batches skipped", file=sys.stderr)
-                        break
+                        print(f"{name} batch {batch}: out of memory", file=sys.stderr)
+                        if pass_ == 1:
+                            break
+                        continue
                     writer.writerow([name, batch, pass_, f"{seconds:.6f}"])
                     file.flush()
                     done.append(batch)
                     print(f"{name:12s} batch {batch:5d} pass {pass_}: {seconds * 1e3:.2f} ms", file=sys.stderr)
                 fits.setdefault(name, done)
-    gpu = torch.cuda.get_device_name(0) if device != "cpu" else "cpu"
-    env = [f"device: {gpu}", f"torch: {torch.__version__}", f"python: {sys.version.split()[0]}",
-           f"command: python scripts/measure_batch_time.py measure --out DIR --steps {steps}"]
+    gpu = torch.cuda.get_device_name(torch.device(device)) if device != "cpu" else "cpu"
+    command = " ".join(["python scripts/measure_batch_time.py", *arguments])
+    env = [f"device: {gpu}", f"torch: {torch.__version__}", f"python: {sys.version.split()[0]}", f"command: {command}"]
     (out / "env.txt").write_text("\n".join(env) + "\n")
 
 
@@ -108,7 +120,13 @@ def read(directory: Path) -> dict[str, dict[int, float]]:
         raise ValueError(f"{path}: no such file (run `measure --out {directory}` first)")
     times: dict[str, dict[int, list[float]]] = {}
     with open(path, newline="") as file:
-        for line, row in enumerate(csv.DictReader(file), start=2):
+        reader = csv.DictReader(file)
+        missing = {"model", "batch", "step_s"} - set(reader.fieldnames or ())
+        if missing:
+            raise ValueError(f"{path}: no column {', '.join(sorted(missing))} (expected model,batch,pass,step_s)")
+        for line, row in enumerate(reader, start=2):
+            if not row["model"]:
+                raise ValueError(f"{path}, line {line}: the model is empty")
             try:
                 batch, seconds = int(row["batch"]), float(row["step_s"])
             except (KeyError, TypeError, ValueError):
@@ -149,6 +167,7 @@ def compare(measured: dict[str, dict[int, float]]) -> str:
             continue
         p = fit_linear(times)
         errors = left_out_errors(times)
+        errors = {b: round(e, 2) + 0.0 for b, e in errors.items()}  # no "-0%"
         each = ", ".join(f"{b}: {e:+.0%}" for b, e in errors.items())
         worst = max(errors.values(), key=abs)
         lines.append(f"| {model} | {min(times)}-{max(times)} | {p.alpha_c * 1e3:.2f} | {p.beta_c * 1e3:.4f} | "
@@ -173,7 +192,7 @@ def main() -> None:
             check_options(args.steps, models)
         except ValueError as error:
             parser.error(str(error))  # exit status 2, before anything runs
-        measure(args.out, args.device, args.steps, models)
+        measure(args.out, args.device, args.steps, models, tuple(sys.argv[1:]))
         return
     try:
         table = read(args.directory)

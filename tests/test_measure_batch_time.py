@@ -21,7 +21,7 @@ def script(monkeypatch):
 
 def test_batches_are_eighth_to_eight_times_the_usual(script):
     assert script.batches_of(64) == [8, 16, 32, 64, 128, 256, 512]
-    # 16 / 8 = 2; a batch of 2 has no sub-batch below 1.
+    # 16 / 8 = 2: every multiple is a whole batch already.
     assert script.batches_of(16) == [2, 4, 8, 16, 32, 64, 128]
     # 4 / 8 rounds to 0 and 4 / 4 to 1: both become 1, tried once.
     assert script.batches_of(4) == [1, 2, 4, 8, 16, 32]
@@ -56,6 +56,31 @@ def test_bad_rows_are_refused_with_their_line(script, tmp_path):
     (tmp_path / "batch.csv").write_text("model,batch,pass,step_s\n")
     with pytest.raises(ValueError, match="no measurements"):
         script.read(tmp_path)
+    (tmp_path / "batch.csv").write_text("name,batch,pass,step_s\nncf,128,1,0.002\n")
+    with pytest.raises(ValueError, match="no column model"):
+        script.read(tmp_path)
+    (tmp_path / "batch.csv").write_text("model,batch,pass,step_s\n,128,1,0.002\n")
+    with pytest.raises(ValueError, match="line 2: the model is empty"):
+        script.read(tmp_path)
+
+
+def test_compare_table(script):
+    # Exactly linear times give the line itself (10 ms + 0.5 ms per sample) and no error;
+    # a model with two batches would leave one point to fit a line to, so its row says so.
+    table = script.compare({"resnet18": {b: 0.010 + 0.0005 * b for b in (8, 16, 32)}, "ncf": {128: 0.002, 256: 0.002}})
+    lines = table.splitlines()
+    assert lines[2].startswith("| resnet18 | 8-32 | 10.00 | 0.5000 | 8: +0%, 16: +0%, 32: +0% | +0% |")
+    assert lines[3] == "| ncf | 128, 256 | - | - | too few batches to leave one out | - |"
+
+
+@pytest.mark.slow
+def test_harness_on_cpu(script, tmp_path):
+    pytest.importorskip("torch")
+    script.measure(tmp_path, "cpu", steps=2, models=["ncf"])
+    measured = script.read(tmp_path)
+    # ncf's batches are 1/8 to 8 times 1,024; both passes ran each.
+    assert list(measured) == ["ncf"] and sorted(measured["ncf"]) == [128, 256, 512, 1024, 2048, 4096, 8192]
+    assert "command: python scripts/measure_batch_time.py" in (tmp_path / "env.txt").read_text()
 
 
 BAD = [["measure", "--out", "X", "--steps", "0"], ["measure", "--out", "X", "--models", "bert"], ["compare", "NOPE"]]
