@@ -135,9 +135,12 @@ def check_options(steps: int, repeats: int, models: list[str]) -> None:
         raise ValueError(f"--models: unknown {', '.join(unknown)}; known: {', '.join(n for n, _ in MODELS)}")
 
 
-def measure(out: Path, device: str, steps: int, repeats: int, models: list[str]) -> None:
+def measure(
+    out: Path, device: str, steps: int, repeats: int, models: list[str], arguments: tuple[str, ...] = ()
+) -> None:
     """Checkpoints and restarts each model ``repeats`` times; each row is written to
-    ``out/restart.csv`` as soon as it is measured, so a failure keeps the rows before it."""
+    ``out/restart.csv`` as soon as it is measured, so a failure keeps the rows before it.
+    ``arguments``: the command line's, recorded in ``env.txt``."""
     check_options(steps, repeats, models)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch, open(out / "restart.csv", "w", newline="") as file:
@@ -157,9 +160,9 @@ def measure(out: Path, device: str, steps: int, repeats: int, models: list[str])
                 print(f"{name:12s} repeat {repeat}: pause {row['pause_s']:.2f} s", file=sys.stderr)
     import torch
 
-    gpu = torch.cuda.get_device_name(0) if device != "cpu" else "cpu"
+    gpu = torch.cuda.get_device_name(torch.device(device)) if device != "cpu" else "cpu"
     env = [f"device: {gpu}", f"torch: {torch.__version__}", f"python: {sys.version.split()[0]}",
-           f"command: python scripts/measure_restart.py measure --out DIR --steps {steps} --repeats {repeats}"]
+           "command: " + " ".join(["python scripts/measure_restart.py", *arguments])]
     (out / "env.txt").write_text("\n".join(env) + "\n")
 
 
@@ -214,7 +217,7 @@ def main() -> None:
         except ValueError as error:
             parser.error(str(error))  # exit status 2, before anything runs
         try:
-            measure(args.out, args.device, args.steps, args.repeats, models)
+            measure(args.out, args.device, args.steps, args.repeats, models, tuple(sys.argv[1:]))
         except ChildFailed as error:
             raise SystemExit(f"measure_restart: {error}") from None
     else:
