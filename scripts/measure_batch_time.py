@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from measure_colocation import MODELS, build_training
+from measure_colocation import MODELS, build_training, check_model_names, write_environment
 
 #: Batches tried, as multiples of the model's batch in ``MODELS``.
 SCALES = (0.125, 0.25, 0.5, 1, 2, 4, 8)
@@ -71,9 +71,7 @@ def check_options(steps: int, models: list[str]) -> None:
     """Refuses options that cannot give a measurement (``ValueError``, naming the flag)."""
     if steps < 1:
         raise ValueError("--steps must be at least 1")
-    unknown = sorted(set(models) - {name for name, _ in MODELS})
-    if unknown:
-        raise ValueError(f"--models: unknown {', '.join(unknown)}; known: {', '.join(n for n, _ in MODELS)}")
+    check_model_names(models)
 
 
 def measure(out: Path, device: str, steps: int, models: list[str], arguments: tuple[str, ...] = ()) -> None:
@@ -107,10 +105,7 @@ def measure(out: Path, device: str, steps: int, models: list[str], arguments: tu
                     done.append(batch)
                     print(f"{name:12s} batch {batch:5d} pass {pass_}: {seconds * 1e3:.2f} ms", file=sys.stderr)
                 fits.setdefault(name, done)
-    gpu = torch.cuda.get_device_name(torch.device(device)) if device != "cpu" else "cpu"
-    command = " ".join(["python scripts/measure_batch_time.py", *arguments])
-    env = [f"device: {gpu}", f"torch: {torch.__version__}", f"python: {sys.version.split()[0]}", f"command: {command}"]
-    (out / "env.txt").write_text("\n".join(env) + "\n")
+    write_environment(out, device, "measure_batch_time.py", arguments)
 
 
 def read(directory: Path) -> dict[str, dict[int, float]]:

@@ -55,6 +55,24 @@ class Training:
     step: Callable[[], None]
 
 
+def check_model_names(models: list[str]) -> None:
+    """Refuses names not in ``MODELS`` (``ValueError`` naming ``--models``); empty means all."""
+    unknown = sorted(set(models) - {name for name, _ in MODELS})
+    if unknown:
+        raise ValueError(f"--models: unknown {', '.join(unknown)}; known: {', '.join(n for n, _ in MODELS)}")
+
+
+def write_environment(out: Path, device: str, script: str, arguments: tuple[str, ...]) -> None:
+    """``out/env.txt``: the device's name, torch and Python versions, and the command line
+    (``script`` and its ``arguments``) of a measurement."""
+    import torch
+
+    gpu = torch.cuda.get_device_name(torch.device(device)) if device != "cpu" else "cpu"
+    env = [f"device: {gpu}", f"torch: {torch.__version__}", f"python: {sys.version.split()[0]}",
+           "command: " + " ".join([f"python scripts/{script}", *arguments])]
+    (out / "env.txt").write_text("\n".join(env) + "\n")
+
+
 def build_training(name: str, batch: int, device: str) -> Training:
     """The model ``name`` of ``MODELS`` at ``batch``, on synthetic data; tiny stand-ins on
     the CPU (``device="cpu"``), to check a harness without a GPU."""

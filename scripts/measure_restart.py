@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from measure_colocation import MODELS, build_training
+from measure_colocation import MODELS, build_training, check_model_names, write_environment
 
 #: Steady step time: the median of this many last steps.
 STEADY = 20
@@ -130,9 +130,7 @@ def check_options(steps: int, repeats: int, models: list[str]) -> None:
         raise ValueError(f"--steps must be more than {STEADY}: the steady step time is the median of the last {STEADY}")
     if repeats < 1:
         raise ValueError("--repeats must be at least 1")
-    unknown = sorted(set(models) - {name for name, _ in MODELS})
-    if unknown:
-        raise ValueError(f"--models: unknown {', '.join(unknown)}; known: {', '.join(n for n, _ in MODELS)}")
+    check_model_names(models)
 
 
 def measure(
@@ -158,12 +156,7 @@ def measure(
                 writer.writerow({k: (f"{v:.6f}" if isinstance(v, float) else v) for k, v in row.items()})
                 file.flush()
                 print(f"{name:12s} repeat {repeat}: pause {row['pause_s']:.2f} s", file=sys.stderr)
-    import torch
-
-    gpu = torch.cuda.get_device_name(torch.device(device)) if device != "cpu" else "cpu"
-    env = [f"device: {gpu}", f"torch: {torch.__version__}", f"python: {sys.version.split()[0]}",
-           "command: " + " ".join(["python scripts/measure_restart.py", *arguments])]
-    (out / "env.txt").write_text("\n".join(env) + "\n")
+    write_environment(out, device, "measure_restart.py", arguments)
 
 
 def compare(directory: Path) -> str:
