@@ -8,6 +8,7 @@ The library behind the ``shapeshift`` command. In a notebook::
     r.summary["avg_jct"], r.jobs.head()
     ss.compare(["fifo", "sjf", "las"], workload="trace.csv", cluster="4x8").table()
     ss.policies()
+    ss.datasets.names()  # the bundled reference data: traces, clusters, measured tables
 
 ``simulate`` and ``compare`` build a ``RunSpec`` and call ``run``, exactly as the
 command line does. Names are imported on first use, so ``import shapeshift`` stays cheap
@@ -20,6 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from shapeshift import datasets
     from shapeshift.errors import InputError
     from shapeshift.runs import Comparison, EnergySpec, RunResult, RunSpec, ThroughputSpec, run
     from shapeshift.runs.facade import compare, policies, simulate
@@ -32,6 +34,7 @@ __all__ = [
     "RunSpec",
     "ThroughputSpec",
     "compare",
+    "datasets",
     "policies",
     "run",
     "simulate",
@@ -52,6 +55,10 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "datasets":
+        value = importlib.import_module("shapeshift.datasets")
+        globals()[name] = value
+        return value
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'shapeshift' has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Reading cluster descriptions: the ``NxG`` shorthand here, the YAML file format in
 ``cluster_file`` (loaded only when a file is given, so ``4x8`` costs no YAML parser).
 
-The YAML format (see ``../shared/examples``) lists node groups; bandwidths are written
+The YAML format (the bundled ``philly-vcs`` and ``rubick-a800`` are examples) lists node groups; bandwidths are written
 with units as on a spec sheet (``"400 GB/s"``, ``"100 Gb/s"``) because a bare number is
 ambiguous between bits and bytes, a classic factor-of-8 mistake, so we refuse it.
 """
@@ -36,13 +36,24 @@ _SHORTHAND = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 
 
 def load_cluster(spec: str | Path) -> ClusterSpec:
-    """Accept either ``NxG`` (e.g. ``8x8``) or the path of a cluster YAML file."""
+    """Accept ``NxG`` (e.g. ``8x8``), the path of a cluster YAML file, or the name of a
+    bundled cluster (``philly-vcs``, ``rubick-a800``; a path that exists wins)."""
+    from shapeshift.datasets import DATASETS, lookup
+
     text = str(spec)
     match = _SHORTHAND.match(text)
     if match:
         return shorthand_cluster(int(match.group(1)), int(match.group(2)))
+    found = lookup(text)
+    if found is not None:
+        dataset, text = found[0], str(found[1])
+        if dataset.kind != "cluster":
+            raise InputError(f"data set {dataset.name!r} is a {dataset.kind}, not a cluster", field="cluster")
     if not Path(text).exists() and not text.endswith((".yaml", ".yml")):
-        raise InputError(f"cluster {text!r} is neither NxG (e.g. 8x8) nor an existing YAML file")
+        bundled = ", ".join(d.name for d in DATASETS.values() if d.kind == "cluster")
+        raise InputError(
+            f"cluster {text!r} is neither NxG (e.g. 8x8), an existing YAML file nor a bundled cluster ({bundled})"
+        )
     from shapeshift.cluster_file import load_cluster_file
 
     return load_cluster_file(text)

@@ -40,16 +40,16 @@ from shapeshift.cli.options import (
     ThroughputOption,
     WindowOption,
     WorkloadOption,
-    parse_overheads,
-    parse_throughput,
     parse_window,
+    settle_flags,
 )
-from shapeshift.cli.simulate import energy_spec, load_inputs, warn_if_slow
+from shapeshift.cli.simulate import energy_spec, show_notes, warn_if_slow
 from shapeshift.errors import InputError
 from shapeshift.runs.result_columns import COMPARE_KEYS
 
 if TYPE_CHECKING:  # the simulator is imported when the command runs, not for --help
     from shapeshift.runs import RunSpec
+    from shapeshift.runs.setting import Settled
 
 __all__ = ["COMPARE_KEYS", "command"]
 
@@ -307,8 +307,8 @@ def command(
         str | None,
         typer.Option(help="Comma-separated seeds: every figure becomes the mean over seeds with a 95% interval."),
     ] = None,
-    launch_delay: LaunchDelayOption = 0.0,
-    restore_penalty: RestorePenaltyOption = "30",
+    launch_delay: LaunchDelayOption = None,
+    restore_penalty: RestorePenaltyOption = None,
     energy: Annotated[
         str, typer.Option(help="Cluster energy management for every policy: none, or ces (Helios CES).")
     ] = "none",
@@ -317,7 +317,7 @@ def command(
         typer.Option("--energy-arg", help="CES parameter key=value (repeatable), e.g. buffer=4, boot_delay=300."),
     ] = None,
     window: WindowOption = None,
-    throughput: ThroughputOption = "trace",
+    throughput: ThroughputOption = None,
     out: Annotated[
         Path | None, typer.Option(help="Write compare.csv and <policy>/summary.json, jobs.csv here.")
     ] = None,
@@ -333,7 +333,6 @@ def command(
     Exits with status 3 when a policy left jobs unfinished (its "done" column shows
     completed/total), unless --allow-unfinished is given."""
     from shapeshift.policies.registry import make_policy
-    from shapeshift.runs import RunSpec
 
     entries = apply_policy_args(policy_arg, parse_policies(policies))
     for entry in entries:  # fail fast, in this process, on unknown policies and bad parameters
@@ -341,31 +340,38 @@ def command(
     if jobs is not None and jobs < 1:
         raise InputError("--jobs must be >= 1", field="--jobs")
     seed_list = parse_seeds(seeds, seed)
-    overheads = parse_overheads(launch_delay, restore_penalty)
     energy_settings = energy_spec(energy, energy_arg)
     tasks = []
     title = ""
-    loaded = load_inputs(workload, fmt, cluster, seed_list[0])  # validates the inputs up front
+
+    def settled_for(s: int) -> Settled:
+        return settle_flags(
+            workload,
+            fmt,
+            cluster,
+            s,
+            launch_delay=launch_delay,
+            restore_penalty=restore_penalty,
+            throughput=throughput,
+            round_seconds=round_seconds,
+        )
+
+    loaded = settled_for(seed_list[0])  # validates the inputs up front
     for s in seed_list:
         # Only the built-in demo workload depends on the seed; a trace is read once.
-        data, cluster_spec = loaded if workload is not None or s == seed_list[0] else load_inputs(None, fmt, cluster, s)
+        settled = loaded if workload is not None or s == seed_list[0] else settled_for(s)
+        data = settled.workload
         title = f"{data.name if len(seed_list) == 1 else data.name.removesuffix(f'-seed{s}')} on "
-        title += f"{cluster_spec.total_gpus} GPUs" + (f", seeds {seeds}" if len(seed_list) > 1 else "")
-        base = RunSpec(
-            workload=data,
-            cluster=cluster_spec,
-            round_seconds=round_seconds,
-            overheads=overheads,
-            seed=s,
-            energy=energy_settings,
-            window=parse_window(window, len(data)),
-        throughput=parse_throughput(throughput),
-        )
+        title += f"{settled.cluster.total_gpus} GPUs" + (f", seeds {seeds}" if len(seed_list) > 1 else "")
+        window_jobs = parse_window(window, len(data))
         for entry in entries:
             where = None
             if out is not None:
                 where = str(out / entry.label / (f"seed{s}" if len(seed_list) > 1 else ""))
-            tasks.append((entry.label, replace(base, policy=entry.policy, params=entry.params), where))
+            spec = settled.spec(entry.policy, dict(entry.params), seed=s, energy=energy_settings, window=window_jobs)
+            tasks.append((entry.label, spec, where))
+    for spec in {label: spec for label, spec, _ in tasks}.values():
+        show_notes(spec, quiet or as_json)
     output_dir(out)  # after the inputs are known good: bad input stores nothing
     warn_if_slow([entry.policy for entry in entries], quiet or as_json)
     workers = jobs if jobs is not None else min(len(tasks), os.cpu_count() or 1)
@@ -386,6 +392,7 @@ def command(
                 "only (exit status 3; --allow-unfinished accepts it)",
                 highlight=False,
             )
+        console.print(loaded.line(), highlight=False)
         if out is not None:
             console.print(f"wrote {out / 'compare.csv'} and one folder per policy in {out}", highlight=False)
     if unfinished and not allow_unfinished:

@@ -13,19 +13,35 @@ from shapeshift.errors import InputError
 from shapeshift.runs.defaults import DEMO_CLUSTER
 
 if TYPE_CHECKING:
+    from shapeshift.runs.setting import Settled
     from shapeshift.runs.spec import ThroughputSpec
 
 WorkloadOption = Annotated[
-    Path | None, typer.Option(help="Trace file (CSV/Parquet). Default: a seeded synthetic demo workload.")
+    Path | None,
+    typer.Option(
+        help="Trace file (CSV/Parquet) or a bundled data set (philly, rubick-base, pollux-workload6, ...; "
+        "see `shapeshift datasets list`). Default: a seeded synthetic demo workload."
+    ),
 ]
 FormatOption = Annotated[str | None, typer.Option("--format", help="Trace format (default: detected from the header).")]
 ClusterOption = Annotated[
-    str | None, typer.Option(help=f"NxG (N nodes of G GPUs) or a cluster YAML file. Default: {DEMO_CLUSTER}.")
+    str | None,
+    typer.Option(
+        help="NxG (N nodes of G GPUs), a cluster YAML file or a bundled cluster (philly-vcs, rubick-a800). "
+        f"Default: the data set's cluster, else {DEMO_CLUSTER}."
+    ),
 ]
 SeedOption = Annotated[int, typer.Option(min=0, help="Seed for every random choice (an integer >= 0).")]
-LaunchDelayOption = Annotated[float, typer.Option(help="Seconds from launch until a job makes progress.")]
+LaunchDelayOption = Annotated[
+    float | None,
+    typer.Option(help="Seconds from launch until a job makes progress. Default: the data set's, else 0."),
+]
 RestorePenaltyOption = Annotated[
-    str, typer.Option(help="Checkpoint-restore pause per preemption/reconfiguration: seconds or 'helios'.")
+    str | None,
+    typer.Option(
+        help="Checkpoint-restore pause per preemption/reconfiguration: seconds or 'helios'. "
+        "Default: the data set's, else 30."
+    ),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
 
@@ -64,27 +80,54 @@ AllowUnfinishedOption = Annotated[
     ),
 ]
 ThroughputOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         help="Speed model: trace (recorded durations), trace-placement (and catalogued models run "
         "slower spread over more nodes than needed, by Gavel's measured ratios), synergy (and Synergy's CNN/RNN "
         "models run at their published speed for the CPUs and memory they get), ground-truth:DIR (the measured "
         "Rubick tables in DIR, "
-        "e.g. ../shared/data/rubick/traces; jobs run their iterations) or pollux:DIR (the Pollux profiles, "
-        "with statistical efficiency)."
+        "e.g. the bundled rubick-a800-tables; jobs run their iterations) or pollux:DIR (the Pollux profiles, "
+        "with statistical efficiency, e.g. pollux-profiles). Default: the data set's, else trace."
     ),
 ]
 
 
 def parse_throughput(text: str) -> ThroughputSpec:
-    """``trace`` or ``KIND:PATH`` -> ``ThroughputSpec``."""
-    from shapeshift.runs.spec import ThroughputSpec
+    """``trace`` or ``KIND:PATH`` (a directory or a bundled data set) -> ``ThroughputSpec``."""
+    from shapeshift.datasets import locate
+    from shapeshift.runs.setting import parse_throughput_text
 
-    kind, sep, path = text.partition(":")
     try:
-        spec = ThroughputSpec(kind.strip(), path.strip() if sep else None)
+        spec = parse_throughput_text(text)
+        if spec.path is not None and not locate(spec.path).exists():
+            raise InputError(f"{spec.path}: not found")
     except InputError as exc:
         raise InputError(exc.message, field="--throughput") from None
-    if spec.path is not None and not Path(spec.path).exists():
-        raise InputError(f"{spec.path}: not found", field="--throughput")
     return spec
+
+
+def settle_flags(
+    workload: Path | None,
+    fmt: str | None,
+    cluster: str | None,
+    seed: int,
+    *,
+    launch_delay: float | None,
+    restore_penalty: str | None,
+    throughput: str | None,
+    round_seconds: float | None,
+) -> Settled:
+    """The workload and the run options the flags give, the rest from the data set's
+    evaluation setting or the defaults (``shapeshift.runs.setting``)."""
+    from shapeshift.runs.setting import Given, settle
+
+    if restore_penalty is not None or launch_delay is not None:
+        parse_overheads(launch_delay or 0.0, restore_penalty if restore_penalty is not None else "30")
+    given = Given(
+        cluster=cluster,
+        throughput=parse_throughput(throughput) if throughput is not None else None,
+        launch_delay=launch_delay,
+        restore_penalty=restore_penalty,
+        round_seconds=round_seconds,
+    )
+    return settle(workload, given, fmt=fmt, seed=seed)

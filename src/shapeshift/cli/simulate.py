@@ -34,23 +34,23 @@ from shapeshift.cli.options import (
     ThroughputOption,
     WindowOption,
     WorkloadOption,
-    parse_overheads,
-    parse_throughput,
     parse_window,
+    settle_flags,
 )
 from shapeshift.errors import InputError
 
 if TYPE_CHECKING:  # the simulator is imported when a command runs, not for --help
-    from shapeshift.model import ClusterSpec
     from shapeshift.runs import EnergySpec, RunResult, RunSpec
-    from shapeshift.workloads.workload import Workload
 
 
-def load_inputs(workload: Path | None, fmt: str | None, cluster: str | None, seed: int) -> tuple[Workload, ClusterSpec]:
-    """The workload file (or the seeded demo) and the cluster (or the demo cluster)."""
-    from shapeshift.runs.inputs import resolve_cluster, resolve_workload
+def show_notes(spec: RunSpec, quiet: bool) -> None:
+    """One line on stderr for each way the run cannot show what its policy decides
+    (``shapeshift.runs.pairing``)."""
+    from shapeshift.runs.pairing import pairing_notes
 
-    return resolve_workload(workload, fmt, seed), resolve_cluster(cluster)
+    if not quiet:
+        for note in pairing_notes(spec):
+            err_console.print(note, highlight=False, soft_wrap=True)
 
 
 def energy_spec(energy: str, energy_arg: list[str] | None) -> EnergySpec | None:
@@ -144,8 +144,8 @@ def simulate_command(
         float | None, typer.Option("--round", help="Scheduling round in seconds (round-based policies).")
     ] = None,
     seed: SeedOption = 0,
-    launch_delay: LaunchDelayOption = 0.0,
-    restore_penalty: RestorePenaltyOption = "30",
+    launch_delay: LaunchDelayOption = None,
+    restore_penalty: RestorePenaltyOption = None,
     energy: Annotated[
         str, typer.Option(help="Cluster energy management: none, or ces (Helios CES: idle nodes powered down).")
     ] = "none",
@@ -154,7 +154,7 @@ def simulate_command(
         typer.Option("--energy-arg", help="CES parameter key=value (repeatable), e.g. buffer=4, boot_delay=300."),
     ] = None,
     window: WindowOption = None,
-    throughput: ThroughputOption = "trace",
+    throughput: ThroughputOption = None,
     out: Annotated[Path | None, typer.Option(help="Write summary.json, jobs.csv and rejected.csv here.")] = None,
     explain: Annotated[
         bool,
@@ -185,29 +185,33 @@ def simulate_command(
     Exits with status 3 when the run left jobs unfinished (averages then cover completed
     jobs only), unless --allow-unfinished is given."""
     from shapeshift.policies.registry import parse_policy_args
-    from shapeshift.runs import RunSpec
     from shapeshift.runs.backends import check_backend
 
     if workers < 1:
         raise InputError("--workers must be >= 1", field="--workers")
     check_backend(backend)
-    data, cluster_spec = load_inputs(workload, fmt, cluster, seed)
+    settled = settle_flags(
+        workload,
+        fmt,
+        cluster,
+        seed,
+        launch_delay=launch_delay,
+        restore_penalty=restore_penalty,
+        throughput=throughput,
+        round_seconds=round_seconds,
+    )
     params = parse_policy_args(policy_arg)
     if explain and params.get("estimator") != "primo":
         raise InputError("--explain needs a size-based policy with estimator=primo", field="--explain")
-    spec = RunSpec(
-        workload=data,
-        cluster=cluster_spec,
-        policy=policy,
-        params=tuple(params.items()),
-        round_seconds=round_seconds,
-        overheads=parse_overheads(launch_delay, restore_penalty),
+    spec = settled.spec(
+        policy,
+        params,
         seed=seed,
         energy=energy_spec(energy, energy_arg),
-        window=parse_window(window, len(data)),
-        throughput=parse_throughput(throughput),
+        window=parse_window(window, len(settled.workload)),
         record=frozenset({"explanations"}) if explain else frozenset(),
     )
+    show_notes(spec, quiet or as_json)
     output_dir(out)
     result = run_with_progress(spec, quiet or as_json, workers, backend)
     summary = result.write(out) if out is not None else result.summary
@@ -215,6 +219,7 @@ def simulate_command(
         typer.echo(json.dumps(summary, indent=2))
     elif not quiet:
         show_summary(summary, result, out)
+        console.print(settled.line(), highlight=False)
     if summary.get("jobs_unfinished") and not allow_unfinished:
         raise typer.Exit(EXIT_UNFINISHED)
 

@@ -199,6 +199,13 @@ class PolluxPolicy:
             desired[job.job_id] = job.current if alloc == job.current else alloc
 
 
-@register("pollux", "Pollux: GPU counts and batch sizes maximising the power mean of goodput speedups.", PolluxParams)
+@register(
+    "pollux",
+    "Pollux: GPU counts and batch sizes maximising the power mean of goodput speedups.",
+    PolluxParams,
+    speed_models=("pollux",),
+    speed_note="chooses batch sizes for goodput (throughput x statistical efficiency), and only the pollux "
+    "profiles model statistical efficiency: here a batch size changes no job's progress",
+)
 def make_pollux(params: PolluxParams) -> PolluxPolicy:
     return PolluxPolicy(params)

@@ -59,6 +59,11 @@ class PolicyInfo:
     description: str
     params: type[PolicyParams]
     factory: Callable[[Any], Policy]
+    #: Throughput models (``--throughput`` kinds) under which what this policy decides
+    #: changes how fast jobs run; empty: any model. Under another model the policy still
+    #: runs, and ``speed_note`` says what the result then does not show.
+    speed_models: tuple[str, ...] = ()
+    speed_note: str = ""
 
     def parameters(self) -> list[tuple[str, str, Any]]:
         """(name, type, default) of every parameter, for ``shapeshift policies``."""
@@ -77,12 +82,19 @@ _loaded = False
 
 
 def register(
-    name: str, description: str, params: type[PolicyParams]
+    name: str,
+    description: str,
+    params: type[PolicyParams],
+    *,
+    speed_models: tuple[str, ...] = (),
+    speed_note: str = "",
 ) -> Callable[[Callable[[Any], Policy]], Callable[[Any], Policy]]:
+    """Register ``factory`` under ``name``; ``speed_models``/``speed_note`` as in ``PolicyInfo``."""
+
     def wrap(factory: Callable[[Any], Policy]) -> Callable[[Any], Policy]:
         if name in _REGISTRY:
             raise ValueError(f"policy {name!r} registered twice")
-        _REGISTRY[name] = PolicyInfo(name, description, params, factory)
+        _REGISTRY[name] = PolicyInfo(name, description, params, factory, speed_models, speed_note)
         return factory
 
     return wrap

@@ -5,9 +5,11 @@
 * ``mt``: rubick, antman on ``workload-mt`` (tenant A with a 64-GPU quota owns the
   guaranteed jobs, B has none);
 
-on 8 nodes x 8 A800 (``../shared/examples/cluster-a800-8x8.yaml``), jobs running their
-``steps`` iterations, charged by :class:`~shapeshift.perf.ground_truth.GroundTruthModel`
-(measured tables, fitted-model fallback), restore pause 78 s. Outputs: ``results.csv``
+on 8 nodes x 8 A800 (the bundled ``rubick-a800``), jobs running their ``steps``
+iterations, charged by :class:`~shapeshift.perf.ground_truth.GroundTruthModel` (the
+bundled ``rubick-a800-tables``, fitted-model fallback), restore pause 78 s: the
+``RUBICK_SETTING`` the bundled workloads carry, so ``simulate --workload rubick-base``
+runs the same simulation as this table's row. Outputs: ``results.csv``
 (one row per run), ``results.md`` (the table next to the paper's ratios) and the ratio of
 every policy to ``rubick`` on the same workload.
 
@@ -29,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from shapeshift import datasets
 from shapeshift.cluster import load_cluster
+from shapeshift.datasets.catalog import RUBICK_SETTING
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
 from shapeshift.errors import InputError
@@ -57,8 +61,8 @@ PAPER_RATIOS: dict[tuple[str, str], float] = {
 PAPER_RUBICK_AVG_JCT_H = 0.96
 #: Jobs per GPU for the policies that share GPUs (AntMan packs one opportunistic job
 #: beside another job, paper Sec. 4); the others see the cluster file's limit (1).
-SHARE_LIMITS: dict[str, int] = {"antman": 2}
-RESTORE_PENALTY = 78.0
+SHARE_LIMITS: dict[str, int] = dict(RUBICK_SETTING.share_limits)
+RESTORE_PENALTY = RUBICK_SETTING.restore_penalty
 COLUMNS = (
     "workload",
     "variant",
@@ -87,30 +91,33 @@ COLUMNS = (
 
 @dataclass(frozen=True)
 class Paths:
-    data: Path  # ../shared/data/rubick
-    cluster: Path  # cluster YAML
+    """Where the experiment's inputs are: the bundled data sets by default, or a copy of
+    the artifact's data directory (``traces/``, ``workloads/``) and a cluster file."""
+
+    traces: Path
+    workloads: dict[str, Path]
+    cluster: Path
 
     @classmethod
     def default(cls, data: str | Path | None = None, cluster: str | Path | None = None) -> Paths:
-        root = Path(data) if data else _find_shared() / "data/rubick"
-        spec = Path(cluster) if cluster else _find_shared() / "examples/cluster-a800-8x8.yaml"
-        for p, what in ((root / "traces", "traces directory"), (root / "workloads", "workloads directory")):
-            if not p.is_dir():
-                raise InputError(f"{p}: {what} not found (pass --data DIR pointing at shared/data/rubick)")
+        if data:
+            root = Path(data)
+            for p, what in ((root / "traces", "traces directory"), (root / "workloads", "workloads directory")):
+                if not p.is_dir():
+                    raise InputError(f"{p}: {what} not found (--data takes a directory with traces/ and workloads/)")
+            traces = root / "traces"
+            workloads = {w: root / "workloads" / f"workload-{w}.csv" for w in EXPERIMENTS}
+        else:
+            traces = datasets.path("rubick-a800-tables")
+            workloads = {w: datasets.path(f"rubick-{w}") for w in EXPERIMENTS}
+        spec = Path(cluster) if cluster else datasets.path("rubick-a800")
         if not spec.is_file():
             raise InputError(f"{spec}: cluster file not found (pass --cluster FILE)")
-        return cls(root, spec)
-
-
-def _find_shared() -> Path:
-    for c in (Path.cwd().parent / "shared", Path(__file__).resolve().parents[4] / "shared"):
-        if c.is_dir():
-            return c
-    return Path.cwd().parent / "shared"
+        return cls(traces, workloads, spec)
 
 
 def load_jobs(paths: Paths, workload: str) -> list[JobSpec]:
-    return read_workload(paths.data / "workloads" / f"workload-{workload}.csv", "rubick").jobs()
+    return read_workload(paths.workloads[workload], "rubick").jobs()
 
 
 def cluster_for(paths: Paths, workload_jobs: Sequence[JobSpec]) -> ClusterSpec:
@@ -130,7 +137,7 @@ def run_one(
     policy_args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One simulation; returns a results row (hours for times)."""
-    traces = str(paths.data / "traces")
+    traces = str(paths.traces)
     cluster = cluster_for(paths, jobs)
     if policy in SHARE_LIMITS and (policy_args or {}).get("sharing", True):
         cluster = replace(cluster, gpu_share_limit=SHARE_LIMITS[policy])

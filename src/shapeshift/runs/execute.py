@@ -143,6 +143,10 @@ def run(
 def _policy_extra(spec: RunSpec, policy: Policy) -> dict[str, Any]:
     """The summary fields a run adds: its seed and the policy's own figures."""
     extra: dict[str, Any] = {"seed": spec.seed}
+    if spec.setting:
+        from shapeshift.runs.setting import setting_summary
+
+        extra["setting"] = setting_summary(spec.setting)
     policy_fields = getattr(policy, "summary_fields", None)
     if policy_fields is not None:
         extra.update(policy_fields())

@@ -11,18 +11,18 @@ as keyword arguments), build a :class:`~shapeshift.runs.spec.RunSpec` and call
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from typing import Any
 
-from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.policies.registry import PolicyInfo, make_policy, registry
 from shapeshift.runs.execute import run
-from shapeshift.runs.inputs import resolve_cluster, resolve_workload
+from shapeshift.runs.pairing import PairingWarning, pairing_notes
 from shapeshift.runs.result import Comparison, RunResult
-from shapeshift.runs.spec import EnergySpec, RunSpec, ThroughputSpec
+from shapeshift.runs.setting import Given, Settled, settle
+from shapeshift.runs.spec import EnergySpec, ThroughputSpec
 
 
 def policies() -> dict[str, PolicyInfo]:
@@ -31,43 +31,32 @@ def policies() -> dict[str, PolicyInfo]:
     return dict(registry())
 
 
-def _spec(
+def _settled(
     workload: Any,
     cluster: Any,
-    policy: str,
-    params: Mapping[str, Any],
     *,
     fmt: str | None,
     round: float | None,
     seed: int,
-    launch_delay: float,
-    restore_penalty: float | str,
+    launch_delay: float | None,
+    restore_penalty: float | str | None,
     throughput: ThroughputSpec | str | None,
-    energy: EnergySpec | str | None,
-    window: tuple[int, int] | None,
-    record: Sequence[str],
-) -> RunSpec:
-    try:
-        overheads = Overheads(launch_delay, restore_penalty)
-    except ValueError as exc:
-        raise InputError(str(exc), field="launch_delay/restore_penalty") from None
-    if isinstance(throughput, str):
-        throughput = ThroughputSpec(throughput)
+) -> Settled:
+    """The workload and its options: the arguments given, else the bundled data set's
+    evaluation setting, else the defaults (``shapeshift.runs.setting``)."""
+    given = Given(cluster, throughput, launch_delay, restore_penalty, round)
+    return settle(workload, given, fmt=fmt, seed=seed)
+
+
+def _energy(energy: EnergySpec | str | None) -> EnergySpec | None:
     if isinstance(energy, str):
-        energy = None if energy == "none" else EnergySpec(energy)
-    return RunSpec(
-        workload=resolve_workload(workload, fmt, seed),
-        cluster=resolve_cluster(cluster),
-        policy=policy,
-        params=tuple(params.items()),
-        round_seconds=round,
-        overheads=overheads,
-        seed=seed,
-        throughput=throughput or ThroughputSpec(),
-        energy=energy,
-        window=window,
-        record=frozenset(record),
-    )
+        return None if energy == "none" else EnergySpec(energy)
+    return energy
+
+
+def _warn(notes: list[str]) -> None:
+    for note in notes:
+        warnings.warn(note, PairingWarning, stacklevel=3)
 
 
 def simulate(
@@ -79,8 +68,8 @@ def simulate(
     format: str | None = None,
     round: float | None = None,
     seed: int = 0,
-    launch_delay: float = 0.0,
-    restore_penalty: float | str = 30.0,
+    launch_delay: float | None = None,
+    restore_penalty: float | str | None = None,
     throughput: ThroughputSpec | str | None = None,
     energy: EnergySpec | str | None = None,
     window: tuple[int, int] | None = None,
@@ -104,21 +93,18 @@ def simulate(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be an integer >= 1, got {workers!r}", field="workers")
     merged = {**(params or {}), **policy_params}
-    spec = _spec(
+    settled = _settled(
         workload,
         cluster,
-        policy,
-        merged,
         fmt=format,
         round=round,
         seed=seed,
         launch_delay=launch_delay,
         restore_penalty=restore_penalty,
         throughput=throughput,
-        energy=energy,
-        window=window,
-        record=record,
     )
+    spec = settled.spec(policy, merged, seed=seed, energy=_energy(energy), window=window, record=frozenset(record))
+    _warn(pairing_notes(spec))
     return run(spec, workers=workers, backend=backend)
 
 
@@ -164,27 +150,30 @@ def compare(
         raise InputError("compare lists a label twice; give each entry a distinct label", field="policies")
     if workers < 1:
         raise InputError("workers must be >= 1", field="workers")
-    base = _spec(
+    seed = options.pop("seed", 0)
+    settled = _settled(
         workload,
         cluster,
-        "fifo",
-        {},
         fmt=options.pop("format", None),
         round=options.pop("round", None),
-        seed=options.pop("seed", 0),
-        launch_delay=options.pop("launch_delay", 0.0),
-        restore_penalty=options.pop("restore_penalty", 30.0),
+        seed=seed,
+        launch_delay=options.pop("launch_delay", None),
+        restore_penalty=options.pop("restore_penalty", None),
         throughput=options.pop("throughput", None),
-        energy=options.pop("energy", None),
-        window=options.pop("window", None),
-        record=options.pop("record", ()),
     )
+    rest = {
+        "seed": seed,
+        "energy": _energy(options.pop("energy", None)),
+        "window": options.pop("window", None),
+        "record": frozenset(options.pop("record", ())),
+    }
     if options:
         raise InputError(f"unknown compare option {next(iter(options))!r}", field=next(iter(options)))
     specs = []
     for _, policy, params in entries:
         make_policy(policy, params)  # fail fast, here, on unknown policies and bad parameters
-        specs.append(replace(base, policy=policy, params=tuple(params.items())))
+        specs.append(settled.spec(policy, params, **rest))
+    _warn([note for spec in specs for note in pairing_notes(spec)])
     workers = min(workers, len(specs), os.cpu_count() or 1)
     if workers <= 1:
         results = [run(spec) for spec in specs]

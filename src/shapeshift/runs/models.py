@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shapeshift.datasets import locate
 from shapeshift.model import ClusterSpec
 from shapeshift.perf.colocation import InterferenceModel
 from shapeshift.perf.throughput import ThroughputModel
@@ -44,14 +45,14 @@ def _ground_truth(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
     from shapeshift.perf.ground_truth import GroundTruthModel
 
     assert path is not None
-    return GroundTruthModel.from_dir(path)
+    return GroundTruthModel.from_dir(locate(path))
 
 
 def _pollux(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
     from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
 
     assert path is not None
-    return PolluxGroundTruth(path)
+    return PolluxGroundTruth(locate(path))
 
 
 THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
@@ -64,9 +65,13 @@ THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
     "synergy": ThroughputKind(
         "as trace, and Synergy's models run at their published CPU/memory profile's speed", False, _synergy
     ),
-    "ground-truth": ThroughputKind("measured Rubick speed tables (a traces/ directory)", True, _ground_truth),
+    "ground-truth": ThroughputKind(
+        "measured Rubick speed tables (a traces/ directory, e.g. the bundled rubick-a800-tables)", True, _ground_truth
+    ),
     "pollux": ThroughputKind(
-        "measured Pollux profiles with statistical efficiency (a profiles/ directory)", True, _pollux
+        "measured Pollux profiles with statistical efficiency (a profiles/ directory, e.g. pollux-profiles)",
+        True,
+        _pollux,
     ),
 }
 

@@ -112,6 +112,10 @@ class RunSpec:
     #: A measured pairwise interference table (CSV ``model_a,model_b,speed_a,speed_b``)
     #: for jobs sharing GPUs; ``None`` = the default model (``shapeshift.perf.colocation``).
     interference: str | None = None
+    #: Where each option came from: ``(option, value, source)`` with source ``flag``,
+    #: ``dataset`` or ``default`` (``shapeshift.runs.setting``); written to
+    #: ``summary.json`` as ``setting``. Provenance only: it never changes the result.
+    setting: tuple[tuple[str, Any, str], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", _frozen_items(self.params))

@@ -11,8 +11,8 @@ from shapeshift.policies.registry import PolicyParams
 
 
 class PlanAwareParams(PolicyParams):
-    """``traces``: directory of ``<model>/placements.csv`` profiling rows (default
-    ``$SHAPESHIFT_RUBICK_TRACES`` or ``../shared/data/rubick/traces``); the policy fits on
+    """``traces``: directory of ``<model>/placements.csv`` profiling rows or a bundled data set
+    (default ``$SHAPESHIFT_RUBICK_TRACES`` or the bundled ``rubick-a800-tables``); the policy fits on
     ``sample`` 7 of them per model (planner's choice or seeded random rows) and refits
     online when its recent relative error exceeds ``refit_threshold``."""
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from shapeshift.datasets import locate
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import ExecutionPlan, JobSpec, ZeroMode
 from shapeshift.perf.arch import ModelArch, UnknownModelError, get_arch
@@ -56,16 +57,9 @@ _INITIAL_FITS: dict[tuple[object, ...], FittedModel] = {}
 REFIT_ITERATIONS = 40
 
 
-def default_traces() -> Path | None:
-    """``$SHAPESHIFT_RUBICK_TRACES``, else ``../shared/data/rubick/traces`` next to the checkout."""
-    env = os.environ.get(TRACES_ENV)
-    candidates = [Path(env)] if env else []
-    here = Path(__file__).resolve()
-    candidates += [
-        Path.cwd().parent / "shared/data/rubick/traces",
-        here.parents[4].parent / "shared/data/rubick/traces",
-    ]
-    return next((c for c in candidates if c.is_dir()), None)
+def default_traces() -> Path:
+    """``$SHAPESHIFT_RUBICK_TRACES``, else the bundled A800 tables (``rubick-a800-tables``)."""
+    return locate(os.environ.get(TRACES_ENV) or "rubick-a800-tables")
 
 
 def fixed_space(plan: ExecutionPlan) -> PlanSpace:
@@ -151,7 +145,7 @@ class Knowledge:
         window: int = 5,
         fit_starts: int = 3,
     ) -> None:
-        self.traces = Path(traces) if traces else default_traces()
+        self.traces = locate(traces) if traces else default_traces()
         self.sample_mode = sample
         self.seed = seed
         self.refit_threshold = refit_threshold

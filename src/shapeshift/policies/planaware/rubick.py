@@ -77,6 +77,12 @@ LEGACY = {
     "pack_guaranteed": True,
 }
 
+#: Plans and CPU/memory change a job's speed only under measured tables.
+_PLAN_MODELS = ("ground-truth",)
+_PLAN_NOTE = (
+    "reconfigures execution plans and CPU/memory, and only measured tables (ground-truth) make a "
+    "job's speed depend on them: here each job runs at its recorded speed whatever plan it gets"
+)
 VARIANTS = {"rubick": (True, True), "rubick-e": (True, False), "rubick-r": (False, True), "rubick-n": (False, False)}
 
 
@@ -116,17 +122,31 @@ def _make(name: str, params: RubickParams) -> PlanAwareScheduler:
     "rubick",
     "Plan-aware reconfigurable scheduling: co-optimise plans and GPU/CPU/memory; tenant guarantees.",
     RubickParams,
+    speed_models=_PLAN_MODELS,
+    speed_note=_PLAN_NOTE,
 )
 def make_rubick(params: RubickParams) -> PlanAwareScheduler:
     return _make("rubick", params)
 
 
-@register("rubick-e", "Rubick ablation: reconfigure execution plans only; requested resources.", RubickParams)
+@register(
+    "rubick-e",
+    "Rubick ablation: reconfigure execution plans only; requested resources.",
+    RubickParams,
+    speed_models=_PLAN_MODELS,
+    speed_note=_PLAN_NOTE,
+)
 def make_rubick_e(params: RubickParams) -> PlanAwareScheduler:
     return _make("rubick-e", params)
 
 
-@register("rubick-r", "Rubick ablation: resize resources only; requested plan (3D jobs scale DP).", RubickParams)
+@register(
+    "rubick-r",
+    "Rubick ablation: resize resources only; requested plan (3D jobs scale DP).",
+    RubickParams,
+    speed_models=_PLAN_MODELS,
+    speed_note=_PLAN_NOTE,
+)
 def make_rubick_r(params: RubickParams) -> PlanAwareScheduler:
     return _make("rubick-r", params)
 

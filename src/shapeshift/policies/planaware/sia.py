@@ -367,6 +367,9 @@ def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
     "sia",
     "Sia: goodput per configuration (1, 2, 4.. GPUs, then whole nodes) per GPU type, an integer program per round.",
     SiaParams,
+    speed_models=("pollux",),
+    speed_note="chooses batch sizes for goodput (throughput x statistical efficiency), and only the pollux "
+    "profiles model statistical efficiency: here a batch size changes no job's progress",
 )
 def make_sia(params: SiaParams) -> SiaPolicy:
     return SiaPolicy(params, params.knowledge())

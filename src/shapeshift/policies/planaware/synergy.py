@@ -60,6 +60,9 @@ class SynergyParams(PlanAwareParams):
     "synergy",
     "Fixed GPUs and plan, FIFO with backfill; CPUs and memory by sensitivity profile (tune) or proportional.",
     SynergyParams,
+    speed_models=("synergy", "ground-truth"),
+    speed_note="sizes each job's CPUs and memory, and only the synergy and ground-truth models make a job's "
+    "speed depend on them: here every job runs at its recorded speed whatever it gets",
 )
 def make_synergy(params: SynergyParams) -> PlanAwareScheduler:
     return PlanAwareScheduler(synergy_variant(params), params.knowledge())

@@ -82,7 +82,17 @@ def detect_format(path: str | Path) -> str:
 
 
 def read_workload(path: str | Path, fmt: str | None = None) -> Workload:
-    """Read a trace with the named reader, or the one its header matches."""
+    """Read a trace with the named reader, or the one its header matches. ``path`` may be
+    a bundled workload's name (``philly``, ``rubick-base``); an existing path wins."""
+    from shapeshift.datasets import lookup
+
+    found = lookup(path)
+    if found is not None:
+        dataset, located = found
+        if dataset.kind != "workload":
+            raise InputError(f"data set {dataset.name!r} is a {dataset.kind}, not a workload", field="workload")
+        workload = read_workload(located, fmt or dataset.format)
+        return Workload(dataset.name, workload.frame)
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError(f"unknown workload format {fmt!r}; known: {', '.join(sorted(READERS))}")
