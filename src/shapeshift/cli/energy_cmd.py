@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from shapeshift.cli.common import console, guarded, output_dir
+from shapeshift.datasets import locate
 from shapeshift.errors import InputError
 
 app = typer.Typer(help="Cluster energy saving (CES, Helios): forecast node demand, power idle nodes down.")
@@ -23,7 +24,9 @@ def _group() -> None:
 @app.command("replay")
 @guarded
 def replay_command(
-    series: Annotated[Path, typer.Argument(help="Node-usage series CSV with columns time, active, total.")],
+    series: Annotated[
+        Path, typer.Argument(help="Node-usage series CSV with columns time, active, total (or philly-node-sequence).")
+    ],
     out: Annotated[Path, typer.Option(help="Directory for energy.json, ces_replay.png and ces_trajectory.csv.")],
     test_days: Annotated[
         float, typer.Option(help="Held-out days at the end: the forecast is scored and CES replayed there.")
@@ -70,7 +73,7 @@ def replay_command(
         )
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    data = read_node_series(series)
+    data = read_node_series(locate(series))
     output_dir(out)
     result = run_replay(data, config, fconfig, test_days=test_days, forecaster=forecaster)
     out.mkdir(parents=True, exist_ok=True)

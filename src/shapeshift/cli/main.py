@@ -95,6 +95,7 @@ def policies_command(as_json: JsonOption = False) -> None:
 #: any other import error surfaces.
 SUBCOMMAND_GROUPS = {
     "perf": "shapeshift.cli.perf_cmd",
+    "datasets": "shapeshift.cli.datasets_cmd",
     "workload": "shapeshift.cli.workload_cmd",
     "analyze": "shapeshift.cli.analyze_cmd",
     "energy": "shapeshift.cli.energy_cmd",

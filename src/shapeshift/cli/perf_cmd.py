@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from shapeshift import datasets
+
 if TYPE_CHECKING:  # the model (scipy) loads when a command runs, not for --help
     from shapeshift.perf.fitting import FittedModel
 
@@ -57,7 +59,10 @@ def _load_params(path: Path, model: str) -> FittedModel:
 
 @app.command("fit")
 def fit_cmd(
-    measurements: Annotated[Path, typer.Option("--measurements", help="placements.csv of one model")],
+    measurements: Annotated[
+        Path,
+        typer.Option("--measurements", help="one model's placements.csv (e.g. rubick-a800-tables/gpt2/placements.csv)"),
+    ],
     model: Annotated[str, typer.Option("--model", help="model name, e.g. gpt2")],
     out_path: Annotated[Path, typer.Option("--out", help="where to write params.json")],
     sample: Annotated[int, typer.Option("--sample", help="fit on this many random rows (0 = all)")] = 0,
@@ -70,7 +75,7 @@ def fit_cmd(
 
     with _boundary():
         arch = get_arch(model)
-        rows = read_placements(measurements, model=arch.name)
+        rows = read_placements(datasets.locate(measurements), model=arch.name)
         if sample:
             if sample > len(rows):
                 raise ValueError(f"--sample {sample} exceeds the {len(rows)} usable rows of {measurements}")
@@ -202,7 +207,9 @@ def short_plan_label(plan: object) -> str:
 
 @app.command("validate")
 def validate_cmd(
-    measurements: Annotated[Path, typer.Option("--measurements", help="directory of <model>/placements.csv")],
+    measurements: Annotated[
+        Path, typer.Option("--measurements", help="directory of <model>/placements.csv (e.g. rubick-a800-tables)")
+    ],
     sample: Annotated[int, typer.Option("--sample", help="rows per few-shot fit")] = 7,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="random samples per model")] = 5,
     planner: Annotated[bool, typer.Option("--planner", help="fit on the profiling planner's choices")] = False,
@@ -216,7 +223,7 @@ def validate_cmd(
     with _boundary():
         if sample < 7:
             raise ValueError("--sample must be >= 7 (the fit needs 7 points)")
-        reports, skipped = validate_dir(measurements, sample, seeds, planner=planner, models=model)
+        reports, skipped = validate_dir(datasets.locate(measurements), sample, seeds, planner=planner, models=model)
         data = validation_json(reports, planner)
         write_json(out_path, data)
     table = Table(title=f"few-shot on {'planner' if planner else f'{seeds} random'} {sample} rows; full-data fit")

@@ -86,10 +86,11 @@ _RUBICK_CITATION = (
     "Xinyi Zhang, Hanyu Zhao, Wencong Xiao, Xianyan Jia, Fei Xu, Yong Li, Wei Lin, Fangming Liu. Rubick: "
     "Exploiting Job Reconfigurability for Deep Learning Cluster Scheduling. MLSys 2025 (arXiv:2408.08586)."
 )
-_PHILLY_SOURCE = "https://github.com/msr-fiddle/philly-traces, as processed by https://github.com/msr-fiddle/blox"
-_HELIOS_SOURCE = "https://github.com/S-Lab-System-Group/HeliosArtifact"
-_POLLUX_SOURCE = "https://github.com/petuum/adaptdl (osdi21-artifact: simulator/traces)"
-_RUBICK_SOURCE = "Rubick/Morphling artifact (arXiv:2408.08586), simulation data"
+#: Sources as GitHub ``owner/repository`` (and what inside it), or the paper for Rubick's artifact.
+_PHILLY_SOURCE = "msr-fiddle/philly-traces, processed by msr-fiddle/blox"
+_HELIOS_SOURCE = "S-Lab-System-Group/HeliosArtifact"
+_POLLUX_SOURCE = "petuum/adaptdl (osdi21-artifact)"
+_RUBICK_SOURCE = "Rubick artifact (arXiv:2408.08586)"
 
 #: Rubick §7.3 and the artifact's simulator: 8 x 8 A800, the measured tables as ground
 #: truth, a 78 s checkpoint-restore pause per reconfiguration; the plan-aware policies
@@ -154,7 +155,7 @@ _ENTRIES: tuple[Dataset, ...] = (
         description="Philly as simulated in the Helios study: 352 nodes x 8 P100 in 11 virtual clusters",
         archive="philly-vcs.tar.zst",
         main="cluster-philly-vcs.yaml",
-        source=_HELIOS_SOURCE + " (philly_vc.csv)",
+        source=_HELIOS_SOURCE,
         licence="MIT",
         copyright="Copyright (c) 2021 S-Lab System Group",
         citation=_HELIOS_CITATION,
@@ -176,7 +177,7 @@ _ENTRIES: tuple[Dataset, ...] = (
         description="Job counts, average run and queue times of the four Helios clusters",
         archive="helios-cluster-summary.tar.zst",
         main="helios_cluster_summary.csv",
-        source="https://github.com/S-Lab-System-Group/HeliosData",
+        source="S-Lab-System-Group/HeliosData",
         licence="CC-BY-4.0",
         copyright="S-Lab System Group",
         citation=_HELIOS_CITATION,

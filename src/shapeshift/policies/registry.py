@@ -10,6 +10,7 @@ what is accepted). Adding a policy means one module plus one line in
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
@@ -131,17 +132,72 @@ def policy_info(name: str) -> PolicyInfo:
     return _REGISTRY[name]
 
 
+def _container(annotation: Any) -> type | None:
+    """``list``, ``tuple``, ``set``, ``frozenset`` or ``dict`` when a parameter is one (an
+    optional one included); ``None`` for scalars."""
+    origin = get_origin(annotation)
+    if origin in (list, tuple, set, frozenset, dict):
+        return origin
+    if origin is not None and origin is not Literal:
+        found = {_container(arg) for arg in get_args(annotation)} - {None}
+        return found.pop() if len(found) == 1 else None
+    return None
+
+
+def _typed_values(info: PolicyInfo, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Command-line text for list and mapping parameters as lists and mappings:
+    ``3250,7200`` or JSON ``[3250, 7200]`` for a list; ``a:1,b:2`` or JSON
+    ``{"a": 1}`` for a mapping. Elements are then checked by the parameter model."""
+    fields = {f.alias or key: f for key, f in info.params.model_fields.items()}
+    out = dict(args)
+    for key, value in args.items():
+        kind = _container(fields[key].annotation) if key in fields else None
+        if kind is None or not isinstance(value, str):
+            continue
+        text = value.strip()
+        if text[:1] in "[{":
+            try:
+                out[key] = json.loads(text)
+            except json.JSONDecodeError as exc:
+                message = f"policy {info.name}: {key}={value!r} is not valid JSON ({exc.msg})"
+                raise InputError(message, field=key) from None
+        elif kind is dict:
+            pairs = [item.partition(":") for item in text.split(",") if item.strip()]
+            bad = next((k for k, sep, _ in pairs if not sep or not k.strip()), None)
+            if bad is not None:
+                raise InputError(
+                    f"policy {info.name}: {key} takes key:value pairs separated by commas, got {bad.strip()!r}",
+                    field=key,
+                )
+            out[key] = {k.strip(): v.strip() for k, _, v in pairs}
+        else:
+            out[key] = [item.strip() for item in text.split(",") if item.strip()]
+    return out
+
+
+def _problem(name: str, info: PolicyInfo, exc: ValidationError) -> InputError:
+    """The first validation problem as one line naming the parameter (and the element of a
+    list parameter: ``thresholds element 2 ('x')``)."""
+    err = exc.errors()[0]
+    loc = list(err["loc"])
+    key = str(loc[0]) if loc else "?"
+    where = key
+    if len(loc) > 1 and isinstance(loc[1], int):
+        where = f"{key} element {loc[1] + 1} ({err.get('input')!r})"
+    accepted = ", ".join(f"{k} ({t}, default {d!r})" for k, t, d in info.parameters()) or "none"
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        message = "unknown parameter"
+    field = ".".join(str(p) for p in loc) or "?"
+    return InputError(f"policy {name}: {where}: {message}; parameters: {accepted}", field=field)
+
+
 def make_policy(name: str, args: Mapping[str, Any] | None = None) -> Policy:
     """Build a registered policy, validating its parameters."""
     info = policy_info(name)
+    values = _typed_values(info, dict(args or {}))
     try:
-        params = info.params.model_validate(dict(args or {}))
+        params = info.params.model_validate(values)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "?"
-        accepted = ", ".join(f"{k} ({t}, default {d!r})" for k, t, d in info.parameters()) or "none"
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            message = "unknown parameter"
-        raise InputError(f"policy {name}: {message}; parameters: {accepted}", field=key) from None
+        raise _problem(name, info, exc) from None
     return info.factory(params)

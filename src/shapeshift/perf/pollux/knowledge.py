@@ -29,13 +29,11 @@ from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, load_p
 PROFILES_ENV = "SHAPESHIFT_POLLUX_PROFILES"
 
 
-def default_profiles() -> Path | None:
-    """``$SHAPESHIFT_POLLUX_PROFILES``, else ``../shared/data/pollux/profiles`` next to the checkout."""
-    env = os.environ.get(PROFILES_ENV)
-    candidates = [Path(env)] if env else []
-    here = Path(__file__).resolve()
-    candidates += [Path.cwd().parent / "shared/data/pollux/profiles", here.parents[5] / "shared/data/pollux/profiles"]
-    return next((c for c in candidates if c.is_dir()), None)
+def default_profiles() -> Path:
+    """``$SHAPESHIFT_POLLUX_PROFILES``, else the bundled profiles (``pollux-profiles``)."""
+    from shapeshift.datasets import locate
+
+    return locate(os.environ.get(PROFILES_ENV) or "pollux-profiles")
 
 
 @functools.cache
@@ -82,11 +80,13 @@ class GoodputKnowledge:
     """Fitted models per application under ``root``; ``job(...)`` builds a job's table."""
 
     def __init__(self, root: str | Path | None):
-        if root and not Path(root).is_dir():
+        from shapeshift.datasets import locate
+
+        if root and not locate(root).is_dir():
             from shapeshift.errors import InputError
 
             raise InputError(f"Pollux profiles directory {root} not found", field="profiles")
-        found = Path(root) if root else default_profiles()
+        found = locate(root) if root else default_profiles()
         self.root = str(found.resolve()) if found is not None and found.is_dir() else None
         self.apps: dict[str, ApplicationProfile] = load_profiles(self.root) if self.root else {}
 
