@@ -1,4 +1,5 @@
-"""Shared test helpers: tiny clusters and traces, and where the shared reference data lives."""
+"""Shared test helpers: tiny clusters and traces, the bundled data sets, and where the
+reference data that cannot be bundled lives."""
 
 from __future__ import annotations
 
@@ -18,8 +19,16 @@ SHARED_DATA = SHARED / "data"
 EXAMPLES = SHARED / "examples"
 
 
+def bundled(name: str) -> Path:
+    """A bundled data set's main file or directory, or a file inside it (``NAME/inner/path``)."""
+    from shapeshift.datasets import locate
+
+    return locate(name)
+
+
 def shared_file(relative: str) -> Path:
-    """A file under ../shared, or skip the test saying what is missing."""
+    """A file under ../shared (data that cannot be bundled), or skip the test saying what is
+    missing."""
     path = SHARED / relative
     if not path.exists():
         pytest.skip(f"reference data {path} is not present (../shared is only in the project checkout and CI)")

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from shapeshift.analysis.metrics import JOB_COLUMNS, SUMMARY_KEYS, WALL_TIME_KEYS
 from shapeshift.cli.main import app
 from shapeshift.policies.registry import registry
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 runner = CliRunner()
 
@@ -107,8 +107,8 @@ def test_rejected_jobs_are_counted_and_listed(tmp_path):
 
 
 def test_philly_on_its_virtual_clusters_small_slice(tmp_path):
-    source = shared_file("data/philly/philly_jobs.csv")
-    cluster = shared_file("examples/cluster-philly-vcs.yaml")
+    source = bundled("philly")
+    cluster = bundled("philly-vcs")
     head = source.read_text().splitlines()[:2001]
     sliced = tmp_path / "philly2k.csv"
     sliced.write_text("\n".join(head) + "\n")
@@ -124,16 +124,15 @@ def test_unfinished_jobs_are_flagged_and_exit_3():
     """Under FIFO with the measured Rubick speeds, one job of the smoke trace asks for a plan
     that does not fit in GPU memory: it holds its GPUs at speed 0 and never finishes. The
     run says so and exits 3, unless --allow-unfinished."""
-    from tests.conftest import shared_file
 
-    trace = shared_file("data/rubick/workloads/naive.csv")
-    cluster = shared_file("examples/cluster-a800-8x8.yaml")
+    trace = bundled("rubick-naive")
+    cluster = bundled("rubick-a800")
     args = ["simulate", "--workload", str(trace), "--cluster", str(cluster)]
     # The CLI has no flag for the speed model; the Python API does: check the summary there,
     # the exit status on a CLI run of the same spec through the API's own CLI path below.
     import shapeshift as ss
 
-    traces = shared_file("data/rubick/traces")
+    traces = bundled("rubick-a800-tables")
     r = ss.simulate(str(trace), cluster=str(cluster), throughput=ss.ThroughputSpec("ground-truth", str(traces)))
     assert r.summary["jobs_unfinished"] == 1
     result = runner.invoke(app, [*args, "--throughput", f"ground-truth:{traces}"])

@@ -19,7 +19,7 @@ import typer
 from typer.testing import CliRunner
 
 from shapeshift.cli.main import app
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 runner = CliRunner()
 NUMBERS = ("-1", "nan", "inf", "0")
@@ -126,7 +126,7 @@ def _base(command: tuple[str, ...], inputs, tmp: Path) -> list[str] | None:
     if command in bases:
         return bases[command]
     if command[0] == "perf":
-        traces = shared_file("data/rubick/traces")
+        traces = bundled("rubick-a800-tables")
         gpt2 = traces / "gpt2" / "placements.csv"
         params = tmp / "gpt2.json"
         if not params.exists():

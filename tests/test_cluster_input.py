@@ -6,7 +6,7 @@ import pytest
 
 from shapeshift.cluster import load_cluster, parse_bandwidth
 from shapeshift.errors import InputError
-from tests.conftest import EXAMPLES, shared_file
+from tests.conftest import EXAMPLES, bundled
 
 
 def test_shorthand_defaults():
@@ -30,10 +30,10 @@ def test_bandwidth_without_units_is_refused(value):
 
 
 def test_example_files_load():
-    philly = load_cluster(shared_file("examples/cluster-philly-vcs.yaml"))
+    philly = load_cluster(bundled("philly-vcs"))
     assert philly.total_gpus == 352 * 8 and len(philly.partitions) == 11
     assert len(philly.partitions["6214e9"]) == 64
-    a800 = load_cluster(EXAMPLES / "cluster-a800-8x8.yaml")
+    a800 = load_cluster(bundled("rubick-a800"))
     assert a800.nodes[0].inter_bw_gb_s == pytest.approx(12.5) and dict(a800.tenants) == {"A": 64, "B": 0}
     hetero = load_cluster(EXAMPLES / "cluster-heterogeneous.yaml")
     assert hetero.gpu_types == ("K80", "P100", "V100")

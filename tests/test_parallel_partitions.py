@@ -4,7 +4,6 @@ result as one process, byte for byte, or a serial run with the reason."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -18,8 +17,6 @@ from shapeshift.runs import EnergySpec, RunSpec, run
 from shapeshift.runs.parallel import serial_reason
 from shapeshift.workloads.workload import Workload
 from tests.conftest import job
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def _two_vcs() -> ClusterSpec:
@@ -113,10 +110,7 @@ def test_a_partition_left_stuck_sends_the_run_back_to_one_process():
 def _philly_slice(n: int) -> Workload:
     from shapeshift.workloads.readers import read_workload
 
-    trace = SHARED / "data/philly/philly_jobs.csv"
-    if not trace.exists():
-        pytest.skip("needs ../shared/data (the Philly trace)")
-    whole = read_workload(trace)
+    whole = read_workload("philly")
     return Workload.from_frame(whole.name, whole.frame.iloc[:n])
 
 
@@ -136,7 +130,7 @@ def _philly_slice(n: int) -> Workload:
 def test_split_run_writes_the_same_files_as_one_process(tmp_path, policy, params):
     from shapeshift.cluster import load_cluster
 
-    cluster = load_cluster(SHARED / "examples/cluster-philly-vcs.yaml")
+    cluster = load_cluster("philly-vcs")
     spec = RunSpec(workload=_philly_slice(4000), cluster=cluster, policy=policy, params=tuple(params.items()))
     assert serial_reason(spec, make_policy(policy, params)) == ""
     run(spec).write(tmp_path / "one")

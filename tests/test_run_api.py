@@ -22,7 +22,7 @@ from shapeshift.cluster import shorthand_cluster
 from shapeshift.errors import InputError
 from shapeshift.runs import RunSpec, run
 from shapeshift.workloads.workload import Workload
-from tests.conftest import job, shared_file
+from tests.conftest import bundled, job
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -157,9 +157,9 @@ def test_experiment_files_accept_energy_and_a_ground_truth_model(tmp_path):
     from shapeshift.experiments.runner import run_experiment
     from shapeshift.experiments.schema import load_experiment
 
-    traces = shared_file("data/rubick/traces")
-    naive = shared_file("data/rubick/workloads/naive.csv")
-    cluster = shared_file("examples/cluster-a800-8x8.yaml")
+    traces = bundled("rubick-a800-tables")
+    naive = bundled("rubick-naive")
+    cluster = bundled("rubick-a800")
     path = tmp_path / "e.yaml"
     path.write_text(
         f"workloads: [{{file: {naive}, format: rubick}}]\nclusters: [{cluster}]\npolicies: [fifo]\n"

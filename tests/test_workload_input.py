@@ -8,7 +8,7 @@ from shapeshift.errors import InputError
 from shapeshift.model import ExecutionPlan
 from shapeshift.workloads.readers import detect_format, read_workload
 from shapeshift.workloads.synthetic import PoissonSpec, poisson_workload
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 HEADER = "job_id,submit_time,num_gpus,duration"
 
@@ -118,7 +118,7 @@ def test_philly_bad_row_is_located(tmp_path):
 
 
 def test_real_philly_trace():
-    workload = read_workload(shared_file("data/philly/philly_jobs.csv"))
+    workload = read_workload(bundled("philly"))
     assert len(workload) == 82247
     frame = workload.frame
     assert frame["submit_time"].iloc[0] == 0 and frame["submit_time"].is_monotonic_increasing

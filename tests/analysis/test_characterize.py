@@ -11,7 +11,7 @@ import pytest
 from shapeshift.analysis.characterize import busy_curve, characterize, top_share, trace_origin
 from shapeshift.cluster import shorthand_cluster
 from shapeshift.workloads.workload import Workload
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 MONDAY = pd.Timestamp("2024-01-01 00:00:00")  # a Monday
 
@@ -181,7 +181,7 @@ def test_trace_origin_from_timestamps_or_none(tmp_path):
 def test_philly_statistics_match_an_independent_computation():
     from shapeshift.workloads.readers import read_workload
 
-    path = shared_file("data/philly/philly_jobs.csv")
+    path = bundled("philly")
     raw = pd.read_csv(path)
     ch = characterize(read_workload(path, "philly"), origin=trace_origin(path))
     stats = ch.stats

@@ -18,7 +18,7 @@ from shapeshift.energy.ces import CESConfig
 from shapeshift.energy.forecast import ForecastConfig
 from shapeshift.energy.replay import bin_series, read_node_series, replay_ces, run_replay, summarize_replay
 from shapeshift.errors import InputError
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 runner = CliRunner()
 
@@ -142,7 +142,7 @@ def test_energy_replay_command(tmp_path):
 
 
 def test_philly_node_series_replay():
-    path = shared_file("data/helios/philly_node_sequence.csv")
+    path = bundled("philly-node-sequence")
     result = run_replay(read_node_series(path), forecast_config=ForecastConfig(num_trees=20))
     s = result.summary
     assert s["days"] == pytest.approx(14.0) and s["avg_total_nodes"] == pytest.approx(420.0)

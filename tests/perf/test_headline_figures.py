@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 from shapeshift.model import ExecutionPlan, ZeroMode
 from shapeshift.perf.fitting import abs_pct_errors, fit
@@ -32,7 +32,7 @@ def test_perf_fit_and_predict_example_matches_the_readme():
     rmsle = re.search(r"fitted gpt2 on 7 rows: RMSLE (\d+\.\d+)", text)
     predicted = re.search(r"--plan zero-dp --placement 44\n.*\niteration time\s+(\d+\.\d+) s", text)
     assert rmsle and predicted, "README's perf fit / predict example not found"
-    rows = read_placements(shared_file("data/rubick/traces/gpt2/placements.csv"))
+    rows = read_placements(bundled("rubick-a800-tables/gpt2/placements.csv"))
     model = fit(random.Random(1).sample(rows, 7))  # what `perf fit --sample 7 --seed 1` does
     t = float(model.predict([Config(model.arch, ExecutionPlan(dp=8, zero=ZeroMode.DP), (4, 4), 4.0, model.node)])[0])
     assert f"{model.rmsle:.4f}" == rmsle.group(1)
@@ -42,7 +42,7 @@ def test_perf_fit_and_predict_example_matches_the_readme():
 def test_bert_full_fit_accuracy_matches_the_readme():
     row = re.search(r"^\| bert \| (\d+) \| (\d+\.\d)% / (\d+\.\d)% \|", _readme(), re.MULTILINE)
     assert row, "README's accuracy table has no bert row"
-    rows = read_placements(shared_file("data/rubick/traces/bert/placements.csv"))
+    rows = read_placements(bundled("rubick-a800-tables/bert/placements.csv"))
     assert len(rows) == int(row.group(1))
     err = abs_pct_errors(fit(rows), rows)
     assert (f"{err.mean():.1%}", f"{err.max():.1%}") == (f"{row.group(2)}%", f"{row.group(3)}%")
@@ -52,7 +52,7 @@ def test_bert_full_fit_accuracy_matches_the_readme():
 def test_the_fit_does_not_depend_on_the_number_of_starts(seed):
     # The convergence check: more start points (a wider search) reach the same optimum
     # to the printed precision, so the figures cannot hinge on which starts ran.
-    rows = read_placements(shared_file("data/rubick/traces/t5/placements.csv"))
+    rows = read_placements(bundled("rubick-a800-tables/t5/placements.csv"))
     sample = random.Random(seed).sample(rows, 7)
     a, b = fit(sample, starts=6), fit(sample, starts=10)
     assert f"{a.rmsle:.4f}" == f"{b.rmsle:.4f}"

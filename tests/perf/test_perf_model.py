@@ -29,7 +29,6 @@ from shapeshift.perf.rubick import (
 )
 from shapeshift.perf.topology import dp_inter_load, plan_topology
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TOY = ModelArch("toy", 1e9, 1000, 10, 10, 100, 8)
 
 
@@ -379,10 +378,10 @@ def test_cli_fit_predict_roundtrip(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "iteration time" in res.output
 
 
-def test_reader_on_shared_trace() -> None:
-    path = SHARED / "rubick" / "traces" / "llama7b_bsz16" / "placements.csv"
-    if not path.is_file():
-        pytest.skip(f"shared data not found at {path}")
+def test_reader_on_bundled_trace() -> None:
+    from tests.conftest import bundled
+
+    path = bundled("rubick-a800-tables/llama7b_bsz16/placements.csv")
     rows = read_placements(path)
     assert all(r.iter_time > 0 for r in rows) and len(rows) == 17  # iter_time 0 rows dropped
     assert {r.cpus for r in rows} == {2.0, 4.0}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 from shapeshift.model import Allocation, BatchSpec, JobSpec, Resources
 from shapeshift.perf.pollux.goodput import fit_perf_params, relative_errors
@@ -13,7 +13,7 @@ from shapeshift.workloads.readers import pollux_reference
 
 
 def _profiles():
-    return load_profiles(str(shared_file("data/pollux/profiles")))
+    return load_profiles(str(bundled("pollux-profiles")))
 
 
 def test_efficiency_by_hand():
@@ -43,7 +43,7 @@ def test_fitted_throughput_model_reproduces_its_rows():
 def test_ground_truth_counts_examples_at_the_initial_batch():
     from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
 
-    truth = PolluxGroundTruth(shared_file("data/pollux/profiles"))
+    truth = PolluxGroundTruth(bundled("pollux-profiles"))
     app = truth.apps["cifar10"]
     batch = BatchSpec(128, 128, 4096, 32, 1024, adaptive=True)
     job = JobSpec("c", 0.0, 1, iterations=0, model="pollux/cifar10", batch=batch)
@@ -70,6 +70,6 @@ def test_one_gpu_above_the_initial_batch_accumulates_as_the_authors_simulator_do
     # local 11606 -> 0.0136405 s (sync 0.00034073), 16413 -> 0.0149768 s (sync 0.00033912);
     # at 16384: w = 4778/4807, step = 0.0149687, sync = 0.0003391;
     # step + 1 x (step - sync) = 0.0295983 s (0.0213155 s without accumulation).
-    shared_file("data/pollux/profiles")
+    bundled("pollux-profiles")
     row = next(c for c in pollux_reference()["ncf"]["configs"] if (c["replicas"], c["batch_size"]) == (1, 32768))
     assert row["step_time_s"] == pytest.approx(0.0295983, abs=2e-6)

@@ -12,7 +12,7 @@ from shapeshift.perf.ground_truth import GroundTruthModel, host_memory_gb, place
 from shapeshift.perf.measurements import Measurement
 from shapeshift.perf.rubick import Config, build_features, predict_breakdown
 from shapeshift.policies.planaware.knowledge import ALL, Knowledge, dp_space, fixed_space, plans_in_space
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 DP = ExecutionPlan
 
@@ -188,7 +188,7 @@ def test_knowledge_ignores_a_job_slowed_by_a_gpu_partner_until_it_runs_alone(tmp
 
 
 def test_knowledge_fits_on_seven_sampled_rows_of_the_real_traces():
-    traces = shared_file("data/rubick/traces")
+    traces = bundled("rubick-a800-tables")
     kn = Knowledge(traces=traces)
     mk = kn.knowledge("gpt2")
     assert mk is not None and len(mk.sample) == 7 and mk.model.n_points == 7

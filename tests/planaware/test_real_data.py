@@ -7,13 +7,13 @@ from typer.testing import CliRunner
 
 from shapeshift.cli.main import app
 from shapeshift.reproduce.experiment import Paths, llm_share, load_jobs, run_one, scale_load
-from tests.conftest import shared_file
+from tests.conftest import bundled, shared_file
 
 
 @pytest.fixture(scope="module")
 def paths() -> Paths:
-    shared_file("data/rubick/traces")
-    return Paths.default(shared_file("data/rubick"), shared_file("examples/cluster-a800-8x8.yaml"))
+    bundled("rubick-a800-tables")
+    return Paths.default(shared_file("data/rubick"), bundled("rubick-a800"))
 
 
 def test_mt_slice_antman_meets_slo_and_rubick_reports_it(paths):
@@ -40,7 +40,7 @@ def test_mt_slice_rubick_min_res_meets_each_target_under_its_model_and_stays_wit
     jobs = [j for j in load_jobs(paths, "mt")[:40] if j.model in {"vit", "t5", "bert", "gpt2"}]
     guaranteed = [j for j in jobs if j.guaranteed]
     assert guaranteed
-    traces = str(paths.data / "traces")
+    traces = paths.traces
     policy = make_policy("rubick", {"traces": traces})  # its 7-row fits, as at the first decision
     kn = policy.knowledge
     for spec in guaranteed:

@@ -10,7 +10,7 @@ from shapeshift.errors import InputError
 from shapeshift.model import Allocation, ClusterSpec, NodeSpec, Resources
 from shapeshift.perf.throughput import TraceSpeedModel
 from shapeshift.workloads.catalog import get_model, known_models, lookup
-from tests.conftest import job, shared_file
+from tests.conftest import bundled, job
 
 
 def test_catalog_answers_the_scheduler_questions():
@@ -36,7 +36,7 @@ def test_unknown_model_error_lists_the_known_ones():
 
 
 def test_rubick_models_match_the_artifact_table():
-    path = shared_file("data/rubick/models.csv")
+    path = bundled("rubick-models")
     with path.open() as handle:
         for row in csv.DictReader(handle):
             info = get_model(row["model"])

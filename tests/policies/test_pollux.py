@@ -14,7 +14,7 @@ from shapeshift.engine.view import ClusterView
 from shapeshift.model import BatchSpec, JobSpec
 from shapeshift.policies.pollux import PolluxParams, PolluxPolicy, power_utility, solve
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 
 def test_knapsack_matches_enumeration():
@@ -35,7 +35,7 @@ def test_knapsack_matches_enumeration():
 def _engine(policy, jobs, nodes, gpus, now):
     from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
 
-    truth = PolluxGroundTruth(shared_file("data/pollux/profiles"))
+    truth = PolluxGroundTruth(bundled("pollux-profiles"))
     engine = Engine(shorthand_cluster(nodes, gpus), policy, SimulatedExecutor(truth, CompletionQueue()))
     for spec in jobs:
         engine.submit(spec, spec.submit_time)
@@ -55,7 +55,7 @@ def test_allocation_reaches_the_brute_force_optimum_on_a_small_cluster():
     """2 nodes x 2 GPUs, three jobs that have waited 60 s: the objective of the placed
     allocation equals the best over every allocation matrix (node capacity, at most one
     job spanning nodes per node), each job's speedup evaluated at its real node count."""
-    policy = PolluxPolicy(PolluxParams(profiles=str(shared_file("data/pollux/profiles")), explore=False))
+    policy = PolluxPolicy(PolluxParams(profiles=str(bundled("pollux-profiles")), explore=False))
     jobs = [_job("c", "cifar10", CIFAR), _job("b", "bert", BERT), _job("d", "deepspeech2", SPEECH)]
     _, view = _engine(policy, jobs, 2, 2, 60.0)
     infos = {j.job_id: j for j in policy._jobs(view, "", 4)}
@@ -122,7 +122,7 @@ def test_a_job_whose_speedup_is_flat_gets_no_more_than_its_minimum():
     # 1 node x 4 GPUs. Power mean p = -1 minimises sum 1/(x + 1e-3): flat x is the same
     # for 1..4 GPUs, linear grows with r. (flat 1, linear 3): 1 + 1/3; (2, 2): 1 + 1/2;
     # (0, 4): 1000 + ... -> flat gets exactly 1 GPU, linear the other 3.
-    policy = PolluxPolicy(PolluxParams(profiles=str(shared_file("data/pollux/profiles")), explore=False))
+    policy = PolluxPolicy(PolluxParams(profiles=str(bundled("pollux-profiles")), explore=False))
     policy.knowledge = Flat()
     jobs = [_job("flat", "cifar10", CIFAR), _job("linear", "cifar10", CIFAR)]
     _, view = _engine(policy, jobs, 1, 4, 600.0)
@@ -132,7 +132,7 @@ def test_a_job_whose_speedup_is_flat_gets_no_more_than_its_minimum():
 
 def test_new_jobs_start_on_one_gpu_and_at_most_double_later():
     # The artifact's exploration rule: max(2 x largest replicas run on, 1).
-    policy = PolluxPolicy(PolluxParams(profiles=str(shared_file("data/pollux/profiles"))))
+    policy = PolluxPolicy(PolluxParams(profiles=str(bundled("pollux-profiles"))))
     engine, view = _engine(policy, [_job("c", "cifar10", CIFAR)], 2, 4, 60.0)
     schedule = policy.decide(view)
     first = schedule.allocations["c"]
@@ -148,7 +148,7 @@ def test_the_shipped_reproduction_file_validates():
     from shapeshift.experiments.expand import expand
     from shapeshift.experiments.schema import load_experiment
 
-    shared_file("data/pollux/workload-6.csv")
+    bundled("pollux-workload6")
     path = Path(__file__).resolve().parents[2] / "experiments" / "pollux-workload6.yaml"
     plans = expand(load_experiment(path))
     assert len(plans) == 9  # pollux at 5 intervals, sia, fifo, tiresias, optimus
@@ -160,7 +160,7 @@ def test_sia_knapsack_and_integer_program_reach_the_same_objective():
     from shapeshift.policies.planaware.knowledge import Knowledge
     from shapeshift.policies.planaware.sia import SiaParams, SiaPolicy
 
-    policy = SiaPolicy(SiaParams(profiles=str(shared_file("data/pollux/profiles")), explore=False), Knowledge(None))
+    policy = SiaPolicy(SiaParams(profiles=str(bundled("pollux-profiles")), explore=False), Knowledge(None))
     jobs = [
         _job("c1", "cifar10", CIFAR, 0.0),
         _job("c2", "cifar10", CIFAR, 10.0),

@@ -15,7 +15,7 @@ import pytest
 from shapeshift.errors import InputError
 from shapeshift.workloads.generators import Bursts, SizeDuration, burst_arrivals, bursty, philly_fit, poisson
 from shapeshift.workloads.readers import read_workload
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
@@ -137,7 +137,7 @@ def test_bad_parameters_are_input_errors(call, fragment):
 
 
 def test_fit_is_reproducible_from_the_script():
-    trace = shared_file("data/philly/philly_jobs.csv")
+    trace = bundled("philly")
     committed = json.loads(resources.files("shapeshift").joinpath("data/philly_fit.json").read_text())
     assert json.loads(json.dumps(_script("fit_philly_distribution").fit(trace))) == committed
     assert committed["source"]["script"] == "scripts/fit_philly_distribution.py"
@@ -145,6 +145,6 @@ def test_fit_is_reproducible_from_the_script():
 
 
 def test_pollux_reference_is_reproducible_from_the_script():
-    profiles = shared_file("data/pollux/profiles")
+    profiles = bundled("pollux-profiles")
     committed = json.loads(resources.files("shapeshift").joinpath("data/pollux_reference.json").read_text())
     assert json.loads(json.dumps(_script("derive_pollux_reference").derive(profiles))) == committed

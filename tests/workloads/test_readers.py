@@ -18,7 +18,7 @@ from shapeshift.workloads.readers import (
     read_synergy,
     read_workload,
 )
-from tests.conftest import shared_file
+from tests.conftest import bundled
 
 HELIOS = (
     "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n"
@@ -139,7 +139,7 @@ def test_rubick_bad_values_are_located(tmp_path, old, new, line, field, fragment
 
 
 def test_real_rubick_mt_trace():
-    w = read_workload(shared_file("data/rubick/workloads/workload-mt.csv"))
+    w = read_workload(bundled("rubick-mt"))
     f = w.frame
     assert len(w) == 406 and int(f["guaranteed"].sum()) == 194
     assert (f.loc[f["guaranteed"], "tenant"] == "A").all() and (f.loc[~f["guaranteed"], "tenant"] == "B").all()
@@ -149,7 +149,7 @@ def test_real_rubick_mt_trace():
 
 @pytest.mark.parametrize("variant", ["base", "bp"])
 def test_real_rubick_base_and_bp(variant):
-    w = read_workload(shared_file(f"data/rubick/workloads/workload-{variant}.csv"))
+    w = read_workload(bundled(f"rubick-{variant}"))
     assert len(w) == 406 and not w.frame["guaranteed"].any()
     assert {j.model for j in w.jobs()} == {"bert", "gpt2", "llama7", "llama30", "roberta", "t5", "vit"}
 
@@ -193,13 +193,13 @@ def test_pollux_bad_rows_are_located(tmp_path, old, new, field, fragment):
 
 def test_pollux_reference_matches_the_profiles():
     """The committed reference comes from the shared profiles (spot check, hand-readable)."""
-    profiles = shared_file("data/pollux/profiles")
+    profiles = bundled("pollux-profiles")
     validation = pd.read_csv(profiles / "cifar10" / "validation-2048.csv")
     assert pollux_reference()["cifar10"]["iterations_by_batch_size"]["2048"] == int(validation["iteration"].iloc[99])
 
 
 def test_real_pollux_workload_is_simulatable():
-    w = read_workload(shared_file("data/pollux/workload-6.csv"))
+    w = read_workload(bundled("pollux-workload6"))
     assert len(w) == 160
     jobs = w.jobs()
     assert all(j.duration and j.duration > 0 and j.iterations for j in jobs)

@@ -13,7 +13,7 @@ from shapeshift.cli.workload_cmd import parse_downsample, parse_seconds, parse_w
 from shapeshift.errors import InputError
 from shapeshift.workloads import generators, transforms
 from shapeshift.workloads.readers import read_workload
-from tests.conftest import shared_file
+from tests.conftest import bundled
 from tests.workloads.test_readers import HELIOS
 
 runner = CliRunner()
@@ -59,7 +59,7 @@ def test_transform_applies_filters_in_order(tmp_path):
 
 
 def test_transform_downsample_matches_the_library(tmp_path):
-    trace = shared_file("data/rubick/workloads/workload-base.csv")
+    trace = bundled("rubick-base")
     expected = transforms.downsample(read_workload(trace), 32, 64, hours=6.0, seed=3)
     assert 0 < len(expected) < 406
     out = tmp_path / "d.parquet"

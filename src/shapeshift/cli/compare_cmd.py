@@ -392,7 +392,7 @@ def command(
                 "only (exit status 3; --allow-unfinished accepts it)",
                 highlight=False,
             )
-        console.print(loaded.line(), highlight=False)
+        console.print(loaded.line(), highlight=False, soft_wrap=True)
         if out is not None:
             console.print(f"wrote {out / 'compare.csv'} and one folder per policy in {out}", highlight=False)
     if unfinished and not allow_unfinished:

@@ -219,7 +219,7 @@ def simulate_command(
         typer.echo(json.dumps(summary, indent=2))
     elif not quiet:
         show_summary(summary, result, out)
-        console.print(settled.line(), highlight=False)
+        console.print(settled.line(), highlight=False, soft_wrap=True)
     if summary.get("jobs_unfinished") and not allow_unfinished:
         raise typer.Exit(EXIT_UNFINISHED)
 

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shapeshift.cluster import load_cluster
+from shapeshift.datasets import lookup
 from shapeshift.energy.sim_component import ces_config
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
@@ -124,10 +125,16 @@ def workload_entry(base: Path, i: int, entry: Mapping[str, Any]) -> WorkloadEntr
             raise SchemaError(
                 (*loc, "format"), f"unknown workload format {fmt!r}; known: {', '.join(sorted(READERS))}"
             )
-        file = Path(str(entry["file"]))
-        file = file if file.is_absolute() else base / file
+        text = str(entry["file"])
+        file = Path(text) if Path(text).is_absolute() else base / text
         if not file.exists():
-            raise SchemaError((*loc, "file"), f"trace file {file} not found")
+            try:
+                found = lookup(text)
+            except InputError as exc:
+                raise SchemaError((*loc, "file"), exc.message) from None
+            if found is None or found[0].kind != "workload":
+                raise SchemaError((*loc, "file"), f"trace file {file} not found, and {text!r} is no bundled workload")
+            return WorkloadEntry(str(entry.get("name") or text), text, fmt, None, {}, transforms)
         name = str(entry.get("name") or file.stem)
         return WorkloadEntry(name, str(file), fmt, None, {}, transforms)
     if "format" in entry:
@@ -255,10 +262,10 @@ def check_workload_value(loc: Loc, entry: WorkloadEntry, param: str, value: Any)
 
 def throughput_entry(base: Path, item: ThroughputItem) -> ThroughputSpec:
     path = item.path
-    if path is not None and not Path(path).is_absolute():
+    if path is not None and not Path(path).is_absolute() and (base / path).exists():
         path = str(base / path)
-    if path is not None and not Path(path).exists():
-        raise SchemaError(("throughput", "path"), f"{path} not found")
+    if path is not None and not Path(path).exists() and lookup(path) is None:
+        raise SchemaError(("throughput", "path"), f"{base / path} not found, and {path!r} is no bundled data set")
     try:
         return ThroughputSpec(item.kind, path)
     except InputError as exc:

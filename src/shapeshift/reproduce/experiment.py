@@ -92,9 +92,10 @@ COLUMNS = (
 @dataclass(frozen=True)
 class Paths:
     """Where the experiment's inputs are: the bundled data sets by default, or a copy of
-    the artifact's data directory (``traces/``, ``workloads/``) and a cluster file."""
+    the artifact's data directory (``traces/``, ``workloads/``) and a cluster file.
+    ``traces`` is a directory or a data set name, as ``--throughput ground-truth:`` takes it."""
 
-    traces: Path
+    traces: str
     workloads: dict[str, Path]
     cluster: Path
 
@@ -105,10 +106,10 @@ class Paths:
             for p, what in ((root / "traces", "traces directory"), (root / "workloads", "workloads directory")):
                 if not p.is_dir():
                     raise InputError(f"{p}: {what} not found (--data takes a directory with traces/ and workloads/)")
-            traces = root / "traces"
+            traces = str(root / "traces")
             workloads = {w: root / "workloads" / f"workload-{w}.csv" for w in EXPERIMENTS}
         else:
-            traces = datasets.path("rubick-a800-tables")
+            traces = "rubick-a800-tables"
             workloads = {w: datasets.path(f"rubick-{w}") for w in EXPERIMENTS}
         spec = Path(cluster) if cluster else datasets.path("rubick-a800")
         if not spec.is_file():
@@ -128,6 +129,27 @@ def cluster_for(paths: Paths, workload_jobs: Sequence[JobSpec]) -> ClusterSpec:
     return cluster
 
 
+def spec_for(
+    paths: Paths,
+    jobs: Sequence[JobSpec],
+    policy: str,
+    workload: str,
+    policy_args: dict[str, Any] | None = None,
+) -> RunSpec:
+    """The simulation of one table cell: the Rubick setting (``RUBICK_SETTING``) on ``jobs``."""
+    cluster = cluster_for(paths, jobs)
+    if policy in SHARE_LIMITS and (policy_args or {}).get("sharing", True):
+        cluster = replace(cluster, gpu_share_limit=SHARE_LIMITS[policy])
+    return RunSpec(
+        workload=Workload.from_jobs(workload, list(jobs)),
+        cluster=cluster,
+        policy=policy,
+        params=tuple({"traces": paths.traces, **(policy_args or {})}.items()),
+        overheads=Overheads(0.0, RESTORE_PENALTY),
+        throughput=ThroughputSpec("ground-truth", paths.traces),
+    )
+
+
 def run_one(
     paths: Paths,
     jobs: Sequence[JobSpec],
@@ -137,18 +159,7 @@ def run_one(
     policy_args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One simulation; returns a results row (hours for times)."""
-    traces = str(paths.traces)
-    cluster = cluster_for(paths, jobs)
-    if policy in SHARE_LIMITS and (policy_args or {}).get("sharing", True):
-        cluster = replace(cluster, gpu_share_limit=SHARE_LIMITS[policy])
-    spec = RunSpec(
-        workload=Workload.from_jobs(workload, list(jobs)),
-        cluster=cluster,
-        policy=policy,
-        params=tuple({"traces": traces, **(policy_args or {})}.items()),
-        overheads=Overheads(0.0, RESTORE_PENALTY),
-        throughput=ThroughputSpec("ground-truth", traces),
-    )
+    spec = spec_for(paths, jobs, policy, workload, policy_args)
     result = run(spec)
     s = result.summary
     done = [j for j in result.simulation.jobs if j.state is JobState.COMPLETED]
