@@ -46,25 +46,51 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class Source:
+    """Who published a family of data sets, under which licence, and how to cite them."""
+
+    where: str
+    licence: str
+    copyright: str
+    citation: str
+
+
+@dataclass(frozen=True)
 class Dataset:
     """One bundled data set.
 
-    ``archive`` is the package file holding it (``bundled/<archive>``, a zstd-compressed
-    tar); ``main`` the file inside it that a name stands for (``None``: the directory
-    itself, e.g. a tree of speed tables). ``format`` is the workload reader to use.
+    ``main`` is the file inside it that its name stands for (``None``: the directory itself,
+    e.g. a tree of speed tables); ``format`` the workload reader to use. The package holds
+    it as ``bundled/<name>.tar.zst``.
     """
 
     name: str
     kind: Kind
     description: str
-    archive: str
     main: str | None
-    source: str
-    licence: str
-    copyright: str
-    citation: str
+    origin: Source
     format: str | None = None
     setting: Setting | None = None
+
+    @property
+    def archive(self) -> str:
+        return f"{self.name}.tar.zst"
+
+    @property
+    def source(self) -> str:
+        return self.origin.where
+
+    @property
+    def licence(self) -> str:
+        return self.origin.licence
+
+    @property
+    def copyright(self) -> str:
+        return self.origin.copyright
+
+    @property
+    def citation(self) -> str:
+        return self.origin.citation
 
 
 _PHILLY_CITATION = (
@@ -86,11 +112,17 @@ _RUBICK_CITATION = (
     "Xinyi Zhang, Hanyu Zhao, Wencong Xiao, Xianyan Jia, Fei Xu, Yong Li, Wei Lin, Fangming Liu. Rubick: "
     "Exploiting Job Reconfigurability for Deep Learning Cluster Scheduling. MLSys 2025 (arXiv:2408.08586)."
 )
-#: Sources as GitHub ``owner/repository`` (and what inside it), or the paper for Rubick's artifact.
-_PHILLY_SOURCE = "msr-fiddle/philly-traces, processed by msr-fiddle/blox"
-_HELIOS_SOURCE = "S-Lab-System-Group/HeliosArtifact"
-_POLLUX_SOURCE = "petuum/adaptdl (osdi21-artifact)"
-_RUBICK_SOURCE = "Rubick artifact (arXiv:2408.08586)"
+#: Where each family comes from: GitHub ``owner/repository``, or the paper for Rubick's artifact.
+PHILLY = Source(
+    "msr-fiddle/philly-traces, processed by msr-fiddle/blox",
+    "MIT",
+    "Copyright (c) Microsoft Corporation",
+    _PHILLY_CITATION,
+)
+HELIOS = Source("S-Lab-System-Group/HeliosArtifact", "MIT", "Copyright (c) 2021 S-Lab System Group", _HELIOS_CITATION)
+HELIOS_DATA = Source("S-Lab-System-Group/HeliosData", "CC-BY-4.0", "S-Lab System Group", _HELIOS_CITATION)
+POLLUX = Source("petuum/adaptdl (osdi21-artifact)", "Apache-2.0", "Copyright 2020 Petuum, Inc.", _POLLUX_CITATION)
+RUBICK = Source("Rubick artifact (arXiv:2408.08586)", "Apache-2.0", "The Rubick authors", _RUBICK_CITATION)
 
 #: Rubick §7.3 and the artifact's simulator: 8 x 8 A800, the measured tables as ground
 #: truth, a 78 s checkpoint-restore pause per reconfiguration; the plan-aware policies
@@ -119,140 +151,89 @@ PHILLY_SETTING = Setting(source="Helios artifact (philly_vc.csv): Philly's 11 vi
 
 
 def _rubick_workload(variant: str, description: str) -> Dataset:
+    main = "naive.csv" if variant == "naive" else f"workload-{variant}.csv"
     setting = replace(RUBICK_SETTING, tenants=variant == "mt")
-    return Dataset(
-        name=f"rubick-{variant}",
-        kind="workload",
-        description=description,
-        archive=f"rubick-{variant}.tar.zst",
-        main=f"{'naive' if variant == 'naive' else f'workload-{variant}'}.csv",
-        source=_RUBICK_SOURCE,
-        licence="Apache-2.0",
-        copyright="The Rubick authors",
-        citation=_RUBICK_CITATION,
-        format="rubick",
-        setting=setting,
-    )
+    return Dataset(f"rubick-{variant}", "workload", description, main, RUBICK, "rubick", setting)
 
 
 _ENTRIES: tuple[Dataset, ...] = (
     Dataset(
-        name="philly",
-        kind="workload",
-        description="Microsoft Philly GPU jobs of 2017 (82,248 jobs: submit, duration, GPUs, virtual cluster)",
-        archive="philly.tar.zst",
-        main="philly_jobs.csv",
-        source=_PHILLY_SOURCE,
-        licence="MIT",
-        copyright="Copyright (c) Microsoft Corporation",
-        citation=_PHILLY_CITATION,
-        format="philly",
-        setting=PHILLY_SETTING,
+        "philly",
+        "workload",
+        "Microsoft Philly GPU jobs of 2017 (82,247 jobs: submit, duration, GPUs, virtual cluster)",
+        "philly_jobs.csv",
+        PHILLY,
+        "philly",
+        PHILLY_SETTING,
     ),
     Dataset(
-        name="philly-vcs",
-        kind="cluster",
-        description="Philly as simulated in the Helios study: 352 nodes x 8 P100 in 11 virtual clusters",
-        archive="philly-vcs.tar.zst",
-        main="cluster-philly-vcs.yaml",
-        source=_HELIOS_SOURCE,
-        licence="MIT",
-        copyright="Copyright (c) 2021 S-Lab System Group",
-        citation=_HELIOS_CITATION,
+        "philly-vcs",
+        "cluster",
+        "Philly as simulated in the Helios study: 352 nodes x 8 P100 in 11 virtual clusters",
+        "cluster-philly-vcs.yaml",
+        HELIOS,
     ),
     Dataset(
-        name="philly-node-sequence",
-        kind="series",
-        description="Minute series of active and total nodes in Philly (input of the CES energy study)",
-        archive="philly-node-sequence.tar.zst",
-        main="philly_node_sequence.csv",
-        source=_HELIOS_SOURCE,
-        licence="MIT",
-        copyright="Copyright (c) 2021 S-Lab System Group",
-        citation=_HELIOS_CITATION,
+        "philly-node-sequence",
+        "series",
+        "Minute series of active and total nodes in Philly (input of the CES energy study)",
+        "philly_node_sequence.csv",
+        HELIOS,
     ),
     Dataset(
-        name="helios-cluster-summary",
-        kind="table",
-        description="Job counts, average run and queue times of the four Helios clusters",
-        archive="helios-cluster-summary.tar.zst",
-        main="helios_cluster_summary.csv",
-        source="S-Lab-System-Group/HeliosData",
-        licence="CC-BY-4.0",
-        copyright="S-Lab System Group",
-        citation=_HELIOS_CITATION,
+        "helios-cluster-summary",
+        "table",
+        "Job counts, average run and queue times of the four Helios clusters",
+        "helios_cluster_summary.csv",
+        HELIOS_DATA,
     ),
     Dataset(
-        name="pollux-workload6",
-        kind="workload",
-        description="Pollux's evaluation workload 6: 160 jobs of six applications on 16 x 4 GPUs",
-        archive="pollux-workload6.tar.zst",
-        main="workload-6.csv",
-        source=_POLLUX_SOURCE,
-        licence="Apache-2.0",
-        copyright="Copyright 2020 Petuum, Inc.",
-        citation=_POLLUX_CITATION,
-        format="pollux",
-        setting=POLLUX_SETTING,
+        "pollux-workload6",
+        "workload",
+        "Pollux's evaluation workload 6: 160 jobs of six applications on 16 x 4 GPUs",
+        "workload-6.csv",
+        POLLUX,
+        "pollux",
+        POLLUX_SETTING,
     ),
     Dataset(
-        name="pollux-profiles",
-        kind="throughput",
-        description="Pollux's measured throughput and statistical-efficiency profiles of its six applications",
-        archive="pollux-profiles.tar.zst",
-        main=None,
-        source=_POLLUX_SOURCE,
-        licence="Apache-2.0",
-        copyright="Copyright 2020 Petuum, Inc.",
-        citation=_POLLUX_CITATION,
+        "pollux-profiles",
+        "throughput",
+        "Pollux's measured throughput and statistical-efficiency profiles of its six applications",
+        None,
+        POLLUX,
     ),
     _rubick_workload("base", "Rubick's 406-job evaluation trace (busiest 12 h of Philly, for 64 GPUs)"),
     _rubick_workload("bp", "Rubick's trace with each job's best plan for its requested GPUs"),
     _rubick_workload("mt", "Rubick's multi-tenant trace (is_sla marks the quota tenant's jobs)"),
     _rubick_workload("naive", "Ten Rubick jobs for smoke tests"),
     Dataset(
-        name="rubick-a800",
-        kind="cluster",
-        description="The Rubick evaluation cluster: 8 servers x 8 A800-80GB, tenants A (64-GPU quota) and B",
-        archive="rubick-a800.tar.zst",
-        main="cluster-a800-8x8.yaml",
-        source=_RUBICK_SOURCE,
-        licence="Apache-2.0",
-        copyright="The Rubick authors",
-        citation=_RUBICK_CITATION,
+        "rubick-a800",
+        "cluster",
+        "The Rubick evaluation cluster: 8 servers x 8 A800-80GB, tenants A (64-GPU quota) and B",
+        "cluster-a800-8x8.yaml",
+        RUBICK,
     ),
     Dataset(
-        name="rubick-a800-tables",
-        kind="throughput",
-        description="Measured iteration times of seven models' execution plans on A800 placements",
-        archive="rubick-a800-tables.tar.zst",
-        main=None,
-        source=_RUBICK_SOURCE,
-        licence="Apache-2.0",
-        copyright="The Rubick authors",
-        citation=_RUBICK_CITATION,
+        "rubick-a800-tables",
+        "throughput",
+        "Measured iteration times of seven models' execution plans on A800 placements",
+        None,
+        RUBICK,
     ),
     Dataset(
-        name="rubick-fitting",
-        kind="directory",
-        description="Rubick's small profiling runs per model and its fitted coefficients (history.csv)",
-        archive="rubick-fitting.tar.zst",
-        main=None,
-        source=_RUBICK_SOURCE,
-        licence="Apache-2.0",
-        copyright="The Rubick authors",
-        citation=_RUBICK_CITATION,
+        "rubick-fitting",
+        "directory",
+        "Rubick's small profiling runs per model and its fitted coefficients (history.csv)",
+        None,
+        RUBICK,
     ),
     Dataset(
-        name="rubick-models",
-        kind="table",
-        description="The seven Rubick models: parameters, hidden size, layers, heads, sequence, batch",
-        archive="rubick-models.tar.zst",
-        main="models.csv",
-        source=_RUBICK_SOURCE,
-        licence="Apache-2.0",
-        copyright="The Rubick authors",
-        citation=_RUBICK_CITATION,
+        "rubick-models",
+        "table",
+        "The seven Rubick models: parameters, hidden size, layers, heads, sequence, batch",
+        "models.csv",
+        RUBICK,
     ),
 )
 
