@@ -85,6 +85,9 @@ class Experiment:
     axes: tuple[Axis, ...]
     throughput: ThroughputSpec = field(default_factory=ThroughputSpec)
     energy: EnergySpec | None = None
+    #: Options the file leaves unset (``throughput``, ``round``, ``launch_delay``,
+    #: ``restore_penalty``): a bundled workload's evaluation setting fills them.
+    unset: frozenset[str] = frozenset()
 
 
 AXIS_FORMS = "workload.<parameter or transformation>, policy.<parameter>, round, overheads.launch_delay, " + (

@@ -11,8 +11,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from shapeshift.datasets import lookup
 from shapeshift.engine.overheads import Overheads
 from shapeshift.experiments.schema import (
     Axis,
@@ -23,6 +25,7 @@ from shapeshift.experiments.schema import (
     policy_accepts,
 )
 from shapeshift.experiments.workloads import TRANSFORMS, WorkloadSpec
+from shapeshift.runs.setting import parse_throughput_text
 from shapeshift.runs.spec import EnergySpec, ThroughputSpec
 
 
@@ -85,19 +88,45 @@ def _workload_spec(entry: WorkloadEntry, overrides: Mapping[str, Any], seed: int
     )
 
 
+def _settled(experiment: Experiment, workload: WorkloadEntry) -> tuple[Experiment, tuple[tuple[str, str], ...]]:
+    """The experiment as it applies to ``workload``: where the workload is a bundled data set
+    with an evaluation setting, its throughput model, overheads and round fill what the file
+    leaves unset, as ``simulate`` does (``shapeshift.runs.setting``); and the policy
+    parameters the setting gives (for policies that declare them)."""
+    found = lookup(workload.file) if workload.file and not Path(workload.file).exists() else None
+    setting = found[0].setting if found is not None else None
+    if setting is None:
+        return experiment, ()
+    unset = experiment.unset
+    changes: dict[str, Any] = {}
+    if "throughput" in unset and setting.throughput:
+        changes["throughput"] = parse_throughput_text(setting.throughput)
+    if "round" in unset and setting.round_seconds is not None:
+        changes["round"] = setting.round_seconds
+    overheads = experiment.overheads
+    if "launch_delay" in unset and setting.launch_delay is not None:
+        overheads = replace(overheads, launch_delay=setting.launch_delay)
+    if "restore_penalty" in unset and setting.restore_penalty is not None:
+        overheads = replace(overheads, restore_penalty=setting.restore_penalty)
+    return replace(experiment, overheads=overheads, **changes), setting.policy_params
+
+
 def expand(experiment: Experiment) -> list[RunPlan]:
     """All runs, ordered workload, cluster, policy, sweep axes (file order), seed."""
     from shapeshift.policies.registry import registry
 
     plans: list[RunPlan] = []
-    for workload in experiment.workloads:
+    whole = experiment
+    for workload in whole.workloads:
+        experiment, setting_params = _settled(whole, workload)
         for cluster_label, cluster in experiment.clusters:
             for policy in experiment.policies:
                 active = [a for a in experiment.axes if _applies(a, workload, policy)]
                 for values in itertools.product(*(a.values for a in active)):
                     chosen = dict(zip((a.key for a in active), values, strict=True))
                     wl_over = {a.param: chosen[a.key] for a in active if a.section == "workload"}
-                    params = dict(policy.params)
+                    declared = registry()[policy.policy].params.model_fields
+                    params = {k: v for k, v in setting_params if k in declared} | dict(policy.params)
                     params.update({a.param: chosen[a.key] for a in active if a.section == "policy"})
                     overheads = experiment.overheads
                     for a in active:

@@ -122,6 +122,14 @@ def _build(path: Path, text: str, raw: dict[str, Any]) -> Experiment:
         axes=axes,
         throughput=throughput_entry(base, parsed.throughput),
         energy=energy_entry(parsed.energy),
+        unset=frozenset(
+            {key for key in ("throughput", "round") if key not in parsed.model_fields_set}
+            | {
+                key
+                for key in ("launch_delay", "restore_penalty")
+                if "overheads" not in parsed.model_fields_set or key not in parsed.overheads.model_fields_set
+            }
+        ),
     )
 
 
