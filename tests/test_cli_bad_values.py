@@ -122,6 +122,8 @@ def _base(command: tuple[str, ...], inputs, tmp: Path) -> list[str] | None:
         ("token", "create"): ["token", "create", "--user", "u", "--state", str(tmp / "nostate")],
         ("token", "list"): ["token", "list", "--state", str(tmp / "nostate")],
         ("token", "revoke"): ["token", "revoke", "--user", "u", "--state", str(tmp / "nostate")],
+        ("datasets", "list"): ["datasets", "list"],
+        ("datasets", "export"): ["datasets", "export", "rubick-naive", out],
     }
     if command in bases:
         return bases[command]

@@ -84,7 +84,7 @@ def detect_format(path: str | Path) -> str:
 def read_workload(path: str | Path, fmt: str | None = None) -> Workload:
     """Read a trace with the named reader, or the one its header matches. ``path`` may be
     a bundled workload's name (``philly``, ``rubick-base``); an existing path wins."""
-    from shapeshift.datasets import lookup
+    from shapeshift.datasets import locate, lookup
 
     found = lookup(path)
     if found is not None:
@@ -93,6 +93,7 @@ def read_workload(path: str | Path, fmt: str | None = None) -> Workload:
             raise InputError(f"data set {dataset.name!r} is a {dataset.kind}, not a workload", field="workload")
         workload = read_workload(located, fmt or dataset.format)
         return Workload(dataset.name, workload.frame)
+    locate(path)  # a word that is neither a file nor a data set name: one line listing the names
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError(f"unknown workload format {fmt!r}; known: {', '.join(sorted(READERS))}")
