@@ -27,7 +27,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None, help="the Rubick data directory (default ../shared/data/rubick)")
+    parser.add_argument(
+        "--data",
+        default=None,
+        help="a copy of the Rubick artifact's data directory (traces/, workloads/); default: the bundled data sets",
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N jobs (smoke runs)")
     args = parser.parse_args()
     paths = Paths.default(args.data)

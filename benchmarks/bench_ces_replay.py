@@ -2,10 +2,12 @@
 
 Run: python benchmarks/bench_ces_replay.py [SERIES] [--sim]
 
-Prints the forecast SMAPE on the 14 held-out days (LightGBM vs seasonal naive), the
-replay figures with the default parameters and a small sweep of the buffer sigma. With
-``--sim`` it also runs FIFO on the Philly trace and VC cluster with and without the
-in-simulation CES component and prints energy saved against the JCT impact.
+SERIES is a node series file or data set name (default: the bundled
+``philly-node-sequence``). Prints the forecast SMAPE on the 14 held-out days (LightGBM
+vs seasonal naive), the replay figures with the default parameters and a small sweep of
+the buffer sigma. With ``--sim`` it also runs FIFO on the bundled Philly trace and VC
+cluster with and without the in-simulation CES component and prints energy saved
+against the JCT impact.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import argparse
 import sys
 import time
 from pathlib import Path
 
+from shapeshift import datasets
 from shapeshift.energy.ces import CESConfig
 from shapeshift.energy.replay import read_node_series, run_replay
+from shapeshift.errors import InputError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-DEFAULT = SHARED / "data" / "helios" / "philly_node_sequence.csv"
+DEFAULT = "philly-node-sequence"
 
 
 def replay_figures(series_path: Path) -> None:
@@ -86,8 +90,8 @@ def sim_figures() -> None:
     from shapeshift.sim.simulator import simulate
     from shapeshift.workloads.readers import read_workload
 
-    workload = read_workload(SHARED / "data" / "philly" / "philly_jobs.csv", "philly")
-    cluster = load_cluster(str(SHARED / "examples" / "cluster-philly-vcs.yaml"))
+    workload = read_workload("philly")
+    cluster = load_cluster("philly-vcs")
     jobs = workload.jobs()
     t0 = time.perf_counter()
     baseline = simulate(jobs, cluster, make_policy("fifo"))
@@ -112,12 +116,18 @@ def sim_figures() -> None:
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    path = Path(args[0]) if args else DEFAULT
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("series", nargs="?", default=DEFAULT, help=f"node series file or data set name ({DEFAULT})")
+    parser.add_argument("--sim", action="store_true", help="also run FIFO on Philly with and without CES")
+    args = parser.parse_args()
+    try:
+        path = datasets.locate(args.series)
+    except InputError as exc:
+        sys.exit(str(exc))
     if not path.exists():
-        sys.exit(f"node series {path} not found (pass its path)")
+        sys.exit(f"node series {path} not found (pass its path or a data set name)")
     replay_figures(path)
-    if "--sim" in sys.argv:
+    if args.sim:
         sim_figures()
 
 

@@ -1,15 +1,16 @@
 """What each of our variants of a published rule changes: defaults against named variants.
 
-    python benchmarks/bench_classic_variants.py [--trace PATH] [--jobs 2000] [--policies gavel,...]
+    python benchmarks/bench_classic_variants.py [--trace PATH|NAME] [--jobs 2000] [--policies gavel,...]
 
 Two workloads, both settings chosen before looking at the numbers:
 
-* the first ``--jobs`` Philly jobs on 64 x 8 GPUs, one partition, 30 s restore penalty
+* the first ``--jobs`` Philly jobs (the bundled ``philly`` data set) on 64 x 8 GPUs, one partition, 30 s restore penalty
   (the ``bench_policies.py`` setting): sjf, srtf, las, tiresias, themis and gavel, each
   with its default and the variants the README's fidelity table lists;
 * 400 Philly-fitted Poisson jobs at 12 jobs/hour (at most 4 GPUs, seed 0) with models drawn
   from those Gavel measured, on ``../shared/examples/cluster-heterogeneous.yaml`` (4 x 4
-  V100, P100 and K80): gavel's objective and fill variants, where GPU types matter.
+  V100, P100 and K80): gavel's objective and fill variants, where GPU types matter. That
+  cluster file is not bundled; without ``../shared`` this table is skipped.
 
 Prints average JCT (hours), average queueing (hours), preemptions and decisions per run.
 The numbers feed the "measured effect" column of the README's fidelity table.
@@ -21,16 +22,19 @@ import argparse
 import sys
 from pathlib import Path
 
+from shapeshift import datasets
 from shapeshift.analysis.metrics import summarize
 from shapeshift.cluster import load_cluster, shorthand_cluster
 from shapeshift.engine.overheads import Overheads
+from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.generators import poisson
 from shapeshift.workloads.readers import read_workload
 from shapeshift.workloads.workload import Workload
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+#: Not bundled: the heterogeneous example cluster comes from the reference checkout.
+HETERO = Path(__file__).resolve().parents[1].parent / "shared" / "examples" / "cluster-heterogeneous.yaml"
 PHILLY_VARIANTS: list[tuple[str, dict[str, str]]] = [
     ("sjf", {}),
     ("sjf", {"backfill": "true"}),
@@ -78,16 +82,19 @@ def _table(title: str, jobs, cluster, variants, overheads: Overheads, only: set[
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
+    parser.add_argument("--trace", default="philly", help="Philly trace file or data set name (default: philly)")
     parser.add_argument("--jobs", default=2000, type=int)
     parser.add_argument("--policies", default="", help="comma-separated policy names (default: all)")
     args = parser.parse_args()
-    hetero = SHARED / "examples/cluster-heterogeneous.yaml"
-    for path in (args.trace, hetero):
-        if not path.exists():
-            print(f"{path} not found (needs ../shared)", file=sys.stderr)
-            return 2
-    full = read_workload(args.trace)
+    try:
+        trace = datasets.locate(args.trace)
+    except InputError as exc:
+        print(f"--trace: {exc}", file=sys.stderr)
+        return 2
+    if not trace.exists():
+        print(f"--trace: {trace} not found", file=sys.stderr)
+        return 2
+    full = read_workload(trace)
     sliced = Workload("philly", full.frame.iloc[: args.jobs].assign(vc="").reset_index(drop=True))
     penalty = Overheads(0.0, 30.0)
     only = {p for p in args.policies.split(",") if p}
@@ -99,11 +106,14 @@ def main() -> int:
         penalty,
         only,
     )
+    if not HETERO.exists():
+        print(f"{HETERO} not found (not bundled; needs ../shared): heterogeneous table skipped", file=sys.stderr)
+        return 0
     generated = poisson(400, 12.0, seed=0, models=GAVEL_MODELS, max_gpus=4).jobs()
     _table(
         "400 Poisson jobs with Gavel's models, 4 x 4 V100 / P100 / K80",
         generated,
-        load_cluster(hetero),
+        load_cluster(HETERO),
         HETERO_VARIANTS,
         penalty,
         only,

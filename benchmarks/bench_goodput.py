@@ -1,9 +1,10 @@
 """Goodput scheduling speed: the whole Pollux workload-6 and Pollux's decision time.
 
-1. Simulates Pollux workload-6 (160 jobs, 16 x 4 GPUs, measured profiles with statistical
-   efficiency, 30 s restarts as the authors' simulator) under ``pollux`` with 60 s rounds
-   and prints the wall time and the average JCT (the original Pollux simulator needs
-   tens of minutes for this trace). Goal (issue 14): under 60 s on the 2-core machine.
+1. Simulates Pollux workload-6 (bundled data set ``pollux-workload6``: 160 jobs, 16 x 4
+   GPUs, measured profiles with statistical efficiency from ``pollux-profiles``, 30 s
+   restarts as the authors' simulator) under ``pollux`` with 60 s rounds and prints
+   the wall time and the average JCT (the original Pollux simulator needs tens of
+   minutes for this trace). Goal (issue 14): under 60 s on the 2-core machine.
 2. Decision time of ``pollux`` with 160 jobs on 64 GPUs: all of workload-6 submitted at
    once, jobs placed and run for ``--warm`` rounds of 60 s (so jobs hold GPUs, have
    progress and restart history), then ``--repeat`` more rounds each timed; p50 / p99.
@@ -16,10 +17,10 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
+from shapeshift import datasets
 from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.overheads import Overheads
@@ -29,19 +30,19 @@ from shapeshift.runs import RunSpec, ThroughputSpec, run
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from shapeshift.workloads.readers import read_workload
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-DATA = SHARED / "data/pollux"
+WORKLOAD = "pollux-workload6"
+PROFILES = "pollux-profiles"
 
 
 def whole_workload(policy: str, round_seconds: float) -> None:
-    workload = read_workload(DATA / "workload-6.csv", "pollux")
+    workload = read_workload(WORKLOAD)
     spec = RunSpec(
         workload=workload,
         cluster=shorthand_cluster(16, 4),
         policy=policy,
         params=(("round", round_seconds),),
         overheads=Overheads(30.0, 30.0),
-        throughput=ThroughputSpec("pollux", str(DATA / "profiles")),
+        throughput=ThroughputSpec("pollux", str(datasets.locate(PROFILES))),
     )
     t0 = time.perf_counter()
     result = run(spec)
@@ -54,9 +55,9 @@ def whole_workload(policy: str, round_seconds: float) -> None:
 
 
 def decision_time(policy_name: str, warm: int, repeat: int) -> None:
-    jobs = [replace(j, submit_time=0.0) for j in read_workload(DATA / "workload-6.csv", "pollux").jobs()]
-    policy = make_policy(policy_name, {"profiles": str(DATA / "profiles")})
-    truth = PolluxGroundTruth(DATA / "profiles")
+    jobs = [replace(j, submit_time=0.0) for j in read_workload(WORKLOAD).jobs()]
+    policy = make_policy(policy_name, {"profiles": str(datasets.locate(PROFILES))})
+    truth = PolluxGroundTruth(datasets.locate(PROFILES))
     engine = Engine(shorthand_cluster(16, 4), policy, SimulatedExecutor(truth, CompletionQueue()), Overheads(30, 30))
     for spec in jobs:
         engine.submit(spec, 0.0)
@@ -84,8 +85,6 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--skip-workload", action="store_true")
     args = ap.parse_args()
-    if not DATA.is_dir():
-        raise SystemExit(f"Pollux data not found under {DATA}")
     if not args.skip_workload:
         whole_workload(args.policy, args.round)
     decision_time(args.policy, args.warm, args.repeat)

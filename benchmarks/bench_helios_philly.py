@@ -1,6 +1,6 @@
 """Helios' Philly comparison: FIFO, SJF, SRTF and QSSF over the whole Philly trace on its VCs.
 
-    python benchmarks/bench_helios_philly.py [--trace PATH] [--cluster YAML] [--seeds 5]
+    python benchmarks/bench_helios_philly.py [--trace PATH|NAME] [--cluster YAML|NAME] [--seeds 5]
                                              [--noise helios|lognormal] [--noise-ape 0.5]
 
 Reproduces the shape of Hu et al. (SC 2021, Table 6 / Figure 13): FIFO; SJF and SRTF with
@@ -9,7 +9,7 @@ every restart paying Helios' checkpoint rule: 7 s for 1 GPU, 30 s up to 8 GPUs, 
 above); and QSSF with the ``noise`` estimator (the Philly
 file has no users or job names to learn from; by default Helios' measured error
 distribution, the one Helios' artifact gives Philly jobs), all consolidated, per VC
-(``../shared/examples/cluster-philly-vcs.yaml``). QSSF runs once per noise seed
+(the bundled ``philly`` trace on the ``philly-vcs`` cluster by default). QSSF runs once per noise seed
 (``--seeds``, default 5). Prints per-VC and overall average JCT and queueing delay (QSSF:
 the mean over seeds), the wall time of each simulation, and whether the expected ordering
 of overall average JCT, SRTF <= SJF <= QSSF < FIFO, holds for each seed and for the mean.
@@ -22,16 +22,15 @@ import argparse
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
+from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy
 from shapeshift.sim.simulator import SimulationResult, simulate
 from shapeshift.workloads.readers import read_workload
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 GOAL_SECONDS = 180.0
 
 
@@ -70,20 +69,20 @@ def ordering_holds(overall: dict[str, float], qssf: float) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
-    parser.add_argument("--cluster", default=SHARED / "examples/cluster-philly-vcs.yaml", type=Path)
+    parser.add_argument("--trace", default="philly", help="Philly trace file or data set name (default: philly)")
+    parser.add_argument("--cluster", default="philly-vcs", help="cluster YAML or data set name (default: philly-vcs)")
     parser.add_argument("--seeds", default=5, type=int, help="QSSF noise seeds 0..N-1")
     parser.add_argument("--noise", default="helios", choices=("helios", "lognormal"))
     parser.add_argument("--noise-ape", default=0.5, type=float)
     args = parser.parse_args()
-    for path in (args.trace, args.cluster):
-        if not path.exists():
-            print(f"{path} not found (needs ../shared)", file=sys.stderr)
-            return 2
 
     started = time.perf_counter()
-    jobs = read_workload(args.trace).jobs()
-    cluster = load_cluster(args.cluster)
+    try:
+        jobs = read_workload(args.trace).jobs()
+        cluster = load_cluster(args.cluster)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     runs = [
         ("FIFO", "fifo", {}, Overheads()),
         ("SJF", "sjf", {"estimator": "oracle"}, Overheads()),

@@ -1,6 +1,6 @@
 """Lucid's speed: one decision with 2,048 queued jobs, and the whole Philly trace.
 
-    python benchmarks/bench_lucid.py [--trace PATH] [--cluster YAML] [--skip-philly]
+    python benchmarks/bench_lucid.py [--trace PATH|NAME] [--cluster YAML|NAME] [--skip-philly]
 
 1. **Decision time** (goal < 50 ms; the thesis reports 3 ms for its allocation step): a
    burst of Helios-schema jobs (``helios-synthetic``, 6,000 jobs at 3,000 jobs/hour) on
@@ -11,7 +11,7 @@
    separately any decision that also refitted a model (a weekly background step that
    can happen inside a decision).
 2. **Whole Philly trace** (goal < 60 s): ``lucid`` with its defaults on the 82,247 Philly
-   jobs on the 11 VCs, with two jobs allowed per GPU
+   jobs (the bundled ``philly`` data set) on the 11 VCs, with two jobs allowed per GPU
    (``experiments/clusters/philly-vcs-shared.yaml``). The script prints the wall seconds
    of the simulation and of the whole run, which includes fitting the models and
    importing them.
@@ -34,7 +34,6 @@ from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.helios_synth import helios_synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 QUEUED = 2048
 
 
@@ -84,7 +83,7 @@ def decision_benchmark() -> None:
         print(f"decisions that refitted a model: {len(refits)}; median {statistics.median(refits):.2f} s")
 
 
-def philly_benchmark(trace: Path, cluster_file: Path) -> None:
+def philly_benchmark(trace: str, cluster_file: str) -> None:
     from shapeshift.runs import RunSpec, run
     from shapeshift.workloads.readers import read_workload
 
@@ -103,8 +102,12 @@ def philly_benchmark(trace: Path, cluster_file: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", type=Path, default=SHARED / "data/philly/philly_jobs.csv")
-    parser.add_argument("--cluster", type=Path, default=ROOT / "experiments/clusters/philly-vcs-shared.yaml")
+    parser.add_argument("--trace", default="philly", help="Philly trace file or data set name (default: philly)")
+    parser.add_argument(
+        "--cluster",
+        default=str(ROOT / "experiments/clusters/philly-vcs-shared.yaml"),
+        help="cluster YAML or data set name (default: philly-vcs with two jobs per GPU)",
+    )
     parser.add_argument("--skip-philly", action="store_true")
     args = parser.parse_args()
     decision_benchmark()

@@ -1,6 +1,8 @@
 """Held-out few-shot errors of the performance model: settings chosen leave-one-model-out.
 
-    python benchmarks/bench_perf_heldout.py [TRACE_DIR] [--offload-runs 1,3] [--bonus 1]
+    python benchmarks/bench_perf_heldout.py [TRACE_DIR|NAME] [--offload-runs 1,3] [--bonus 1]
+
+TRACE_DIR defaults to the bundled measured tables, ``rubick-a800-tables``.
 
 For each of the six target models (bert, gpt2, llama7, llama30, roberta without its
 anomalous 1-GPU rows, t5) and each candidate setting of ``shapeshift.perf.heldout``
@@ -14,26 +16,26 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
+from shapeshift import datasets
 from shapeshift.perf.heldout import candidate_settings, few_shot_error, leave_one_model_out
 from shapeshift.perf.measurements import read_trace_dir
 from shapeshift.perf.validate import with_clean_variants
 
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rubick" / "traces"
+DEFAULT = "rubick-a800-tables"
 MODELS = ("bert", "gpt2", "llama7", "llama30", "roberta_without_1gpu", "t5")
 SHIPPED = "all/offload3/cover1"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("root", nargs="?", type=Path, default=DEFAULT)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("root", nargs="?", default=DEFAULT, help=f"measured tables: directory or data set name ({DEFAULT})")
     ap.add_argument("--offload-runs", default="1,3", help="the planner's Offload quotas to try")
     ap.add_argument("--bonus", default="1", help="the planner's coverage bonuses to try")
     args = ap.parse_args()
-    root = args.root
+    root = datasets.locate(args.root)
     runs = tuple(int(x) for x in args.offload_runs.split(","))
     bonuses = tuple(float(x) for x in args.bonus.split(","))
     data = with_clean_variants(read_trace_dir(root))

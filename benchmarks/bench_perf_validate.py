@@ -1,24 +1,25 @@
-"""Validation figures of the Rubick performance model on the shared traces (issue 5).
+"""Validation figures of the Rubick performance model on its measured tables.
 
-Run: python benchmarks/bench_perf_validate.py [TRACE_DIR]
+Run: python benchmarks/bench_perf_validate.py [TRACE_DIR|NAME]
+TRACE_DIR defaults to the bundled ``rubick-a800-tables``.
 Prints, per model: full-data fit error, planner few-shot (7 rows) error, random few-shot
 (7 rows, 5 seeds) error, and the ablation of each addition (full-data fit).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
+from shapeshift import datasets
 from shapeshift.perf.fitting import abs_pct_errors, fit
 from shapeshift.perf.measurements import read_trace_dir
 from shapeshift.perf.rubick import ModelOptions
 from shapeshift.perf.validate import validate_model, with_clean_variants
 
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rubick" / "traces"
+DEFAULT = "rubick-a800-tables"
 VARIANTS = {
     "paper": ModelOptions(spread=False, split_forward=False, stage_overhead=False, host_contention=False),
     "+spread": ModelOptions(spread=True, split_forward=False, stage_overhead=False, host_contention=False),
@@ -29,7 +30,9 @@ VARIANTS = {
 
 
 def main() -> None:
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("root", nargs="?", default=DEFAULT, help=f"measured tables: directory or data set name ({DEFAULT})")
+    root = datasets.locate(ap.parse_args().root)
     data = with_clean_variants(read_trace_dir(root))
     start = time.perf_counter()
     print("| model | rows | full fit avg/max | planner 7 avg/max | random 7 (5 seeds) avg / worst max |")

@@ -1,14 +1,15 @@
 """Every registered policy on a 2,000-job slice of the Philly trace, 64 nodes x 8 GPUs.
 
-    python benchmarks/bench_policies.py [--trace PATH] [--jobs 2000] [--nodes 64] [--policies a,b]
+    python benchmarks/bench_policies.py [--trace PATH|NAME] [--jobs 2000] [--nodes 64] [--policies a,b]
                                         [--penalty 30] [--full-philly NAME]
 
-The slice is the first ``--jobs`` jobs by submit time, on one unpartitioned cluster
-(virtual-cluster labels ignored). Prints the wall seconds of each simulation and the
-metrics table. Goal on the project's 2-core machine: every policy under 20 s.
+The trace defaults to the bundled ``philly`` data set. The slice is its first ``--jobs``
+jobs by submit time, on one unpartitioned cluster (virtual-cluster labels ignored).
+Prints the wall seconds of each simulation and the metrics table. Goal on the project's
+2-core machine: every policy under 20 s.
 
 ``--full-philly sjf`` additionally runs that policy over the whole trace on its virtual
-clusters (``../shared/examples/cluster-philly-vcs.yaml``), the scale a later issue needs.
+clusters (the bundled ``philly-vcs`` cluster), the scale of the Helios comparisons.
 """
 
 from __future__ import annotations
@@ -16,17 +17,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from shapeshift.analysis.metrics import summarize
 from shapeshift.cluster import load_cluster, shorthand_cluster
 from shapeshift.engine.overheads import Overheads
+from shapeshift.errors import InputError
 from shapeshift.policies.registry import make_policy, registry
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 from shapeshift.workloads.workload import Workload
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 GOAL_SECONDS = 20.0
 
 
@@ -36,18 +36,18 @@ def _h(seconds: float | None) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
+    parser.add_argument("--trace", default="philly", help="Philly trace file or data set name (default: philly)")
     parser.add_argument("--jobs", default=2000, type=int)
     parser.add_argument("--nodes", default=64, type=int)
     parser.add_argument("--policies", default="")
     parser.add_argument("--penalty", default="30")
-    parser.add_argument("--full-philly", default="")
+    parser.add_argument("--full-philly", default="", help="also run this policy on the whole trace on philly-vcs")
     args = parser.parse_args()
-    if not args.trace.exists():
-        print(f"trace {args.trace} not found (needs ../shared/data)", file=sys.stderr)
+    try:
+        full = read_workload(args.trace)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
         return 2
-
-    full = read_workload(args.trace)
     sliced = Workload(f"philly-first-{args.jobs}", full.frame.iloc[: args.jobs].reset_index(drop=True))
     jobs = sliced.jobs()
     cluster = shorthand_cluster(args.nodes, 8)
@@ -78,7 +78,7 @@ def main() -> int:
     print(f"goal: every policy under {GOAL_SECONDS:.0f} s; " + (f"over: {', '.join(slow)}" if slow else "all met"))
 
     if args.full_philly:
-        vcs = load_cluster(SHARED / "examples/cluster-philly-vcs.yaml")
+        vcs = load_cluster("philly-vcs")
         start = time.perf_counter()
         result = simulate(full.jobs(), vcs, make_policy(args.full_philly), workload_name=full.name, overheads=overheads)
         wall = time.perf_counter() - start

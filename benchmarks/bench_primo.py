@@ -10,10 +10,10 @@
   validation is the newest 20% of the *training* jobs, so nothing is tuned on the test
   jobs), LightGBM with the ``gbdt`` estimator's settings, and the rolling estimator P_R
   fed the training jobs; then PrAM with a monotone constraint on ``gpus``.
-* ``philly``: the same on ``../shared/data/philly/philly_jobs.csv`` (GPUs, VC and time
-  features only: the file has no users or names).
-* ``ces``: forecast SMAPE on the held-out Philly days (``energy replay`` defaults,
-  14 days): PrAM vs LightGBM vs seasonal naive.
+* ``philly``: the same on the bundled ``philly`` trace (GPUs, VC and time features only:
+  the file has no users or names).
+* ``ces``: forecast SMAPE on the held-out Philly days of the bundled
+  ``philly-node-sequence`` (``energy replay`` defaults, 14 days): PrAM vs LightGBM vs seasonal naive.
 
 Wall times depend on the machine's load (the figures in the README were taken on a shared
 2-core machine).
@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from shapeshift import datasets
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import JobSpec
 from shapeshift.predict.primo import PrAMRegressor, PrDTRegressor
@@ -43,7 +44,6 @@ from shapeshift.predict.primo.trace import TraceTable, duration_table, regressio
 from shapeshift.predict.rolling import RollingEstimator
 from shapeshift.workloads.readers import read_workload
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 WORDS = ("resnet", "bert", "gpt", "vit", "yolo", "unet", "lstm", "moco", "detr", "t5", "swin", "mae")
 TASKS = ("train", "eval", "finetune", "pretrain", "debug", "sweep")
 
@@ -197,7 +197,7 @@ def duration_figures(label: str, workload: Any, epoch: float, trials: int) -> di
 def ces_figures() -> dict[str, Any]:
     from shapeshift.energy.replay import read_node_series, run_replay
 
-    series = read_node_series(SHARED / "data" / "helios" / "philly_node_sequence.csv")
+    series = read_node_series(datasets.locate("philly-node-sequence"))
     out = {}
     for forecaster in ("lightgbm", "primo"):
         started = time.perf_counter()
@@ -222,7 +222,7 @@ def main() -> None:
         helios_like(args.jobs).to_csv(path, index=False)
         duration_figures("generated Helios-schema trace", read_workload(path, "helios"), 0.0, args.trials)
     if args.part in ("philly", "all"):
-        philly = SHARED / "data" / "philly" / "philly_jobs.csv"
+        philly = datasets.locate("philly")
         first = pd.to_datetime(pd.read_csv(philly, usecols=["timestamp"])["timestamp"]).min()
         epoch = first.tz_localize("UTC").timestamp()
         duration_figures("Philly", read_workload(philly), epoch, args.trials)

@@ -1,11 +1,11 @@
 """Decision time of the plan-aware policies: one ``decide`` with 400 jobs on 64 GPUs.
 
-Builds an engine on the 8 x 8 A800 cluster, submits 400 jobs drawn (seeded) from
-``workload-mt`` (guaranteed and best-effort, every model), lets the policy place the first
+Builds an engine on the 8 x 8 A800 cluster (bundled ``rubick-a800``), submits 400 jobs
+drawn (seeded) from ``rubick-mt`` (guaranteed and best-effort, every model), lets the policy place the first
 ones, then times repeated decisions over the same state (a fresh arrival each time, so
-the policy sees a new pending job). Curves are warm after the first decision, which is
-what a running scheduler sees; the cold first decision (fitting the 7-row samples) is
-printed separately.
+the policy sees a new pending job); speeds come from the bundled ``rubick-a800-tables``.
+Curves are warm after the first decision, which is what a running scheduler sees; the
+cold first decision (fitting the 7-row samples) is printed separately.
 
     python benchmarks/bench_rubick_decision.py [--policy rubick] [--repeat 50]
 
@@ -18,10 +18,10 @@ import argparse
 import random
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
+from shapeshift import datasets
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.overheads import Overheads
@@ -30,7 +30,7 @@ from shapeshift.policies.registry import make_policy
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from shapeshift.workloads.readers import read_workload
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+TABLES = "rubick-a800-tables"
 
 
 def main() -> None:
@@ -41,18 +41,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--legacy", action="store_true", help="rubick with every rule of ours on (rubick.LEGACY)")
     args = ap.parse_args()
-    data = SHARED / "data/rubick"
-    cluster = load_cluster(SHARED / "examples/cluster-a800-8x8.yaml")
-    trace = read_workload(data / "workloads/workload-mt.csv", "rubick").jobs()
+    cluster = load_cluster("rubick-a800")
+    trace = read_workload("rubick-mt").jobs()
     rng = random.Random(args.seed)
     jobs = [replace(rng.choice(trace), job_id=f"j{i}", submit_time=0.0) for i in range(args.jobs + args.repeat)]
-    truth = GroundTruthModel.from_dir(data / "traces")
+    truth = GroundTruthModel.from_dir(datasets.locate(TABLES))
     extra = {}
     if args.legacy:
         from shapeshift.policies.planaware.rubick import LEGACY
 
         extra = dict(LEGACY)
-    policy = make_policy(args.policy, {"traces": str(data / "traces"), **extra})
+    policy = make_policy(args.policy, {"traces": TABLES, **extra})
     engine = Engine(cluster, policy, SimulatedExecutor(truth, CompletionQueue()), Overheads(0.0, 78.0))
     for spec in jobs[: args.jobs]:
         engine.submit(spec, 0.0)

@@ -1,9 +1,11 @@
 """FIFO + consolidated placement over the whole Philly trace on its virtual clusters.
 
-    python benchmarks/bench_simulator.py [--trace PATH] [--cluster PATH] [--policy NAME]
+    python benchmarks/bench_simulator.py [--trace PATH|NAME] [--cluster PATH|NAME] [--policy NAME]
     python benchmarks/bench_simulator.py --against REF [--repeats 3]
     python benchmarks/bench_simulator.py --workers 2 [--repeats 3]
 
+The trace and cluster default to the bundled ``philly`` and ``philly-vcs`` data sets (a
+name is resolved to its unpacked file first, so older revisions read it as a path).
 Prints jobs, events, wall seconds (read, build, simulate) and peak memory. Goal on a
 2-core machine: under 30 s and under 2 GB. The run goes through ``shapeshift.runs.run``,
 the path every front door takes (job list, simulation and summary).
@@ -32,7 +34,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 
 
 def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | int | str]:
@@ -163,16 +164,26 @@ def split(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
-    parser.add_argument("--cluster", default=SHARED / "examples/cluster-philly-vcs.yaml", type=Path)
+    parser.add_argument("--trace", default="philly", help="trace file or data set name (default: philly)")
+    parser.add_argument("--cluster", default="philly-vcs", help="cluster YAML or data set name (default: philly-vcs)")
     parser.add_argument("--policy", default="fifo")
     parser.add_argument("--against", help="git revision to compare with (e.g. a commit before a change)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=1, help="compare one process with N (partitions split)")
     args = parser.parse_args()
-    if not args.trace.exists():
-        print(f"trace {args.trace} not found (needs ../shared/data)", file=sys.stderr)
+    # Imported here: --against imports this module with an older shapeshift on the path.
+    from shapeshift import datasets
+    from shapeshift.errors import InputError
+
+    try:
+        args.trace, args.cluster = datasets.locate(args.trace), datasets.locate(args.cluster)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
         return 2
+    for flag, path in (("--trace", args.trace), ("--cluster", args.cluster)):
+        if not path.exists():
+            print(f"{flag}: {path} not found", file=sys.stderr)
+            return 2
     if args.against:
         return against(args)
     if args.workers > 1:

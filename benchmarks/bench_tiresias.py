@@ -1,13 +1,13 @@
 """Tiresias speed: the whole Philly trace on its VCs, and 4,000 Philly jobs on one cluster.
 
-    python benchmarks/bench_tiresias.py [--trace PATH] [--jobs 4000] [--nodes 64]
+    python benchmarks/bench_tiresias.py [--trace PATH|NAME] [--cluster YAML|NAME] [--jobs 4000] [--nodes 64]
 
 Runs ``tiresias`` with its defaults (the reference simulator's ``dlas-gpu``: queue limits
 3,250 and 7,200 GPU-seconds, exact demotion instants, no periodic timer) and no restore
 penalty (the reference charges none):
 
-* over the whole Philly trace on its 11 virtual clusters
-  (``../shared/examples/cluster-philly-vcs.yaml``); goal under 30 s of simulation;
+* over the whole Philly trace (bundled ``philly``) on its 11 virtual clusters (bundled
+  ``philly-vcs``); goal under 30 s of simulation;
 * over the first ``--jobs`` jobs by submit time on ``--nodes`` x 8 GPUs, one partition
   (virtual-cluster labels ignored); goal under 1 s of simulation.
 
@@ -21,18 +21,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from shapeshift.analysis.metrics import summarize
 from shapeshift.cluster import load_cluster, shorthand_cluster
 from shapeshift.engine.overheads import Overheads
+from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec, JobSpec
 from shapeshift.policies.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 from shapeshift.workloads.workload import Workload
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 GOALS = {"whole Philly, 11 VCs": 30.0, "first jobs, one cluster": 1.0}
 
 
@@ -52,17 +51,17 @@ def _run(label: str, jobs: list[JobSpec], cluster: ClusterSpec) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
-    parser.add_argument("--cluster", default=SHARED / "examples/cluster-philly-vcs.yaml", type=Path)
+    parser.add_argument("--trace", default="philly", help="Philly trace file or data set name (default: philly)")
+    parser.add_argument("--cluster", default="philly-vcs", help="cluster YAML or data set name (default: philly-vcs)")
     parser.add_argument("--jobs", default=4000, type=int)
     parser.add_argument("--nodes", default=64, type=int)
     args = parser.parse_args()
-    for path in (args.trace, args.cluster):
-        if not path.exists():
-            print(f"{path} not found (needs ../shared)", file=sys.stderr)
-            return 2
-    full = read_workload(args.trace)
-    met = _run("whole Philly, 11 VCs", full.jobs(), load_cluster(args.cluster))
+    try:
+        full, vcs = read_workload(args.trace), load_cluster(args.cluster)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    met = _run("whole Philly, 11 VCs", full.jobs(), vcs)
     sliced = Workload(f"philly-first-{args.jobs}", full.frame.iloc[: args.jobs].assign(vc="").reset_index(drop=True))
     met &= _run("first jobs, one cluster", sliced.jobs(), shorthand_cluster(args.nodes, 8))
     return 0 if met else 1

@@ -1,6 +1,6 @@
 """Derive reference run lengths for the Pollux evaluation workload.
 
-    python scripts/derive_pollux_reference.py [--profiles DIR] [--out FILE]
+    python scripts/derive_pollux_reference.py [--profiles DIR|NAME] [--out FILE]
 
 The Pollux workload files (``workload-N.csv``: ``name, time, application,
 num_replicas, batch_size``) give no duration: the Pollux simulator runs every job until
@@ -24,7 +24,8 @@ workload generator estimates job completion times (``get_configurations`` in
 Output: ``src/shapeshift/data/pollux_reference.json``, a grid over the replica counts
 the generator considers (1, 2, 4, 6, 8, 12, 16, 24, 32, 48) and every validated batch
 size; configurations outside the measured range are left out. Derived figures only;
-the profiles themselves stay in ``../shared/data/pollux``.
+the profiles themselves are the bundled ``pollux-profiles`` data set (the default
+``--profiles``).
 """
 
 from __future__ import annotations
@@ -38,13 +39,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from shapeshift import datasets
 from shapeshift.engine.batching import split_batch
+from shapeshift.errors import InputError
 from shapeshift.model import Allocation, BatchSpec, JobSpec, Resources
 from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
 from shapeshift.perf.pollux.profiles import APPLICATIONS, NAMESPACE, ApplicationProfile
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PROFILES = ROOT.parent / "shared" / "data" / "pollux" / "profiles"
+DEFAULT_PROFILES = "pollux-profiles"
 DEFAULT_OUT = ROOT / "src" / "shapeshift" / "data" / "pollux_reference.json"
 
 REPLICAS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48)
@@ -130,7 +133,7 @@ def derive(profiles: Path) -> dict:
                 "measured step time with replicas packed 4 per node (placements.csv, scalability.csv), "
                 "as the artifact's workload generator estimates job completion times."
             ),
-            "data": "../shared/data/pollux/profiles (Pollux/AdaptDL artifact, Apache-2.0)",
+            "data": "pollux-profiles data set (Pollux/AdaptDL artifact, Apache-2.0)",
             "method_reference": "petuum/adaptdl simulator/applications.py: Application.get_configurations",
             "script": "scripts/derive_pollux_reference.py",
             "profiles_sha256": digest.hexdigest(),
@@ -142,13 +145,22 @@ def derive(profiles: Path) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profiles", type=Path, default=DEFAULT_PROFILES)
+    parser.add_argument(
+        "--profiles",
+        default=DEFAULT_PROFILES,
+        help=f"profiles directory or data set name (default: {DEFAULT_PROFILES})",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
-    if not args.profiles.is_dir():
-        print(f"profiles directory {args.profiles} not found (needs ../shared/data)", file=sys.stderr)
+    try:
+        profiles = datasets.locate(args.profiles)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
         return 2
-    result = derive(args.profiles)
+    if not profiles.is_dir():
+        print(f"profiles directory {profiles} not found", file=sys.stderr)
+        return 2
+    result = derive(profiles)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     n = sum(len(a["configs"]) for a in result["applications"].values())

@@ -1,10 +1,10 @@
 """Fit the job-size and duration distribution that Shapeshift's generators sample from.
 
-    python scripts/fit_philly_distribution.py [--trace PATH] [--out FILE]
+    python scripts/fit_philly_distribution.py [--trace PATH|NAME] [--out FILE]
 
-Reads the Microsoft Philly job file as processed by the Blox project
-(``../shared/data/philly/philly_jobs.csv``: ``timestamp, duration, num_gpus, gpu_time,
-cluster``) and writes ``src/shapeshift/data/philly_fit.json``:
+Reads the Microsoft Philly job file as processed by the Blox project (the bundled
+``philly`` data set by default: ``timestamp, duration, num_gpus, gpu_time, cluster``)
+and writes ``src/shapeshift/data/philly_fit.json``:
 
 * ``sizes``: every GPU count in the trace and its share of jobs (empirical pmf);
 * ``duration_groups``: for each GPU count with at least ``MIN_GROUP_JOBS`` jobs, and
@@ -32,8 +32,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from shapeshift import datasets
+from shapeshift.errors import InputError
+
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TRACE = ROOT.parent / "shared" / "data" / "philly" / "philly_jobs.csv"
+DEFAULT_TRACE = "philly"
 DEFAULT_OUT = ROOT / "src" / "shapeshift" / "data" / "philly_fit.json"
 
 MIN_GROUP_JOBS = 100
@@ -67,7 +70,7 @@ def fit(trace: Path) -> dict:
     span_h = (stamps.max() - stamps.min()).total_seconds() / 3600.0
     return {
         "source": {
-            "trace": "../shared/data/philly/philly_jobs.csv (Microsoft Philly 2017, MIT; processed by Blox)",
+            "trace": "philly data set (Microsoft Philly 2017, MIT; processed by Blox)",
             "trace_sha256": hashlib.sha256(trace.read_bytes()).hexdigest(),
             "script": "scripts/fit_philly_distribution.py",
             "jobs_used": int(keep.sum()),
@@ -87,13 +90,20 @@ def fit(trace: Path) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    parser.add_argument(
+        "--trace", default=DEFAULT_TRACE, help=f"trace file or data set name (default: {DEFAULT_TRACE})"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
-    if not args.trace.exists():
-        print(f"trace {args.trace} not found (needs ../shared/data)", file=sys.stderr)
+    try:
+        trace = datasets.locate(args.trace)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
         return 2
-    result = fit(args.trace)
+    if not trace.exists():
+        print(f"trace {trace} not found", file=sys.stderr)
+        return 2
+    result = fit(trace)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     groups = ", ".join(

@@ -1,9 +1,10 @@
 """Per-job agreement with the Helios artifact's simulator on the Philly trace, per VC.
 
-    python scripts/peer_helios.py --helios-log /tmp/helios/log [--trace PATH] [--cluster YAML]
+    python scripts/peer_helios.py --helios-log /tmp/helios/log [--trace PATH|NAME] [--cluster YAML|NAME]
 
 The Helios simulator (S-Lab-System-Group/HeliosArtifact, ``framework/QSSF Service``) is
-run outside this repository, unchanged, on the shared Philly file converted to its input
+run outside this repository, unchanged, on the Philly file (the bundled ``philly`` data
+set, ``--trace``; the cluster is the bundled ``philly-vcs``) converted to its input
 (``cluster_log.csv`` sorted by submit time, as its ``log_process.py`` writes it; every
 job COMPLETED; ``vc_dict_homo.pkl`` from its ``philly_vc.csv``), one VC at a time, with
 the ``consolidate`` placer; it writes ``<log>/<policy>/<vc>/<policy>_consolidate_<vc>_log.csv``.
@@ -26,13 +27,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from shapeshift import datasets
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.policies.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:00")
 OURS = {
     "fifo": ("fifo", {}, Overheads(0.0, 0.0)),
@@ -49,7 +50,7 @@ def _key(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def window_rows(trace: Path) -> pd.DataFrame:
-    """The rows of the shared Philly file that Helios simulates (submitted within ``WINDOW``)."""
+    """The rows of the Philly file that Helios simulates (submitted within ``WINDOW``)."""
     raw = pd.read_csv(trace)
     when = pd.to_datetime(raw["timestamp"])
     return raw[(when >= WINDOW[0]) & (when <= WINDOW[1])]
@@ -58,12 +59,12 @@ def window_rows(trace: Path) -> pd.DataFrame:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--helios-log", required=True, type=Path)
-    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
-    parser.add_argument("--cluster", default=SHARED / "examples/cluster-philly-vcs.yaml", type=Path)
+    parser.add_argument("--trace", default="philly", help="Philly trace file or data set name (default: philly)")
+    parser.add_argument("--cluster", default="philly-vcs", help="cluster YAML or data set name (default: philly-vcs)")
     parser.add_argument("--out", default=Path("/tmp/peer-helios"), type=Path)
     parser.add_argument("--per-vc", action="store_true", help="also print one row per VC")
     args = parser.parse_args()
-    kept = window_rows(args.trace)
+    kept = window_rows(datasets.locate(args.trace))
     args.out.mkdir(parents=True, exist_ok=True)
     kept.to_csv(args.out / "philly_window.csv", index=False)
     workload = read_workload(args.out / "philly_window.csv")

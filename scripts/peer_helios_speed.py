@@ -5,7 +5,7 @@
 ``--helios-dir`` is a copy, outside this repository and unchanged, of ``framework/QSSF Service``
 of S-Lab-System-Group/HeliosArtifact with its Philly input already built in ``data/Philly``
 (``cluster_log.csv`` and ``vc_dict_homo.pkl``, as docs/peer-agreement.md says; jobs submitted
-in the same second in the shared file's order, i.e. sorted stably, as ours keeps them). This script
+in the same second in the Philly file's order, i.e. sorted stably, as ours keeps them). This script
 only imports that copy's modules (``utils``, ``cluster``) and calls them: in one process, with
 ``TZ=UTC``, it times the artifact's ``utils.trace_philly_process`` and ``utils.trace_parser``
 (once, as its ``simulator.py`` does) and then ``utils.simulate_vc(..., "fifo")`` with the
@@ -14,7 +14,8 @@ process pool; here they run one after another so that the CPU time compares with
 process). Its per-VC logs go to ``<log-dir>/fifo``, which ``peer_helios.py --helios-log`` reads.
 
 Then it times ours on the same jobs (submitted 2017-10-01 to 2017-11-30 23:59, as
-peer_helios.py picks them, in the artifact's 11 VCs): reading the shared Philly file, the
+peer_helios.py picks them, in the artifact's 11 VCs): reading the Philly file (the bundled
+``philly`` data set, unpacked before timing; ``--trace``), the
 window, ``read_workload``, the cluster, and ``simulate`` with ``fifo`` (no backfill) and no
 overheads. Imports are not timed for either. Prints one table: simulator, jobs, wall seconds, CPU seconds (user+sys of
 this process), average JCT; then the ratios and the load average before and after.
@@ -31,8 +32,9 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from peer_helios import SHARED, WINDOW, window_rows  # this folder's comparison script
+from peer_helios import WINDOW, window_rows  # this folder's comparison script
 
+from shapeshift import datasets
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.policies.registry import make_policy
@@ -114,18 +116,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--helios-dir", required=True, type=Path, help="copy of the artifact's 'QSSF Service'")
     parser.add_argument("--log-dir", default=Path("/tmp/peer-helios-speed/log"), type=Path)
-    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
-    parser.add_argument("--cluster", default=SHARED / "examples/cluster-philly-vcs.yaml", type=Path)
+    parser.add_argument("--trace", default="philly", help="Philly trace file or data set name (default: philly)")
+    parser.add_argument("--cluster", default="philly-vcs", help="cluster YAML or data set name (default: philly-vcs)")
     parser.add_argument("--out", default=Path("/tmp/peer-helios-speed"), type=Path)
     parser.add_argument("--per-vc", action="store_true", help="also print the parse step and each VC")
     args = parser.parse_args()
+    trace, cluster = datasets.locate(args.trace), datasets.locate(args.cluster)  # unpacked outside the timing
     helios_dir = args.helios_dir.resolve()
     if Path(__file__).resolve().parents[1] in helios_dir.parents:
         parser.error("--helios-dir must be outside this repository")
     load = os.getloadavg()
     rows, vcs = _helios(helios_dir, args.log_dir.resolve(), args.per_vc)
     gc.collect()
-    rows += _ours(args.trace, args.cluster, args.out, vcs)
+    rows += _ours(trace, cluster, args.out, vcs)
     after = os.getloadavg()
     print(f"{'simulator':16} {'jobs':>6} {'wall s':>9} {'CPU s':>9} {'avg JCT s':>10}")
     for name, jobs, wall, cpu, jct in rows:

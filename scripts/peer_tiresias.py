@@ -1,11 +1,12 @@
 """Per-job agreement with the Tiresias reference simulator (``dlas-gpu``) on Philly jobs.
 
-    python scripts/peer_tiresias.py --reference-log /tmp/tiresias/logs/dlas/job.csv [--jobs 4000]
+    python scripts/peer_tiresias.py --reference-log /tmp/tiresias/logs/dlas/job.csv [--trace philly] [--jobs 4000]
 
 The reference (SymbioticLab/Tiresias ``simulator/run_sim.py``, Python 2.7) is run outside
 this repository, unchanged apart from a stub for its unused ``cplex`` import, on the first
-``--jobs`` Philly jobs (job ids 1..N in submit order, submit times and durations in whole
-seconds) with ``--scheme=count --schedule=dlas-gpu`` on one switch of 64 nodes x 8 GPUs;
+``--jobs`` Philly jobs (``--trace``, the bundled ``philly`` data set by default; job ids
+1..N in submit order, submit times and durations in whole seconds) with
+``--scheme=count --schedule=dlas-gpu`` on one switch of 64 nodes x 8 GPUs;
 docs/peer-agreement.md has the steps. Ours runs ``tiresias`` with its defaults,
 ``placement=scattered`` (any free GPUs: the reference's count-only scheme) and no restore
 penalty. Prints both average JCTs, preemption counts and the share of jobs whose JCTs
@@ -27,13 +28,11 @@ from shapeshift.policies.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reference-log", required=True, type=Path)
-    parser.add_argument("--trace", default=SHARED / "data/philly/philly_jobs.csv", type=Path)
+    parser.add_argument("--trace", default="philly", help="Philly trace file or data set name (default: philly)")
     parser.add_argument("--jobs", default=4000, type=int)
     args = parser.parse_args()
     frame = read_workload(args.trace).frame.iloc[: args.jobs]
