@@ -180,16 +180,15 @@ def _problem(name: str, info: PolicyInfo, exc: ValidationError) -> InputError:
     list parameter: ``thresholds element 2 ('x')``)."""
     err = exc.errors()[0]
     loc = list(err["loc"])
-    key = str(loc[0]) if loc else "?"
-    where = key
+    where = ""  # the parameter itself is the error's field; an element of a list is named here
     if len(loc) > 1 and isinstance(loc[1], int):
-        where = f"{key} element {loc[1] + 1} ({err.get('input')!r})"
+        where = f"{loc[0]} element {loc[1] + 1} ({err.get('input')!r}): "
     accepted = ", ".join(f"{k} ({t}, default {d!r})" for k, t, d in info.parameters()) or "none"
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         message = "unknown parameter"
     field = ".".join(str(p) for p in loc) or "?"
-    return InputError(f"policy {name}: {where}: {message}; parameters: {accepted}", field=field)
+    return InputError(f"policy {name}: {where}{message}; parameters: {accepted}", field=field)
 
 
 def make_policy(name: str, args: Mapping[str, Any] | None = None) -> Policy:
