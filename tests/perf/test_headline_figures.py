@@ -1,9 +1,10 @@
-"""A fresh install must reproduce the README's headline figures (issue 17, finding 10).
+"""A fresh install must reproduce the performance model page's headline figures.
 
-A small, fast subset: the README's `perf fit` / `perf predict` example (a 7-row fit of
-gpt2) and the bert row of the accuracy table (a fit on all 72 rows). Both are recomputed
-here and compared, as printed, with the numbers in README.md, so a fit that drifts with
-a library version or a start point fails CI instead of silently changing the README.
+A small, fast subset: the `perf fit` / `perf predict` example of docs/perf-model.md (a
+7-row fit of gpt2) and the bert row of its accuracy table (a fit on all 72 rows). Both
+are recomputed here and compared, as printed, with the numbers on that page, so a fit
+that drifts with a library version or a start point fails CI instead of silently
+changing the documentation.
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ from shapeshift.perf.fitting import abs_pct_errors, fit
 from shapeshift.perf.measurements import read_placements
 from shapeshift.perf.rubick import Config
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "perf-model.md"
 
 
 def _readme() -> str:
     return README.read_text(encoding="utf-8")
 
 
-def test_perf_fit_and_predict_example_matches_the_readme():
+def test_perf_fit_and_predict_example_matches_the_docs():
     text = _readme()
     rmsle = re.search(r"fitted gpt2 on 7 rows: RMSLE (\d+\.\d+)", text)
     predicted = re.search(r"--plan zero-dp --placement 44\n.*\niteration time\s+(\d+\.\d+) s", text)
-    assert rmsle and predicted, "README's perf fit / predict example not found"
+    assert rmsle and predicted, "docs/perf-model.md's perf fit / predict example not found"
     rows = read_placements(bundled("rubick-a800-tables/gpt2/placements.csv"))
     model = fit(random.Random(1).sample(rows, 7))  # what `perf fit --sample 7 --seed 1` does
     t = float(model.predict([Config(model.arch, ExecutionPlan(dp=8, zero=ZeroMode.DP), (4, 4), 4.0, model.node)])[0])
@@ -39,9 +40,9 @@ def test_perf_fit_and_predict_example_matches_the_readme():
     assert f"{t:.4f}" == predicted.group(1)
 
 
-def test_bert_full_fit_accuracy_matches_the_readme():
+def test_bert_full_fit_accuracy_matches_the_docs():
     row = re.search(r"^\| bert \| (\d+) \| (\d+\.\d)% / (\d+\.\d)% \|", _readme(), re.MULTILINE)
-    assert row, "README's accuracy table has no bert row"
+    assert row, "docs/perf-model.md's accuracy table has no bert row"
     rows = read_placements(bundled("rubick-a800-tables/bert/placements.csv"))
     assert len(rows) == int(row.group(1))
     err = abs_pct_errors(fit(rows), rows)
