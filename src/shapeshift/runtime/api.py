@@ -131,7 +131,7 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
         return _error(http_status(StateUnavailable()), f"{exc}; nothing was changed, retry later")
 
     def job_or_404(job_id: str) -> dict[str, Any]:
-        row = store.job(job_id) if job_id.isdigit() else None
+        row = store.job(job_id)  # None for anything but an id the store hands out
         if row is None:
             raise ApiError(404, f"no job {job_id}")
         return row
@@ -236,7 +236,7 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
         try:
             payload = json.loads(body or b"{}")
             key, attempt, reports = str(payload["key"]), int(payload["attempt"]), list(payload["reports"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise ApiError(400, "expected {key, attempt, reports}") from None
         found = await run_in_threadpool(store.lease, job_id, key)
         if found is None or found["attempt"] != attempt:

@@ -249,8 +249,12 @@ def load_document(text: str, source: str | None = None) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    except RecursionError:  # nested past the parser's stack (a job file is a few levels deep)
+        raise InputError("nested too deeply to be a job file", path=source) from None
     try:
         return yaml.safe_load(text)
+    except RecursionError:
+        raise InputError("nested too deeply to be a job file", path=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(

@@ -53,6 +53,14 @@ QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED, REJECTED = (
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED, REJECTED})
 
 
+def is_job_id(value: object) -> bool:
+    """Whether ``value`` is an id as the store hands them out: 1-18 ASCII digits. Not
+    ``str.isdigit``, which also takes '²' and Arabic-Indic digits (``int('٥') == 5``), and
+    at most 18 digits, so the id always fits SQLite's 64-bit integer."""
+    text = str(value)
+    return 0 < len(text) <= 18 and text.isascii() and text.isdigit()
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """One launch attempt of a job: where its ranks went and how to reach them again."""
@@ -239,7 +247,7 @@ class Store:
         return [str(r["id"]) for r in rows]
 
     def job(self, job_id: str) -> dict[str, Any] | None:
-        if not str(job_id).isdigit():
+        if not is_job_id(job_id):
             return None
         rows = self._read("SELECT * FROM jobs WHERE id = ?", (int(job_id),))
         if not rows:
@@ -391,7 +399,7 @@ class Store:
 
     def lease(self, job_id: str, key: str) -> dict[str, Any] | None:
         """The run a lease key belongs to (the key authenticates the worker)."""
-        if not str(job_id).isdigit():
+        if not is_job_id(job_id):
             return None
         rows = self._read(
             "SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key)
