@@ -16,9 +16,11 @@ they were launched with, so a job never holds a user's token.
     GET  /events?limit=N             -> the N most recent events
     GET  /stats                      -> per-tenant use and decision latency (dashboard)
     GET  /metrics                    -> Prometheus text format
-    POST /jobs                       job file (YAML or JSON; optional "submission_id")
-                                     -> 201 {"id", "created": true}; 200 with the first job on a
-                                     repeated submission_id; 400 refused, 503 state unwritable
+    POST /jobs                       job file (YAML or JSON; optional "submission_id", or the
+                                     Idempotency-Key header) -> 201 {"id", "created": true};
+                                     200 with the first job when the caller repeats an id with
+                                     the same job; 409 the same id with another job; 400
+                                     refused, 503 state unwritable
     POST /jobs/ID/cancel             -> {"id": ..., "previous": state}          (owner)
     GET  /dashboard                  -> the live page (static; it fetches the above with a token)
 
@@ -50,8 +52,6 @@ from shapeshift.runtime.views import public_job, recent_events
 
 if TYPE_CHECKING:
     from shapeshift.runtime.service import ControllerService
-
-
 
 
 class ApiError(Exception):
@@ -217,7 +217,8 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
     async def submit(request: Request, who: Viewer) -> JSONResponse:
         # Ordinary submits are answered by ``FastSubmit`` before the framework; this route
         # answers the rest, the same way (``submit_outcome``), and describes it in OpenAPI.
-        status, payload = await submit_outcome(controller, await read_body(request, limits.max_body), who)
+        body = await read_body(request, limits.max_body)
+        status, payload = await submit_outcome(controller, body, who, dict(request.scope["headers"]))
         return JSONResponse(payload, status_code=status)
 
     @app.post("/jobs/{job_id}/cancel")
