@@ -11,7 +11,7 @@ they were launched with, so a job never holds a user's token.
     GET  /jobs/ID                    -> job with its events (command/env for its owner)
     GET  /jobs/ID/logs?rank=R        -> text/plain, every attempt of that rank (owner)
     GET  /jobs/ID/lease?key=K        -> {"revoked": bool}                       (lease key)
-    POST /jobs/ID/metrics            -> 204                     (lease key in the body)
+    POST /jobs/ID/metrics            -> 204              (Authorization: Lease KEY)
     GET  /nodes                      -> [node, ...]
     GET  /events?limit=N             -> the N most recent events
     GET  /stats                      -> per-tenant use and decision latency (dashboard)
@@ -43,6 +43,7 @@ from shapeshift.errors import InputError
 from shapeshift.page_style import PAGE_CSS
 from shapeshift.runtime.auth import Authenticator, Identity
 from shapeshift.runtime.fast_submit import FastSubmit, submit_outcome
+from shapeshift.runtime.http_guard import ClientErrorLog, RequestGuard, lease_key
 from shapeshift.runtime.http_server import Limits, UvicornServer
 from shapeshift.runtime.logs import read_rank_logs
 from shapeshift.runtime.metrics_export import render, tenant_usage
@@ -233,12 +234,17 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
 
     @app.post("/jobs/{job_id}/metrics", status_code=204)
     async def report(job_id: str, request: Request) -> Response:
+        # The lease key comes in the headers (checked before the body was read); a key
+        # in the body, if any, must be the same one.
+        key = lease_key(dict(request.scope["headers"]).get(b"authorization")) or ""
         body = await read_body(request, limits.max_body)
         try:
             payload = json.loads(body or b"{}")
-            key, attempt, reports = str(payload["key"]), int(payload["attempt"]), list(payload["reports"])
-        except (ValueError, KeyError, TypeError, RecursionError):
-            raise ApiError(400, "expected {key, attempt, reports}") from None
+            attempt, reports = int(payload["attempt"]), list(payload["reports"])
+            if str(payload.get("key", key)) != key:
+                raise ValueError("two keys")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            raise ApiError(400, "expected {attempt, reports} (the lease key as 'Authorization: Lease KEY')") from None
         found = await run_in_threadpool(store.lease, job_id, key)
         if found is None or found["attempt"] != attempt:
             raise ApiError(401, "unknown lease key")
@@ -255,7 +261,18 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
 
 
 def make_server(controller: ControllerService, host: str, port: int, limits: Limits | None = None) -> UvicornServer:
-    """The controller's ``ServerFactory``: the API on uvicorn, bound to ``(host, port)``."""
+    """The controller's ``ServerFactory``: the API on uvicorn, bound to ``(host, port)``,
+    behind the request guard (``http_guard``)."""
     limits = limits or Limits()
     app = make_app(controller, limits)
-    return UvicornServer(FastSubmit(app, controller, app.state.auth, limits.max_body), host, port, limits)
+    errors = ClientErrorLog()
+    guarded = RequestGuard(
+        FastSubmit(app, controller, app.state.auth, limits.max_body),
+        app.state.auth,
+        controller.store,
+        max_body=limits.max_body,
+        body_timeout=limits.body_timeout,
+        max_client_requests=limits.max_client_requests,
+        errors=errors,
+    )
+    return UvicornServer(guarded, host, port, limits, errors)
