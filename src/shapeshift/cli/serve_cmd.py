@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from shapeshift.cli.common import console, guarded, output_dir
+from shapeshift.cli.common import console, err_console, guarded, output_dir
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
 
@@ -96,7 +96,13 @@ def command(
     from shapeshift.runtime.api import make_server
     from shapeshift.runtime.controller import Controller
     from shapeshift.runtime.isolation import resolve_job_user
-    from shapeshift.runtime.preflight import check_database, check_port, check_positive, check_state_dir
+    from shapeshift.runtime.preflight import (
+        check_database,
+        check_port,
+        check_positive,
+        check_state_dir,
+        exposure_warning,
+    )
     from shapeshift.runtime.remote import state_dir
     from shapeshift.runtime.store import StateUnavailable
 
@@ -113,6 +119,9 @@ def command(
     output_dir(directory, "--state")
     check_database(directory)
     check_port(host, port)
+    exposure = exposure_warning(host)
+    if exposure:
+        err_console.print(exposure, highlight=False, soft_wrap=True)
     run_as = resolve_job_user(job_user)
     backend_obj = make_backend(backend, ray_address, spec)
     try:
