@@ -22,8 +22,9 @@ from typing import Any
 from shapeshift.engine.engine import Engine
 from shapeshift.errors import InputError
 from shapeshift.runtime.group_commit import GroupCommit
+from shapeshift.runtime.ids import ADMIN_OWNER, SubmissionConflict
 from shapeshift.runtime.jobfile import JobFile, check_submission_id, parse_submission
-from shapeshift.runtime.store import ADMIN_OWNER, StateUnavailable, Store, SubmissionConflict
+from shapeshift.runtime.store import StateUnavailable, Store
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from shapeshift.errors import InputError
 from shapeshift.runtime.auth import Authenticator, Identity
-from shapeshift.runtime.store import ADMIN_OWNER, StateUnavailable, SubmissionConflict
+from shapeshift.runtime.ids import ADMIN_OWNER, SubmissionConflict
+from shapeshift.runtime.store import StateUnavailable
 
 if TYPE_CHECKING:
     from shapeshift.runtime.service import ControllerService

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from shapeshift.errors import InputError
-from shapeshift.runtime.store import is_job_id
+from shapeshift.runtime.ids import is_job_id
 
 _ATTEMPT = re.compile(r"^attempt(\d+)$")
 _RANK_LOG = re.compile(r"^rank(\d+)\.log$")

@@ -18,8 +18,9 @@ from typing import Any, Protocol
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
 from shapeshift.runtime.backends.base import Backend
+from shapeshift.runtime.ids import ADMIN_OWNER, SubmissionConflict
 from shapeshift.runtime.metrics_export import DecisionStats
-from shapeshift.runtime.store import ADMIN_OWNER, StateUnavailable, Store, SubmissionConflict
+from shapeshift.runtime.store import StateUnavailable, Store
 
 
 class ServerHandle(Protocol):
