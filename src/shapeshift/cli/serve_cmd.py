@@ -163,6 +163,7 @@ def command(
         controller.start(make_server)
     except OSError as exc:  # lost a race for the port between the check and the bind
         controller.shutdown()
+        stopper.finished()
         raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--port") from None
     console.print(
         f"shapeshift controller on {controller.url} (policy {pol.name}, backend {backend}, "

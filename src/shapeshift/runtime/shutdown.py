@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 #: Exit status of a forced exit (a stop that did not finish).
 FORCED_EXIT = 1
@@ -39,10 +39,10 @@ class BoundedShutdown:
         self.out = out
         self.requested = threading.Event()
         self._done = threading.Event()
+        self._previous: dict[signal.Signals, Any] = {}
 
     def install(self) -> None:
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+        self._previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def _on_signal(self, signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
@@ -59,9 +59,11 @@ class BoundedShutdown:
             self._force(f"shutdown not finished after {self.deadline:g} s")
 
     def finished(self) -> None:
-        """The graceful stop completed: cancel the deadline."""
+        """The graceful stop completed: cancel the deadline, restore the previous handlers."""
         self._done.set()
         signal.alarm(0)
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
     def _force(self, why: str) -> None:
         out = self.out or sys.stderr
