@@ -11,6 +11,7 @@ from concurrent.futures import CancelledError
 import pytest
 
 from shapeshift.errors import InputError
+from shapeshift.runtime.admission import Submission
 from shapeshift.runtime.group_commit import GroupCommit
 from shapeshift.runtime.remote import ControllerClient
 from shapeshift.runtime.store import StateUnavailable, Store
@@ -92,7 +93,12 @@ def test_one_batch_stores_each_submission_id_once(tmp_path):
     store = Store(tmp_path / "state.db")
     assert store.add_job_once("first", "{}", 1.0, "a") == ("1", True)
     answers = store.add_jobs_once(
-        [("x", "{}", 2.0, "a"), ("y", "{}", 2.0, "b"), ("z", "{}", 2.0, "b"), ("w", "{}", 2.0, None)]
+        [
+            ("x", "{}", 2.0, "a", "admin"),
+            ("y", "{}", 2.0, "b", "admin"),
+            ("z", "{}", 2.0, "b", "admin"),
+            ("w", "{}", 2.0, None, "admin"),
+        ]
     )
     assert answers == [("1", False), ("2", True), ("2", False), ("3", True)]
     assert [j["name"] for j in store.jobs()] == ["first", "y", "w"]
@@ -107,11 +113,11 @@ def test_a_write_failing_inside_a_batch_stores_none_of_it(tmp_path):
     real = store._db
     store._db = FailingWrites(real, "database or disk is full", after=2)  # type: ignore[assignment]
     with pytest.raises(StateUnavailable, match="database or disk is full"):
-        store.add_jobs_once([("x", "{}", 1.0, "a"), ("y", "{}", 1.0, "b")])
+        store.add_jobs_once([("x", "{}", 1.0, "a", "admin"), ("y", "{}", 1.0, "b", "admin")])
     assert store.write_error == "database or disk is full"
     assert _count(store, "jobs") == 0 and _count(store, "events") == 0
     store._db = real
-    assert store.add_jobs_once([("x", "{}", 1.0, "a")]) == [("1", True)]
+    assert store.add_jobs_once([("x", "{}", 1.0, "a", "admin")]) == [("1", True)]
     assert store.write_error == ""
     store.close()
 
@@ -122,7 +128,8 @@ def test_a_bad_submit_in_a_group_is_refused_alone(live):
     controller, _ = live("1x2")
     good = json.dumps({**json.loads(demo_job("good", iterations=2)), "submission_id": "g"})
     big = demo_job("big", gpus=4)
-    results = controller._admit_batch([(good, None), ('{"name": "x"}', None), (good, None), (big, None)])
+    batch = [Submission(text, None, "admin", None) for text in (good, '{"name": "x"}', good, big)]
+    results = controller._admit_batch(batch)
     assert results[0] == ("1", True) and results[2] == ("1", False)
     assert isinstance(results[1], InputError) and "command" in str(results[1])
     assert isinstance(results[3], InputError) and "needs 4 GPUs but the cluster has 2" in str(results[3])

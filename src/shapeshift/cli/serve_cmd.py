@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import socket
 import sqlite3
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from shapeshift.cli.common import console, guarded, output_dir
+from shapeshift.cli.common import console, err_console, guarded, output_dir
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
 
@@ -89,6 +88,13 @@ def command(
             "controller to re-adopt, or 'drain' (revoke leases, checkpoint, requeue)."
         ),
     ] = "leave",
+    shutdown_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a stop (SIGTERM/SIGINT) may take before the process exits anyway; a second signal "
+            "exits at once (default: 60, plus --stop-grace with --on-shutdown drain)."
+        ),
+    ] = None,
 ) -> None:
     """Run the controller: schedule submitted jobs on real processes with the chosen policy."""
     from shapeshift.cluster import load_cluster
@@ -96,8 +102,15 @@ def command(
     from shapeshift.runtime.api import make_server
     from shapeshift.runtime.controller import Controller
     from shapeshift.runtime.isolation import resolve_job_user
-    from shapeshift.runtime.preflight import check_database, check_port, check_positive, check_state_dir
+    from shapeshift.runtime.preflight import (
+        check_database,
+        check_port,
+        check_positive,
+        check_state_dir,
+        exposure_warning,
+    )
     from shapeshift.runtime.remote import state_dir
+    from shapeshift.runtime.shutdown import BoundedShutdown, default_deadline
     from shapeshift.runtime.store import StateUnavailable
 
     if on_shutdown not in ("leave", "drain"):
@@ -106,6 +119,10 @@ def command(
     check_positive(poll_interval, "--poll-interval")
     if not 0 <= stop_grace < float("inf"):
         raise InputError(f"must be a finite number >= 0, got {stop_grace}", field="--stop-grace")
+    check_positive(shutdown_timeout, "--shutdown-timeout")
+    deadline = (
+        shutdown_timeout if shutdown_timeout is not None else default_deadline(stop_grace, on_shutdown == "drain")
+    )
     spec = load_cluster(cluster)
     pol = make_policy(policy, parse_policy_args(policy_arg))
     directory = Path(state_dir(state))
@@ -113,6 +130,9 @@ def command(
     output_dir(directory, "--state")
     check_database(directory)
     check_port(host, port)
+    exposure = exposure_warning(host)
+    if exposure:
+        err_console.print(exposure, highlight=False, soft_wrap=True)
     run_as = resolve_job_user(job_user)
     backend_obj = make_backend(backend, ray_address, spec)
     try:
@@ -136,10 +156,14 @@ def command(
     except InputError:  # another controller holds the state directory
         backend_obj.close()
         raise
+    # From here a signal stops the controller (before start, it finds the stop already asked).
+    stopper = BoundedShutdown(controller._stop.set, deadline)
+    stopper.install()
     try:
         controller.start(make_server)
     except OSError as exc:  # lost a race for the port between the check and the bind
         controller.shutdown()
+        stopper.finished()
         raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--port") from None
     console.print(
         f"shapeshift controller on {controller.url} (policy {pol.name}, backend {backend}, "
@@ -147,11 +171,6 @@ def command(
         f"dashboard: {controller.url}/dashboard (paste a token; the admin token is in {directory / 'token'})",
         highlight=False,
     )
-
-    def _stop(signum: int, frame: object) -> None:
-        controller._stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
     controller.wait()
     controller.shutdown()
+    stopper.finished()

@@ -50,7 +50,7 @@ class _Reporter:
         request = urllib.request.Request(
             f"{self.env.controller}/jobs/{self.env.job_id}/metrics",
             data=body,
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", "Authorization": f"Lease {self.env.lease_key}"},
             method="POST",
         )
         try:

@@ -11,14 +11,16 @@ they were launched with, so a job never holds a user's token.
     GET  /jobs/ID                    -> job with its events (command/env for its owner)
     GET  /jobs/ID/logs?rank=R        -> text/plain, every attempt of that rank (owner)
     GET  /jobs/ID/lease?key=K        -> {"revoked": bool}                       (lease key)
-    POST /jobs/ID/metrics            -> 204                     (lease key in the body)
+    POST /jobs/ID/metrics            -> 204              (Authorization: Lease KEY)
     GET  /nodes                      -> [node, ...]
     GET  /events?limit=N             -> the N most recent events
     GET  /stats                      -> per-tenant use and decision latency (dashboard)
     GET  /metrics                    -> Prometheus text format
-    POST /jobs                       job file (YAML or JSON; optional "submission_id")
-                                     -> 201 {"id", "created": true}; 200 with the first job on a
-                                     repeated submission_id; 400 refused, 503 state unwritable
+    POST /jobs                       job file (YAML or JSON; optional "submission_id", or the
+                                     Idempotency-Key header) -> 201 {"id", "created": true};
+                                     200 with the first job when the caller repeats an id with
+                                     the same job; 409 the same id with another job; 400
+                                     refused, 503 state unwritable
     POST /jobs/ID/cancel             -> {"id": ..., "previous": state}          (owner)
     GET  /dashboard                  -> the live page (static; it fetches the above with a token)
 
@@ -41,6 +43,7 @@ from shapeshift.errors import InputError
 from shapeshift.page_style import PAGE_CSS
 from shapeshift.runtime.auth import Authenticator, Identity
 from shapeshift.runtime.fast_submit import FastSubmit, submit_outcome
+from shapeshift.runtime.http_guard import ClientErrorLog, RequestGuard, lease_key
 from shapeshift.runtime.http_server import Limits, UvicornServer
 from shapeshift.runtime.logs import read_rank_logs
 from shapeshift.runtime.metrics_export import render, tenant_usage
@@ -50,8 +53,6 @@ from shapeshift.runtime.views import public_job, recent_events
 
 if TYPE_CHECKING:
     from shapeshift.runtime.service import ControllerService
-
-
 
 
 class ApiError(Exception):
@@ -131,7 +132,7 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
         return _error(http_status(StateUnavailable()), f"{exc}; nothing was changed, retry later")
 
     def job_or_404(job_id: str) -> dict[str, Any]:
-        row = store.job(job_id) if job_id.isdigit() else None
+        row = store.job(job_id)  # None for anything but an id the store hands out
         if row is None:
             raise ApiError(404, f"no job {job_id}")
         return row
@@ -217,7 +218,8 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
     async def submit(request: Request, who: Viewer) -> JSONResponse:
         # Ordinary submits are answered by ``FastSubmit`` before the framework; this route
         # answers the rest, the same way (``submit_outcome``), and describes it in OpenAPI.
-        status, payload = await submit_outcome(controller, await read_body(request, limits.max_body), who)
+        body = await read_body(request, limits.max_body)
+        status, payload = await submit_outcome(controller, body, who, dict(request.scope["headers"]))
         return JSONResponse(payload, status_code=status)
 
     @app.post("/jobs/{job_id}/cancel")
@@ -232,12 +234,17 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
 
     @app.post("/jobs/{job_id}/metrics", status_code=204)
     async def report(job_id: str, request: Request) -> Response:
+        # The lease key comes in the headers (checked before the body was read); a key
+        # in the body, if any, must be the same one.
+        key = lease_key(dict(request.scope["headers"]).get(b"authorization")) or ""
         body = await read_body(request, limits.max_body)
         try:
             payload = json.loads(body or b"{}")
-            key, attempt, reports = str(payload["key"]), int(payload["attempt"]), list(payload["reports"])
-        except (ValueError, KeyError, TypeError):
-            raise ApiError(400, "expected {key, attempt, reports}") from None
+            attempt, reports = int(payload["attempt"]), list(payload["reports"])
+            if str(payload.get("key", key)) != key:
+                raise ValueError("two keys")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            raise ApiError(400, "expected {attempt, reports} (the lease key as 'Authorization: Lease KEY')") from None
         found = await run_in_threadpool(store.lease, job_id, key)
         if found is None or found["attempt"] != attempt:
             raise ApiError(401, "unknown lease key")
@@ -254,7 +261,18 @@ def make_app(controller: ControllerService, limits: Limits | None = None) -> Fas
 
 
 def make_server(controller: ControllerService, host: str, port: int, limits: Limits | None = None) -> UvicornServer:
-    """The controller's ``ServerFactory``: the API on uvicorn, bound to ``(host, port)``."""
+    """The controller's ``ServerFactory``: the API on uvicorn, bound to ``(host, port)``,
+    behind the request guard (``http_guard``)."""
     limits = limits or Limits()
     app = make_app(controller, limits)
-    return UvicornServer(FastSubmit(app, controller, app.state.auth, limits.max_body), host, port, limits)
+    errors = ClientErrorLog()
+    guarded = RequestGuard(
+        FastSubmit(app, controller, app.state.auth, limits.max_body),
+        app.state.auth,
+        controller.store,
+        max_body=limits.max_body,
+        body_timeout=limits.body_timeout,
+        max_client_requests=limits.max_client_requests,
+        errors=errors,
+    )
+    return UvicornServer(guarded, host, port, limits, errors)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from shapeshift.errors import InputError
 from shapeshift.runtime.auth import Authenticator, Identity
+from shapeshift.runtime.ids import ADMIN_OWNER, SubmissionConflict
 from shapeshift.runtime.store import StateUnavailable
 
 if TYPE_CHECKING:
@@ -32,22 +33,31 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-async def submit_outcome(controller: ControllerService, body: bytes, who: Identity) -> tuple[int, dict[str, Any]]:
-    """Status and JSON answer of one submit body: 201 created, 200 a repeated
-    ``submission_id`` (the first job), 400 refused, 503 state unwritable (nothing stored)."""
+async def submit_outcome(
+    controller: ControllerService, body: bytes, who: Identity, headers: dict[bytes, bytes] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """Status and JSON answer of one submit body: 201 created, 200 a repeated submission id
+    (the first job), 400 refused, 409 the id was used for another job, 503 state
+    unwritable (nothing stored). ``headers`` may carry an ``Idempotency-Key``."""
     try:
         text = body.decode("utf-8")
+        key = (headers or {}).get(b"idempotency-key")
+        key_text = None if key is None else key.decode("ascii").strip()
     except UnicodeDecodeError:
-        return 400, {"error": "a job file must be UTF-8 text"}
+        return 400, {"error": "a job file must be UTF-8 text and an Idempotency-Key ASCII"}
     # A user submits as themself, in their tenant, whatever the file says; the admin
     # may submit for anyone (a job without a user is the admin's).
     overrides = None if who.admin else {"user": who.user, **({"tenant": who.tenant} if who.tenant else {})}
+    owner = ADMIN_OWNER if who.admin else who.user
     try:
         # No thread hop per submit: the admission thread validates and commits whatever
         # queued up meanwhile in one transaction (group commit) and resolves the future.
-        job_id, created = await asyncio.wrap_future(controller.submit_later(text, overrides=overrides))
+        future = controller.submit_later(text, overrides=overrides, owner=owner, idempotency_key=key_text)
+        job_id, created = await asyncio.wrap_future(future)
     except InputError as exc:
         return 400, {"error": str(exc)}
+    except SubmissionConflict as exc:
+        return 409, {"error": str(exc), "id": exc.job_id}
     except (StateUnavailable, sqlite3.Error) as exc:
         return 503, {"error": f"{exc}; nothing was changed, retry later"}
     return (201 if created else 200), {"id": job_id, "created": created}
@@ -85,7 +95,7 @@ class FastSubmit:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
-        status, payload = await submit_outcome(self.controller, b"".join(chunks), who)
+        status, payload = await submit_outcome(self.controller, b"".join(chunks), who, headers)
         raw = json_bytes(payload)
         headers_out = [(b"content-length", str(len(raw)).encode()), (b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": status, "headers": headers_out})

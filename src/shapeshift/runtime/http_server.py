@@ -8,20 +8,26 @@ drops a connection with a traceback on a malformed request line or length. uvico
 bounded thread pool. On top of uvicorn's own settings this module adds:
 
 * a **request-head timeout**: a connection that has not sent a complete request head
-  within ``head_timeout`` seconds is closed (uvicorn times out only idle keep-alive
-  connections, so a client that connects and never speaks would otherwise stay forever);
+  within ``head_timeout`` seconds is closed, for its first request and for every later
+  one on a keep-alive connection (uvicorn times out only idle keep-alive connections,
+  and a byte of a new head stops that timer, so a client that connects and never
+  speaks, or trickles its next head a byte at a time, would otherwise stay forever);
 * a **connection cap** (``limit_concurrency``): beyond it requests get 503, never a new
-  thread;
+  thread; and a **per-address connection cap** (``max_client_connections``), so one
+  client cannot take the server's whole cap: its connections beyond it are closed at once;
 * a **real backlog** (``listen(backlog)``, capped by the kernel's ``somaxconn``);
 * the socket is bound here, before serving, so "port in use" is an ``OSError`` at start.
 
-The request-body limit lives in the routes (``api.read_body``), where the size is known.
+Per-request defences (each client's share of requests in flight, authentication before
+the body, the body's size and deadline) are in ``http_guard``; uvicorn's own warnings
+about clients go through its rate-limited log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import resource
 import socket
 import threading
@@ -31,6 +37,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from shapeshift.runtime.http_guard import ClientErrorLog, QuietClientErrors
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -39,6 +47,9 @@ class Limits:
     backlog: int = 2048  # pending connections in the kernel's accept queue
     keep_alive: int = 5  # seconds an idle keep-alive connection is kept
     head_timeout: float = 10.0  # seconds to send a complete request head
+    body_timeout: float = 10.0  # seconds to send a whole request body (a job file is a few hundred bytes)
+    max_client_requests: int = 128  # requests in flight from one client address before 429
+    max_client_connections: int = 512  # open connections from one client address
 
 
 def _base_protocol() -> type[Any]:
@@ -51,26 +62,64 @@ def _base_protocol() -> type[Any]:
     return HttpToolsProtocol
 
 
-def _guarded_protocol(head_timeout: float) -> type[Any]:
+def _guarded_protocol(limits: Limits, errors: ClientErrorLog) -> type[Any]:
+    per_client: dict[str, int] = {}
+
     class GuardedProtocol(_base_protocol()):  # type: ignore[misc]
-        """uvicorn's protocol with a deadline for the first request head (see the module docstring)."""
+        """uvicorn's protocol with a deadline for each request head and a per-address
+        connection cap (see the module docstring)."""
 
         _head_timer: asyncio.TimerHandle | None = None
+        _waiting_after: Any = None  # the cycle the next request head must replace
+        _address = ""
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._head_timer = self.loop.call_later(head_timeout, self._head_deadline)
+            self._address = str((self.client or ("unknown",))[0])
+            per_client[self._address] = per_client.get(self._address, 0) + 1
+            if per_client[self._address] > limits.max_client_connections:
+                errors.note("too many connections", f"{self._address} (limit {limits.max_client_connections})")
+                self.transport.close()
+                return
+            self._arm_head_timer()
+
+        def _arm_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+            self._waiting_after = self.cycle
+            self._head_timer = self.loop.call_later(limits.head_timeout, self._head_deadline)
 
         def _head_deadline(self) -> None:
-            if self.cycle is None and not self.transport.is_closing():
+            idle = self.cycle is None or self.cycle.response_complete
+            if self.cycle is self._waiting_after and idle and not self.transport.is_closing():
+                errors.note("request head too slow", f"{self._address} (limit {limits.head_timeout:g} s)")
                 self.transport.close()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.cycle is not None and self.cycle.response_complete:
+                self._arm_head_timer()  # the next head on this keep-alive connection has a deadline too
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._head_timer is not None:
                 self._head_timer.cancel()
+            left = per_client.get(self._address, 1) - 1
+            if left > 0:
+                per_client[self._address] = left
+            else:
+                per_client.pop(self._address, None)
             super().connection_lost(exc)
 
     return GuardedProtocol
+
+
+def _quiet_uvicorn(errors: ClientErrorLog) -> None:
+    """Route uvicorn's per-request client warnings through ``errors`` (one filter: the
+    latest server's, for a process that starts several)."""
+    logger = logging.getLogger("uvicorn.error")
+    for old in [f for f in logger.filters if isinstance(f, QuietClientErrors)]:
+        logger.removeFilter(old)
+    logger.addFilter(QuietClientErrors(errors))
 
 
 def _raise_file_limit(wanted: int) -> None:
@@ -85,8 +134,11 @@ def _raise_file_limit(wanted: int) -> None:
 class UvicornServer:
     """A uvicorn server on a socket bound at construction; ``ServerHandle`` for the controller."""
 
-    def __init__(self, app: Any, host: str, port: int, limits: Limits | None = None):
+    def __init__(
+        self, app: Any, host: str, port: int, limits: Limits | None = None, errors: ClientErrorLog | None = None
+    ):
         self.limits = limits or Limits()
+        errors = errors or ClientErrorLog()
         _raise_file_limit(self.limits.max_connections + 256)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
@@ -100,7 +152,7 @@ class UvicornServer:
         self.server_address: tuple[Any, ...] = self.socket.getsockname()
         config = uvicorn.Config(
             app,
-            http=_guarded_protocol(self.limits.head_timeout),
+            http=_guarded_protocol(self.limits, errors),
             lifespan="off",
             log_level="warning",
             access_log=False,
@@ -110,6 +162,7 @@ class UvicornServer:
             timeout_graceful_shutdown=5,
             server_header=False,
         )
+        _quiet_uvicorn(errors)  # after the Config: it (re)configures uvicorn's loggers
         self.server = uvicorn.Server(config)
         self._done = threading.Event()
 

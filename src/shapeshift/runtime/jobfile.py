@@ -249,8 +249,12 @@ def load_document(text: str, source: str | None = None) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    except RecursionError:  # nested past the parser's stack (a job file is a few levels deep)
+        raise InputError("nested too deeply to be a job file", path=source) from None
     try:
         return yaml.safe_load(text)
+    except RecursionError:
+        raise InputError("nested too deeply to be a job file", path=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(
@@ -279,14 +283,22 @@ def parse_submission(
         data = {**data, **overrides}
     if isinstance(data, dict) and SUBMISSION_ID in data:
         data = dict(data)
-        submission_id = data.pop(SUBMISSION_ID)
-        if (
-            not isinstance(submission_id, str)
-            or not 1 <= len(submission_id) <= 128
-            or not all(c.isascii() and (c.isalnum() or c in "._:-") for c in submission_id)
-        ):
-            raise InputError("must be 1-128 characters of letters, digits and ._:-", path=source, field=SUBMISSION_ID)
+        submission_id = check_submission_id(data.pop(SUBMISSION_ID), SUBMISSION_ID, source)
     return parse_job(data, source), submission_id
+
+
+def check_submission_id(value: object, field: str, source: str | None = None) -> str:
+    """A submission id: 1-128 characters of letters, digits and ``._:-``. The
+    ``Idempotency-Key`` header's form, a quoted string (RFC 8941), is unquoted first."""
+    if isinstance(value, str) and field != SUBMISSION_ID and len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    if (
+        not isinstance(value, str)
+        or not 1 <= len(value) <= 128
+        or not all(c.isascii() and (c.isalnum() or c in "._:-") for c in value)
+    ):
+        raise InputError("must be 1-128 characters of letters, digits and ._:-", path=source, field=field)
+    return value
 
 
 def load_job_file(path: str | Path) -> JobFile:

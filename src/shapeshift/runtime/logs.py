@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from shapeshift.errors import InputError
+from shapeshift.runtime.ids import is_job_id
 
 _ATTEMPT = re.compile(r"^attempt(\d+)$")
 _RANK_LOG = re.compile(r"^rank(\d+)\.log$")
@@ -54,7 +55,7 @@ def job_dir_from_state(state_dir: Path, job_id: str) -> Path:
     """Where a job's logs are, read from the state database alone (no controller needed):
     every run records its ranks' log paths."""
     db = state_dir / "state.db"
-    if not job_id.isdigit():
+    if not is_job_id(job_id):
         raise InputError(f"{job_id!r} is not a job id", field="JOB_ID")
     if not db.is_file():
         raise InputError(f"no controller state in {state_dir}; pass --state")

@@ -1,9 +1,11 @@
 """The controller's figures for Prometheus (text exposition format 0.0.4) and the dashboard.
 
-Written by hand rather than with ``prometheus_client``: a dozen gauges and one histogram
-computed on demand from the store and the node table need no registry, and the format is
-a stable, documented plain-text one. Names follow Prometheus' conventions (a
-``shapeshift_`` prefix, base units, ``_total`` for counters, ``_seconds`` for time).
+The figures are computed on demand from the store and the node table, so they are handed
+to ``prometheus_client`` as a custom collector (metric families built per scrape) in a
+registry of their own, and ``prometheus_client`` writes the exposition text: escaping,
+number formatting and the histogram's cumulative buckets are its job, not ours. Names
+follow Prometheus' conventions (a ``shapeshift_`` prefix, base units, ``_seconds`` for
+time).
 
 Decision latency is measured around the policy's ``decide`` (what a scheduler paper
 calls decision time), not around launching processes.
@@ -14,9 +16,13 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 
 from shapeshift.runtime import store as st
 
@@ -91,62 +97,67 @@ def tenant_usage(jobs: list[dict[str, Any]], quotas: dict[str, int]) -> list[Ten
     return rows
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class _Figures:
+    """A ``prometheus_client`` collector over one snapshot of the controller's figures."""
+
+    def __init__(
+        self,
+        jobs: list[dict[str, Any]],
+        nodes: list[dict[str, Any]],
+        quotas: dict[str, int],
+        stats: DecisionStats | None,
+    ):
+        self.jobs, self.nodes, self.quotas, self.stats = jobs, nodes, quotas, stats
+
+    def collect(self) -> Iterator[Metric]:
+        jobs, nodes = self.jobs, self.nodes
+        by_state = {s: sum(1 for j in jobs if j["state"] == s) for s in STATES}
+        yield GaugeMetricFamily("shapeshift_queue_length", "Jobs waiting to run.", value=by_state[st.QUEUED])
+        yield GaugeMetricFamily("shapeshift_running_jobs", "Jobs holding GPUs.", value=by_state[st.RUNNING])
+        per_state = GaugeMetricFamily("shapeshift_jobs", "Jobs by state.", labels=["state"])
+        for state, count in by_state.items():
+            per_state.add_metric([state], count)
+        yield per_state
+        yield GaugeMetricFamily("shapeshift_gpus", "GPU slots of the cluster.", value=sum(n["gpus"] for n in nodes))
+        yield GaugeMetricFamily(
+            "shapeshift_gpus_allocated", "GPU slots held by runs.", value=sum(n["used"] for n in nodes)
+        )
+        per_node = GaugeMetricFamily("shapeshift_node_gpus_allocated", "GPU slots held per node.", labels=["node"])
+        for node in nodes:
+            per_node.add_metric([node["name"]], node["used"])
+        yield per_node
+        usage = tenant_usage(jobs, self.quotas)
+        held = GaugeMetricFamily(
+            "shapeshift_tenant_gpus_allocated", "GPU slots held by each tenant's running jobs.", labels=["tenant"]
+        )
+        queued = GaugeMetricFamily("shapeshift_tenant_queued_jobs", "Jobs waiting per tenant.", labels=["tenant"])
+        quota = GaugeMetricFamily(
+            "shapeshift_tenant_gpu_quota", "Guaranteed GPUs per tenant (cluster file).", labels=["tenant"]
+        )
+        for u in usage:
+            held.add_metric([u.tenant], u.gpus)
+            queued.add_metric([u.tenant], u.queued_jobs)
+            if u.quota is not None:
+                quota.add_metric([u.tenant], u.quota)
+        yield from (held, queued, quota)
+        if self.stats is not None:
+            counts, total, _ = self.stats.snapshot()
+            buckets, running = [], 0
+            for bound, count in zip((*BUCKETS, float("inf")), counts, strict=True):
+                running += count
+                buckets.append((floatToGoString(bound), running))
+            yield HistogramMetricFamily(
+                "shapeshift_decision_seconds",
+                "Time the policy took per scheduling decision.",
+                buckets=buckets,
+                sum_value=total,
+            )
 
 
 def render(
     jobs: list[dict[str, Any]], nodes: list[dict[str, Any]], quotas: dict[str, int], stats: DecisionStats | None
 ) -> str:
     """The exposition text for ``GET /metrics``."""
-    out: list[str] = []
-
-    def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
-        out.append(f"# HELP {name} {help_text}")
-        out.append(f"# TYPE {name} {kind}")
-        out.extend(f"{name}{labels} {value:g}" for labels, value in samples)
-
-    by_state = {s: sum(1 for j in jobs if j["state"] == s) for s in STATES}
-    metric("shapeshift_queue_length", "gauge", "Jobs waiting to run.", [("", by_state[st.QUEUED])])
-    metric("shapeshift_running_jobs", "gauge", "Jobs holding GPUs.", [("", by_state[st.RUNNING])])
-    metric("shapeshift_jobs", "gauge", "Jobs by state.", [(f'{{state="{s}"}}', n) for s, n in by_state.items()])
-    metric("shapeshift_gpus", "gauge", "GPU slots of the cluster.", [("", sum(n["gpus"] for n in nodes))])
-    metric("shapeshift_gpus_allocated", "gauge", "GPU slots held by runs.", [("", sum(n["used"] for n in nodes))])
-    metric(
-        "shapeshift_node_gpus_allocated",
-        "gauge",
-        "GPU slots held per node.",
-        [(f'{{node="{_label(n["name"])}"}}', n["used"]) for n in nodes],
-    )
-    usage = tenant_usage(jobs, quotas)
-    metric(
-        "shapeshift_tenant_gpus_allocated",
-        "gauge",
-        "GPU slots held by each tenant's running jobs.",
-        [(f'{{tenant="{_label(u.tenant)}"}}', u.gpus) for u in usage],
-    )
-    metric(
-        "shapeshift_tenant_queued_jobs",
-        "gauge",
-        "Jobs waiting per tenant.",
-        [(f'{{tenant="{_label(u.tenant)}"}}', u.queued_jobs) for u in usage],
-    )
-    metric(
-        "shapeshift_tenant_gpu_quota",
-        "gauge",
-        "Guaranteed GPUs per tenant (cluster file).",
-        [(f'{{tenant="{_label(u.tenant)}"}}', u.quota) for u in usage if u.quota is not None],
-    )
-    if stats is not None:
-        counts, total, _ = stats.snapshot()
-        samples, running = [], 0
-        for bound, count in zip((*BUCKETS, float("inf")), counts, strict=True):
-            running += count
-            le = "+Inf" if bound == float("inf") else f"{bound:g}"
-            samples.append((f'_bucket{{le="{le}"}}', running))
-        out.append("# HELP shapeshift_decision_seconds Time the policy took per scheduling decision.")
-        out.append("# TYPE shapeshift_decision_seconds histogram")
-        out.extend(f"shapeshift_decision_seconds{labels} {value:g}" for labels, value in samples)
-        out.append(f"shapeshift_decision_seconds_sum {total:.9g}")
-        out.append(f"shapeshift_decision_seconds_count {running}")
-    return "\n".join(out) + "\n"
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Figures(jobs, nodes, quotas, stats))
+    return generate_latest(registry).decode("utf-8")

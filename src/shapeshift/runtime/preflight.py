@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import ipaddress
 import socket
 import sqlite3
 from pathlib import Path
@@ -60,3 +61,33 @@ def check_port(host: str, port: int) -> None:
 def check_positive(value: float | None, flag: str) -> None:
     if value is not None and not (value > 0 and value < float("inf")):
         raise InputError(f"must be a finite number > 0, got {value}", field=flag)
+
+
+def exposure_warning(host: str) -> str | None:
+    """One line naming the exposure when ``--host`` is not a loopback address, else None.
+
+    The API is plain HTTP: tokens and job files cross the network in clear, and anyone
+    who reaches the port can try tokens and hold connections (each address's share is
+    capped, not zero). A host name counts as loopback only if every address it resolves
+    to is one."""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+    except (OSError, UnicodeError):
+        addresses = {host}
+    exposed = sorted(a for a in addresses if not _is_loopback(a))
+    if not exposed:
+        return None
+    where = "every interface" if any(a in ("0.0.0.0", "::") for a in exposed) else ", ".join(exposed)
+    return (
+        f"warning: --host {host} exposes the API on {where}, over plain HTTP (tokens and job files "
+        "in clear, reachable by anyone who can reach this host); bind 127.0.0.1 and put a TLS proxy in front"
+    )
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback

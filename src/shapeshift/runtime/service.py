@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
 from shapeshift.runtime.backends.base import Backend
+from shapeshift.runtime.ids import ADMIN_OWNER, SubmissionConflict
 from shapeshift.runtime.metrics_export import DecisionStats
 from shapeshift.runtime.store import StateUnavailable, Store
 
@@ -50,13 +51,28 @@ class ControllerService(Protocol):
         """Where a job's attempts (logs, exit files) and checkpoint live."""
         ...
 
-    def submit_document(self, text: str, *, overrides: dict[str, Any] | None = None) -> tuple[str, bool]:
+    def submit_document(
+        self,
+        text: str,
+        *,
+        overrides: dict[str, Any] | None = None,
+        owner: str = ADMIN_OWNER,
+        idempotency_key: str | None = None,
+    ) -> tuple[str, bool]:
         """Validate and store a submit body (job document + optional ``submission_id``):
-        ``(job id, created)``; a repeated ``submission_id`` returns the first job with
-        ``created=False``. Raises ``InputError`` or ``StateUnavailable`` (see ``http_status``)."""
+        ``(job id, created)``; a submission id ``owner`` used before for the same job
+        returns the first job with ``created=False``. Raises ``InputError``,
+        ``SubmissionConflict`` or ``StateUnavailable`` (see ``http_status``)."""
         ...
 
-    def submit_later(self, text: str, *, overrides: dict[str, Any] | None = None) -> Future[tuple[str, bool]]:
+    def submit_later(
+        self,
+        text: str,
+        *,
+        overrides: dict[str, Any] | None = None,
+        owner: str = ADMIN_OWNER,
+        idempotency_key: str | None = None,
+    ) -> Future[tuple[str, bool]]:
         """``submit_document`` without waiting: the future resolves once the job is
         committed (or with the exception), so the event loop never blocks on it."""
         ...
@@ -68,9 +84,12 @@ class ControllerService(Protocol):
 
 def http_status(exc: BaseException) -> int:
     """The one place controller exceptions become HTTP statuses: a refused submission is
-    400 (nothing stored), unwritable state is 503 (retry later, nothing stored)."""
+    400 (nothing stored), a submission id reused for another job 409, unwritable state is
+    503 (retry later, nothing stored)."""
     if isinstance(exc, StateUnavailable):
         return 503
+    if isinstance(exc, SubmissionConflict):
+        return 409
     if isinstance(exc, InputError):
         return 400
     return 500

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shapeshift.runtime.store_schema import ADDED_COLUMNS, JOB_COLUMNS, SCHEMA
+from shapeshift.runtime.ids import ADMIN_OWNER, SubmissionConflict, is_job_id
+from shapeshift.runtime.store_schema import ADDED_COLUMNS, JOB_COLUMNS, SCHEMA, SUBMISSION_INDEX
 
 #: Seconds a write waits for a lock held by someone else before ``StateUnavailable``.
 WRITE_TIMEOUT = 5.0
@@ -89,10 +90,8 @@ class Store:
                 have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
                 if column not in have:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-            self._db.execute(
-                "CREATE UNIQUE INDEX IF NOT EXISTS jobs_submission ON jobs (submission_id) "
-                "WHERE submission_id IS NOT NULL"
-            )
+            for statement in SUBMISSION_INDEX:
+                self._db.execute(statement)
         except sqlite3.Error as exc:
             raise StateUnavailable(f"cannot open the state database {self.path}: {exc}") from None
 
@@ -175,41 +174,63 @@ class Store:
 
     # ------------------------------------------------------------------ jobs
     def add_job(self, name: str, spec_json: str, now: float | None = None, submission_id: str | None = None) -> str:
-        return self.add_job_once(name, spec_json, now, submission_id)[0]
+        answer = self.add_job_once(name, spec_json, now, submission_id)
+        if isinstance(answer, SubmissionConflict):
+            raise answer
+        return answer[0]
 
     def add_job_once(
-        self, name: str, spec_json: str, now: float | None = None, submission_id: str | None = None
-    ) -> tuple[str, bool]:
-        """Store a submission; with a ``submission_id`` seen before, return the first job
-        instead (``(id, False)``): a client retrying a lost response creates no second job."""
+        self,
+        name: str,
+        spec_json: str,
+        now: float | None = None,
+        submission_id: str | None = None,
+        owner: str = ADMIN_OWNER,
+    ) -> tuple[str, bool] | SubmissionConflict:
+        """Store a submission; with a ``submission_id`` ``owner`` used before, return the
+        first job instead (``(id, False)``): a client retrying a lost response creates no
+        second job. The same id with another job is a ``SubmissionConflict``."""
         now = time.time() if now is None else now
-        return self.add_jobs_once([(name, spec_json, now, submission_id)])[0]
+        return self.add_jobs_once([(name, spec_json, now, submission_id, owner)])[0]
 
-    def add_jobs_once(self, submissions: list[tuple[str, str, float, str | None]]) -> list[tuple[str, bool]]:
-        """Store several submissions ``(name, spec_json, now, submission_id)`` in ONE
-        transaction (group commit: concurrent submits share one commit); per submission
-        ``(id, created)`` as ``add_job_once`` answers. Either all are stored or none
-        (``StateUnavailable``), and nothing is acknowledged before the commit returned.
-        A ``submission_id`` repeated within the batch gets the first one's job."""
-        answers: list[tuple[str, bool]] = []
+    def add_jobs_once(
+        self, submissions: list[tuple[str, str, float, str | None, str]]
+    ) -> list[tuple[str, bool] | SubmissionConflict]:
+        """Store several submissions ``(name, spec_json, now, submission_id, owner)`` in
+        ONE transaction (group commit: concurrent submits share one commit); per submission
+        ``(id, created)`` or a ``SubmissionConflict``, as ``add_job_once`` answers. Either
+        all are stored or none (``StateUnavailable``), and nothing is acknowledged before
+        the commit returned. An id repeated within the batch is judged like a retry.
+
+        Ids are scoped per owner (the IETF Idempotency-Key draft's rule: a key is unique
+        per client), so one user's id never returns another user's job, and a repeat must
+        carry the same job (the stored, validated spec) or it is refused, not merged."""
+        answers: list[tuple[str, bool] | SubmissionConflict] = []
         with self.transaction() as db:
-            seen: dict[str, str] = {}
-            for name, spec_json, now, submission_id in submissions:
+            seen: dict[tuple[str, str], tuple[str, str]] = {}
+            for name, spec_json, now, submission_id, owner in submissions:
                 if submission_id is not None:
-                    first = seen.get(submission_id)
+                    first = seen.get((owner, submission_id))
                     if first is None:
-                        row = db.execute("SELECT id FROM jobs WHERE submission_id = ?", (submission_id,)).fetchone()
-                        first = None if row is None else str(row["id"])
+                        row = db.execute(
+                            "SELECT id, spec FROM jobs WHERE submission_owner = ? AND submission_id = ?",
+                            (owner, submission_id),
+                        ).fetchone()
+                        first = None if row is None else (str(row["id"]), row["spec"])
                     if first is not None:
-                        answers.append((first, False))
+                        if first[1] != spec_json:
+                            answers.append(SubmissionConflict(submission_id, first[0]))
+                        else:
+                            answers.append((first[0], False))
                         continue
                 cur = db.execute(
-                    "INSERT INTO jobs (name, spec, state, submit_time, submission_id) VALUES (?, ?, ?, ?, ?)",
-                    (name, spec_json, QUEUED, now, submission_id),
+                    "INSERT INTO jobs (name, spec, state, submit_time, submission_id, submission_owner) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (name, spec_json, QUEUED, now, submission_id, None if submission_id is None else owner),
                 )
                 job_id = str(cur.lastrowid)
                 if submission_id is not None:
-                    seen[submission_id] = job_id
+                    seen[(owner, submission_id)] = (job_id, spec_json)
                 db.execute(
                     "INSERT INTO events (time, job_id, kind, detail) VALUES (?, ?, ?, ?)",
                     (now, job_id, "submitted", ""),
@@ -239,7 +260,7 @@ class Store:
         return [str(r["id"]) for r in rows]
 
     def job(self, job_id: str) -> dict[str, Any] | None:
-        if not str(job_id).isdigit():
+        if not is_job_id(job_id):
             return None
         rows = self._read("SELECT * FROM jobs WHERE id = ?", (int(job_id),))
         if not rows:
@@ -391,7 +412,7 @@ class Store:
 
     def lease(self, job_id: str, key: str) -> dict[str, Any] | None:
         """The run a lease key belongs to (the key authenticates the worker)."""
-        if not str(job_id).isdigit():
+        if not is_job_id(job_id):
             return None
         rows = self._read(
             "SELECT attempt, revoked, state FROM runs WHERE job_id = ? AND lease_key = ?", (int(job_id), key)

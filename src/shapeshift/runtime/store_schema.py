@@ -67,6 +67,7 @@ JOB_COLUMNS = (
     "result",
     "submission_id",
     "predicted_iter_time",
+    "submission_owner",
 )
 
 #: Columns added after the first release (``ALTER TABLE`` on older databases): additive only.
@@ -74,4 +75,15 @@ ADDED_COLUMNS = (
     ("jobs", "submission_id", "TEXT"),
     ("jobs", "predicted_iter_time", "REAL"),
     ("runs", "exit_codes", "TEXT NOT NULL DEFAULT ''"),
+    ("jobs", "submission_owner", "TEXT"),
+)
+
+#: Submission ids are unique per submitter (the token's user, or ``admin``), not globally.
+#: Rows written before the owner was recorded take the job's user (``admin`` when none).
+SUBMISSION_INDEX = (
+    "DROP INDEX IF EXISTS jobs_submission",
+    "UPDATE jobs SET submission_owner = coalesce(nullif(json_extract(spec, '$.user'), ''), 'admin') "
+    "WHERE submission_id IS NOT NULL AND submission_owner IS NULL",
+    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_submission_owner ON jobs (submission_owner, submission_id) "
+    "WHERE submission_id IS NOT NULL",
 )

@@ -18,7 +18,7 @@ from shapeshift.runtime.store_schema import JOB_COLUMNS
 
 #: Columns of a job row that every client sees: all but the stored spec (its public part
 #: is returned parsed; command and env only to the owner) and bookkeeping.
-PRIVATE_COLUMNS = frozenset({"spec", "cancel_requested", "submission_id"})
+PRIVATE_COLUMNS = frozenset({"spec", "cancel_requested", "submission_id", "submission_owner"})
 PUBLIC_FIELDS = tuple(c for c in JOB_COLUMNS if c not in PRIVATE_COLUMNS)
 
 

@@ -31,6 +31,7 @@ from shapeshift.client.progress import log_step, should_log
 from shapeshift.model import ExecutionPlan, ZeroMode
 from shapeshift.train.data import batch_starts, corpus
 from shapeshift.train.plans import UnsupportedPlan, check_plan
+from shapeshift.train.rendezvous import rendezvous
 
 CHECKPOINT = "trainer.pt"
 
@@ -135,13 +136,9 @@ def _train(args: argparse.Namespace, env: WorkerEnv, plan: ExecutionPlan, micro:
     torch.set_num_threads(1)
     distributed = env.world_size > 1
     if distributed:
-        dist.init_process_group(
-            "gloo",
-            init_method=f"tcp://{env.master_addr}:{env.master_port}",
-            rank=env.rank,
-            world_size=env.world_size,
-            timeout=timedelta(seconds=60),
-        )
+        timeout = timedelta(seconds=60)
+        store = rendezvous(env.master_addr, int(env.master_port), env.rank, env.world_size, timeout)
+        dist.init_process_group("gloo", store=store, rank=env.rank, world_size=env.world_size, timeout=timeout)
     text = corpus()
     vocab_chars = sorted(set(text))
     data = torch.tensor([vocab_chars.index(c) for c in text], dtype=torch.long)
