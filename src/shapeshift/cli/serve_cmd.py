@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from shapeshift.cli.common import console, guarded, output_dir
+from shapeshift.cli.common import console, err_console, guarded, output_dir
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec
 
@@ -82,6 +82,13 @@ def command(
     job_user: Annotated[
         str | None, typer.Option(help="Run jobs as this unprivileged user (controller as root): they cannot read DIR.")
     ] = None,
+    job_uid_range: Annotated[
+        str | None,
+        typer.Option(
+            help="Run each job as its own uid from LO-HI, ids no account uses (controller as root): "
+            "jobs can read neither DIR nor each other."
+        ),
+    ] = None,
     on_shutdown: Annotated[
         str,
         typer.Option(
@@ -95,7 +102,7 @@ def command(
     from shapeshift.policies.registry import make_policy, parse_policy_args
     from shapeshift.runtime.api import make_server
     from shapeshift.runtime.controller import Controller
-    from shapeshift.runtime.isolation import resolve_job_user
+    from shapeshift.runtime.isolation import resolve_job_uid_range, resolve_job_user, root_warning
     from shapeshift.runtime.preflight import check_database, check_port, check_positive, check_state_dir
     from shapeshift.runtime.remote import state_dir
     from shapeshift.runtime.store import StateUnavailable
@@ -113,7 +120,9 @@ def command(
     output_dir(directory, "--state")
     check_database(directory)
     check_port(host, port)
-    run_as = resolve_job_user(job_user)
+    if job_user and job_uid_range:
+        raise InputError("give --job-user or --job-uid-range, not both", field="--job-uid-range")
+    run_as = resolve_job_user(job_user) or resolve_job_uid_range(job_uid_range)
     backend_obj = make_backend(backend, ray_address, spec)
     try:
         controller = Controller(
@@ -147,6 +156,10 @@ def command(
         f"dashboard: {controller.url}/dashboard (paste a token; the admin token is in {directory / 'token'})",
         highlight=False,
     )
+
+    warning = root_warning(run_as)
+    if warning:
+        err_console.print(warning, highlight=False, soft_wrap=True)
 
     def _stop(signum: int, frame: object) -> None:
         controller._stop.set()
