@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from shapeshift.errors import InputError
 from shapeshift.model import ExecutionPlan, JobSpec, ModelError
+from shapeshift.safe_text import has_control
 
 #: Placeholders a command template may use; the backend fills them per launch.
 TEMPLATE_FIELDS = (
@@ -128,6 +129,14 @@ class JobFile(BaseModel):
             raise ValueError(f"bad command template: {exc}") from None
         if not words:
             raise ValueError("the command is empty")
+        return value
+
+    @field_validator("name", "tenant", "user", "vc")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        bad = has_control(value)
+        if bad is not None:
+            raise ValueError(f"holds the control character {bad} (names are shown on terminals)")
         return value
 
     @field_validator("env")
