@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from shapeshift.errors import InputError
 from shapeshift.model import ExecutionPlan, JobSpec, ModelError
 from shapeshift.safe_text import has_control
+from shapeshift.yaml_lines import safe_load
 
 #: Placeholders a command template may use; the backend fills them per launch.
 TEMPLATE_FIELDS = (
@@ -251,15 +252,31 @@ def parse_job(data: Any, source: str | None = None) -> JobFile:
         raise InputError(message, path=source, field=loc) from None
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (``json`` keeps the last silently)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
 def load_document(text: str, source: str | None = None) -> Any:
     """JSON or YAML text as data. JSON (what the CLI sends) is tried first: YAML's
     pure-Python parser is about 20x slower, and JSON is YAML, so the result is the same."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputError(f"the key {exc.args[0]!r} is given twice", path=source) from None
     except ValueError:
         pass
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)  # refuses a key given twice, as the JSON path does
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(
