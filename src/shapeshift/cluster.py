@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from shapeshift.cluster_limits import check_cluster_size
 from shapeshift.errors import InputError
 from shapeshift.model import DEFAULT_CPUS_PER_GPU, DEFAULT_MEM_GB_PER_GPU, ClusterSpec, NodeSpec
 
@@ -19,6 +20,7 @@ def shorthand_cluster(nodes: int, gpus_per_node: int) -> ClusterSpec:
     """``N`` identical nodes of ``G`` GPUs, 8 CPUs and 64 GB host memory per GPU."""
     if nodes < 1 or gpus_per_node < 1:
         raise InputError(f"cluster shorthand needs N >= 1 nodes and G >= 1 GPUs, got {nodes}x{gpus_per_node}")
+    check_cluster_size(nodes, gpus_per_node)
     return ClusterSpec(
         tuple(
             NodeSpec(
@@ -32,7 +34,7 @@ def shorthand_cluster(nodes: int, gpus_per_node: int) -> ClusterSpec:
     )
 
 
-_SHORTHAND = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+_SHORTHAND = re.compile(r"^\s*(\d{1,30})\s*[xX]\s*(\d{1,30})\s*$")
 
 
 def load_cluster(spec: str | Path) -> ClusterSpec:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from shapeshift.cluster_limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_TOTAL_GPUS, check_cluster_size
 from shapeshift.errors import InputError
 from shapeshift.model import DEFAULT_CPUS_PER_GPU, DEFAULT_MEM_GB_PER_GPU, ClusterSpec, ModelError, NodeSpec
 from shapeshift.yaml_lines import line_of, safe_load
@@ -40,11 +41,18 @@ def parse_bandwidth(value: Any) -> float:
     return gb_s
 
 
-class _NodeGroup(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _no_bool(value: Any) -> Any:
+    """YAML's ``true`` would pass as the number 1 (``gpus: true`` as one GPU): refuse it."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()} (true/false is not a number)")
+    return value
 
-    count: int = Field(1, ge=1)
-    gpus: int = Field(..., ge=0)
+
+class _NodeGroup(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    count: int = Field(1, ge=1, le=MAX_NODES)
+    gpus: int = Field(..., ge=0, le=MAX_GPUS_PER_NODE)
     cpus: float | None = Field(None, ge=0)
     mem_gb: float | None = Field(None, ge=0)
     gpu_type: str = "generic"
@@ -54,6 +62,11 @@ class _NodeGroup(BaseModel):
     pcie_bandwidth: float = 32.0
     name: str | None = None
 
+    @field_validator("count", "gpus", "cpus", "mem_gb", "gpu_mem_gb", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return _no_bool(value)
+
     @field_validator("intra_node_bandwidth", "inter_node_bandwidth", "pcie_bandwidth", mode="before")
     @classmethod
     def _bandwidth(cls, value: Any) -> float:
@@ -61,7 +74,7 @@ class _NodeGroup(BaseModel):
 
 
 class _ClusterFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     nodes: list[_NodeGroup] = Field(..., min_length=1)
     partitions: dict[str, int | list[str]] = Field(default_factory=dict)
@@ -73,7 +86,14 @@ class _ClusterFile(BaseModel):
     @classmethod
     def _string_keys(cls, value: Any) -> Any:
         # YAML reads a hex-looking VC id such as 103959 as an int; names are strings.
-        return {str(k): v for k, v in value.items()} if isinstance(value, dict) else value
+        if not isinstance(value, dict):
+            return value
+        return {str(k): _no_bool(v) for k, v in value.items()}
+
+    @field_validator("gpu_share_limit", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return _no_bool(value)
 
 
 def load_cluster_file(path: str | Path) -> ClusterSpec:
@@ -104,12 +124,17 @@ def load_cluster_file(path: str | Path) -> ClusterSpec:
             message, path=str(path), line=line_of(path.read_text(), loc), field=".".join(str(p) for p in loc)
         ) from None
     try:
-        return _build_cluster(parsed)
+        return _build_cluster(parsed, str(path))
     except ModelError as exc:
         raise InputError(str(exc), path=str(path)) from None
 
 
-def _build_cluster(parsed: _ClusterFile) -> ClusterSpec:
+def _build_cluster(parsed: _ClusterFile, path: str) -> ClusterSpec:
+    total_nodes = sum(group.count for group in parsed.nodes)
+    total_gpus = sum(group.count * group.gpus for group in parsed.nodes)
+    check_cluster_size(total_nodes, 1, path, "nodes")  # before any node is built
+    if total_gpus > MAX_TOTAL_GPUS:
+        raise InputError(f"{total_gpus} GPUs is more than the {MAX_TOTAL_GPUS:,} a cluster may have", path=path)
     nodes: list[NodeSpec] = []
     for group in parsed.nodes:
         base = group.name or (group.gpu_type.lower() if len(parsed.nodes) > 1 else "node")
@@ -142,5 +167,3 @@ def _build_cluster(parsed: _ClusterFile) -> ClusterSpec:
         else:
             partitions[name] = tuple(members)
     return ClusterSpec(tuple(nodes), partitions, dict(parsed.tenants), parsed.gpu_share_limit)
-
-

@@ -19,7 +19,30 @@ import yaml
 
 
 class _PlainNumbers(yaml.SafeLoader):
-    """SafeLoader whose implicit int and float tags match decimal numbers only."""
+    """SafeLoader whose implicit int and float tags match decimal numbers only, and that
+    refuses a key given twice in one mapping (PyYAML keeps the last silently, so a
+    repeated ``gpus:`` would quietly overrule the first)."""
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    repeated = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class names it
+                    continue
+                if repeated:
+                    raise yaml.constructor.ConstructorError(
+                        "while reading a mapping",
+                        node.start_mark,
+                        f"found the key {key!r} twice",
+                        key_node.start_mark,
+                    )
+        return super().construct_mapping(node, deep=deep)
 
 
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")

@@ -37,6 +37,18 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_INPUT)
 
 
+def usage_error_line(exc: Exception) -> None:
+    """Click's usage errors (a bad option value, an unknown option, a missing argument) as
+    one ``error:`` line naming the command, like every other refusal, instead of typer's
+    boxed panel of six or more lines; the exit status stays click's 2."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # the help was printed already
+        return
+    ctx = getattr(exc, "ctx", None)
+    message = " ".join(str(getattr(exc, "format_message", exc.__str__)()).split())
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    fail(message + where)
+
+
 def os_error_message(exc: OSError) -> str:
     """``/proc/nope: No such file or directory``: the path and what is wrong with it."""
     where = exc.filename if exc.filename is not None else ""

@@ -68,18 +68,25 @@ class Entry:
 
 
 def _split_top(text: str) -> list[str]:
-    """Split on commas outside parentheses."""
+    """Split on commas outside parentheses; unbalanced parentheses are refused here, before
+    a half of ``fifo(backfill=true`` could be read as a policy name."""
     parts, depth, current = [], 0, ""
     for ch in text:
         if ch == "(":
             depth += 1
+            if depth > 1:
+                raise InputError(f"{text!r}: parentheses inside a policy's parameters", field="--policies")
         elif ch == ")":
             depth -= 1
+            if depth < 0:
+                raise InputError(f"{text!r}: a ')' without its '('", field="--policies")
         if ch == "," and depth == 0:
             parts.append(current)
             current = ""
         else:
             current += ch
+    if depth:
+        raise InputError(f"{text!r}: a '(' without its ')'", field="--policies")
     parts.append(current)
     return [p.strip() for p in parts if p.strip()]
 

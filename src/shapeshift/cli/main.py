@@ -8,10 +8,11 @@ from types import ModuleType
 from typing import Annotated, Any
 
 import typer
+import typer.rich_utils
 from rich.table import Table
 from typer.core import TyperOption
 
-from shapeshift.cli.common import console
+from shapeshift.cli.common import console, usage_error_line
 from shapeshift.cli.options import JsonOption
 from shapeshift.cli.simulate import simulate_command
 
@@ -26,6 +27,7 @@ def _flags_without_type(option: TyperOption, ctx: Any) -> str | None:
 
 _typer_display_type = TyperOption.display_type_rich
 TyperOption.display_type_rich = _flags_without_type  # type: ignore[method-assign]
+typer.rich_utils.rich_format_error = usage_error_line  # one line, not a panel
 
 app = typer.Typer(
     name="shapeshift",

@@ -9,11 +9,14 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from shapeshift.cli.common import console, guarded
 from shapeshift.cli.options import JsonOption
 from shapeshift.errors import InputError
+from shapeshift.safe_text import visible
 
 STATES = ("queued", "running", "completed", "failed", "cancelled", "rejected")
 FINISHED = ("completed", "failed", "cancelled", "rejected")
@@ -31,6 +34,8 @@ def _reason(text: str, explain: bool) -> str:
     from shapeshift.predict.primo_duration import EXPLAIN_SEPARATOR
 
     return text if explain else text.split(EXPLAIN_SEPARATOR)[0]
+
+
 def clock(t: float | None) -> str:
     """Local wall-clock time, with the date only when it is not today."""
     if t is None:
@@ -79,8 +84,57 @@ def perf_table(jobs: list[dict[str, Any]]) -> Table:
         predicted, observed = job.get("predicted_iter_time"), job.get("iter_time")
         error = f"{100 * (predicted - observed) / observed:+.0f}%" if predicted and observed else "-"
         table.add_row(
-            job["id"], job["name"], job["plan"], job["placement"], _seconds(predicted), _seconds(observed), error
+            *map(cell, (job["id"], job["name"], job["plan"], job["placement"])),
+            _seconds(predicted),
+            _seconds(observed),
+            error,
         )
+    return table
+
+
+#: Widest a name or user cell gets: at 80 columns the state, times and reason must still fit.
+NAME_WIDTH = 14
+USER_WIDTH = 10
+
+
+def cell(value: object) -> Text:
+    """User-supplied text as a table cell: never markup, never a raw control character."""
+    return Text(visible(str(value)))
+
+
+def queue_table(jobs: list[dict[str, Any]], now: float, *, width: int, explain: bool) -> Table:
+    """The columns that fit ``width``: plan, placement and submit time from 150 columns,
+    the start time from 100; at 80 the state, the elapsed time and the reason matter more
+    (``--json`` always has everything). Names and users are cut with an ellipsis at a
+    fixed width so a long one cannot push the other columns off the screen."""
+    wide = width >= 150
+    columns = ["id", "name", "user", "state", *(["plan", "placement"] if wide else []), "progress"]
+    columns += [*(["submit"] if wide else []), *(["start"] if width >= 100 else []), "time", "reason"]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in columns:
+        if column == "reason":
+            table.add_column(column, overflow="fold")
+        elif column in ("name", "user"):
+            width = NAME_WIDTH if column == "name" else USER_WIDTH
+            table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=width)
+        else:
+            table.add_column(column, overflow="fold", no_wrap=True)
+    for job in jobs:
+        waiting = job["state"] == "queued"
+        cells = {
+            "id": job["id"],
+            "name": job["name"],
+            "user": job.get("user") or "",
+            "state": job["state"],
+            "plan": job["plan"] if not waiting else "",
+            "placement": job["placement"] if not waiting else "",
+            "progress": progress_text(job),
+            "submit": clock(job["submit_time"]),
+            "start": clock(job["first_start"]),
+            "time": duration_text(elapsed_seconds(job, now)),
+            "reason": _reason(job["reason"], explain) if waiting or job["state"] in ("failed", "rejected") else "",
+        }
+        table.add_row(*(cell(cells[c]) for c in columns))
     return table
 
 
@@ -119,30 +173,8 @@ def command(
             job["elapsed"] = elapsed_seconds(job, now)
         typer.echo(json.dumps(jobs, indent=2))
         return
-    # Plan, placement and submit time only where they fit: at 80 columns the start, the
-    # elapsed time and the reason matter more (``--json`` always has everything).
-    wide = console.width >= 120
-    columns = ["id", "name", "user", "state", *(["plan", "placement"] if wide else []), "progress"]
-    columns += [*(["submit"] if wide else []), "start", "time", "reason"]
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in columns:
-        table.add_column(
-            column, overflow="fold", no_wrap=column != "reason", min_width=20 if column == "reason" else None
-        )
-    for job in jobs:
-        waiting = job["state"] == "queued"
-        cells = {
-            "id": job["id"],
-            "name": job["name"],
-            "user": job.get("user") or "",
-            "state": job["state"],
-            "plan": job["plan"] if not waiting else "",
-            "placement": job["placement"] if not waiting else "",
-            "progress": progress_text(job),
-            "submit": clock(job["submit_time"]),
-            "start": clock(job["first_start"]),
-            "time": duration_text(elapsed_seconds(job, now)),
-            "reason": _reason(job["reason"], explain) if waiting or job["state"] in ("failed", "rejected") else "",
-        }
-        table.add_row(*(cells[c] for c in columns))
-    console.print(table, highlight=False)
+    if console.is_terminal:
+        console.print(queue_table(jobs, now, width=console.width, explain=explain), highlight=False)
+    else:  # piped: one line per job and the reason never cut (a script reading it wants all of it)
+        table = queue_table(jobs, now, width=80, explain=explain)
+        Console(file=console.file, width=100_000, highlight=False, color_system=None).print(table)

@@ -81,6 +81,13 @@ def command(
     job_user: Annotated[
         str | None, typer.Option(help="Run jobs as this unprivileged user (controller as root): they cannot read DIR.")
     ] = None,
+    job_uid_range: Annotated[
+        str | None,
+        typer.Option(
+            help="Run each job as its own uid from LO-HI, ids no account uses (controller as root): "
+            "jobs can read neither DIR nor each other."
+        ),
+    ] = None,
     on_shutdown: Annotated[
         str,
         typer.Option(
@@ -101,7 +108,7 @@ def command(
     from shapeshift.policies.registry import make_policy, parse_policy_args
     from shapeshift.runtime.api import make_server
     from shapeshift.runtime.controller import Controller
-    from shapeshift.runtime.isolation import resolve_job_user
+    from shapeshift.runtime.isolation import resolve_job_uid_range, resolve_job_user, root_warning
     from shapeshift.runtime.preflight import (
         check_database,
         check_port,
@@ -133,7 +140,9 @@ def command(
     exposure = exposure_warning(host)
     if exposure:
         err_console.print(exposure, highlight=False, soft_wrap=True)
-    run_as = resolve_job_user(job_user)
+    if job_user and job_uid_range:
+        raise InputError("give --job-user or --job-uid-range, not both", field="--job-uid-range")
+    run_as = resolve_job_user(job_user) or resolve_job_uid_range(job_uid_range)
     backend_obj = make_backend(backend, ray_address, spec)
     try:
         controller = Controller(
@@ -171,6 +180,9 @@ def command(
         f"dashboard: {controller.url}/dashboard (paste a token; the admin token is in {directory / 'token'})",
         highlight=False,
     )
+    warning = root_warning(run_as)
+    if warning:
+        err_console.print(warning, highlight=False, soft_wrap=True)
     controller.wait()
     controller.shutdown()
     stopper.finished()

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from shapeshift.cli.common import console, err_console, guarded
 from shapeshift.errors import InputError
+from shapeshift.workloads.workload import MAX_JOBS
 
 if TYPE_CHECKING:  # pandas and the readers load when a command runs, not for --help
     from shapeshift.workloads.workload import Workload
@@ -198,9 +199,8 @@ def describe_command(
         console.print(f"wrote {json_out}", highlight=False)
 
 
-#: Largest generated trace: about 2.4 GB in memory at 10 million jobs, within the 24 GB of a
-#: development machine; the 100-million-job trace a user once asked for needed 23.8 GB.
-MAX_GENERATED_JOBS = 10_000_000
+#: Largest generated trace (see ``shapeshift.workloads.workload.MAX_JOBS``).
+MAX_GENERATED_JOBS = MAX_JOBS
 
 
 @app.command("generate")

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shapeshift.workloads import transforms
 from shapeshift.workloads.readers import read_workload
 from shapeshift.workloads.synthetic import DEFAULT_SIZE_MIX, PoissonSpec, poisson_workload
-from shapeshift.workloads.workload import Workload
+from shapeshift.workloads.workload import MAX_JOBS, Workload
 
 
 class _Params(BaseModel):
@@ -63,7 +63,7 @@ class DailySpike(_Params):
 
 
 class PoissonParams(_Params):
-    jobs: int = Field(300, ge=0)
+    jobs: int = Field(300, ge=0, le=MAX_JOBS)
     #: Arrivals per hour.
     rate: float = Field(12.0, gt=0)
     median_duration: float = Field(1800.0, gt=0)
@@ -133,7 +133,7 @@ GENERATORS: dict[str, Generator] = {"poisson": Generator(PoissonParams, _poisson
 
 
 class PhillyPoissonParams(_Params):
-    jobs: int = Field(300, ge=0)
+    jobs: int = Field(300, ge=0, le=MAX_JOBS)
     #: Arrivals per hour.
     rate: float = Field(12.0, gt=0)
     seed: int | None = None
@@ -182,7 +182,7 @@ _register_philly()
 
 
 class HeliosSyntheticParams(_Params):
-    jobs: int = Field(2000, ge=0)
+    jobs: int = Field(2000, ge=0, le=MAX_JOBS)
     #: Mean arrivals per hour.
     rate: float = Field(12.0, gt=0)
     seed: int | None = None

@@ -127,7 +127,14 @@ class RunSpec:
             raise InputError("the round must be a finite number of seconds > 0", field="--round")
         check_seed(self.seed)
         if self.window is not None:
-            start, end = self.window
+            window = self.window
+            if (
+                not isinstance(window, tuple | list)
+                or len(window) != 2
+                or not all(isinstance(i, int) and not isinstance(i, bool) for i in window)
+            ):
+                raise InputError(f"the window must be (start, end) job indexes, got {window!r}", field="window")
+            start, end = window
             if not (0 <= start < end):
                 raise InputError("the window must be start:end job indexes with 0 <= start < end", field="--window")
             if start >= len(self.workload):

@@ -36,7 +36,7 @@ from shapeshift.predict.primo_duration import EXPLAIN_SEPARATOR, with_explanatio
 from shapeshift.runtime import store as st
 from shapeshift.runtime.admission import Admission
 from shapeshift.runtime.backends.base import VANISHED, Backend, RunId
-from shapeshift.runtime.isolation import JobUser
+from shapeshift.runtime.isolation import JobIdentity
 from shapeshift.runtime.jobfile import JobFile, job_from_json
 from shapeshift.runtime.live_run import (
     LiveRun,
@@ -103,7 +103,7 @@ class Controller(Admission, Supervision, Recovery):
         on_shutdown: str = "leave",
         store_timeout: float | None = None,
         work_dir: str | Path | None = None,
-        job_user: JobUser | None = None,
+        job_user: JobIdentity | None = None,
     ):
         if on_shutdown not in SHUTDOWN_CHOICES:
             raise ValueError(f"on_shutdown must be one of {SHUTDOWN_CHOICES}")

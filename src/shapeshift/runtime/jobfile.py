@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from shapeshift.errors import InputError
 from shapeshift.model import ExecutionPlan, JobSpec, ModelError
+from shapeshift.safe_text import has_control
+from shapeshift.yaml_lines import safe_load
 
 #: Placeholders a command template may use; the backend fills them per launch.
 TEMPLATE_FIELDS = (
@@ -128,6 +130,14 @@ class JobFile(BaseModel):
             raise ValueError(f"bad command template: {exc}") from None
         if not words:
             raise ValueError("the command is empty")
+        return value
+
+    @field_validator("name", "tenant", "user", "vc")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        bad = has_control(value)
+        if bad is not None:
+            raise ValueError(f"holds the control character {bad} (names are shown on terminals)")
         return value
 
     @field_validator("env")
@@ -242,17 +252,33 @@ def parse_job(data: Any, source: str | None = None) -> JobFile:
         raise InputError(message, path=source, field=loc) from None
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (``json`` keeps the last silently)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
 def load_document(text: str, source: str | None = None) -> Any:
     """JSON or YAML text as data. JSON (what the CLI sends) is tried first: YAML's
     pure-Python parser is about 20x slower, and JSON is YAML, so the result is the same."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputError(f"the key {exc.args[0]!r} is given twice", path=source) from None
     except ValueError:
         pass
     except RecursionError:  # nested past the parser's stack (a job file is a few levels deep)
         raise InputError("nested too deeply to be a job file", path=source) from None
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)  # refuses a key given twice, as the JSON path does
     except RecursionError:
         raise InputError("nested too deeply to be a job file", path=source) from None
     except yaml.YAMLError as exc:

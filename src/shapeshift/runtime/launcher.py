@@ -17,7 +17,7 @@ from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation, ClusterSpec
 from shapeshift.runtime import store as st
 from shapeshift.runtime.backends.base import Backend, RankLaunch, RunId
-from shapeshift.runtime.isolation import JobUser
+from shapeshift.runtime.isolation import JobIdentity, JobUidRange
 from shapeshift.runtime.jobfile import JobFile, render_command
 from shapeshift.runtime.live_run import LiveRun, allocation_to_json, effective_plan, plan_json, short_plan
 from shapeshift.runtime.ports import RendezvousPorts
@@ -32,7 +32,7 @@ class Launcher:
 
     state_dir: Path
     work_dir: Path
-    job_user: JobUser | None
+    job_user: JobIdentity | None
     cluster: ClusterSpec
     store: Store
     backend: Backend
@@ -129,6 +129,8 @@ class Launcher:
             return
         if any(r.job_id == run.job_id for r in self.stopping):
             return  # the previous attempt is still checkpointing
+        if self._uid_taken(run):
+            return  # another job with the same uid from the range still runs
         try:
             run.ranks = self._layout(run, chosen)
         except Exception as exc:  # this job's problem alone; the next tick records the failure
@@ -164,6 +166,15 @@ class Launcher:
             run.launch_error = f"{type(exc).__name__}: {exc}"
             self.backend.kill(run.run_id)  # the ranks that did start
         crash_point("after_run_start")
+
+    def _uid_taken(self, run: LiveRun) -> bool:
+        """Whether a started run of another job holds the uid this job would get: two
+        jobs sharing a uid could read and signal each other."""
+        if not isinstance(self.job_user, JobUidRange):
+            return False
+        uid = self.job_user.uid_of(run.job_id)
+        others = [r for r in self.runs.values() if r.spawned] + self.stopping
+        return any(r.job_id != run.job_id and self.job_user.uid_of(r.job_id) == uid for r in others)
 
     def _free_slots(self, run: LiveRun) -> dict[int, list[int]] | None:
         """One job per GPU: the lowest free slots of each node, or ``None`` to wait."""
@@ -206,10 +217,13 @@ class Launcher:
         run_dir = self.job_dir(run.job_id) / f"attempt{run.attempt}"
         ckpt = self.job_dir(run.job_id) / "checkpoint"
         self.work_dir.mkdir(mode=0o711, parents=True, exist_ok=True)  # traversable, not listable
-        ckpt.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: logs and checkpoints
+        ckpt.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: checkpoints
+        # The controller's, never the job's: the wrapper writes exit files there as the
+        # controller's user, and would follow a link a job-owned directory let the job plant.
         run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # may hold secrets
-        if self.job_user is not None:
-            self.job_user.give(ckpt)
+        user = self.job_user.for_job(run.job_id) if self.job_user is not None else None
+        if user is not None:
+            user.give(ckpt)  # 0700 and the job's: no other job's uid may enter it
         per_node = [(node, slots) for node, slots in sorted(chosen.items())] or [(run.allocation.nodes[0], [])]
         world = max(sum(len(s) for _, s in per_node), 1)
         layout = [[self.cluster.nodes[n].name, len(s) or 1] for n, s in per_node]
@@ -222,8 +236,8 @@ class Launcher:
                 fields = job.template_values(run.job_id, str(ckpt), world, rank, sys.executable)
                 fields["plan"] = str(plan)
                 argv = render_command(job.command, fields)
-                if self.job_user is not None:
-                    argv = self.job_user.wrap(argv)
+                if user is not None:
+                    argv = user.wrap(argv)
                 env = {
                     **{k: v for k, v in os.environ.items() if k not in PRIVATE_ENV},
                     **job.env,

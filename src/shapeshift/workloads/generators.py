@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from shapeshift.errors import InputError
-from shapeshift.workloads.workload import Workload
+from shapeshift.workloads.workload import MAX_JOBS, Workload
 
 ModelAssignment = Literal["uniform", "size-aware"]
 MODEL_ASSIGNMENTS: tuple[str, ...] = ("uniform", "size-aware")
@@ -107,6 +107,8 @@ def philly_fit() -> SizeDuration:
 def _check(jobs: int, rate: float) -> None:
     if jobs < 0:
         raise InputError(f"jobs must be >= 0, got {jobs}", field="jobs")
+    if jobs > MAX_JOBS:
+        raise InputError(f"jobs must be at most {MAX_JOBS:,}, got {jobs}", field="jobs")
     if not rate > 0:
         raise InputError(f"rate must be > 0 jobs/hour, got {rate}", field="rate")
 

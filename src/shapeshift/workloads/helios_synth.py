@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from shapeshift.errors import InputError
-from shapeshift.workloads.workload import Workload
+from shapeshift.workloads.workload import MAX_JOBS, Workload
 
 #: Catalog models with sharing profiles, for the generated job names.
 MODELS = ("resnet18", "resnet50", "vgg16", "inception3", "transformer", "bert-base", "lstm", "ncf", "a3c", "cyclegan")
@@ -55,6 +55,8 @@ def helios_synthetic(
     """``jobs`` jobs at ``rate`` jobs/hour on average; see the module docstring."""
     from shapeshift.workloads.generators import philly_fit
 
+    if jobs > MAX_JOBS:
+        raise InputError(f"helios-synthetic: jobs must be at most {MAX_JOBS:,}, got {jobs}", field="jobs")
     if jobs < 0 or not rate > 0 or users < 1 or vcs < 1 or names_per_user < 1:
         raise InputError("helios-synthetic needs jobs >= 0, rate > 0, users, vcs and names_per_user >= 1")
     if not (0 <= amplitude < 1 and duration_sigma >= 0 and zipf > 0):

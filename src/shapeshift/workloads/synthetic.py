@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shapeshift.errors import InputError
 from shapeshift.model import JobSpec
-from shapeshift.workloads.workload import Workload
+from shapeshift.workloads.workload import MAX_JOBS, Workload
 
 #: GPU counts and their shares of jobs: shaped like Philly (82k jobs: 93% 1-GPU,
 #: 2% 2, 2% 4, 2% 8, rest larger), with larger jobs a bit more common so that a small
@@ -35,6 +36,8 @@ class PoissonSpec:
 
 def poisson_workload(spec: PoissonSpec = PoissonSpec(), name: str = "synthetic-poisson") -> Workload:
     """Generate ``spec.jobs`` jobs; every random draw comes from one seeded generator."""
+    if spec.jobs > MAX_JOBS:
+        raise InputError(f"jobs must be at most {MAX_JOBS:,}, got {spec.jobs}", field="jobs")
     if spec.jobs < 0 or spec.rate_per_hour <= 0 or spec.median_duration <= 0:
         raise ValueError("jobs must be >= 0 and rate_per_hour, median_duration > 0")
     rng = np.random.default_rng(spec.seed)

@@ -59,6 +59,12 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "queue": "float64",
 }
 REQUIRED = ("job_id", "submit_time", "num_gpus", "duration")
+
+#: Most jobs a generated workload may have, wherever it is generated (``workload
+#: generate``, experiment generators, the Python API): about 2.4 GB in memory at 10
+#: million jobs, within the 24 GB of a development machine; the 100-million-job trace a
+#: user once asked for needed 23.8 GB, and 10^12 asked numpy for 7 TiB.
+MAX_JOBS = 10_000_000
 _NA: Any = object()  # stands for pandas.NA until pandas is loaded
 _DEFAULTS = {
     "name": "",

@@ -83,7 +83,9 @@ def detect_format(path: str | Path) -> str:
 
 def read_workload(path: str | Path, fmt: str | None = None) -> Workload:
     """Read a trace with the named reader, or the one its header matches. ``path`` may be
-    a bundled workload's name (``philly``, ``rubick-base``); an existing path wins."""
+    a bundled workload's name (``philly``, ``rubick-base``); an existing path wins. A trace
+    with a header and no rows is refused: every use of a trace (simulate, describe,
+    analyze, transform) would otherwise report on nothing, as if it had worked."""
     from shapeshift.datasets import locate, lookup
 
     found = lookup(path)
@@ -97,4 +99,7 @@ def read_workload(path: str | Path, fmt: str | None = None) -> Workload:
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError(f"unknown workload format {fmt!r}; known: {', '.join(sorted(READERS))}")
-    return READERS[fmt](path)
+    workload = READERS[fmt](path)
+    if len(workload) == 0:
+        raise InputError("the trace has a header but no jobs", path=str(path))
+    return workload

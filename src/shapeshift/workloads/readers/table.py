@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -56,7 +56,6 @@ class Table:
                 line=1 if self.is_csv else None,
                 field=missing[0],
             )
-
 
     def first(self, mask: np.ndarray) -> int:
         """The first row where ``mask`` is true."""
@@ -116,6 +115,13 @@ class Table:
         """Seconds after the first submission, from numbers or ISO timestamps."""
         values = self.present(column)
         numbers = pd.to_numeric(values, errors="coerce")
+        if not numbers.isna().all() and pd.notna(numbers.iloc[0]):
+            # Seconds (the first value is a number): name the first value that is not a
+            # finite number, rather than reading the column as timestamps and failing there.
+            bad = ~np.isfinite(numbers.to_numpy(dtype=float))
+            if bad.any():
+                row = self.first(bad)
+                raise self.fail(row, column, f"expected a finite number of seconds, got {values.iloc[row]!r}")
         if numbers.notna().all():
             if (numbers < 0).any():
                 row = self.first((numbers < 0).to_numpy())
@@ -202,9 +208,60 @@ def open_text(path: Path) -> IO[str]:
             raise InputError(
                 "reading .zst files needs the 'zstandard' package (pip install zstandard)", path=str(path)
             ) from None
-        reader = zstandard.ZstdDecompressor().stream_reader(path.open("rb"))
+        reader = io.BufferedReader(_ZstdReader(path, zstandard))
         return io.TextIOWrapper(reader, encoding="utf-8-sig", newline="")
     return path.open(encoding="utf-8-sig", newline="")
+
+
+class _ZstdReader(io.RawIOBase):
+    """Decompressed bytes of a ``.zst`` file, frame after frame. Unlike zstandard's own
+    stream reader it fails, naming the file, on data that is not zstd and on a file cut
+    off inside a frame (which that reader ends silently, as if the file were empty)."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, path: Path, zstandard: Any):
+        self._path = path
+        self._zstd = zstandard
+        self._file = path.open("rb")
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self._pending = b""
+        self._started = False  # whether the current frame has been fed any data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._file.read(self.CHUNK)
+            if not chunk:
+                if self._started:
+                    raise InputError(
+                        "truncated zstd data: the file ends inside a compressed frame", path=str(self._path)
+                    )
+                return 0
+            self._feed(chunk)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def _feed(self, data: bytes) -> None:
+        while data:
+            self._started = True
+            try:
+                self._pending += self._frame.decompress(data)
+            except self._zstd.ZstdError as exc:
+                raise InputError(f"not valid zstd data: {exc}", path=str(self._path)) from None
+            if not self._frame.eof:
+                return
+            data = self._frame.unused_data  # a further frame follows
+            self._frame = self._zstd.ZstdDecompressor().decompressobj()
+            self._started = False
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 def is_parquet(path: Path) -> bool:
@@ -232,6 +289,8 @@ def load_table(path: str | Path, names: tuple[str, ...] | None = None) -> Table:
             )
         frame.columns = [str(c).strip() for c in frame.columns]
         return Table(path, frame, is_csv=True, header_lines=0 if names else 1)
+    except InputError:
+        raise
     except pd.errors.EmptyDataError:
         raise InputError("file is empty", path=str(path)) from None
     except pd.errors.ParserError as exc:
@@ -246,5 +305,3 @@ def frame_table(frame: pd.DataFrame) -> Table:
     text = frame.astype(object).where(frame.notna(), "").astype(str)
     text.columns = [str(c).strip() for c in text.columns]
     return Table(Path(FRAME_PATH), text.reset_index(drop=True), is_csv=True, header_lines=0)
-
-
