@@ -128,14 +128,14 @@ def test_the_engine_never_imports_the_policies():
 
 def test_the_engine_owns_the_policy_contract():
     from shapeshift.engine import contract
-    from shapeshift.policies import base
+    from shapeshift.policies.framework import base
 
     assert base.Policy is contract.Policy and base.PolicyError is contract.PolicyError
 
 
 def test_every_builtin_policy_is_registered_by_its_module():
     """``BUILTIN_POLICIES`` names the module of each policy: building one imports only that."""
-    from shapeshift.policies.registry import BUILTIN_POLICIES, registry
+    from shapeshift.policies.framework.registry import BUILTIN_POLICIES, registry
 
     assert set(registry()) == set(BUILTIN_POLICIES)
 

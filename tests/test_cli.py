@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from shapeshift.analysis.metrics import JOB_COLUMNS, SUMMARY_KEYS, WALL_TIME_KEYS
 from shapeshift.cli.main import app
-from shapeshift.policies.registry import registry
+from shapeshift.policies.framework.registry import registry
 from tests.conftest import shared_file
 
 runner = CliRunner()

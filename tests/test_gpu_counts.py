@@ -8,7 +8,7 @@ import pytest
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, NodeSpec, Resources
-from shapeshift.policies.placement import Consolidated
+from shapeshift.policies.framework.placement import Consolidated
 
 
 def _free() -> tuple[FreeResources, dict[str, np.ndarray]]:
@@ -112,7 +112,7 @@ def test_a_reused_one_node_allocation_still_checks_the_host():
     # One-node allocations of a shape are built once and reused. Node 3 has 32 CPUs: a
     # 1-GPU job asking 20 CPUs fits there once; after 20 are taken only 12 are left, so
     # the same shape must be refused on node 3.
-    from shapeshift.policies.placement import allocation_for
+    from shapeshift.policies.framework.placement import allocation_for
 
     free, parts = _free()
     spec = JobSpec("j", 0.0, 1, 100.0, num_cpus=20.0)

@@ -10,7 +10,7 @@ from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
 from shapeshift.model import JobSpec
-from shapeshift.policies.registry import make_policy, registry
+from shapeshift.policies.framework.registry import make_policy, registry
 from shapeshift.sim.simulator import simulate
 
 

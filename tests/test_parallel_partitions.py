@@ -13,7 +13,7 @@ from shapeshift.cli.main import app
 from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.state import JobState
 from shapeshift.model import ClusterSpec, NodeSpec
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.runs import EnergySpec, RunSpec, run
 from shapeshift.runs.parallel import serial_reason
 from shapeshift.workloads.workload import Workload

@@ -7,9 +7,9 @@ import pytest
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
 from shapeshift.model import Allocation, ClusterSpec, NodeSpec, Resources, Schedule
-from shapeshift.policies.composed import AcceptAll, ComposedPolicy
-from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
+from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.registry import make_policy
 from tests.conftest import by_id, jcts, job, run
 
 
@@ -57,7 +57,7 @@ def test_placements_are_recorded_per_node():
             seen.update({j: a for j, a in schedule.changes.items() if a is not None})
             return schedule
 
-    from shapeshift.policies.composed import FifoOrdering
+    from shapeshift.policies.framework.composed import FifoOrdering
 
     policy = Recorder("rec", AcceptAll(), FifoOrdering(), Consolidated())
     run([job("a", 0, 3, 10), job("b", 0, 3, 10), job("c", 0, 12, 10)], "4x4", policy)
@@ -135,7 +135,7 @@ def test_reconfiguration_moves_a_job_and_pays_the_pause():
 
 
 def test_schedule_that_over_allocates_is_refused():
-    from shapeshift.policies.base import PolicyError
+    from shapeshift.policies.framework.base import PolicyError
 
     both_on_0 = [lambda v: {"a": Allocation(((0, Resources(1)),)), "b": Allocation(((0, Resources(1)),))}]
     with pytest.raises(PolicyError, match="over-allocates"):

@@ -7,7 +7,7 @@ from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import Allocation
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from tests.conftest import job
 

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from shapeshift.policies.composed import ORDERINGS
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.composed import ORDERINGS
+from shapeshift.policies.framework.registry import make_policy
 from tests.conftest import jcts, job, run
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.errors import InputError
-from shapeshift.policies.estimators import ESTIMATORS, make_estimator
+from shapeshift.policies.framework.estimators import ESTIMATORS, make_estimator
 from shapeshift.predict import gbdt as gbdt_module
 from shapeshift.predict.blend import HeliosEstimator
 from shapeshift.predict.gbdt import GbdtEstimator

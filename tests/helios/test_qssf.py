@@ -15,11 +15,11 @@ from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.model import BatchSpec, JobSpec
-from shapeshift.policies.composed import AcceptAll, ComposedPolicy
-from shapeshift.policies.estimators import OracleEstimator
-from shapeshift.policies.placement import Consolidated
+from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
+from shapeshift.policies.framework.estimators import OracleEstimator
+from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.policies.qssf import QssfOrdering
-from shapeshift.policies.registry import make_policy
 from shapeshift.policies.sjf import ShortestRemainingFirst, SrtfPolicy
 from shapeshift.predict.rolling import RollingEstimator
 from tests.conftest import jcts, job, run
@@ -212,7 +212,7 @@ def test_srtf_registry_policy_uses_the_fast_path():
 
 
 def test_policies_listing_shows_the_name_users_type():
-    from shapeshift.policies.registry import registry
+    from shapeshift.policies.framework.registry import registry
 
     names = [name for name, _, _ in registry()["qssf"].parameters()]
     assert "lambda" in names and "lambda_" not in names

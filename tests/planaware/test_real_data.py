@@ -34,8 +34,8 @@ def test_mt_slice_rubick_min_res_meets_each_target_under_its_model_and_stays_wit
     # Rubick Sec. 5: minRes is the smallest allocation whose *predicted* throughput meets
     # the requested configuration's (no margin), never above the request in any dimension.
     from shapeshift.perf.plans import packed_placement
+    from shapeshift.policies.framework.registry import make_policy
     from shapeshift.policies.planaware.knowledge import fixed_space, job_space
-    from shapeshift.policies.registry import make_policy
 
     jobs = [j for j in load_jobs(paths, "mt")[:40] if j.model in {"vit", "t5", "bert", "gpt2"}]
     guaranteed = [j for j in jobs if j.guaranteed]

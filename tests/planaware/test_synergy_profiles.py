@@ -14,7 +14,7 @@ from shapeshift.engine.overheads import Overheads
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, NodeSpec, Resources
 from shapeshift.perf.synergy_profiles import CPU_GRID, MEM_GRID, PROFILES
 from shapeshift.perf.synergy_speed import SynergySpeedModel
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shapeshift.policies.composed import AcceptAll, ComposedPolicy, FifoOrdering
-from shapeshift.policies.placement import FirstFit
+from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy, FifoOrdering
+from shapeshift.policies.framework.placement import FirstFit
 from shapeshift.workloads.generators import poisson
 from tests.conftest import jcts, job, run
 
@@ -87,7 +87,7 @@ def test_a_size_bound_skips_wider_jobs_and_keeps_key_order():
     until b is handed out, then 2: a (8 > 4) is skipped, b handed, c (4 > 2) skipped, d and e
     handed in key order. Without a bound the walk hands all five in key order; skipped
     jobs stay queued for the next decision."""
-    from shapeshift.policies.queues import StaticKeyQueue
+    from shapeshift.policies.framework.queues import StaticKeyQueue
 
     gpus = {"a": 8, "b": 1, "c": 4, "d": 1, "e": 2}
     keys = {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
@@ -109,7 +109,7 @@ def test_srtf_and_las_decide_as_without_the_size_bound(lease, monkeypatch):
     """Differential check: skipping waiting jobs wider than the GPUs left never changes a
     start or an end (the unbounded walk is the reference rule), on a trace long enough to
     queue wide jobs behind narrow ones."""
-    from shapeshift.policies.queues import StaticKeyQueue
+    from shapeshift.policies.framework.queues import StaticKeyQueue
 
     jobs = poisson(300, 60.0, seed=3, max_gpus=8).jobs()
     both = lambda: [run(jobs, "2x8", "srtf", {"lease": lease}), run(jobs, "2x8", "las", {"lease": lease})]  # noqa: E731

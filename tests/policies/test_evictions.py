@@ -12,9 +12,9 @@ import pytest
 from shapeshift.cluster import ClusterSpec, NodeSpec
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Resources
-from shapeshift.policies.evictions import Evictions
-from shapeshift.policies.placement import Consolidated, FirstFit, Yarn
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.evictions import Evictions
+from shapeshift.policies.framework.placement import Consolidated, FirstFit, Yarn
+from shapeshift.policies.framework.registry import make_policy
 from tests.conftest import job, run
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import ClusterSpec, NodeSpec
-from shapeshift.policies.composed import ADMISSIONS, ComposedPolicy, FifoOrdering
+from shapeshift.policies.framework.composed import ADMISSIONS, ComposedPolicy, FifoOrdering
+from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.policies.gavel import max_min_allocation
-from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.registry import make_policy
 from tests.conftest import by_id, jcts, job, run
 
 
@@ -163,9 +163,9 @@ def test_load_based_demand_counts_jobs_it_did_not_admit_itself():
     eight 1-GPU 50 s jobs arrive at 100. Demand 4 <= 4.8 admits one (demand 5 > 4.8), so
     exactly one newcomer is admitted at 100, not all eight."""
     from shapeshift.engine.view import ClusterView
-    from shapeshift.policies.admission import LoadBasedAdmission
     from shapeshift.policies.auto import hand_over
-    from shapeshift.policies.composed import AcceptAll
+    from shapeshift.policies.framework.admission import LoadBasedAdmission
+    from shapeshift.policies.framework.composed import AcceptAll
     from shapeshift.policies.las import LeastAttainedService
 
     class Switching:

@@ -9,9 +9,9 @@ import random
 import numpy as np
 
 from shapeshift.engine.state import JobState
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.policies.gavel_rounds import grant_greedily
 from shapeshift.policies.gavel_table import add_in_order
-from shapeshift.policies.registry import make_policy
 from tests.conftest import job
 
 

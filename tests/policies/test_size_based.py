@@ -10,12 +10,12 @@ import pytest
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec, NodeSpec
-from shapeshift.policies import estimators
-from shapeshift.policies.composed import AcceptAll, ComposedPolicy
-from shapeshift.policies.estimators import OracleEstimator, make_estimator
+from shapeshift.policies.framework import estimators
+from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
+from shapeshift.policies.framework.estimators import OracleEstimator, make_estimator
+from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.policies.las import LeastAttainedService
-from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.registry import make_policy
 from shapeshift.policies.sjf import ShortestJobFirst, ShortestRemainingFirst
 from tests.conftest import by_id, jcts, job, run
 

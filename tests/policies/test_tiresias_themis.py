@@ -8,7 +8,7 @@ from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import Allocation, Resources
 from shapeshift.perf.throughput import TraceSpeedModel
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from tests.conftest import by_id, jcts, job, run
 

@@ -82,7 +82,7 @@ def test_explain_bad_input_is_one_line(helios_trace, tmp_path, args, message):
 
 
 def test_simulate_explain_adds_the_top_contributions_to_jobs_csv(helios_trace, tmp_path, monkeypatch):
-    from shapeshift.policies import estimators
+    from shapeshift.policies.framework import estimators
     from shapeshift.predict.primo_duration import PrimoEstimator
 
     # The plumbing is under test, not the search: a PrDT without the model search keeps it fast.

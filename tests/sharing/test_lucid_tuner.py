@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from shapeshift.model import ClusterSpec, JobSpec, NodeSpec
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.policies.lucid.policy import Lucid, LucidParams
 from shapeshift.policies.lucid.tuner import TUNER_PROFILE_SECONDS, TUNER_THRESHOLDS, replay_jobs, sweep
-from shapeshift.policies.registry import make_policy
 from shapeshift.sim.simulator import simulate
 
 

@@ -92,7 +92,7 @@ def command(
 ) -> None:
     """Run the controller: schedule submitted jobs on real processes with the chosen policy."""
     from shapeshift.cluster import load_cluster
-    from shapeshift.policies.registry import make_policy, parse_policy_args
+    from shapeshift.policies.framework.registry import make_policy, parse_policy_args
     from shapeshift.runtime.api import make_server
     from shapeshift.runtime.controller import Controller
     from shapeshift.runtime.isolation import resolve_job_user

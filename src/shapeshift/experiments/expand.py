@@ -87,7 +87,7 @@ def _workload_spec(entry: WorkloadEntry, overrides: Mapping[str, Any], seed: int
 
 def expand(experiment: Experiment) -> list[RunPlan]:
     """All runs, ordered workload, cluster, policy, sweep axes (file order), seed."""
-    from shapeshift.policies.registry import registry
+    from shapeshift.policies.framework.registry import registry
 
     plans: list[RunPlan] = []
     for workload in experiment.workloads:

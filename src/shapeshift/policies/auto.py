@@ -53,8 +53,8 @@ from shapeshift.policies.auto_candidates import (
     score_task,
     take_snapshot,
 )
-from shapeshift.policies.placement import PlacementName
-from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.framework.placement import PlacementName
+from shapeshift.policies.framework.registry import PolicyParams, register
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView

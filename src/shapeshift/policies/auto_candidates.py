@@ -20,9 +20,9 @@ import numpy as np
 
 from shapeshift.engine.state import JobState
 from shapeshift.model import ClusterSpec, JobSpec, NodeSpec, Schedule
-from shapeshift.policies.base import ROUND
-from shapeshift.policies.composed import ADMISSIONS, ORDERINGS, Admission, ComposedPolicy, Ordering
-from shapeshift.policies.placement import PLACEMENTS
+from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.composed import ADMISSIONS, ORDERINGS, Admission, ComposedPolicy, Ordering
+from shapeshift.policies.framework.placement import PLACEMENTS
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -35,7 +35,7 @@ def candidate_orderings() -> dict[str, Callable[[], Ordering]]:
     """Orderings ``auto`` can combine: ``fifo``, ``sjf``/``srtf`` with oracle durations,
     ``las`` as Blox runs it (service in seconds held), and the ``ORDERINGS`` registry."""
     from shapeshift.policies import sjf
-    from shapeshift.policies.estimators import make_estimator
+    from shapeshift.policies.framework.estimators import make_estimator
     from shapeshift.policies.las import LeastAttainedService
 
     found: dict[str, Callable[[], Ordering]] = {
@@ -51,7 +51,7 @@ def make_candidate_admission(name: str) -> Admission:
     """``accept-all``, ``load-based`` (1.2x) or ``load-based:X`` (threshold X)."""
     base, _, threshold = name.partition(":")
     if base == "load-based":
-        from shapeshift.policies.admission import LoadBasedAdmission
+        from shapeshift.policies.framework.admission import LoadBasedAdmission
 
         return LoadBasedAdmission(float(threshold) if threshold else 1.2)
     return ADMISSIONS[base]()

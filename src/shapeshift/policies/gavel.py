@@ -48,13 +48,13 @@ from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
-from shapeshift.policies.base import ARRIVAL, COMPLETION
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
+from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.framework.rounds import RoundOrFillPolicy
 from shapeshift.policies.gavel_lp import job_speed, max_min_allocation, type_speed
 from shapeshift.policies.gavel_rounds import GAVEL_RESET_INTERVAL, GavelLedger, grant_greedily
 from shapeshift.policies.gavel_table import GavelJobs
-from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.registry import PolicyParams, register
-from shapeshift.policies.rounds import RoundOrFillPolicy
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from shapeshift.policies.admission import AdmissionParams, make_admission
-from shapeshift.policies.base import ROUND
-from shapeshift.policies.composed import ComposedPolicy
-from shapeshift.policies.placement import PLACEMENTS, PlacementName
-from shapeshift.policies.registry import register
+from shapeshift.policies.framework.admission import AdmissionParams, make_admission
+from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.composed import ComposedPolicy
+from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
+from shapeshift.policies.framework.registry import register
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView

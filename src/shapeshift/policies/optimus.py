@@ -37,10 +37,10 @@ from pydantic import Field
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
 from shapeshift.perf.throughput import job_speedup
-from shapeshift.policies.placement import Consolidated, allocation_for
-from shapeshift.policies.queues import StaticKeyQueue
-from shapeshift.policies.registry import PolicyParams, register
-from shapeshift.policies.rounds import RoundOrFillPolicy
+from shapeshift.policies.framework.placement import Consolidated, allocation_for
+from shapeshift.policies.framework.queues import StaticKeyQueue
+from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.framework.rounds import RoundOrFillPolicy
 from shapeshift.workloads.catalog import lookup
 
 if TYPE_CHECKING:

@@ -43,9 +43,9 @@ from pydantic import Field
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Resources, Schedule
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
-from shapeshift.policies.base import ROUND
+from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.goodput_common import decide_partitions, keep_or_pack
-from shapeshift.policies.registry import PolicyParams, register
 
 EPS = 1e-3
 

@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import ConfigDict, Field
 
 from shapeshift.errors import InputError
-from shapeshift.policies.composed import AcceptAll, ComposedPolicy
-from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, OracleEstimator
-from shapeshift.policies.placement import PLACEMENTS, PlacementName
-from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
+from shapeshift.policies.framework.estimators import DurationEstimator, EstimatedOrdering, OracleEstimator
+from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
+from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.predict.blend import HeliosEstimator
 from shapeshift.predict.gbdt import GbdtEstimator
 from shapeshift.predict.noise import NoiseEstimator

@@ -9,7 +9,7 @@
   pays the checkpoint-restore penalty. This is the preemptive oracle baseline of the
   Tiresias paper (Gu et al., NSDI 2019, §6) and of Helios (Hu et al., SC 2021).
 
-Both take ``estimator=NAME`` (see ``shapeshift.policies.estimators``; built in:
+Both take ``estimator=NAME`` (see ``shapeshift.policies.framework.estimators``; built in:
 ``oracle``, ``noise``, ``rolling``, ``gbdt``, ``helios``). Ties go to the earlier
 submission. Waiting jobs keep a fixed key while they wait (a job's estimate and progress
 do not move while it waits), so with a static estimator they live in an incremental heap,
@@ -36,11 +36,16 @@ from pydantic import Field, field_validator
 
 from shapeshift.engine.state import FreeResources, JobStatus
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.admission import AdmissionParams, make_admission
-from shapeshift.policies.composed import ComposedPolicy, _where, left_behind
-from shapeshift.policies.estimators import DurationEstimator, EstimatedOrdering, check_estimator, make_estimator
-from shapeshift.policies.placement import PLACEMENTS, PlacementName
-from shapeshift.policies.registry import register
+from shapeshift.policies.framework.admission import AdmissionParams, make_admission
+from shapeshift.policies.framework.composed import ComposedPolicy, _where, left_behind
+from shapeshift.policies.framework.estimators import (
+    DurationEstimator,
+    EstimatedOrdering,
+    check_estimator,
+    make_estimator,
+)
+from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.srtf_rank import RunningRanking, choose
 from shapeshift.policies.srtf_table import RunningTables
 

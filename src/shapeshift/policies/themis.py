@@ -37,10 +37,10 @@ from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
-from shapeshift.policies.composed import AcceptAll, ComposedPolicy
-from shapeshift.policies.placement import PLACEMENTS, Placement, PlacementName
-from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, ROUND
+from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
+from shapeshift.policies.framework.placement import PLACEMENTS, Placement, PlacementName
+from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.srtf_table import Facts, RunningTable, RunningTables, progress_row
 from shapeshift.policies.themis_lease import LeaseRound
 from shapeshift.policies.themis_table import (

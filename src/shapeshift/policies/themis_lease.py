@@ -26,7 +26,7 @@ import numpy as np
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
-from shapeshift.policies.composed import ComposedPolicy, _where, left_behind
+from shapeshift.policies.framework.composed import ComposedPolicy, _where, left_behind
 from shapeshift.policies.srtf_rank import take_block
 from shapeshift.policies.themis_table import worst_order
 

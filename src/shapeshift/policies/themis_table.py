@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from shapeshift.engine.state import progress_on_arrays
-from shapeshift.policies.queues import Shape, newcomers, shape_of
+from shapeshift.policies.framework.queues import Shape, newcomers, shape_of
 from shapeshift.policies.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, SUBMIT, TOTAL, WIDTH
 
 if TYPE_CHECKING:

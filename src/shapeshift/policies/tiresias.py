@@ -50,12 +50,12 @@ from pydantic import Field, field_validator
 
 from shapeshift.engine.state import FreeResources, JobState
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.admission import AdmissionParams, make_admission
-from shapeshift.policies.base import ARRIVAL, COMPLETION
-from shapeshift.policies.composed import AcceptAll, Admission
-from shapeshift.policies.placement import PLACEMENTS, Placement
-from shapeshift.policies.queues import newcomers
-from shapeshift.policies.registry import register
+from shapeshift.policies.framework.admission import AdmissionParams, make_admission
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
+from shapeshift.policies.framework.composed import AcceptAll, Admission
+from shapeshift.policies.framework.placement import PLACEMENTS, Placement
+from shapeshift.policies.framework.queues import newcomers
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.tiresias_instants import QueueInstants
 from shapeshift.policies.tiresias_placement import ModelAwarePlacement, TensorSkewPlacement
 from shapeshift.policies.tiresias_queues import LevelQueues

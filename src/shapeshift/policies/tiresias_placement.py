@@ -12,7 +12,7 @@ import numpy as np
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec
-from shapeshift.policies.placement import Consolidated, allocation_for
+from shapeshift.policies.framework.placement import Consolidated, allocation_for
 from shapeshift.workloads.catalog import lookup
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.contract import Policy
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import make_policy, policy_info
+from shapeshift.policies.framework.registry import make_policy, policy_info
 from shapeshift.runs.backends import check_backend
 from shapeshift.runs.models import build_interference, build_throughput
 from shapeshift.runs.parallel import NotSplittable, serial_reason, simulate_partitions

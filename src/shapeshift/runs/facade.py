@@ -18,7 +18,7 @@ from typing import Any
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import PolicyInfo, make_policy, registry
+from shapeshift.policies.framework.registry import PolicyInfo, make_policy, registry
 from shapeshift.runs.execute import run
 from shapeshift.runs.inputs import resolve_cluster, resolve_workload
 from shapeshift.runs.result import Comparison, RunResult

@@ -47,15 +47,15 @@ import numpy as np
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.colocation import SharingProfile
-from shapeshift.policies.base import ARRIVAL, COMPLETION
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
+from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
 from shapeshift.policies.lucid.params import LucidParams
 from shapeshift.policies.lucid.partners import RunningPartners
 from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
 from shapeshift.policies.lucid.scaling import ProfilerScaler
-from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.registry import register
 
 __all__ = ["Lucid", "LucidParams", "make_lucid"]
 

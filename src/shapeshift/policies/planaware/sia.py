@@ -52,12 +52,12 @@ from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.perf.plans import packed_placement
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge
 from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
-from shapeshift.policies.base import ROUND
+from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput_common import decide_partitions, keep_or_pack
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
-from shapeshift.policies.registry import register
 
 #: Restart penalties (seconds) the Sia artifact measured per application (``get_restart_penalty``).
 RESTART_PENALTIES = {"deepspeech2": 25.0, "imagenet": 250.0, "cifar10": 30.0, "bert": 120.0, "yolov3": 45.0}

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from shapeshift.engine.state import JobState
-from shapeshift.policies.composed import ADMISSIONS, AcceptAll, Admission
-from shapeshift.policies.registry import PolicyParams
+from shapeshift.policies.framework.composed import ADMISSIONS, AcceptAll, Admission
+from shapeshift.policies.framework.registry import PolicyParams
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView

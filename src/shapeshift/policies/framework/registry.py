@@ -17,13 +17,13 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shapeshift.errors import InputError
-from shapeshift.policies.base import Policy
+from shapeshift.policies.framework.base import Policy
 
 #: Every built-in policy name and the module whose import registers it. Adding a policy is
 #: one module plus one line here. Building a policy imports its own module only, so a FIFO
 #: run never loads the plan-aware models.
 BUILTIN_POLICIES: dict[str, str] = {
-    "fifo": "shapeshift.policies.fifo",
+    "fifo": "shapeshift.policies.framework.fifo",
     "rubick": "shapeshift.policies.planaware.rubick",
     "rubick-e": "shapeshift.policies.planaware.rubick",
     "rubick-r": "shapeshift.policies.planaware.rubick",

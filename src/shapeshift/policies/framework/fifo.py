@@ -8,9 +8,9 @@ no reservation for the head, so large jobs can starve behind a stream of small o
 
 from __future__ import annotations
 
-from shapeshift.policies.composed import AcceptAll, ComposedPolicy, FifoOrdering
-from shapeshift.policies.placement import PLACEMENTS, PlacementName
-from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy, FifoOrdering
+from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
+from shapeshift.policies.framework.registry import PolicyParams, register
 
 
 class FifoParams(PolicyParams):

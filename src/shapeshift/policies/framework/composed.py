@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.base import EVENT_TRIGGERS, ROUND
-from shapeshift.policies.evictions import Evictions
-from shapeshift.policies.placement import Placement
-from shapeshift.policies.queues import ShapeQueue, StaticKeyQueue
+from shapeshift.policies.framework.base import EVENT_TRIGGERS, ROUND
+from shapeshift.policies.framework.evictions import Evictions
+from shapeshift.policies.framework.placement import Placement
+from shapeshift.policies.framework.queues import ShapeQueue, StaticKeyQueue
 from shapeshift.wording import count
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, ROUND
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView

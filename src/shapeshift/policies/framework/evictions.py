@@ -25,7 +25,7 @@ import numpy as np
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
-from shapeshift.policies.placement import Placement
+from shapeshift.policies.framework.placement import Placement
 
 
 class Evictions:
