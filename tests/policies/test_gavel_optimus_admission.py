@@ -11,7 +11,7 @@ from shapeshift.model import ClusterSpec, NodeSpec
 from shapeshift.policies.framework.composed import ADMISSIONS, ComposedPolicy, FifoOrdering
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import make_policy
-from shapeshift.policies.gavel import max_min_allocation
+from shapeshift.policies.gavel.policy import max_min_allocation
 from tests.conftest import by_id, jcts, job, run
 
 

@@ -1,4 +1,4 @@
-"""``gavel``'s array bookkeeping (``gavel_table``, ``gavel_rounds``) against the job-by-job
+"""``gavel``'s array bookkeeping (``gavel.table``, ``gavel.rounds``) against the job-by-job
 rules it replaced: the grant walk, the in-order sums, and a policy that finds jobs it never
 placed (a controller that restarted)."""
 
@@ -10,8 +10,8 @@ import numpy as np
 
 from shapeshift.engine.state import JobState
 from shapeshift.policies.framework.registry import make_policy
-from shapeshift.policies.gavel_rounds import grant_greedily
-from shapeshift.policies.gavel_table import add_in_order
+from shapeshift.policies.gavel.rounds import grant_greedily
+from shapeshift.policies.gavel.table import add_in_order
 from tests.conftest import job
 
 

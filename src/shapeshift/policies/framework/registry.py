@@ -37,7 +37,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "las": "shapeshift.policies.las",
     "tiresias": "shapeshift.policies.tiresias",
     "themis": "shapeshift.policies.themis",
-    "gavel": "shapeshift.policies.gavel",
+    "gavel": "shapeshift.policies.gavel.policy",
     "optimus": "shapeshift.policies.optimus",
     "pollux": "shapeshift.policies.pollux",
     "auto": "shapeshift.policies.auto",

@@ -3,7 +3,7 @@
 Gavel (Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep
 Learning Workloads", OSDI 2020, Sec. 4.1 and 5) expresses a policy as an optimisation
 over an *allocation* ``X[j, k]``: the fraction of time job ``j`` spends on GPU type
-``k``. The LP is its ``MaxMinFairnessPolicyWithPerf`` (``gavel_lp.max_min_allocation``):
+``k``. The LP is its ``MaxMinFairnessPolicyWithPerf`` (``lp.max_min_allocation``):
 
     maximise  min_j  s_j * sum_k T[j, k] X[j, k] / T_prop[j]
     s.t.      sum_k X[j, k] <= 1, sum_j s_j X[j, k] <= G_k, X >= 0
@@ -23,7 +23,7 @@ earlier fixed timer). Jobs arriving mid-round wait for the next round. The alloc
 recomputed, the time received reset and deficits updated only when the job set changed
 and ``reset_interval`` seconds (1,920) passed since the last reset; the grant order is
 Gavel's per-type priority ``X / fraction of the type's time received`` with types visited
-fastest first (``gavel_rounds``). ``priority=age`` is our earlier rule (time received
+fastest first (``rounds``). ``priority=age`` is our earlier rule (time received
 since submission, one global order, LP re-solved at every change of the job set). A job
 granted the type it runs on keeps its GPUs; the others are preempted at the round
 boundary and the granted ones placed, largest first, consolidated.
@@ -52,9 +52,9 @@ from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.framework.rounds import RoundOrFillPolicy
-from shapeshift.policies.gavel_lp import job_speed, max_min_allocation, type_speed
-from shapeshift.policies.gavel_rounds import GAVEL_RESET_INTERVAL, GavelLedger, grant_greedily
-from shapeshift.policies.gavel_table import GavelJobs
+from shapeshift.policies.gavel.lp import job_speed, max_min_allocation, type_speed
+from shapeshift.policies.gavel.rounds import GAVEL_RESET_INTERVAL, GavelLedger, grant_greedily
+from shapeshift.policies.gavel.table import GavelJobs
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -147,7 +147,7 @@ class GavelPolicy(RoundOrFillPolicy):
         self._placement = Consolidated()
         self._types: dict[str, _Types] = {}
         #: per partition: its jobs as rows of arrays (speeds, time received, what runs
-        #: where since when; ``gavel_table``)
+        #: where since when; ``table``)
         self._jobs: dict[str, GavelJobs] = {}
         #: per partition: Gavel's time received, deficits and allocation since the last reset
         self._ledgers: dict[str, GavelLedger] = {}

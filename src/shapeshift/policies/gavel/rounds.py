@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from shapeshift.policies.gavel_table import GavelJobs, add_in_order
+from shapeshift.policies.gavel.table import GavelJobs, add_in_order
 
 #: Gavel's ``minimum_time_between_allocation_resets`` default (``scheduler.py``).
 GAVEL_RESET_INTERVAL = 1920.0
