@@ -327,7 +327,7 @@ def test_tiresias_instants_keep_one_current_instant_per_job():
     """The starvation rule's heaps: a job's latest instant replaces its earlier one, an
     infinite instant means none, and ``nearest`` gives every job within the window of the
     earliest (1e-3 s), which the policy recomputes exactly."""
-    from shapeshift.policies.tiresias_instants import Instants
+    from shapeshift.policies.tiresias.instants import Instants
 
     instants = Instants()
     instants.set("a", 5.0)

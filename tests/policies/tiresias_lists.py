@@ -1,5 +1,5 @@
 """The Tiresias decision walked over plain lists, as the rule reads (and as the policy did
-before ``policies/tiresias_queues.py``): the reference the differential tests hold the
+before ``policies/tiresias/queues.py``): the reference the differential tests hold the
 incremental queues to. Every active job is visited at every decision."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.tiresias import TiresiasPolicy, _Track
+from shapeshift.policies.tiresias.policy import TiresiasPolicy, _Track
 
 
 class ListTiresias(TiresiasPolicy):

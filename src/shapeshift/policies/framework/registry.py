@@ -35,7 +35,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "srtf": "shapeshift.policies.sjf",
     "qssf": "shapeshift.policies.qssf",
     "las": "shapeshift.policies.las",
-    "tiresias": "shapeshift.policies.tiresias",
+    "tiresias": "shapeshift.policies.tiresias.policy",
     "themis": "shapeshift.policies.themis",
     "gavel": "shapeshift.policies.gavel.policy",
     "optimus": "shapeshift.policies.optimus",

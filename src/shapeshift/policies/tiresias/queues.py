@@ -1,6 +1,6 @@
 """Tiresias's queues for one partition, kept so that a decision costs what changed.
 
-The rule (``policies/tiresias.py``) visits the jobs of queue 0, 1, ... in order, keeps or
+The rule (``policy.py``) visits the jobs of queue 0, 1, ... in order, keeps or
 starts each job whose GPUs fit what is left of the capacity while any is left, and then
 puts every queue's waiting jobs behind its running ones. Walked as lists, that costs every
 active job per decision: hundreds of running jobs and, under load, tens of thousands of

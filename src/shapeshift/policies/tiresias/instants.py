@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
-    from shapeshift.policies.tiresias_queues import LevelQueues
+    from shapeshift.policies.tiresias.queues import LevelQueues
 
 #: Jobs whose stored instant is within this many seconds are looked at: far wider than
 #: the rounding between an instant computed at one decision and at another (nanoseconds),

@@ -1,4 +1,4 @@
-"""Placement rules of Tiresias and of Blox's "Tiresias+" (see ``tiresias.py``).
+"""Placement rules of Tiresias and of Blox's "Tiresias+" (see ``policy.py``).
 
 * ``ModelAwarePlacement`` ("Tiresias+" in Blox Sec. 4.3): consolidate placement-sensitive
   models by the catalog's flag (unknown models count as sensitive), place others anywhere;

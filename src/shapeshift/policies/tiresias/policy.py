@@ -24,7 +24,7 @@ Tiresias schedules without knowing job durations (paper Sec. 3.2, ``dlas_sim_job
   (``jump_time``) and decides then; so does this policy, through ``Schedule.wake_at``,
   instead of a periodic timer. Nothing is decided between events.
 
-The queues are kept by ``tiresias_queues.LevelQueues`` (running parts by their GPU sums,
+The queues are kept by ``queues.LevelQueues`` (running parts by their GPU sums,
 waiting parts by GPU count), so a decision costs what changed; it decides as walking the
 queues as lists would (``tests/policies/tiresias_lists.py``, the differential test).
 
@@ -56,9 +56,9 @@ from shapeshift.policies.framework.composed import AcceptAll, Admission
 from shapeshift.policies.framework.placement import PLACEMENTS, Placement
 from shapeshift.policies.framework.queues import newcomers
 from shapeshift.policies.framework.registry import register
-from shapeshift.policies.tiresias_instants import QueueInstants
-from shapeshift.policies.tiresias_placement import ModelAwarePlacement, TensorSkewPlacement
-from shapeshift.policies.tiresias_queues import LevelQueues
+from shapeshift.policies.tiresias.instants import QueueInstants
+from shapeshift.policies.tiresias.placement import ModelAwarePlacement, TensorSkewPlacement
+from shapeshift.policies.tiresias.queues import LevelQueues
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -110,7 +110,7 @@ class TiresiasPolicy:
         self._next: dict[str, float] = {}
         self._seen: dict[str, int] = {}
         #: Per partition: running jobs' demotion instants and, with the starvation rule,
-        #: waiting jobs' promotion instants (``tiresias_instants``).
+        #: waiting jobs' promotion instants (``instants``).
         self._instants = QueueInstants(self._track, self._next_change)
         self._accept_all = isinstance(admission, AcceptAll)
 
