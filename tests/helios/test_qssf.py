@@ -19,8 +19,8 @@ from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.estimators import OracleEstimator
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import make_policy
-from shapeshift.policies.qssf import QssfOrdering
-from shapeshift.policies.sjf import ShortestRemainingFirst, SrtfPolicy
+from shapeshift.policies.size_based.qssf import QssfOrdering
+from shapeshift.policies.size_based.sjf import ShortestRemainingFirst, SrtfPolicy
 from shapeshift.predict.rolling import RollingEstimator
 from tests.conftest import jcts, job, run
 

@@ -166,7 +166,7 @@ def test_load_based_demand_counts_jobs_it_did_not_admit_itself():
     from shapeshift.policies.auto import hand_over
     from shapeshift.policies.framework.admission import LoadBasedAdmission
     from shapeshift.policies.framework.composed import AcceptAll
-    from shapeshift.policies.las import LeastAttainedService
+    from shapeshift.policies.size_based.las import LeastAttainedService
 
     class Switching:
         """Accept-all until 100, then a new load-based 1.2x policy, handed over as ``auto`` does."""

@@ -15,8 +15,8 @@ from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.estimators import OracleEstimator, make_estimator
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import make_policy
-from shapeshift.policies.las import LeastAttainedService
-from shapeshift.policies.sjf import ShortestJobFirst, ShortestRemainingFirst
+from shapeshift.policies.size_based.las import LeastAttainedService
+from shapeshift.policies.size_based.sjf import ShortestJobFirst, ShortestRemainingFirst
 from tests.conftest import by_id, jcts, job, run
 
 

@@ -7,8 +7,19 @@ import random
 
 import numpy as np
 
-from shapeshift.policies.srtf_rank import RunningRanking, Spans, _take_ranks, take_block
-from shapeshift.policies.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, STARTED, SUBMIT, TOTAL, WIDTH
+from shapeshift.policies.size_based.srtf_rank import RunningRanking, Spans, _take_ranks, take_block
+from shapeshift.policies.size_based.srtf_table import (
+    DONE,
+    ESTIMATE,
+    GPUS,
+    LAST,
+    RATE,
+    STALL,
+    STARTED,
+    SUBMIT,
+    TOTAL,
+    WIDTH,
+)
 
 
 def _walk_one_by_one(gpus: list[int], start: int, end: int, capacity: int) -> tuple[list[int], int, int]:

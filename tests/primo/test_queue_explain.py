@@ -9,7 +9,7 @@ pytest.importorskip("interpret")
 from shapeshift.cli.queue_cmd import _reason
 from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.placement import Consolidated
-from shapeshift.policies.qssf import QssfOrdering
+from shapeshift.policies.size_based.qssf import QssfOrdering
 from shapeshift.predict.primo_duration import EXPLAIN_SEPARATOR, PrimoEstimator, with_explanation
 from tests.helios.test_estimators import _two_kinds, status
 

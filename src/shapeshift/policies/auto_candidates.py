@@ -34,9 +34,9 @@ TRIGGERS = frozenset({ROUND})
 def candidate_orderings() -> dict[str, Callable[[], Ordering]]:
     """Orderings ``auto`` can combine: ``fifo``, ``sjf``/``srtf`` with oracle durations,
     ``las`` as Blox runs it (service in seconds held), and the ``ORDERINGS`` registry."""
-    from shapeshift.policies import sjf
     from shapeshift.policies.framework.estimators import make_estimator
-    from shapeshift.policies.las import LeastAttainedService
+    from shapeshift.policies.size_based import sjf
+    from shapeshift.policies.size_based.las import LeastAttainedService
 
     found: dict[str, Callable[[], Ordering]] = {
         "las": lambda: LeastAttainedService(gpu_time=False),

@@ -41,7 +41,7 @@ from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.framework.registry import PolicyParams, register
-from shapeshift.policies.srtf_table import Facts, RunningTable, RunningTables, progress_row
+from shapeshift.policies.size_based.srtf_table import Facts, RunningTable, RunningTables, progress_row
 from shapeshift.policies.themis_lease import LeaseRound
 from shapeshift.policies.themis_table import (
     MARK_INTEGRAL,

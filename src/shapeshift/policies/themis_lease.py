@@ -27,7 +27,7 @@ import numpy as np
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
 from shapeshift.policies.framework.composed import ComposedPolicy, _where, left_behind
-from shapeshift.policies.srtf_rank import take_block
+from shapeshift.policies.size_based.srtf_rank import take_block
 from shapeshift.policies.themis_table import worst_order
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import numpy as np
 
 from shapeshift.engine.state import progress_on_arrays
 from shapeshift.policies.framework.queues import Shape, newcomers, shape_of
-from shapeshift.policies.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, SUBMIT, TOTAL, WIDTH
+from shapeshift.policies.size_based.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, SUBMIT, TOTAL, WIDTH
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView

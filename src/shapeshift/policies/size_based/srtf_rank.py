@@ -23,7 +23,7 @@ from typing import Any, Protocol, overload
 import numpy as np
 
 from shapeshift.engine.state import progress_on_arrays
-from shapeshift.policies.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, STARTED, SUBMIT, TOTAL
+from shapeshift.policies.size_based.srtf_table import DONE, ESTIMATE, GPUS, LAST, RATE, STALL, STARTED, SUBMIT, TOTAL
 
 
 @dataclass

@@ -46,8 +46,8 @@ from shapeshift.policies.framework.estimators import (
 )
 from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.framework.registry import register
-from shapeshift.policies.srtf_rank import RunningRanking, choose
-from shapeshift.policies.srtf_table import RunningTables
+from shapeshift.policies.size_based.srtf_rank import RunningRanking, choose
+from shapeshift.policies.size_based.srtf_table import RunningTables
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
