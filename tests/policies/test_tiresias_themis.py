@@ -193,7 +193,7 @@ def test_themis_ranks_from_its_table_as_job_by_job(contention, monkeypatch):
     jobs that fit and the failed-shape skip give every job the same start and end as
     ranking each job with ``finish_time_fairness`` and trying each in turn (the reference
     rule, forced by making every table look out of date)."""
-    from shapeshift.policies.themis_table import WaitingTable
+    from shapeshift.policies.themis.table import WaitingTable
     from shapeshift.workloads.generators import poisson
 
     jobs = poisson(300, 60.0, seed=5, max_gpus=8).jobs()
@@ -241,7 +241,7 @@ def test_lazy_worst_first_hands_out_rows_in_the_full_sort_order(seed):
     so equal keys fall on both sides of the split."""
     import numpy as np
 
-    from shapeshift.policies.themis_table import worst_first, worst_first_blocks
+    from shapeshift.policies.themis.table import worst_first, worst_first_blocks
 
     rng = np.random.default_rng(seed)
     n = 1000
@@ -266,7 +266,7 @@ def test_lease_order_prefix_is_the_head_of_the_whole_order(seed):
     times are distinct, so no pair ties on both and the whole order is defined."""
     import numpy as np
 
-    from shapeshift.policies.themis_lease import lease_order
+    from shapeshift.policies.themis.lease import lease_order
 
     rng = np.random.default_rng(seed)
     n, n_running = 3000, 400

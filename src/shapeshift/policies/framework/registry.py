@@ -36,7 +36,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "qssf": "shapeshift.policies.size_based.qssf",
     "las": "shapeshift.policies.size_based.las",
     "tiresias": "shapeshift.policies.tiresias.policy",
-    "themis": "shapeshift.policies.themis",
+    "themis": "shapeshift.policies.themis.policy",
     "gavel": "shapeshift.policies.gavel.policy",
     "optimus": "shapeshift.policies.optimus",
     "pollux": "shapeshift.policies.pollux",

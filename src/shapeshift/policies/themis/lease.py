@@ -28,11 +28,11 @@ from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
 from shapeshift.policies.framework.composed import ComposedPolicy, _where, left_behind
 from shapeshift.policies.size_based.srtf_rank import take_block
-from shapeshift.policies.themis_table import worst_order
+from shapeshift.policies.themis.table import worst_order
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
-    from shapeshift.policies.themis_table import WaitingTable
+    from shapeshift.policies.themis.table import WaitingTable
 
 
 class RhoOrdering(Protocol):

@@ -42,8 +42,8 @@ from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.size_based.srtf_table import Facts, RunningTable, RunningTables, progress_row
-from shapeshift.policies.themis_lease import LeaseRound
-from shapeshift.policies.themis_table import (
+from shapeshift.policies.themis.lease import LeaseRound
+from shapeshift.policies.themis.table import (
     MARK_INTEGRAL,
     MARK_TIME,
     RUNNING_WIDTH,
