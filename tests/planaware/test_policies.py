@@ -14,10 +14,10 @@ import pytest
 from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.overheads import Overheads
+from shapeshift.policies.goodput.sia import SiaParams, SiaPolicy
 from shapeshift.policies.planaware.antman import antman_variant
 from shapeshift.policies.planaware.core import PlanAwareScheduler
 from shapeshift.policies.planaware.rubick import LEGACY, RubickParams, rubick_variant
-from shapeshift.policies.planaware.sia import SiaParams, SiaPolicy
 from shapeshift.policies.planaware.synergy import SynergyParams, synergy_variant
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from shapeshift.sim.simulator import simulate

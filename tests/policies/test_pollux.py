@@ -12,7 +12,7 @@ from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import BatchSpec, JobSpec
-from shapeshift.policies.pollux import PolluxParams, PolluxPolicy, power_utility, solve
+from shapeshift.policies.goodput.pollux import PolluxParams, PolluxPolicy, power_utility, solve
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from tests.conftest import shared_file
 
@@ -157,8 +157,8 @@ def test_the_shipped_reproduction_file_validates():
 def test_sia_knapsack_and_integer_program_reach_the_same_objective():
     """On one GPU type Sia's program is solved by the knapsack; HiGHS on the same program
     (what heterogeneous clusters use) must find the same optimum."""
+    from shapeshift.policies.goodput.sia import SiaParams, SiaPolicy
     from shapeshift.policies.planaware.knowledge import Knowledge
-    from shapeshift.policies.planaware.sia import SiaParams, SiaPolicy
 
     policy = SiaPolicy(SiaParams(profiles=str(shared_file("data/pollux/profiles")), explore=False), Knowledge(None))
     jobs = [

@@ -45,7 +45,7 @@ from shapeshift.model import Allocation, Resources, Schedule
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import PolicyParams, register
-from shapeshift.policies.goodput_common import decide_partitions, keep_or_pack
+from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
 
 EPS = 1e-3
 

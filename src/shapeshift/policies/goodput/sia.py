@@ -34,7 +34,7 @@ GPU counts and is solved exactly by the knapsack of ``pollux`` (same optimum,
 deterministic, no time limit). Placement (the artifact's simulator ignores it; ``alloc_to_placement_smart`` is
 what its cluster runs): jobs whose GPU count did not change stay put, the others are
 packed on the fewest nodes, one job spanning nodes per node
-(:func:`shapeshift.policies.goodput_common.keep_or_pack`).
+(:func:`shapeshift.policies.goodput.common.keep_or_pack`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from shapeshift.perf.pollux.knowledge import GoodputKnowledge
 from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import register
-from shapeshift.policies.goodput_common import decide_partitions, keep_or_pack
+from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
@@ -231,9 +231,9 @@ class SiaPolicy:
 
     def _solve_one_type(self, view: ClusterView, jobs: list[_Job], total: int) -> dict[str, _Option]:
         """One GPU type: the same integer program is a multiple-choice knapsack over GPU
-        counts, solved exactly by :func:`shapeshift.policies.pollux.solve` (deterministic,
+        counts, solved exactly by :func:`shapeshift.policies.goodput.pollux.solve` (deterministic,
         no solver time limit)."""
-        from shapeshift.policies.pollux import solve
+        from shapeshift.policies.goodput.pollux import solve
 
         utilities = []
         for job in jobs:
