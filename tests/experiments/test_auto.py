@@ -140,3 +140,21 @@ def test_auto_handles_a_job_with_no_work_left_in_its_snapshot():
     # j0 takes the one GPU and ends at once; a starts at the next round, 300, ends at 400.
     result = run([job("j0", 0, 1, 0.0), job("a", 0, 1, 100)], "1x1", "auto")
     assert jcts(result) == {"j0": 0, "a": 400}
+
+
+def test_auto_without_a_simulation_says_so():
+    # auto scores candidates by simulating; the simulator hands itself only to the policy it
+    # runs, so behind a wrapper that hides ``use_replay`` auto has none at its first
+    # evaluation (t=0: two jobs wait, two candidates) and must say what it lacks.
+    from shapeshift.engine.contract import PolicyError
+
+    inner = make_policy("auto", {"orderings": "fifo,srtf", "admissions": "accept-all", "round": 60, "k": 1})
+
+    class Hiding:
+        name, triggers, default_round = inner.name, inner.triggers, inner.default_round
+
+        def decide(self, view):
+            return inner.decide(view)
+
+    with pytest.raises(PolicyError, match="auto simulates alternatives but was given no simulation"):
+        run([job("x", 0, 4, 100), job("y", 0, 4, 10)], "1x4", Hiding())

@@ -163,7 +163,7 @@ def test_load_based_demand_counts_jobs_it_did_not_admit_itself():
     eight 1-GPU 50 s jobs arrive at 100. Demand 4 <= 4.8 admits one (demand 5 > 4.8), so
     exactly one newcomer is admitted at 100, not all eight."""
     from shapeshift.engine.view import ClusterView
-    from shapeshift.policies.auto import hand_over
+    from shapeshift.policies.auto.policy import hand_over
     from shapeshift.policies.framework.admission import LoadBasedAdmission
     from shapeshift.policies.framework.composed import AcceptAll
     from shapeshift.policies.size_based.las import LeastAttainedService

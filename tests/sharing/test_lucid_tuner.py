@@ -9,7 +9,7 @@ from shapeshift.model import ClusterSpec, JobSpec, NodeSpec
 from shapeshift.policies.framework.registry import make_policy
 from shapeshift.policies.lucid.policy import Lucid, LucidParams
 from shapeshift.policies.lucid.tuner import TUNER_PROFILE_SECONDS, TUNER_THRESHOLDS, replay_jobs, sweep
-from shapeshift.sim.simulator import simulate
+from shapeshift.sim.simulator import replay, simulate
 
 
 def one_gpu() -> ClusterSpec:
@@ -29,12 +29,12 @@ def test_sweep_adopts_the_lowest_average_jct_and_ties_keep_the_current_setting()
     def make(seconds: float, threshold: int):  # type: ignore[no-untyped-def]
         return make_policy("sjf" if (seconds, threshold) == (400.0, 3) else "fifo", {})
 
-    choice = sweep(0.0, history, one_gpu(), make, current=(200.0, 2))
+    choice = sweep(0.0, history, one_gpu(), make, current=(200.0, 2), replay=replay)
     assert (choice.profile_seconds, choice.threshold) == (400.0, 3)
     assert dict(((t, k), jct) for t, k, jct in choice.table)[(400.0, 3)] == pytest.approx(350.0)
     assert len(choice.table) == len(TUNER_PROFILE_SECONDS) * len(TUNER_THRESHOLDS)
     # All candidates equal: the current setting stays.
-    same = sweep(0.0, history, one_gpu(), lambda t, k: make_policy("fifo", {}), current=(200.0, 2))
+    same = sweep(0.0, history, one_gpu(), lambda t, k: make_policy("fifo", {}), current=(200.0, 2), replay=replay)
     assert (same.profile_seconds, same.threshold) == (200.0, 2)
     assert "chose T_prof 200 s, threshold 2" in same.explain()
 

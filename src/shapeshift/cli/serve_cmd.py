@@ -99,6 +99,7 @@ def command(
     from shapeshift.runtime.preflight import check_database, check_port, check_positive, check_state_dir
     from shapeshift.runtime.remote import state_dir
     from shapeshift.runtime.store import StateUnavailable
+    from shapeshift.sim.simulator import hand_replay
 
     if on_shutdown not in ("leave", "drain"):
         raise InputError(f"unknown choice {on_shutdown!r}; use leave or drain", field="--on-shutdown")
@@ -108,6 +109,7 @@ def command(
         raise InputError(f"must be a finite number >= 0, got {stop_grace}", field="--stop-grace")
     spec = load_cluster(cluster)
     pol = make_policy(policy, parse_policy_args(policy_arg))
+    hand_replay(pol)  # auto and Lucid's tuner plan by simulating, live too
     directory = Path(state_dir(state))
     check_state_dir(directory)
     output_dir(directory, "--state")

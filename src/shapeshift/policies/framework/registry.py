@@ -40,7 +40,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "gavel": "shapeshift.policies.gavel.policy",
     "optimus": "shapeshift.policies.goodput.optimus",
     "pollux": "shapeshift.policies.goodput.pollux",
-    "auto": "shapeshift.policies.auto",
+    "auto": "shapeshift.policies.auto.policy",
     "lucid": "shapeshift.policies.lucid.policy",
 }
 #: Modules whose import registers the built-in policies.

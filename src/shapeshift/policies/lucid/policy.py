@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from shapeshift.engine.replay import Replay, require
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.colocation import SharingProfile
@@ -106,6 +107,11 @@ class Lucid:
         self.history: deque[JobSpec] = deque(maxlen=params.tuner_jobs)
         self.next_tune = 0.0
         self.tunings: list[TunerChoice] = []
+        self._replay: Replay | None = None
+
+    def use_replay(self, replay: Replay) -> None:
+        """The simulation the system tuner replays history with (``shapeshift.engine.replay``)."""
+        self._replay = replay
 
     # ------------------------------------------------------------------ learning
     def _learn(self, view: ClusterView) -> None:
@@ -194,7 +200,8 @@ class Lucid:
 
         self.next_tune = view.now + self.p.tuner_every_days * DAY
         current = (self.profiler.seconds, self.rules.threshold)
-        choice = retune(view.now, list(self.history), view.cluster, self._replica, self.p.sharing, current)
+        replay = require(self._replay, "lucid's system tuner")
+        choice = retune(view.now, list(self.history), view.cluster, self._replica, self.p.sharing, current, replay)
         self.tunings.append(choice)
         self.profiler = replace(self.profiler, seconds=choice.profile_seconds)
         self.rules = replace(self.rules, threshold=choice.threshold)

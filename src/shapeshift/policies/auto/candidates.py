@@ -25,6 +25,7 @@ from shapeshift.policies.framework.composed import ADMISSIONS, ORDERINGS, Admiss
 from shapeshift.policies.framework.placement import PLACEMENTS
 
 if TYPE_CHECKING:
+    from shapeshift.engine.replay import Replay
     from shapeshift.engine.view import ClusterView
 
 #: ``auto`` and its candidates decide once a round, as Blox's scheduler loop does.
@@ -235,18 +236,16 @@ class _Seeded:
         return self.inner.decide(view)
 
 
-def score_candidate(snapshot: Snapshot, combo: Combination, settings: Settings) -> float:
-    """The target metric of ``combo`` simulated from ``snapshot`` (lower is better)."""
-    from shapeshift.sim.simulator import simulate  # policies never import the simulator at module level
-
+def score_candidate(snapshot: Snapshot, combo: Combination, settings: Settings, replay: Replay) -> float:
+    """The target metric of ``combo`` simulated by ``replay`` from ``snapshot`` (lower is better)."""
     policy = _Seeded(build_combination(combo, settings, snapshot.started), snapshot)
-    result = simulate(list(snapshot.jobs), snapshot.cluster(), policy, round_seconds=settings.round)
+    jobs = replay(snapshot.jobs, snapshot.cluster(), policy, round_seconds=settings.round)
     horizon = snapshot.now + settings.horizon if settings.horizon is not None else math.inf
     submitted = dict(zip((j.job_id for j in snapshot.jobs), snapshot.submitted, strict=True))
     jct: list[float] = []
     response: list[float] = []
-    last = max((s.end_time for s in result.jobs if s.end_time is not None), default=snapshot.now)
-    for status in result.jobs:
+    last = max((s.end_time for s in jobs if s.end_time is not None), default=snapshot.now)
+    for status in jobs:
         origin = submitted[status.job_id]
         end = status.end_time if status.state is JobState.COMPLETED and status.end_time is not None else last
         jct.append(min(end, horizon) - origin)
@@ -260,7 +259,7 @@ def score_candidate(snapshot: Snapshot, combo: Combination, settings: Settings) 
     return settings.jct_weight * avg_jct + settings.responsiveness_weight * avg_resp
 
 
-def score_task(args: tuple[Snapshot, Combination, Settings]) -> float:
+def score_task(args: tuple[Snapshot, Combination, Settings, Replay]) -> float:
     return score_candidate(*args)
 
 

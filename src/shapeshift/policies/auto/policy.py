@@ -15,7 +15,7 @@ Defaults, as Blox (paper Sec. 6; ``blox_examples/blox_new_flow_dynamic_policy.py
   artifact's loop re-evaluates every round; the paper's figure is every 10);
 * each candidate simulation runs until no job remains, starting from the attained
   service of every job and the admission state of waiting jobs (see
-  ``auto_candidates``); ``horizon = S`` stops it after S seconds instead (cheaper; jobs
+  ``candidates``); ``horizon = S`` stops it after S seconds instead (cheaper; jobs
   unfinished then count as finishing then).
 
 The target is ``avg_jct`` (mean JCT from each job's real submit time) or ``weighted``
@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from shapeshift.engine.replay import Replay, require
 from shapeshift.model import Schedule
-from shapeshift.policies.auto_candidates import (
+from shapeshift.policies.auto.candidates import (
     TRIGGERS,
     Combination,
     Settings,
@@ -133,6 +134,11 @@ class AutoPolicy:
         self._next_eval = 0.0
         self._rng = np.random.default_rng(params.seed)
         self.timeline: list[TimelineEntry] = []
+        self._replay: Replay | None = None
+
+    def use_replay(self, replay: Replay) -> None:
+        """The simulation that scores candidates (``shapeshift.engine.replay``)."""
+        self._replay = replay
 
     @property
     def switches(self) -> int:
@@ -150,7 +156,8 @@ class AutoPolicy:
 
     def _scores(self, view: ClusterView) -> list[float]:
         snapshot = take_snapshot(view, self._policy.admission, self.params.max_jobs)
-        tasks = [(snapshot, combo, self.settings) for combo in self.combinations]
+        replay = require(self._replay, self.name)
+        tasks = [(snapshot, combo, self.settings, replay) for combo in self.combinations]
         if self.params.workers > 1:
             with ProcessPoolExecutor(max_workers=min(self.params.workers, len(tasks))) as pool:
                 return list(pool.map(score_task, tasks))
