@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.conftest import shared_file
 
 from shapeshift.model import ExecutionPlan, ZeroMode
 from shapeshift.perf.fitting import abs_pct_errors, fit
 from shapeshift.perf.measurements import read_placements
 from shapeshift.perf.rubick import Config
+from tests.conftest import shared_file
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -45,7 +45,7 @@ class GavelJobs:
     """One partition's jobs: a row per job the policy has seen, arrays per fact.
 
     Rows are handed out as jobs appear, freed once a job is gone and nothing refers to
-    it, and reused (as ``themis_table.WaitingTable`` does), so the arrays stay as long as
+    it, and reused (as ``themis.table.WaitingTable`` does), so the arrays stay as long as
     the most jobs the partition held at once. Rows carry no order: arrival order is
     ``rank`` (Gavel's job id, its tie-break) and the order jobs started running is
     ``on_seq``.

@@ -28,7 +28,7 @@ is that of packed placement (``ceil(r / GPUs per node)``), so a knapsack over GP
 (:func:`solve`) finds its optimum exactly; the artifact runs a genetic search (NSGA-II,
 100 x 100) for it. Placement then keeps every job whose count is unchanged where it is
 and packs the rest largest first, one distributed job per node; a job that does not fit
-takes the largest count that does. ``tests/policies/test_pollux.py`` checks the result
+takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` checks the result
 against brute force over every allocation matrix on small clusters.
 """
 

@@ -26,7 +26,7 @@ Tiresias schedules without knowing job durations (paper Sec. 3.2, ``dlas_sim_job
 
 The queues are kept by ``queues.LevelQueues`` (running parts by their GPU sums,
 waiting parts by GPU count), so a decision costs what changed; it decides as walking the
-queues as lists would (``tests/policies/tiresias_lists.py``, the differential test).
+queues as lists would (``tests/policies/tiresias/lists.py``, the differential test).
 
 Placement: the reference counts GPUs only (``--scheme=count``) or places with YARN rules
 (``--scheme=yarn``, its default). Ours defaults to ``model-aware``: placement-sensitive

@@ -19,7 +19,7 @@ from shapeshift.runs.parallel import serial_reason
 from shapeshift.workloads.workload import Workload
 from tests.conftest import job
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 
 
 def _two_vcs() -> ClusterSpec:

@@ -1,6 +1,6 @@
 """AntMan's GPU sharing (OSDI'20 Sec. 3-4) on tiny scenarios computed by hand.
 
-Speeds come from ``tests.planaware.stubs`` (10 samples/s per GPU, batch 32, so one GPU
+Speeds come from ``tests.policies.planaware.stubs`` (10 samples/s per GPU, batch 32, so one GPU
 runs 0.3125 it/s and two 0.625 it/s). The jobs' models have no architecture in the
 catalog, so their GPU memory is their sharing profile's (Lucid artifact means): PPO and
 NeuMF 2.1 GB, PointNet 5.9 GB. PPO keeps the GPU busy 13.1% of the time (profile
@@ -20,7 +20,7 @@ from shapeshift.policies.planaware.antman import AntManParams, AntManScheduler, 
 from shapeshift.policies.planaware.antman_sharing import AntManInterference
 from shapeshift.sim.simulator import simulate
 from tests.conftest import jcts
-from tests.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
+from tests.policies.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
 
 PAUSE = Overheads(0.0, 78.0)
 ONE_GPU = 10.0 / 32  # it/s on one GPU

@@ -17,7 +17,7 @@ from shapeshift.policies.planaware.rubick import RubickParams, rubick_variant
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from shapeshift.sim.simulator import simulate
 from tests.conftest import jcts
-from tests.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
+from tests.policies.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
 
 PAUSE = Overheads(0.0, 78.0)
 

@@ -1,6 +1,6 @@
 """Plan-aware policies on hand-built scenarios whose answers are computed by hand.
 
-Knowledge and truth come from :mod:`tests.planaware.stubs` (throughput as a function of
+Knowledge and truth come from :mod:`tests.policies.planaware.stubs` (throughput as a function of
 GPU count and of whether the plan is the requested one), so every expected JCT below is
 arithmetic: iterations x batch (32) / throughput, plus 78 s per restore.
 """
@@ -22,7 +22,7 @@ from shapeshift.policies.planaware.synergy import SynergyParams, synergy_variant
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from shapeshift.sim.simulator import simulate
 from tests.conftest import jcts
-from tests.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
+from tests.policies.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
 
 PAUSE = Overheads(0.0, 78.0)
 

@@ -24,7 +24,7 @@ from shapeshift.runs import RunSpec, run
 from shapeshift.workloads.workload import Workload
 from tests.conftest import job, shared_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 # 1x4 GPUs, FIFO. a: 4 GPUs for 100 s from t=0 holds the node; b (2 GPUs, 50 s, t=10) and

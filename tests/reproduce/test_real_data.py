@@ -55,7 +55,7 @@ def test_mt_slice_rubick_min_res_meets_each_target_under_its_model_and_stays_wit
 
 
 def test_sweep_transformations():
-    from tests.planaware.stubs import pjob
+    from tests.policies.planaware.stubs import pjob
 
     jobs = [pjob(f"j{i}", 100.0 * i, 1, 10) for i in range(4)]
     assert [j.submit_time for j in scale_load(jobs, 2.0)] == [0.0, 50.0, 100.0, 150.0]

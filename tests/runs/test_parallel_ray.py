@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from shapeshift.cli.main import app
 from shapeshift.errors import InputError
 from shapeshift.runs import RunSpec, run
-from tests.test_parallel_partitions import _hand_trace, _two_vcs
+from tests.runs.test_parallel_partitions import _hand_trace, _two_vcs
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -28,7 +28,7 @@ def local_ray() -> Iterator[object]:
         ray.shutdown()
     os.environ.pop("RAY_ADDRESS", None)
     # Workers import shapeshift and the tests package from this checkout.
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     ray.init(
         num_cpus=2,
         include_dashboard=False,

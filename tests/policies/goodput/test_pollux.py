@@ -149,7 +149,7 @@ def test_the_shipped_reproduction_file_validates():
     from shapeshift.experiments.schema import load_experiment
 
     shared_file("data/pollux/workload-6.csv")
-    path = Path(__file__).resolve().parents[2] / "experiments" / "pollux-workload6.yaml"
+    path = Path(__file__).resolve().parents[3] / "experiments" / "pollux-workload6.yaml"
     plans = expand(load_experiment(path))
     assert len(plans) == 9  # pollux at 5 intervals, sia, fifo, tiresias, optimus
 

@@ -11,7 +11,7 @@ from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.size_based.qssf import QssfOrdering
 from shapeshift.predict.primo_duration import EXPLAIN_SEPARATOR, PrimoEstimator, with_explanation
-from tests.helios.test_estimators import _two_kinds, status
+from tests.predict.test_estimators import _two_kinds, status
 
 
 def test_reason_gains_the_estimate_and_queue_shows_it_only_when_asked():

@@ -16,7 +16,7 @@ from shapeshift.predict.primo.counterfactual import CounterfactualFinder
 from shapeshift.predict.primo.report import write_explanations
 from shapeshift.predict.primo.select import Budget, select_model
 from shapeshift.predict.primo_duration import PrimoEstimator
-from tests.helios.test_estimators import _two_kinds, status
+from tests.predict.test_estimators import _two_kinds, status
 
 FAST_PRAM = {"outer_bags": 1, "max_rounds": 200}
 

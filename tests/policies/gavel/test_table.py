@@ -88,7 +88,7 @@ def test_a_policy_that_never_placed_a_running_job_keeps_it_in_place():
     (1 GPU) runs; x (1 GPU) arrives and a fresh policy plans a round. Both get X = 1 (2
     GPUs, 2 one-GPU jobs), both are granted the type, so j keeps its GPU and x takes the
     other: no preemption."""
-    from tests.policies.test_size_based import _engine
+    from tests.policies.size_based.test_sjf_srtf_las import _engine
 
     engine = _engine("gavel", {}, 2)
     engine.submit(job("j", 0, 1, 1000), 0.0)
