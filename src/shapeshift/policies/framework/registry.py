@@ -3,8 +3,8 @@
 Each policy module registers a factory and a pydantic model of its parameters; the
 CLI and experiment files refer to policies by name and pass ``key=value`` strings,
 which pydantic converts and checks (unknown keys and bad values are errors that list
-what is accepted). Adding a policy means one module plus one line in
-``BUILTIN_MODULES``.
+what is accepted). Adding a policy means one package plus one line in
+``BUILTIN_POLICIES`` (CONTRIBUTING.md, "Adding a policy").
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from shapeshift.errors import InputError
 from shapeshift.policies.framework.base import Policy
 
 #: Every built-in policy name and the module whose import registers it. Adding a policy is
-#: one module plus one line here. Building a policy imports its own module only, so a FIFO
+#: one package plus one line here. Building a policy imports its own module only, so a FIFO
 #: run never loads the plan-aware models.
 BUILTIN_POLICIES: dict[str, str] = {
     "fifo": "shapeshift.policies.framework.fifo",
