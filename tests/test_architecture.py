@@ -14,6 +14,7 @@ The graph is read with ``ast`` from the source files, nothing is imported.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -163,7 +164,7 @@ def test_the_policy_rule_sees_imports_inside_functions_and_type_checking(tmp_pat
     (tmp_path / "shapeshift" / "runs").mkdir()
     (tmp_path / "shapeshift" / "runs" / "__init__.py").write_text("")
     (tmp_path / "shapeshift" / "runs" / "spec.py").write_text("")
-    monkeypatch.setattr(__import__(__name__, fromlist=["SRC"]), "SRC", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
     graph = import_graph()
     assert graph["shapeshift.policies.late"] == {"shapeshift.sim.simulator"}
     assert graph["shapeshift.policies.typed"] == {"shapeshift.runs.spec"}
