@@ -26,7 +26,7 @@ import statistics
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import ClusterSpec, ExecutionPlan, FusedTrials, JobSpec, NodeSpec
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.tune.squeeze import BubbleInterference, BubbleSqueeze
 

@@ -86,7 +86,7 @@ def replay_figures(series_path: Path) -> None:
 def sim_figures() -> None:
     from shapeshift.cluster import load_cluster
     from shapeshift.energy.sim_component import CESPolicy, energy_extra
-    from shapeshift.policies.registry import make_policy
+    from shapeshift.policies.framework.registry import make_policy
     from shapeshift.sim.simulator import simulate
     from shapeshift.workloads.readers import read_workload
 

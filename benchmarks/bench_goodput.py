@@ -25,7 +25,7 @@ from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.overheads import Overheads
 from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.runs import RunSpec, ThroughputSpec, run
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from shapeshift.workloads.readers import read_workload

@@ -27,7 +27,7 @@ from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import SimulationResult, simulate
 from shapeshift.workloads.readers import read_workload
 

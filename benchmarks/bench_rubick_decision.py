@@ -26,7 +26,7 @@ from shapeshift.cluster import load_cluster
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.overheads import Overheads
 from shapeshift.perf.ground_truth import GroundTruthModel
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from shapeshift.workloads.readers import read_workload
 

@@ -50,7 +50,7 @@ def measure(trace: Path, cluster_path: Path, policy: str) -> dict[str, float | i
         from shapeshift.runs import RunSpec, run
     except ImportError:  # a revision from before the run API
         from shapeshift.analysis.metrics import summarize
-        from shapeshift.policies.registry import make_policy
+        from shapeshift.policies.framework.registry import make_policy
         from shapeshift.sim.simulator import simulate
 
         jobs = workload.jobs()

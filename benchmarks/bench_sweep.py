@@ -22,7 +22,7 @@ import pandas as pd
 from shapeshift.experiments.runner import run_experiment
 from shapeshift.experiments.schema import load_experiment
 from shapeshift.experiments.workloads import GENERATORS
-from shapeshift.policies.registry import registry
+from shapeshift.policies.framework.registry import registry
 
 
 def experiment_text(jobs: int) -> str:

@@ -27,7 +27,7 @@ from shapeshift.cluster import load_cluster, shorthand_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec, JobSpec
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 from shapeshift.workloads.workload import Workload

@@ -35,7 +35,7 @@ import pandas as pd
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import ClusterSpec, JobSpec, NodeSpec
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 
 #: Gavel's worker type names and ours.

@@ -30,7 +30,7 @@ import pandas as pd
 from shapeshift import datasets
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 

@@ -37,7 +37,7 @@ from peer_helios import WINDOW, window_rows  # this folder's comparison script
 from shapeshift import datasets
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.overheads import Overheads
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 

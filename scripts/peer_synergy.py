@@ -27,7 +27,7 @@ import pandas as pd
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import ClusterSpec, NodeSpec
 from shapeshift.perf.synergy_speed import SynergySpeedModel
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 

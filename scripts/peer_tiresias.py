@@ -24,7 +24,7 @@ import pandas as pd
 from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import JobSpec
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
 

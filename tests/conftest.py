@@ -11,7 +11,7 @@ import pytest
 from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.state import JobState
 from shapeshift.model import ClusterSpec, JobSpec
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import SimulationResult, simulate
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -3,6 +3,9 @@
 * no import cycle inside ``shapeshift`` (every import counts: module level, inside
   functions and under ``TYPE_CHECKING``, because each is a dependency a reader must follow);
 * the engine defines the policy contract and never imports ``shapeshift.policies``;
+* the policies never import what runs them (the simulator, the run path, the live
+  runtime, the CLI, the experiments): a policy that plans by simulating is handed the
+  simulation (``shapeshift.engine.replay``);
 * the live runtime's HTTP layer and its controller do not import each other.
 
 The graph is read with ``ast`` from the source files, nothing is imported.
@@ -11,6 +14,7 @@ The graph is read with ``ast`` from the source files, nothing is imported.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -126,16 +130,56 @@ def test_the_engine_never_imports_the_policies():
     assert {m: d for m, d in offenders.items() if d} == {}
 
 
+#: What runs a policy; a policy importing any of it would run it from the inside.
+RUNNERS = ("shapeshift.sim", "shapeshift.runs", "shapeshift.runtime", "shapeshift.cli", "shapeshift.experiments")
+
+
+def _is_under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_policies_never_import_what_runs_them():
+    graph = import_graph()
+    offenders = {
+        module: sorted(d for d in deps if any(_is_under(d, r) for r in RUNNERS))
+        for module, deps in graph.items()
+        if _is_under(module, "shapeshift.policies")
+    }
+    assert {m: d for m, d in offenders.items() if d} == {}
+
+
+def test_the_policy_rule_sees_imports_inside_functions_and_type_checking(tmp_path, monkeypatch):
+    # A function-level import and a TYPE_CHECKING import of the simulator are both edges.
+    package = tmp_path / "shapeshift" / "policies"
+    package.mkdir(parents=True)
+    (tmp_path / "shapeshift" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "late.py").write_text("def f():\n    from shapeshift.sim import simulator\n")
+    (package / "typed.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from shapeshift.runs.spec import RunSpec\n"
+    )
+    (tmp_path / "shapeshift" / "sim").mkdir()
+    (tmp_path / "shapeshift" / "sim" / "__init__.py").write_text("")
+    (tmp_path / "shapeshift" / "sim" / "simulator.py").write_text("")
+    (tmp_path / "shapeshift" / "runs").mkdir()
+    (tmp_path / "shapeshift" / "runs" / "__init__.py").write_text("")
+    (tmp_path / "shapeshift" / "runs" / "spec.py").write_text("")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
+    graph = import_graph()
+    assert graph["shapeshift.policies.late"] == {"shapeshift.sim.simulator"}
+    assert graph["shapeshift.policies.typed"] == {"shapeshift.runs.spec"}
+
+
 def test_the_engine_owns_the_policy_contract():
     from shapeshift.engine import contract
-    from shapeshift.policies import base
+    from shapeshift.policies.framework import base
 
     assert base.Policy is contract.Policy and base.PolicyError is contract.PolicyError
 
 
 def test_every_builtin_policy_is_registered_by_its_module():
     """``BUILTIN_POLICIES`` names the module of each policy: building one imports only that."""
-    from shapeshift.policies.registry import BUILTIN_POLICIES, registry
+    from shapeshift.policies.framework.registry import BUILTIN_POLICIES, registry
 
     assert set(registry()) == set(BUILTIN_POLICIES)
 

@@ -10,8 +10,8 @@ from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
 from shapeshift.model import JobSpec
-from shapeshift.policies.registry import make_policy, registry
-from shapeshift.sim.simulator import simulate
+from shapeshift.policies.framework.registry import make_policy, registry
+from shapeshift.sim.simulator import hand_replay, simulate
 
 
 class Checked:
@@ -20,6 +20,7 @@ class Checked:
     jobs hold."""
 
     def __init__(self, inner):
+        hand_replay(inner)  # auto plans by simulating; simulate hands it only to this wrapper
         self.inner = inner
         self.name = inner.name
         self.triggers = inner.triggers
@@ -86,7 +87,7 @@ def test_invariants_hold_for_every_policy(trace, variant, penalty):
 
 def test_every_job_completes_exactly_once_under_preemption():
     # Many short arrivals preempting long jobs: completions must never be double-counted.
-    from tests.test_simulator_exact import _srtf
+    from tests.sim.test_simulator_exact import _srtf
 
     jobs = [JobSpec(f"j{i}", float(i * 3), 1 + i % 2, float(50 + (i * 37) % 200)) for i in range(40)]
     result = simulate(jobs, shorthand_cluster(1, 2), _srtf())

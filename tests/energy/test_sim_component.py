@@ -13,8 +13,8 @@ from shapeshift.energy.ces import CESConfig
 from shapeshift.energy.sim_component import CESPolicy, ces_config, ces_round, parse_energy_args
 from shapeshift.errors import InputError
 from shapeshift.model import Allocation, Resources, Schedule
-from shapeshift.policies.base import PolicyError
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.base import PolicyError
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.synthetic import PoissonSpec, poisson_workload
 from tests.conftest import by_id, job

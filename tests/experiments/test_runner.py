@@ -18,8 +18,8 @@ from shapeshift.experiments.cache import PARTIAL_PREFIX
 from shapeshift.experiments.runner import run_experiment
 from shapeshift.experiments.schema import load_experiment
 from shapeshift.model import Schedule
-from shapeshift.policies import registry as reg
-from shapeshift.policies.base import EVENT_TRIGGERS
+from shapeshift.policies.framework import registry as reg
+from shapeshift.policies.framework.base import EVENT_TRIGGERS
 from tests.experiments.conftest import write
 
 METRICS = ("avg_jct", "avg_responsiveness", "gpu_utilization", "jobs_completed", "makespan")

@@ -14,12 +14,12 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.conftest import bundled
 
 from shapeshift.model import ExecutionPlan, ZeroMode
 from shapeshift.perf.fitting import abs_pct_errors, fit
 from shapeshift.perf.measurements import read_placements
 from shapeshift.perf.rubick import Config
+from tests.conftest import bundled
 
 README = Path(__file__).resolve().parents[2] / "docs" / "perf-model.md"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.conftest import bundled
 
 from shapeshift.model import Allocation, BatchSpec, JobSpec, Resources
 from shapeshift.perf.pollux.goodput import fit_perf_params, relative_errors
 from shapeshift.perf.pollux.profiles import efficiency, load_profiles
 from shapeshift.workloads.readers import pollux_reference
+from tests.conftest import bundled
 
 
 def _profiles():

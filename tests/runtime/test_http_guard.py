@@ -22,7 +22,7 @@ from functools import partial
 import pytest
 
 from shapeshift.cluster import load_cluster
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.runtime.api import make_server
 from shapeshift.runtime.backends.local import LocalBackend
 from shapeshift.runtime.controller import Controller

@@ -6,7 +6,7 @@ import pytest
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import ClusterSpec, ExecutionPlan, FusedTrials, JobSpec, ModelError, NodeSpec
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.tune.squeeze import BubbleInterference, BubbleSqueeze, bubble_fraction
 

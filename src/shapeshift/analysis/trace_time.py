@@ -57,7 +57,7 @@ def trace_origin(path: str | Path, fmt: str | None = None) -> pd.Timestamp | Non
 
 def fifo_replay(workload: Workload, cluster: ClusterSpec) -> pd.DataFrame:
     """Start and end time of every job under ``fifo`` on ``cluster`` (NaN when never run)."""
-    from shapeshift.policies.registry import make_policy
+    from shapeshift.policies.framework.registry import make_policy
     from shapeshift.sim.simulator import simulate
 
     result = simulate(workload.jobs(), cluster, make_policy("fifo"), workload_name=workload.name)

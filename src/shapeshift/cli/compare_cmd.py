@@ -339,7 +339,7 @@ def command(
 
     Exits with status 3 when a policy left jobs unfinished (its "done" column shows
     completed/total), unless --allow-unfinished is given."""
-    from shapeshift.policies.registry import make_policy
+    from shapeshift.policies.framework.registry import make_policy
 
     entries = apply_policy_args(policy_arg, parse_policies(policies))
     for entry in entries:  # fail fast, in this process, on unknown policies and bad parameters

@@ -69,7 +69,7 @@ def _default(value: Any) -> Any:
 @app.command("policies")
 def policies_command(as_json: JsonOption = False) -> None:
     """List every registered policy with its parameters and a one-line description."""
-    from shapeshift.policies.registry import registry
+    from shapeshift.policies.framework.registry import registry
 
     if as_json:
         rows = [

@@ -105,7 +105,7 @@ def command(
 ) -> None:
     """Run the controller: schedule submitted jobs on real processes with the chosen policy."""
     from shapeshift.cluster import load_cluster
-    from shapeshift.policies.registry import make_policy, parse_policy_args
+    from shapeshift.policies.framework.registry import make_policy, parse_policy_args
     from shapeshift.runtime.api import make_server
     from shapeshift.runtime.controller import Controller
     from shapeshift.runtime.isolation import resolve_job_uid_range, resolve_job_user, root_warning
@@ -119,6 +119,7 @@ def command(
     from shapeshift.runtime.remote import state_dir
     from shapeshift.runtime.shutdown import BoundedShutdown, default_deadline
     from shapeshift.runtime.store import StateUnavailable
+    from shapeshift.sim.simulator import hand_replay
 
     if on_shutdown not in ("leave", "drain"):
         raise InputError(f"unknown choice {on_shutdown!r}; use leave or drain", field="--on-shutdown")
@@ -132,6 +133,7 @@ def command(
     )
     spec = load_cluster(cluster)
     pol = make_policy(policy, parse_policy_args(policy_arg))
+    hand_replay(pol)  # auto and Lucid's tuner plan by simulating, live too
     directory = Path(state_dir(state))
     check_state_dir(directory)
     output_dir(directory, "--state")

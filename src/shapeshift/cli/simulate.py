@@ -184,7 +184,7 @@ def simulate_command(
 
     Exits with status 3 when the run left jobs unfinished (averages then cover completed
     jobs only), unless --allow-unfinished is given."""
-    from shapeshift.policies.registry import parse_policy_args
+    from shapeshift.policies.framework.registry import parse_policy_args
     from shapeshift.runs.backends import check_backend
 
     if workers < 1:

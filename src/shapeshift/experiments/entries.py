@@ -29,7 +29,7 @@ from shapeshift.experiments.file_model import (
     pydantic_problem,
 )
 from shapeshift.experiments.workloads import GENERATORS, TRANSFORMS, transform_params
-from shapeshift.policies.registry import make_policy, registry
+from shapeshift.policies.framework.registry import make_policy, registry
 from shapeshift.runs.spec import EnergySpec, ThroughputSpec
 from shapeshift.workloads.readers import READERS
 

@@ -113,7 +113,7 @@ def _settled(experiment: Experiment, workload: WorkloadEntry) -> tuple[Experimen
 
 def expand(experiment: Experiment) -> list[RunPlan]:
     """All runs, ordered workload, cluster, policy, sweep axes (file order), seed."""
-    from shapeshift.policies.registry import registry
+    from shapeshift.policies.framework.registry import registry
 
     plans: list[RunPlan] = []
     whole = experiment

@@ -2,7 +2,7 @@
 
 A real scheduler never knows how long a job will run; Helios' QSSF policy predicts it
 from jobs that already finished. Each module here is one ``DurationEstimator`` (see
-``shapeshift.policies.estimators``), registered there by name:
+``shapeshift.policies.framework.estimators``), registered there by name:
 
 * ``noise`` (``noise.py``): the recorded duration times a seeded log-normal error, for
   traces with no user or job name to learn from (the Philly file);

@@ -22,7 +22,7 @@ from typing import Any
 from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.contract import Policy
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import make_policy, policy_info
+from shapeshift.policies.framework.registry import make_policy, policy_info
 from shapeshift.runs.backends import check_backend
 from shapeshift.runs.models import build_interference, build_throughput
 from shapeshift.runs.parallel import NotSplittable, serial_reason, simulate_partitions
@@ -30,7 +30,7 @@ from shapeshift.runs.recording import IntervalRecorder
 from shapeshift.runs.result import RunResult
 from shapeshift.runs.spec import RunSpec
 from shapeshift.runs.window import windowed_summary
-from shapeshift.sim.simulator import simulate
+from shapeshift.sim.simulator import hand_replay, simulate
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -65,6 +65,7 @@ def run(
     check_backend(backend)
     args = policy_params(spec)
     inner = make_policy(spec.policy, args)
+    hand_replay(inner)  # before any wrapper hides that it plans by simulating
     reason = serial_reason(spec, inner) if workers > 1 else ""
     if reason and on_serial is not None:
         on_serial(reason)

@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import PolicyInfo, make_policy, registry
+from shapeshift.policies.framework.registry import PolicyInfo, make_policy, registry
 from shapeshift.runs.execute import run
 from shapeshift.runs.pairing import PairingWarning, pairing_notes
 from shapeshift.runs.result import Comparison, RunResult

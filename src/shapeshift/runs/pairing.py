@@ -11,7 +11,7 @@ the front doors print the note (``simulate``, ``compare``) or issue a ``PairingW
 
 from __future__ import annotations
 
-from shapeshift.policies.registry import policy_info
+from shapeshift.policies.framework.registry import policy_info
 from shapeshift.runs.spec import RunSpec
 
 

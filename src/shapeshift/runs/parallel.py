@@ -131,7 +131,7 @@ class _Part:
 def _simulate_part(spec: RunSpec, policy_args: dict[str, Any]) -> _Part:
     """One partition's jobs (``spec.workload``) on the whole cluster (node indices as in
     the serial run)."""
-    from shapeshift.policies.registry import make_policy
+    from shapeshift.policies.framework.registry import make_policy
 
     jobs = spec.workload.jobs()
     clock = _DecisionClock(make_policy(spec.policy, policy_args))

@@ -76,7 +76,7 @@ class Settled:
     def params_for(self, policy: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Any, str]]]:
         """``params`` plus the data set's policy parameters the policy declares and the user
         did not give, with their origins."""
-        from shapeshift.policies.registry import policy_info
+        from shapeshift.policies.framework.registry import policy_info
 
         merged = dict(params)
         origins = []

@@ -1,6 +1,6 @@
 """The live controller: the engine driven by a polling loop over the wall clock.
 
-It is the real version of the loop in ``tests/test_wallclock.py``. Each tick it picks up
+It is the real version of the loop in ``tests/engine/test_wallclock.py``. Each tick it picks up
 new submissions and cancellations from the store, folds in metric reports, polls the
 backend for exited ranks (completion, failure), lets the engine decide and reconcile,
 and persists what changed. The controller is also the engine's ``Executor``

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from shapeshift.engine.contract import ROUND, Policy
 from shapeshift.engine.engine import Engine, Rejection
 from shapeshift.engine.overheads import Overheads
+from shapeshift.engine.replay import Replaying
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import ClusterSpec, JobSpec
 from shapeshift.perf.colocation import InterferenceModel
@@ -79,6 +80,7 @@ def simulate(
     """Run ``jobs`` (sorted by submit time) to completion under ``policy``. ``interference``
     sets the speed of jobs that share GPUs (clusters with ``gpu_share_limit`` above 1)."""
     started = time.perf_counter()
+    hand_replay(policy)
     completions = CompletionQueue()
     executor = SimulatedExecutor(throughput or TraceSpeedModel(cluster), completions, interference)
     engine = Engine(cluster, policy, executor, overheads)
@@ -173,3 +175,17 @@ def simulate(
         wake_instants=wake_instants,
         stopped_idle=stopped_idle,
     )
+
+
+def replay(
+    jobs: Sequence[JobSpec], cluster: ClusterSpec, policy: Policy, *, round_seconds: float | None = None
+) -> list[JobStatus]:
+    """``simulate`` as the ``Replay`` a planning policy is handed (``shapeshift.engine.replay``):
+    the default speed model and overheads, every job's final status."""
+    return simulate(list(jobs), cluster, policy, round_seconds=round_seconds).jobs
+
+
+def hand_replay(policy: Policy) -> None:
+    """Give ``policy`` the simulator when it plans by simulating (``Replaying``)."""
+    if isinstance(policy, Replaying):
+        policy.use_replay(replay)

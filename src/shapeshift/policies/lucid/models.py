@@ -5,7 +5,7 @@ Both are Primo PrAM regressors (``shapeshift.predict.primo``), as in Hu's thesis
 artifact (``simulation/estimator/estimator_lucid.ipynb``,
 ``simulation/predictor/predictor.ipynb``). They learn **only from the past**: the
 duration model from jobs that have finished, the forecaster from submissions already
-seen. ``tests/sharing/test_lucid.py`` poisons a future job to prove it.
+seen. ``tests/policies/lucid/test_lucid.py`` poisons a future job to prove it.
 
 Duration model features: user, VC, name bucket (nominal codes), GPUs, submit hour and
 weekday, and the profiled GPU utilisation, memory-bandwidth use and GPU memory. The

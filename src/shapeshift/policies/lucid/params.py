@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from shapeshift.policies.registry import PolicyParams
+from shapeshift.policies.framework.registry import PolicyParams
 
 
 class LucidParams(PolicyParams):

@@ -44,18 +44,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from shapeshift.engine.replay import Replay, require
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.colocation import SharingProfile
-from shapeshift.policies.base import ARRIVAL, COMPLETION
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
+from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
 from shapeshift.policies.lucid.params import LucidParams
 from shapeshift.policies.lucid.partners import RunningPartners
 from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
 from shapeshift.policies.lucid.scaling import ProfilerScaler
-from shapeshift.policies.placement import Consolidated
-from shapeshift.policies.registry import register
 
 __all__ = ["Lucid", "LucidParams", "make_lucid"]
 
@@ -106,6 +107,11 @@ class Lucid:
         self.history: deque[JobSpec] = deque(maxlen=params.tuner_jobs)
         self.next_tune = 0.0
         self.tunings: list[TunerChoice] = []
+        self._replay: Replay | None = None
+
+    def use_replay(self, replay: Replay) -> None:
+        """The simulation the system tuner replays history with (``shapeshift.engine.replay``)."""
+        self._replay = replay
 
     # ------------------------------------------------------------------ learning
     def _learn(self, view: ClusterView) -> None:
@@ -194,7 +200,8 @@ class Lucid:
 
         self.next_tune = view.now + self.p.tuner_every_days * DAY
         current = (self.profiler.seconds, self.rules.threshold)
-        choice = retune(view.now, list(self.history), view.cluster, self._replica, self.p.sharing, current)
+        replay = require(self._replay, "lucid's system tuner")
+        choice = retune(view.now, list(self.history), view.cluster, self._replica, self.p.sharing, current, replay)
         self.tunings.append(choice)
         self.profiler = replace(self.profiler, seconds=choice.profile_seconds)
         self.rules = replace(self.rules, threshold=choice.threshold)

@@ -28,9 +28,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from shapeshift.engine.contract import Policy
+from shapeshift.engine.replay import Replay
 from shapeshift.engine.state import JobState
 from shapeshift.model import ClusterSpec, JobSpec
-from shapeshift.sim.simulator import simulate
 
 TUNER_PROFILE_SECONDS = (100.0, 200.0, 400.0)
 TUNER_THRESHOLDS = (1, 2, 3)
@@ -61,9 +61,8 @@ def replay_jobs(history: Sequence[JobSpec]) -> list[JobSpec]:
     return [replace(j, submit_time=j.submit_time - start) for j in ordered]
 
 
-def average_jct(jobs: Sequence[JobSpec], cluster: ClusterSpec, policy: Policy) -> float:
-    result = simulate(jobs, cluster, policy)
-    done = [s.end_time - s.spec.submit_time for s in result.jobs if s.state is JobState.COMPLETED]
+def average_jct(jobs: Sequence[JobSpec], cluster: ClusterSpec, policy: Policy, replay: Replay) -> float:
+    done = [s.end_time - s.spec.submit_time for s in replay(jobs, cluster, policy) if s.state is JobState.COMPLETED]
     # A setting that leaves jobs unfinished on its own history is never preferred.
     return sum(done) / len(done) if len(done) == len(jobs) and done else float("inf")
 
@@ -74,13 +73,14 @@ def sweep(
     cluster: ClusterSpec,
     make: Callable[[float, int], Policy],
     current: tuple[float, int],
+    replay: Replay,
     profile_seconds: Sequence[float] = TUNER_PROFILE_SECONDS,
     thresholds: Sequence[int] = TUNER_THRESHOLDS,
 ) -> TunerChoice:
-    """Replay ``history`` under every candidate (``make(T_prof, threshold)`` builds the
-    policy) and pick the lowest average JCT (ties: the current setting, then smaller)."""
+    """Replay ``history`` with ``replay`` under every candidate (``make(T_prof, threshold)``
+    builds the policy) and pick the lowest average JCT (ties: the current setting, then smaller)."""
     jobs = replay_jobs(history)
-    table = tuple((t, k, average_jct(jobs, cluster, make(t, k))) for t in profile_seconds for k in thresholds)
+    table = tuple((t, k, average_jct(jobs, cluster, make(t, k), replay)) for t in profile_seconds for k in thresholds)
     best = min(table, key=lambda row: (row[2], (row[0], row[1]) != current, row[0], row[1]))
     return TunerChoice(now, len(jobs), table, best[0], best[1])
 
@@ -92,6 +92,7 @@ def retune(
     build: Callable[[dict[str, Any]], Policy],
     sharing: str,
     current: tuple[float, int],
+    replay: Replay,
 ) -> TunerChoice:
     """The sweep of the module docstring: ``build(updates)`` makes a Lucid whose parameters
     are the running one's with ``updates`` (no tuner, no learned durations, and sharing
@@ -109,4 +110,4 @@ def retune(
             }
         )
 
-    return sweep(now, history, cluster, make, current)
+    return sweep(now, history, cluster, make, current, replay)

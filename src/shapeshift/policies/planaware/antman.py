@@ -35,11 +35,11 @@ from pydantic import Field
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Schedule
 from shapeshift.perf.colocation import InterferenceModel
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.planaware.antman_sharing import AntManInterference, OpportunisticPacker
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import PlanAwareScheduler, Variant
 from shapeshift.policies.planaware.knowledge import Knowledge
-from shapeshift.policies.registry import register
 
 
 class AntManParams(PlanAwareParams):

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from shapeshift.policies.framework.registry import PolicyParams
 from shapeshift.policies.planaware.knowledge import Knowledge
-from shapeshift.policies.registry import PolicyParams
 
 
 class PlanAwareParams(PolicyParams):

@@ -37,7 +37,7 @@ import numpy as np
 
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.base import ARRIVAL, COMPLETION, ROUND
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, ROUND
 from shapeshift.policies.planaware.jobs import DEFAULT_CPUS_PER_GPU, CpuMode, PlanJob, Variant
 from shapeshift.policies.planaware.knowledge import Choice, Knowledge, job_space
 from shapeshift.policies.planaware.materialise import Materialise

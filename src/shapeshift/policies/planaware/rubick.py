@@ -36,9 +36,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import PlanAwareScheduler, Variant
-from shapeshift.policies.registry import register
 
 #: The anti-starvation threshold's default (s). The arXiv version (Sec. 5.2) states the rule
 #: but, as far as we could read, no value; one hour is fixed a priori, not tuned on the

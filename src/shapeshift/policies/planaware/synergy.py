@@ -32,9 +32,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import PlanAwareScheduler, Variant
-from shapeshift.policies.registry import register
 
 #: Synergy's scheduling round (s): ``round_duration`` of ``simulator/runner.py`` and
 #: ``schedulers/scheduler.py`` in msr-fiddle/synergy.

@@ -1,0 +1,211 @@
+"""``pollux``: goodput-optimised co-adaptive scheduling (GPU counts and batch sizes).
+
+Pollux (Qiao et al., "Pollux: Co-adaptive Cluster Scheduling for Goodput-Optimized Deep
+Learning", OSDI 2021), as its artifact's simulator runs it (petuum/adaptdl, branch
+``osdi21-artifact``, ``simulator/pollux.py``, ``simulator/simulator.py``). Every round
+(``round``, default 60 s: the artifact simulator's ``--interval 60``), for the jobs of a partition:
+
+* **speedup** of job j on ``r`` GPUs over ``k`` nodes = its best goodput there (batch
+  size chosen to maximise throughput x statistical efficiency, PolluxAgent, §4.1;
+  ``best_batch``)
+  divided by its goodput at the fair share ``ceil(GPUs / jobs)`` on one node (artifact
+  ``Problem.__init__``: "change base goodput to fair-share goodput"), scaled by
+  ``nodes / GPUs`` (one node's share = 1);
+* **restart penalty** (PolluxSched, §4.2; ``Problem._evaluate``): a job whose allocation changes has its
+  speedup multiplied by ``max(age - restarts x restart_delay, 0) / (age + restart_delay)``
+  (``restart_delay`` = 30 s, the artifact's figure);
+* **objective**: the power mean of the (speedup + 1e-3) with exponent ``p`` (§4.2;
+  ``p = -1`` in the artifact); jobs left without GPUs count with speedup 0;
+* **limits**: a job gets at most twice the largest replica count it has run on
+  (``explore``; artifact ``get_pollux_job_info``: ``max(2 x max_profiled_replicas, 1)``),
+  at most ``max_replicas`` (64) and ``max_batch / min_local``; a fixed-batch job (NCF in
+  the workload) at most its request (the artifact pins NCF at one replica);
+* **placement** (§4.2, ``Problem._repair``): at most one distributed job per node, jobs
+  packed on as few nodes as possible.
+
+Search: the objective is a sum of per-job terms of the GPU count once a job's node count
+is that of packed placement (``ceil(r / GPUs per node)``), so a knapsack over GPU counts
+(:func:`solve`) finds its optimum exactly; the artifact runs a genetic search (NSGA-II,
+100 x 100) for it. Placement then keeps every job whose count is unchanged where it is
+and packs the rest largest first, one distributed job per node; a job that does not fit
+takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` checks the result
+against brute force over every allocation matrix on small clusters.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import Field
+
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import Allocation, Resources, Schedule
+from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
+from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
+
+EPS = 1e-3
+
+
+class PolluxParams(PolicyParams):
+    """See the module docstring; every default is the artifact's."""
+
+    profiles: str | None = None
+    round: float = Field(60.0, gt=0)
+    p: float = Field(-1.0, le=1.0)
+    restart_delay: float = Field(30.0, ge=0)
+    explore: bool = True
+    max_replicas: int = Field(64, ge=1)
+
+
+def power_utility(x: np.ndarray, p: float) -> np.ndarray:
+    """Per-job term whose sum orders allocations as the power mean of ``x + 1e-3`` does."""
+    if p == 0:
+        return np.log(np.maximum(x, EPS))
+    return -((x + EPS) ** p) if p < 0 else (x + EPS) ** p
+
+
+def solve(utilities: list[np.ndarray], total: int, prefer_more: bool = False) -> list[int]:
+    """GPU count per job maximising ``sum_j utilities[j][r_j]`` with ``sum r_j <= total``
+    (exact knapsack). Ties go to fewer GPUs, or with ``prefer_more`` to more (an optimum
+    that leaves fewer GPUs idle)."""
+    best = np.full(total + 1, -np.inf)
+    best[0] = 0.0
+    choice = np.zeros((len(utilities), total + 1), dtype=np.int64)
+    for j, u in enumerate(utilities):
+        r_max = min(len(u) - 1, total)
+        cand = np.full((r_max + 1, total + 1), -np.inf)
+        for r in np.flatnonzero(np.isfinite(u[: r_max + 1])):  # Sia's options are sparse
+            cand[r, r:] = best[: total + 1 - r] + u[r]
+        if prefer_more:
+            choice[j] = r_max - np.argmax(cand[::-1], axis=0)
+        else:
+            choice[j] = np.argmax(cand, axis=0)
+        best = cand[choice[j], np.arange(total + 1)]
+    g = total - int(np.argmax(best[::-1])) if prefer_more else int(np.argmax(best))
+    counts = [0] * len(utilities)
+    for j in range(len(utilities) - 1, -1, -1):
+        counts[j] = int(choice[j, g])
+        g -= counts[j]
+    return counts
+
+
+@dataclass
+class _Job:
+    job_id: str
+    table: JobGoodput
+    current: Allocation | None
+    max_r: int
+    factor: float
+    #: Rigid: runs on exactly ``max_r`` GPUs or not at all (no batch to adapt, no model).
+    rigid: bool = False
+
+
+class PolluxPolicy:
+    name = "pollux"
+    triggers = frozenset({ROUND})
+
+    def __init__(self, params: PolluxParams):
+        self.params = params
+        self.default_round = params.round
+        self.knowledge = GoodputKnowledge(params.profiles)
+        #: Largest replica count each job has run on (the exploration limit).
+        self._seen: dict[str, int] = {}
+
+    def decide(self, view: ClusterView) -> Schedule:
+        return decide_partitions(view, self._decide_partition, self._seen)
+
+    def _jobs(self, view: ClusterView, part: str, total: int) -> list[_Job]:
+        ids = list(view.running(part)) + list(view.pending(part))
+        # The artifact orders jobs by attained service, then submission (PolluxPolicy.optimize).
+        ids.sort(key=lambda j: (view.attained(j), view.job(j).spec.submit_time, j))
+        jobs = []
+        for job_id in ids:
+            status = view.job(job_id)
+            spec = status.spec
+            current = status.allocation
+            batch_now = current.batch_size if current is not None else None
+            table = self.knowledge.job(spec, batch_now, status.progress_at(view.now))
+            cap = min(self.params.max_replicas, total)
+            if self.params.explore:
+                cap = min(cap, max(2 * self._seen.get(job_id, 0), 1))
+            rigid = table.params is None
+            if rigid:  # nothing to adapt: its request or nothing
+                cap = max(min(spec.num_gpus, total), 1)
+            elif spec.batch is not None and spec.batch.adaptive:
+                cap = min(cap, spec.batch.max_size // spec.batch.min_local)
+            else:
+                cap = min(cap, max(spec.num_gpus, 1))
+            age = view.now - spec.submit_time
+            restarts = status.reconfigurations + status.preemptions
+            d = self.params.restart_delay
+            factor = max(age - restarts * d, 0.0) / (age + d) if age + d > 0 else 1.0
+            jobs.append(_Job(job_id, table, current, max(cap, 1), factor, rigid))
+        return jobs
+
+    def utilities(self, jobs: list[_Job], total: int, nodes: int, gpn: int) -> list[np.ndarray]:
+        """Per job, the objective term for 0..max_r GPUs packed on ceil(r / gpn) nodes."""
+        fair = math.ceil(total / max(len(jobs), 1))
+        cols = max(total, fair)
+        result = []
+        for job in jobs:
+            r = np.arange(1, job.max_r + 1)
+            good, _ = job.table.table(gpn, cols)
+            base = good[cols + fair - 1]
+            speed = good[: job.max_r] / base if base > 0 else r / fair
+            x = np.concatenate([[0.0], speed * nodes / total])
+            cur = job.current.gpus if job.current is not None else 0
+            changed = np.arange(job.max_r + 1) != cur
+            x = np.where(changed, x * job.factor, x)
+            u = power_utility(x, self.params.p)
+            if job.rigid:
+                u[1 : job.max_r] = -np.inf
+            result.append(u)
+        return result
+
+    def _decide_partition(
+        self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]
+    ) -> None:
+        nodes = [int(n) for n in view.partitions[part]]
+        caps = {n: view.cluster.nodes[n].gpus for n in nodes}
+        gpn = max(caps.values())
+        total = sum(caps.values())
+        jobs = self._jobs(view, part, total)
+        if not jobs:
+            return
+        counts = solve(self.utilities(jobs, total, len(nodes), gpn), total)
+        wanted = {job.job_id: (r, job.current) for job, r in zip(jobs, counts, strict=True)}
+        rigid = frozenset(j.job_id for j in jobs if j.rigid)
+        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps, rigid)
+        tables = {j.job_id: j.table for j in jobs}
+        for job in jobs:
+            desired.pop(job.job_id, None)
+            place = placed.get(job.job_id)
+            if not place:
+                reasons[job.job_id] = "no GPUs in this round's goodput optimisation"
+                continue
+            r = sum(place.values())
+            spec = view.job(job.job_id).spec
+            _, batch = tables[job.job_id].best(len(place), r)
+            adaptive = spec.batch is not None and spec.batch.adaptive
+            per_gpu = (spec.num_cpus / spec.num_gpus, spec.mem_gb / spec.num_gpus) if spec.num_gpus else (0.0, 0.0)
+            alloc = Allocation(
+                tuple((n, Resources(g, per_gpu[0] * g, per_gpu[1] * g)) for n, g in sorted(place.items())),
+                batch_size=int(batch[0]) if adaptive else None,
+            )
+            desired[job.job_id] = job.current if alloc == job.current else alloc
+
+
+@register(
+    "pollux",
+    "Pollux: GPU counts and batch sizes maximising the power mean of goodput speedups.",
+    PolluxParams,
+    speed_models=("pollux",),
+    speed_note="chooses batch sizes for goodput (throughput x statistical efficiency), and only the pollux "
+    "profiles model statistical efficiency: here a batch size changes no job's progress",
+)
+def make_pollux(params: PolluxParams) -> PolluxPolicy:
+    return PolluxPolicy(params)

@@ -1,0 +1,375 @@
+"""``sia``: heterogeneity-aware, goodput-optimised scheduling, one integer program per round.
+
+Sia (Jayaram Subramanya et al., "Sia: Heterogeneity-aware, goodput-optimized ML-cluster
+scheduling", SOSP 2023), as its artifact's simulator runs it (siasosp23/artifacts,
+``sia-simulator/sia.py``, ``SiaPolicy.optimize_mip`` and ``__solve_mip_rescaled``; defaults
+in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
+
+* **configurations** per GPU type (§3; ``CONFIGS_4GPU``/``CONFIGS_8GPU``): 1, 2, 4, ...
+  GPUs up to one node, then whole nodes (2 x, 3 x, ... GPUs per node);
+* **goodput** of every job in every configuration (§3): Pollux jobs from their fitted
+  throughput model and reported gradient noise at the best batch size
+  (:mod:`shapeshift.perf.pollux`); plan-aware (Rubick) jobs from the performance model
+  restricted to data-parallel scaling of their requested plan: their global batch is
+  fixed, so statistical efficiency is 1 and goodput is throughput; any other job is
+  rigid (its requested GPU count only, goodput = that count, ``_get_rigid_goodputs``);
+* **limits**: an elastic job gets at most twice the replicas it has run on (``explore``),
+  at most ``max_replicas`` (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``);
+  a fixed-batch Pollux job (NCF) its request;
+* **normalised goodput** (§3): divided by the job's smallest goodput over its
+  configurations (1 GPU), values at most 1e-4 raised to 1e-4 (``ZERO_ALLOC_GAIN``);
+* **restart factor** (§3): every configuration but the job's current one is multiplied
+  by ``max(age - restarts x penalty, 0) / (age + penalty)``, 1 while ``age < penalty``;
+  the penalty per application as measured in the artifact (``get_restart_penalty``:
+  cifar10 30 s, imagenet 250, bert 120, deepspeech2 25, yolov3 45, other Pollux
+  applications 30), for jobs of other sources ``restore_penalty``;
+* **objective** (§3): minimise ``sum x_jc round(g_jc^p, 2)`` (capped at 3000) plus
+  ``lambda_n`` for every job left without GPUs, with ``p = -0.5`` and ``lambda_n = 1.1``;
+  one configuration per job, GPUs of each type within the type's total; a job in the
+  middle of a checkpoint-restore keeps its configuration (``preserve_ckpt_allocs``).
+
+Solved with ``scipy.optimize.milp`` (HiGHS; relative gap 1e-4 as the artifact's CBC
+setting); on a cluster of one GPU type the program is a multiple-choice knapsack over
+GPU counts and is solved exactly by the knapsack of ``pollux`` (same optimum,
+deterministic, no time limit). Placement (the artifact's simulator ignores it; ``alloc_to_placement_smart`` is
+what its cluster runs): jobs whose GPU count did not change stay put, the others are
+packed on the fewest nodes, one job spanning nodes per node
+(:func:`shapeshift.policies.goodput.common.keep_or_pack`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import Field
+
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import Allocation, JobSpec, Resources, Schedule
+from shapeshift.perf.arch import get_arch
+from shapeshift.perf.ground_truth import host_memory_gb
+from shapeshift.perf.plans import packed_placement
+from shapeshift.perf.pollux.knowledge import GoodputKnowledge
+from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
+from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.registry import register
+from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
+from shapeshift.policies.planaware.common import PlanAwareParams
+from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
+from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
+
+#: Restart penalties (seconds) the Sia artifact measured per application (``get_restart_penalty``).
+RESTART_PENALTIES = {"deepspeech2": 25.0, "imagenet": 250.0, "cifar10": 30.0, "bert": 120.0, "yolov3": 45.0}
+ARTIFACT_DEFAULT_PENALTY = 30.0
+ZERO_ALLOC_GAIN = 1e-4
+CLIP = 3000.0
+
+
+class SiaParams(PlanAwareParams):
+    """Every default is the Sia artifact's (``simulator_config.py``); ``restore_penalty``
+    applies to applications it has no measured penalty for."""
+
+    round: float = Field(60.0, gt=0)
+    p: float = Field(-0.5, lt=0)
+    lambda_n: float = Field(1.1, ge=0)
+    explore: bool = True
+    max_replicas: int = Field(64, ge=1)
+    profiles: str | None = None
+    time_limit: float = Field(10.0, gt=0)
+
+
+@dataclass
+class _Option:
+    gpu_type: str
+    nodes: int
+    gpus: int
+    goodput: float
+
+
+@dataclass
+class _Job:
+    job_id: str
+    spec: JobSpec
+    kind: str  # "pollux", "plan" or "rigid"
+    options: list[_Option] = field(default_factory=list)
+    current: int | None = None  # index of the current configuration in options
+    pinned: bool = False
+    best_by_count: dict[int, int] = field(default_factory=dict)
+
+
+class SiaPolicy:
+    name = "sia"
+    triggers = frozenset({ROUND})
+
+    def __init__(self, params: SiaParams, knowledge: Knowledge) -> None:
+        self.params = params
+        self.default_round = params.round
+        self.knowledge = knowledge
+        self.goodput = GoodputKnowledge(params.profiles)
+        self._seen: dict[str, int] = {}
+        self._plan_cache: dict[tuple[object, ...], float] = {}
+
+    # ------------------------------------------------------------ goodput
+    def _cpus(self, spec: JobSpec, g: int) -> float:
+        per = spec.num_cpus / spec.num_gpus if spec.num_cpus > 0 and spec.num_gpus else DEFAULT_CPUS_PER_GPU
+        return per * g
+
+    def _job(self, view: ClusterView, job_id: str, types: dict[str, tuple[int, int]]) -> _Job:
+        status = view.job(job_id)
+        spec = status.spec
+        alloc = status.allocation
+        table = self.goodput.job(spec, alloc.batch_size if alloc else None, status.progress_at(view.now))
+        plan_model = spec.plan is not None and self.knowledge.knowledge(spec.model) is not None
+        kind = "pollux" if table.params is not None else "plan" if plan_model else "rigid"
+        job = _Job(job_id, spec, kind)
+        cap = self.params.max_replicas
+        if self.params.explore and kind != "rigid":
+            # A plan-aware job is known to run on its request (its plan's smallest DP
+            # scale unit may already need several GPUs): explore from there.
+            floor = spec.num_gpus if kind == "plan" else 1
+            cap = min(cap, max(2 * self._seen.get(job_id, 0), floor))
+        if kind == "pollux" and spec.batch is not None:
+            cap = min(cap, spec.batch.max_size // spec.batch.min_local if spec.batch.adaptive else spec.num_gpus)
+        for gpu_type, (gpn, count) in types.items():
+            sizes = _configurations(gpn, count)
+            if kind == "rigid":
+                sizes = [(math.ceil(spec.num_gpus / gpn), spec.num_gpus)] if spec.num_gpus <= gpn * count else []
+            sizes = [(k, r) for k, r in sizes if kind == "rigid" or r <= cap]
+            if kind == "plan" and spec.num_gpus <= gpn * count and all(r != spec.num_gpus for _, r in sizes):
+                sizes.append((math.ceil(spec.num_gpus / gpn), spec.num_gpus))  # its request always counts
+            if kind == "pollux" and sizes:  # one vectorised evaluation per GPU type
+                good = table.best([k for k, _ in sizes], [r for _, r in sizes])[0]
+                job.options += [_Option(gpu_type, k, r, float(v)) for (k, r), v in zip(sizes, good, strict=True)]
+                continue
+            for k, r in sizes:
+                job.options.append(_Option(gpu_type, k, r, self._goodput(spec, kind, table, k, r, gpn)))
+        if alloc is not None:  # the previous configuration is always an option
+            gpu_type = view.cluster.nodes[alloc.placement[0][0]].gpu_type
+            k = len(alloc.placement)
+            found = [i for i, o in enumerate(job.options) if (o.gpu_type, o.gpus) == (gpu_type, alloc.gpus)]
+            if not found:
+                gpn = types[gpu_type][0]
+                good = self._goodput(spec, kind, table, k, alloc.gpus, gpn)
+                job.options.append(_Option(gpu_type, k, alloc.gpus, good))
+                found = [len(job.options) - 1]
+            job.current = found[0]
+            job.pinned = status.stall_until > view.now  # checkpoint-restore under way
+        return job
+
+    def _goodput(self, spec: JobSpec, kind: str, table, k: int, r: int, gpn: int) -> float:  # type: ignore[no-untyped-def]
+        if kind == "pollux":
+            return float(table.best(k, r)[0][0])
+        if kind == "plan":
+            # Throughput per packed shape changes only when the model is refit: cached.
+            version = getattr(self.knowledge.knowledge(spec.model), "version", 0)
+            key = (spec.job_id, r, gpn, version)
+            if key not in self._plan_cache:
+                self._plan_cache[key] = self._plan_goodput(spec, r, gpn)
+            return self._plan_cache[key]
+        return float(r)
+
+    def _plan_goodput(self, spec: JobSpec, r: int, gpn: int) -> float:
+        """DP scaling of the requested plan (its own plan at its own size) on a packed shape."""
+        place, cpus = packed_placement(r, gpn), self._cpus(spec, r)
+        c = self.knowledge.best(spec.model, place, cpus, dp_space(spec.plan))
+        if c is None and r == spec.num_gpus and spec.plan is not None:
+            c = self.knowledge.best(spec.model, place, cpus, fixed_space(spec.plan))
+        return c.throughput if c is not None else 0.0
+
+    def _factor(self, view: ClusterView, spec: JobSpec) -> float:
+        status = view.job(spec.job_id)
+        # The artifact's default for its other applications (NCF) is 30 s; jobs of other
+        # sources (Rubick's) pay the run's restore penalty.
+        other = ARTIFACT_DEFAULT_PENALTY if spec.model.startswith(NAMESPACE) else self.params.restore_penalty
+        penalty = RESTART_PENALTIES.get(app_name(spec.model), other)
+        age = view.now - spec.submit_time
+        if age < penalty:
+            return 1.0
+        restarts = status.reconfigurations + status.preemptions
+        return max(age - restarts * penalty, 0.0) / (age + penalty)
+
+    def costs(self, view: ClusterView, job: _Job) -> np.ndarray:
+        """Per option: ``round(normalised goodput^p, 2)`` (restart factor applied) minus ``lambda_n``."""
+        good = np.array([o.goodput for o in job.options], dtype=float)
+        positive = good[good > 0]
+        norm = good / positive.min() if positive.size else np.zeros_like(good)
+        factor = self._factor(view, job.spec)
+        scaled = np.where(np.arange(len(good)) == job.current, norm, norm * factor)
+        scaled = np.maximum(scaled, ZERO_ALLOC_GAIN)
+        powered = np.minimum(np.round(scaled**self.params.p, 2), CLIP)
+        return powered - self.params.lambda_n
+
+    # ------------------------------------------------------------ decide
+    def decide(self, view: ClusterView) -> Schedule:
+        self.knowledge.observe(view)
+        return decide_partitions(view, self._decide_partition, self._seen)
+
+    def _decide_partition(
+        self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]
+    ) -> None:
+        nodes = [int(n) for n in view.partitions[part]]
+        by_type: dict[str, list[int]] = {}
+        for n in nodes:
+            by_type.setdefault(view.cluster.nodes[n].gpu_type, []).append(n)
+        types = {t: (max(view.cluster.nodes[n].gpus for n in ns), len(ns)) for t, ns in sorted(by_type.items())}
+        ids = sorted([*view.running(part), *view.pending(part)], key=lambda j: (view.job(j).spec.submit_time, j))
+        if not ids:
+            return
+        jobs = [self._job(view, j, types) for j in ids]
+        chosen = self._solve(view, jobs, by_type)
+        for job in jobs:
+            desired.pop(job.job_id, None)
+        for gpu_type, members in sorted(by_type.items()):
+            self._place(view, jobs, chosen, gpu_type, members, desired, reasons)
+
+    def _solve(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
+        if len(by_type) == 1:
+            (members,) = by_type.values()
+            return self._solve_one_type(view, jobs, sum(view.cluster.nodes[n].gpus for n in members))
+        return self._solve_milp(view, jobs, by_type)
+
+    def _solve_one_type(self, view: ClusterView, jobs: list[_Job], total: int) -> dict[str, _Option]:
+        """One GPU type: the same integer program is a multiple-choice knapsack over GPU
+        counts, solved exactly by :func:`shapeshift.policies.goodput.pollux.solve` (deterministic,
+        no solver time limit)."""
+        from shapeshift.policies.goodput.pollux import solve
+
+        utilities = []
+        for job in jobs:
+            u = np.full(total + 1, -np.inf)
+            u[0] = -np.inf if job.pinned else 0.0
+            best: dict[int, int] = {}
+            for k, (option, c) in enumerate(zip(job.options, self.costs(view, job), strict=True)):
+                if option.gpus > total or (job.pinned and k != job.current):
+                    continue
+                if -c > u[option.gpus]:
+                    u[option.gpus] = -c
+                    best[option.gpus] = k
+            utilities.append(u)
+            job.best_by_count = best
+        # The rounded costs tie often; of equal optima take the one using the most GPUs
+        # (the artifact's CBC returns whichever it finds).
+        counts = solve(utilities, total, prefer_more=True)
+        return {job.job_id: job.options[job.best_by_count[r]] for job, r in zip(jobs, counts, strict=True) if r > 0}
+
+    def _solve_milp(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import coo_array
+
+        cost: list[float] = []
+        var_job: list[int] = []
+        var_opt: list[_Option] = []
+        lower: list[float] = []
+        for i, job in enumerate(jobs):
+            for k, (option, c) in enumerate(zip(job.options, self.costs(view, job), strict=True)):
+                cost.append(float(c))
+                var_job.append(i)
+                var_opt.append(option)
+                lower.append(1.0 if job.pinned and k == job.current else 0.0)
+        if not cost:
+            return {}
+        n = len(cost)
+        a_job = coo_array((np.ones(n), (var_job, np.arange(n))), shape=(len(jobs), n)).tocsr()
+        type_names = sorted(by_type)
+        rows = [type_names.index(o.gpu_type) for o in var_opt]
+        a_gpu = coo_array(([float(o.gpus) for o in var_opt], (rows, np.arange(n))), shape=(len(type_names), n)).tocsr()
+        caps = [float(sum(view.cluster.nodes[m].gpus for m in by_type[t])) for t in type_names]
+        res = milp(
+            np.array(cost),
+            constraints=[LinearConstraint(a_job, 0, 1), LinearConstraint(a_gpu, 0, caps)],
+            integrality=np.ones(n),
+            bounds=Bounds(np.array(lower), 1),
+            options={"time_limit": self.params.time_limit, "mip_rel_gap": 1e-4},
+        )
+        chosen: dict[str, _Option] = {}
+        if res.x is not None:
+            for v in np.flatnonzero(res.x > 0.5):
+                chosen[jobs[var_job[v]].job_id] = var_opt[v]
+        return chosen
+
+    # ------------------------------------------------------------ placement
+    def _place(
+        self,
+        view: ClusterView,
+        jobs: list[_Job],
+        chosen: dict[str, _Option],
+        gpu_type: str,
+        members: list[int],
+        desired: dict[str, Allocation],
+        reasons: dict[str, str],
+    ) -> None:
+        mine = [j for j in jobs if j.job_id in chosen and chosen[j.job_id].gpu_type == gpu_type]
+        for job in jobs:
+            if job.job_id not in chosen:
+                reasons[job.job_id] = "not chosen by this round's goodput optimisation"
+        wanted = {j.job_id: (chosen[j.job_id].gpus, view.job(j.job_id).allocation) for j in mine}
+        exact = frozenset(j.job_id for j in mine if j.kind != "pollux")
+        caps = {n: view.cluster.nodes[n].gpus for n in members}
+        placed = keep_or_pack(wanted, [j.job_id for j in mine], caps, exact)
+        free_c = {n: float(view.cluster.nodes[n].cpus) for n in members}
+        free_m = {n: float(view.cluster.nodes[n].mem_gb) for n in members}
+        for job in mine:
+            place = placed.get(job.job_id)
+            if not place:
+                reasons[job.job_id] = f"no placement for {chosen[job.job_id].gpus} GPUs"
+                continue
+            alloc = self._allocation(view, job, place, free_c, free_m)
+            if alloc is None:
+                reasons[job.job_id] = "no plan, CPUs or host memory for its GPUs on the chosen nodes"
+                continue
+            current = view.job(job.job_id).allocation
+            desired[job.job_id] = current if alloc == current else alloc
+
+    def _allocation(
+        self, view: ClusterView, job: _Job, place: dict[int, int], free_c: dict[int, float], free_m: dict[int, float]
+    ) -> Allocation | None:
+        spec = job.spec
+        g = sum(place.values())
+        shape = [place[n] for n in sorted(place)]
+        plan = spec.plan if spec.plan is not None and spec.plan.gpus == g else None
+        batch = None
+        if job.kind == "plan":
+            space = dp_space(spec.plan) if g != spec.num_gpus else fixed_space(spec.plan)
+            c = self.knowledge.best(spec.model, shape, self._cpus(spec, g), space)
+            if c is None:
+                return None
+            plan = c.plan
+        elif job.kind == "pollux" and spec.batch is not None and spec.batch.adaptive:
+            status = view.job(spec.job_id)
+            alloc = status.allocation
+            table = self.goodput.job(spec, alloc.batch_size if alloc else None, status.progress_at(view.now))
+            batch = int(table.best(len(place), g)[1][0])
+        if job.kind == "plan" and plan is not None:
+            cpus, mem = self._cpus(spec, g), host_memory_gb(get_arch(spec.model), plan)
+        else:
+            per = g / spec.num_gpus if spec.num_gpus else 0.0
+            cpus, mem = spec.num_cpus * per, spec.mem_gb * per
+        shares = []
+        for n in sorted(place):
+            r = Resources(place[n], cpus * place[n] / g, mem * place[n] / g)
+            if r.cpus > free_c[n] + 1e-9 or r.mem_gb > free_m[n] + 1e-9:
+                return None
+            shares.append((n, r))
+        for n, r in shares:
+            free_c[n] -= r.cpus
+            free_m[n] -= r.mem_gb
+        return Allocation(tuple(shares), plan, batch_size=batch)
+
+
+def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
+    """(nodes, GPUs): powers of two up to one node, the whole node, then whole nodes."""
+    sizes = [(1, 1 << i) for i in range(gpn.bit_length()) if (1 << i) < gpn] + [(1, gpn)]
+    return sizes + [(k, k * gpn) for k in range(2, count + 1)]
+
+
+@register(
+    "sia",
+    "Sia: goodput per configuration (1, 2, 4.. GPUs, then whole nodes) per GPU type, an integer program per round.",
+    SiaParams,
+    speed_models=("pollux",),
+    speed_note="chooses batch sizes for goodput (throughput x statistical efficiency), and only the pollux "
+    "profiles model statistical efficiency: here a batch size changes no job's progress",
+)
+def make_sia(params: SiaParams) -> SiaPolicy:
+    return SiaPolicy(params, params.knowledge())

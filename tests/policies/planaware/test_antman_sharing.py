@@ -1,0 +1,152 @@
+"""AntMan's GPU sharing (OSDI'20 Sec. 3-4) on tiny scenarios computed by hand.
+
+Speeds come from ``tests.policies.planaware.stubs`` (10 samples/s per GPU, batch 32, so one GPU
+runs 0.3125 it/s and two 0.625 it/s). The jobs' models have no architecture in the
+catalog, so their GPU memory is their sharing profile's (Lucid artifact means): PPO and
+NeuMF 2.1 GB, PointNet 5.9 GB. PPO keeps the GPU busy 13.1% of the time (profile
+``gpu_util`` 0.131), so an opportunistic job beside it runs in the other 86.9%.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from shapeshift.analysis.metrics import summarize
+from shapeshift.engine.overheads import Overheads
+from shapeshift.model import ClusterSpec
+from shapeshift.policies.planaware.antman import AntManParams, AntManScheduler, antman_variant
+from shapeshift.policies.planaware.antman_sharing import AntManInterference
+from shapeshift.sim.simulator import simulate
+from tests.conftest import jcts
+from tests.policies.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
+
+PAUSE = Overheads(0.0, 78.0)
+ONE_GPU = 10.0 / 32  # it/s on one GPU
+IDLE_BESIDE_PPO = 1 - 0.131  # PPO's GPU utilisation 0.131 (Lucid profile)
+
+
+class ProfiledKnowledge(StubKnowledge):
+    """Knows no plan model for these jobs: the skeleton then runs them on their requested
+    plan with linear speed-up (StubTruth charges 10 samples/s per GPU either way)."""
+
+    def knowledge(self, model: str) -> object:
+        return None
+
+
+def sharing_cluster(gpu_mem_gb: float, limit: int = 2) -> ClusterSpec:
+    base = cluster(1, 2, {"A": 2, "B": 0})
+    return replace(base, nodes=tuple(replace(n, gpu_mem_gb=gpu_mem_gb) for n in base.nodes), gpu_share_limit=limit)
+
+
+def run(jobs, gpu_mem_gb: float, **params):
+    policy = AntManScheduler(antman_variant(), ProfiledKnowledge(), AntManParams(**params))
+    interference = policy.interference_model(AntManInterference().fallback)
+    result = simulate(
+        jobs, sharing_cluster(gpu_mem_gb), policy, throughput=StubTruth(), overheads=PAUSE, interference=interference
+    )
+    return result, policy
+
+
+def guaranteed(job_id: str, submit: float, model: str = "PPO", iterations: int = 800):
+    return replace(pjob(job_id, submit, 2, iterations, guaranteed=True, tenant="A"), model=model)
+
+
+def opportunistic(job_id: str, submit: float, iterations: int):
+    return replace(pjob(job_id, submit, 1, iterations, tenant="B"), model="NeuMF")
+
+
+def test_opportunistic_job_packed_beside_guaranteed_job_when_memory_fits():
+    # 2.1 + 2.1 = 4.2 GB <= 5 GB: o joins one of g's GPUs at once (Sec. 4).
+    result, policy = run([guaranteed("g", 0), opportunistic("o", 10, 100)], gpu_mem_gb=5.0)
+    t = jcts(result)
+    # g keeps its dedicated speed (GpuOpManager, Sec. 3.2): 800 it / 0.625 it/s
+    assert t["g"] == pytest.approx(1280.0)
+    # o runs in PPO's idle slots: 100 it / (0.3125 x 0.869) it/s, all before g ends
+    assert t["o"] == pytest.approx(100 / (ONE_GPU * IDLE_BESIDE_PPO))
+    assert policy.packings == 1
+    assert summarize(result)["shared_gpu_time_share"] > 0
+
+
+def test_no_packing_when_memory_does_not_fit():
+    # 4.2 GB > 4 GB: o waits for g to finish (1280 s), then runs alone for 320 s
+    result, policy = run([guaranteed("g", 0), opportunistic("o", 10, 100)], gpu_mem_gb=4.0)
+    t = jcts(result)
+    assert t["g"] == pytest.approx(1280.0)
+    assert t["o"] == pytest.approx(1280 + 320 - 10)
+    assert policy.packings == 0
+
+
+def test_sharing_off_is_the_whole_gpu_antman():
+    result, _ = run([guaranteed("g", 0), opportunistic("o", 10, 100)], gpu_mem_gb=5.0, sharing=False)
+    assert jcts(result)["o"] == pytest.approx(1280 + 320 - 10)
+    assert summarize(result)["shared_gpu_time_share"] == 0
+
+
+def test_no_packing_beside_a_guaranteed_job_without_idle_slots():
+    # min_idle_share 0.9 > PPO's idle share 0.869: o must wait although memory fits
+    result, _ = run([guaranteed("g", 0), opportunistic("o", 10, 100)], gpu_mem_gb=5.0, min_idle_share=0.9)
+    assert jcts(result)["o"] == pytest.approx(1280 + 320 - 10)
+
+
+def test_guaranteed_job_evicts_packed_job_whose_memory_does_not_fit():
+    # o (1000 it) packs beside g1 at 10 s; g1 ends at 1280 s and o keeps GPU 0 alone. At
+    # 1300 s g2 (PointNet, 5.9 GB capped at the GPU's 5 GB) needs both GPUs: 5 + 2.1 > 5,
+    # so o is evicted and g2 gets both GPUs at full speed.
+    jobs = [guaranteed("g1", 0), opportunistic("o", 10, 1000), guaranteed("g2", 1300, model="PointNet")]
+    result, policy = run(jobs, gpu_mem_gb=5.0)
+    t = jcts(result)
+    assert t["g1"] == pytest.approx(1280.0)
+    assert t["g2"] == pytest.approx(1280.0)
+    assert policy.evictions == 1
+    assert summarize(result)["preemptions"] == 1
+    # o's progress: 1270 s at 0.3125 x 0.869 it/s, then 20 s alone at 0.3125 it/s; it
+    # restarts when g2 ends (2580 s) after the 78 s restore pause and runs alone.
+    done = 1270 * ONE_GPU * IDLE_BESIDE_PPO + 20 * ONE_GPU
+    assert t["o"] == pytest.approx(2580 + 78 + (1000 - done) / ONE_GPU - 10)
+
+
+def test_guaranteed_job_keeps_packed_job_beside_it_when_memory_fits():
+    # As above, but g2 is PPO (2.1 GB): 2.1 + 2.1 <= 5, so o stays, beside g2 from 1300 s.
+    jobs = [guaranteed("g1", 0), opportunistic("o", 10, 1000), guaranteed("g2", 1300)]
+    result, policy = run(jobs, gpu_mem_gb=5.0)
+    t = jcts(result)
+    assert t["g2"] == pytest.approx(1280.0)
+    assert policy.evictions == 0
+    # o: 1270 s shared, 20 s alone, 1280 s shared beside g2, then alone from 2580 s
+    done = (1270 + 1280) * ONE_GPU * IDLE_BESIDE_PPO + 20 * ONE_GPU
+    assert t["o"] == pytest.approx(2580 + (1000 - done) / ONE_GPU - 10)
+
+
+def test_interference_protects_only_guaranteed_jobs():
+    model = AntManInterference(guaranteed_slowdown=0.05)
+    g, o, o2 = guaranteed("g", 0), opportunistic("o", 0, 1), opportunistic("o2", 0, 1)
+    assert model.pair_speed(g, o) == pytest.approx(0.95)
+    assert model.pair_speed(o, g) == pytest.approx(IDLE_BESIDE_PPO)
+    # two opportunistic jobs: the default model, 1 / (1 + 0.28 x 0.101^2 + 0.43 x 0.020^2)
+    assert model.pair_speed(o, o2) == pytest.approx(1 / (1 + 0.28 * 0.101**2 + 0.43 * 0.020**2))
+
+
+def test_runs_use_the_policys_interference_model():
+    # Through run(): g (guaranteed, a3c -> PPO profile) holds the only GPU; o (ncf -> NeuMF)
+    # joins it at 10 s (2.1 + 2.1 GB of 80). Trace speeds: each job's duration alone. With
+    # antman's model g keeps full speed (JCT 1000 s) and o runs in PPO's idle 86.9%
+    # (100 / 0.869 s); the default model would give g 1 / (1 + 0.28 x 0.131 x 0.101).
+    from shapeshift.model import JobSpec, NodeSpec
+    from shapeshift.runs import RunSpec, run
+    from shapeshift.workloads.workload import Workload
+
+    jobs = [
+        JobSpec("g", 0.0, 1, duration=1000.0, model="a3c", tenant="A", guaranteed=True),
+        JobSpec("o", 10.0, 1, duration=100.0, model="ncf", tenant="B"),
+    ]
+    node = NodeSpec("n0", 1, 16, 64, "A800", 80.0, 400.0, 12.5, 25.0)
+    spec = RunSpec(
+        Workload.from_jobs("pair", jobs), ClusterSpec((node,), tenants={"A": 1}, gpu_share_limit=2), policy="antman"
+    )
+    result = run(spec)
+    t = {j.job_id: j.end_time - j.spec.submit_time for j in result.simulation.jobs}
+    assert t["g"] == pytest.approx(1000.0)
+    assert t["o"] == pytest.approx(100 / IDLE_BESIDE_PPO)
+    assert result.summary["antman_packings"] == 1
