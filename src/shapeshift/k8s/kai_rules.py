@@ -141,53 +141,79 @@ def run_cycle(
         _add(demand.setdefault(item.queue, {}), item.request)
     shares = fair_shares(config, capacity, demand, usage)
     out = Outcome(running=list(running), shares=shares)
-    waiting = sorted(pending, key=lambda j: (-j.priority, j.created, j.name))
+    alloc = _allocated(config, out.running)
+    alloc_np = _allocated(config, [r for r in out.running if not r.job.preemptible])
+    free = _free(capacity, out.running)
+    by_queue: dict[str, list[Job]] = {}
+    for job in sorted(pending, key=lambda j: (-j.priority, j.created, j.name)):
+        by_queue.setdefault(job.queue, []).append(job)
 
-    def state():
-        alloc = _allocated(config, out.running)
-        alloc_np = _allocated(config, [r for r in out.running if not r.job.preemptible])
-        free = dict(capacity)
-        for r in out.running:
-            _add(free, r.job.request, -1.0)
-        return alloc, alloc_np, free
+    def start(job: Job) -> None:
+        out.running.append(Running(job, now))
+        out.started.append(job.name)
+        by_queue[job.queue].remove(job)
+        _add(free, job.request, -1.0)
+        for q in _ancestors(config, job.queue):
+            _add(alloc[q], job.request)
+            if not job.preemptible:
+                _add(alloc_np[q], job.request)
 
-    # Allocate: repeatedly the most starved queue's first job that fits
+    def saturation(q: str) -> float:
+        return _saturation(alloc[q].get("gpu", 0.0), shares[q].get("gpu", 0.0))
+
+    # Allocate: the most starved queue's first job that fits, again and again
     progress = True
-    while progress and waiting:
+    while progress:
         progress = False
-        alloc, alloc_np, free = state()
-        order = sorted(
-            waiting,
-            key=lambda j: (
-                _saturation(alloc[j.queue].get("gpu", 0.0), shares[j.queue].get("gpu", 0.0)),
-                -config.queues[j.queue].priority,
-                j.queue,
-                -j.priority,
-                j.created,
-            ),
+        for q in sorted(by_queue, key=lambda q: (saturation(q), -config.queues[q].priority, q)):
+            job = next(
+                (
+                    j
+                    for j in by_queue[q]
+                    if _fits(free, j)
+                    and _within_limits(config, alloc, j)
+                    and (j.preemptible or _within_deserved(config, alloc_np, j))
+                ),
+                None,
+            )
+            if job is not None:
+                start(job)
+                progress = True
+                break
+    # Reclaim, then Preempt, one job at a time by priority and age
+    failed: set[tuple] = set()  # (queue, request, priority) found impossible since the last change
+    lowest: dict[str, int] = {}
+    for r in out.running:
+        if r.job.preemptible:
+            lowest[r.job.queue] = min(lowest.get(r.job.queue, NON_PREEMPTIBLE), r.job.priority)
+    for job in sorted((j for jobs in by_queue.values() for j in jobs), key=lambda j: (-j.priority, j.created, j.name)):
+        key = (job.queue, tuple(sorted(job.request.items())), job.priority)
+        if key in failed:
+            continue
+        may_reclaim = all(
+            alloc[job.queue].get(r, 0.0) + v <= shares[job.queue].get(r, 0.0) + 1e-9 for r, v in job.request.items()
         )
-        for job in order:
-            if not (_fits(free, job) and _within_limits(config, alloc, job)):
-                continue
-            if not job.preemptible and not _within_deserved(config, alloc_np, job):
-                continue
-            out.running.append(Running(job, now))
-            out.started.append(job.name)
-            waiting.remove(job)
-            progress = True
-            break
-    # Reclaim, then Preempt, one job at a time in queue order
-    for job in list(waiting):
-        victims = _reclaim_victims(config, capacity, shares, out.running, job)
-        if victims is None:
+        may_preempt = lowest.get(job.queue, NON_PREEMPTIBLE) < job.priority
+        victims = _reclaim_victims(config, capacity, shares, out.running, job) if may_reclaim else None
+        if victims is None and may_preempt:
             victims = _preempt_victims(config, capacity, out.running, job)
         if victims is None:
+            failed.add(key)
             continue
         out.running = [r for r in out.running if all(r is not v for v in victims)]
         out.evicted.extend(v.job.name for v in victims)
-        out.running.append(Running(job, now))
-        out.started.append(job.name)
-        waiting.remove(job)
+        for v in victims:
+            _add(free, v.job.request)
+            for q in _ancestors(config, v.job.queue):
+                _add(alloc[q], v.job.request, -1.0)
+                if not v.job.preemptible:
+                    _add(alloc_np[q], v.job.request, -1.0)
+        start(job)
+        failed.clear()
+        lowest = {}
+        for r in out.running:
+            if r.job.preemptible:
+                lowest[r.job.queue] = min(lowest.get(r.job.queue, NON_PREEMPTIBLE), r.job.priority)
     return out
 
 
@@ -224,8 +250,9 @@ def _reclaim_victims(config, capacity, shares, running, job: Job) -> list[Runnin
     )
     remaining = {q: dict(a) for q, a in alloc.items()}
     chosen: list[Running] = []
+    freed = _free(capacity, running)
     for victim in candidates:
-        if _fits(_free(capacity, [r for r in running if all(r is not c for c in chosen)]), job):
+        if _fits(freed, job):
             break
         level = _leveled(config, job.queue, victim.job.queue)[1]
         rem = remaining[level]
@@ -237,10 +264,10 @@ def _reclaim_victims(config, capacity, shares, running, job: Job) -> list[Runnin
         if not (over_fair or (within_deserved and over_deserved)):
             continue
         chosen.append(victim)
+        _add(freed, victim.job.request)
         for q in _ancestors(config, victim.job.queue):
             _add(remaining[q], victim.job.request, -1.0)
-    after = [r for r in running if all(r is not c for c in chosen)]
-    if not chosen or not _fits(_free(capacity, after), job):
+    if not chosen or not _fits(freed, job):
         return None
     # the reclaimer must stay less saturated than each sibling it took from, at every level
     multiplier = config.fairness.reclaimer_utilization_multiplier
@@ -274,11 +301,12 @@ def _preempt_victims(config, capacity, running, job: Job) -> list[Running] | Non
     ]
     candidates.sort(key=lambda r: (r.job.priority, -r.started))
     chosen: list[Running] = []
+    freed = _free(capacity, running)
     for victim in candidates:
-        after = [r for r in running if all(r is not c for c in chosen)]
-        if _fits(_free(capacity, after), job):
+        if _fits(freed, job):
             break
         chosen.append(victim)
+        _add(freed, victim.job.request)
     after = [r for r in running if all(r is not c for c in chosen)]
     if not chosen or not _fits(_free(capacity, after), job):
         return None

@@ -37,6 +37,7 @@ from shapeshift.k8s.kueue_quota import (
     FlavorResource,
     QuotaTree,
     Usage,
+    add_usage,
     available,
     dominant_share,
     potential_available,
@@ -311,59 +312,50 @@ def _fair_targets(tree, admitted, workload, charges, candidates, options) -> tup
     return _minimize(tree, admitted, workload, charges, targets, True)
 
 
-def run_cycle(
-    config: KueueConfig,
-    pending: Sequence[Workload],
-    admitted: Sequence[Admitted],
-    *,
-    now: float = 0.0,
-    options: Options = Options(),
-    skip: frozenset[str] = frozenset(),
-    tree: QuotaTree | None = None,
+def _key(w: Workload) -> tuple:
+    return (w.cluster_queue, tuple(sorted(w.requests.items())), w.priority)
+
+
+def _cycle(
+    tree: QuotaTree,
+    heads: Sequence[Workload],
+    admitted: list[Admitted],
+    usage: Usage,
+    now: float,
+    options: Options,
 ) -> CycleResult:
-    """One scheduling cycle: each ClusterQueue offers its head; heads are admitted in order
-    while they fit, or issue preemptions. ``skip``: BestEffortFIFO workloads found
-    inadmissible earlier (they do not head their queue until quota is released)."""
-    tree = tree or QuotaTree(config)
-    queues: dict[str, list[Workload]] = {}
-    for w in sorted(pending, key=lambda w: (-w.priority, w.created, w.name)):
-        queues.setdefault(w.cluster_queue, []).append(w)
-    heads = []
-    for name, queue in queues.items():
-        strict = config.cluster_queues[name].queueing_strategy == "StrictFIFO"
-        head = queue[0] if strict else next((w for w in queue if w.name not in skip), None)
-        if head is not None:
-            heads.append(head)
-    current = list(admitted)
-    usage = _usage(tree, current)
+    """One scheduling cycle over the ClusterQueues' heads: ordered (within nominal quota
+    first, then lowest share under fair sharing, then priority, then age), each admitted
+    while it fits or issuing preemptions. ``admitted`` and ``usage`` are updated in place
+    for admissions; preemptions are returned for the caller to apply."""
     entries = [(w, assign_flavors(tree, usage, w, options.fair_sharing)) for w in heads]
 
-    def key(entry):
+    def order(entry):
         w, a = entry
         share = dominant_share(tree, usage, ("cq", w.cluster_queue), a.charges(w)) if options.fair_sharing else 0.0
         prio = -w.priority if options.priority_sorting_within_cohort else 0
         return (a.borrows, share, prio, w.created, w.name)
 
-    entries.sort(key=key)
-    result_admitted: list[Admitted] = []
+    entries.sort(key=order)
+    new: list[Admitted] = []
     preempted: list[str] = []
     blocked: list[str] = []
     for w, _ in entries:
-        usage = _usage(tree, current)
         a = assign_flavors(tree, usage, w, options.fair_sharing)
         if a.mode == FIT and _fits(tree, usage, w.cluster_queue, a.charges(w), True):
             adm = Admitted(w, a.flavors, now)
-            current.append(adm)
-            result_admitted.append(adm)
+            admitted.append(adm)
+            new.append(adm)
+            for fr, value in adm.charges().items():
+                add_usage(tree, usage, ("cq", w.cluster_queue), fr, value)
             continue
-        if a.mode == PREEMPT:
-            targets = preemption_targets(tree, current, w, a, options)
+        if a.mode == PREEMPT and not preempted:
+            targets = preemption_targets(tree, admitted, w, a, options)
             if targets:
                 preempted.extend(t.workload.name for t in targets)
-                current = [c for c in current if all(c is not t for t in targets)]
                 continue
         blocked.append(w.name)
-    return CycleResult(tuple(result_admitted), tuple(preempted), tuple(blocked))
+    return CycleResult(tuple(new), tuple(preempted), tuple(blocked))
 
 
 @dataclass
@@ -386,29 +378,70 @@ def run_cycles(
     *,
     now: float = 0.0,
     options: Options = Options(),
-    max_cycles: int = 1000,
+    max_cycles: int | None = None,
+    tree: QuotaTree | None = None,
 ) -> Outcome:
-    """Cycles until nothing changes: admitted workloads stay, evicted ones return to their queue."""
-    tree = QuotaTree(config)
-    out = Outcome(list(admitted), [], list(pending))
+    """Cycles until nothing changes; evicted workloads return to their queue.
+
+    Each ClusterQueue offers its head per cycle. Under BestEffortFIFO a head that can be
+    neither admitted nor make room is set aside (Kueue's inadmissible list) until quota is
+    released by an eviction, so the next one heads the queue; under StrictFIFO it stays
+    and blocks. A workload equal to one set aside (same ClusterQueue, requests and
+    priority) is set aside without being tried again: with no quota released, its outcome
+    is the same."""
+    tree = tree or QuotaTree(config)
+    out = Outcome(list(admitted), [], [])
+    queues: dict[str, list[Workload]] = {}
+    for w in pending:
+        queues.setdefault(w.cluster_queue, []).append(w)
+    for q in queues.values():
+        q.sort(key=lambda w: (-w.priority, w.created, w.name))
+    usage = _usage(tree, out.admitted)
     skip: set[str] = set()
-    for _ in range(max_cycles):
-        result = run_cycle(config, out.pending, out.admitted, now=now, options=options, skip=frozenset(skip), tree=tree)
-        names = {a.workload.name for a in result.admitted}
-        evicted = [a for a in out.admitted if a.workload.name in set(result.preempted)]
-        out.admitted = [a for a in out.admitted if a.workload.name not in set(result.preempted)] + list(result.admitted)
-        out.pending = [w for w in out.pending if w.name not in names] + [a.workload for a in evicted]
-        out.preempted.extend(result.preempted)
+    blocked_keys: set[tuple] = set()
+    cycles = 0
+    while max_cycles is None or cycles < max_cycles:
+        cycles += 1
+        heads = []
+        for name, queue in queues.items():
+            strict = config.cluster_queues[name].queueing_strategy == "StrictFIFO"
+            for w in queue:
+                if strict:
+                    heads.append(w)
+                    break
+                if w.name in skip:
+                    continue
+                if _key(w) in blocked_keys:
+                    skip.add(w.name)
+                    continue
+                heads.append(w)
+                break
+        if not heads:
+            break
+        result = _cycle(tree, heads, out.admitted, usage, now, options)
+        for adm in result.admitted:
+            queues[adm.workload.cluster_queue].remove(adm.workload)
         if result.preempted:
+            gone = set(result.preempted)
+            evicted = [a for a in out.admitted if a.workload.name in gone]
+            out.admitted = [a for a in out.admitted if a.workload.name not in gone]
+            out.preempted.extend(result.preempted)
+            for a in evicted:
+                queue = queues.setdefault(a.workload.cluster_queue, [])
+                queue.append(a.workload)
+                queue.sort(key=lambda w: (-w.priority, w.created, w.name))
+            usage = _usage(tree, out.admitted)
             skip.clear()
-        new_skip = {
-            n for n in result.blocked if config.cluster_queues[_cq(out.pending, n)].queueing_strategy != "StrictFIFO"
-        }
-        if not result.admitted and not result.preempted and new_skip <= skip:
+            blocked_keys.clear()
+            continue
+        new_skip = set()
+        for name in result.blocked:
+            w = next(h for h in heads if h.name == name)
+            if config.cluster_queues[w.cluster_queue].queueing_strategy != "StrictFIFO":
+                new_skip.add(name)
+                blocked_keys.add(_key(w))
+        if not result.admitted and new_skip <= skip:
             break
         skip |= new_skip
+    out.pending = [w for q in queues.values() for w in q]
     return out
-
-
-def _cq(pending: Sequence[Workload], name: str) -> str:
-    return next(w.cluster_queue for w in pending if w.name == name)
