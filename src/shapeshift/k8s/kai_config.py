@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from shapeshift.k8s.documents import Doc, duration_s, mapping, quantity, read_documents, text
@@ -76,8 +77,13 @@ class KaiConfig:
     def children(self, name: str | None) -> tuple[str, ...]:
         return tuple(q.name for q in self.queues.values() if q.parent == name)
 
+    @cached_property
+    def leaves(self) -> frozenset[str]:
+        parents = {q.parent for q in self.queues.values()}
+        return frozenset(q for q in self.queues if q not in parents)
+
     def is_leaf(self, name: str) -> bool:
-        return not self.children(name)
+        return name in self.leaves
 
 
 def read_kai(path: str | Path) -> KaiConfig:

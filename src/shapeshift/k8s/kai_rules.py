@@ -46,9 +46,10 @@ class Job:
     priority: int = 50  # KAI's default "train" class
     created: float = 0.0
 
-    @property
-    def request(self) -> dict[str, float]:
-        return {r: v * self.pods for r, v in self.per_pod.items() if v > 0}
+    request: Mapping[str, float] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "request", {r: v * self.pods for r, v in self.per_pod.items() if v > 0})
 
     @property
     def preemptible(self) -> bool:
@@ -133,8 +134,9 @@ def run_cycle(
     usage: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Outcome:
     """One cycle: Allocate, then Reclaim, then Preempt, for the jobs that still wait."""
+    leaves = config.leaves
     for job in pending:
-        if not config.is_leaf(job.queue):
+        if job.queue not in leaves:
             raise ValueError(f"job {job.name}: queue {job.queue!r} is not a leaf queue")
     demand: dict[str, dict[str, float]] = {}
     for item in [*pending, *(r.job for r in running)]:
@@ -163,7 +165,7 @@ def run_cycle(
 
     # Allocate: the most starved queue's first job that fits, again and again
     progress = True
-    while progress:
+    while progress and any(v > 1e-9 for v in free.values()):
         progress = False
         for q in sorted(by_queue, key=lambda q: (saturation(q), -config.queues[q].priority, q)):
             job = next(

@@ -195,12 +195,15 @@ def preemption_targets(
 ) -> tuple[Admitted, ...]:
     """The admitted workloads to evict so that ``workload`` fits (empty: it cannot)."""
     cq = tree.config.cluster_queues[workload.cluster_queue]
+    policy = cq.preemption
+    in_cohort = policy.reclaim_within_cohort != "Never" and cq.cohort is not None
+    if policy.within_cluster_queue == "Never" and not in_cohort:
+        return ()  # no candidate can exist
     usage = _usage(tree, admitted)
     charges = assignment.charges(workload)
     frs = set(charges)
     node = ("cq", cq.name)
     within_nominal = all(v <= tree.subtree[node].get(fr, 0.0) for fr, v in charges.items())
-    policy = cq.preemption
     if not options.fair_sharing and not within_nominal and policy.borrow_within_cohort == "Never":
         # preemption.md, Classic: eligible only below nominal quota or with borrowWithinCohort
         cands = _candidates(tree, usage, admitted, workload, frs, assignment.borrows)

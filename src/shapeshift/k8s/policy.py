@@ -112,6 +112,7 @@ class KueuePolicy:
         self.options = kueue_rules.Options(fair_sharing=params.fair_sharing)
         self.flavors: dict[str, dict[str, str]] = {}
         self._queue_of: dict[str, str] = {}
+        self._workloads: dict[str, kueue_rules.Workload] = {}
 
     def cluster_queue(self, job_id: str, name: str) -> str:
         if not self.params.config:
@@ -140,6 +141,9 @@ class KueuePolicy:
         return found
 
     def _workload(self, view: ClusterView, job_id: str) -> kueue_rules.Workload:
+        found = self._workloads.get(job_id)
+        if found is not None:
+            return found
         spec = view.job(job_id).spec
         cq = self.cluster_queue(job_id, str(getattr(spec, self.params.queue_from)))
         covered = {r for g in self.config.cluster_queues[cq].resource_groups for r in g.covered_resources}
@@ -148,7 +152,9 @@ class KueuePolicy:
             requests["cpu"] = float(spec.num_cpus)
         if "memory" in covered and spec.mem_gb > 0:
             requests["memory"] = float(spec.mem_gb) * 2**30
-        return kueue_rules.Workload(job_id, cq, requests, self.params.priority, spec.submit_time)
+        workload = kueue_rules.Workload(job_id, cq, requests, self.params.priority, spec.submit_time)
+        self._workloads[job_id] = workload
+        return workload
 
     def decide(self, view: ClusterView) -> Schedule:
         if self.config is None:
@@ -189,8 +195,12 @@ class KaiPolicy:
         self.placement = PLACEMENTS[params.placement]()
         self.history: list[tuple[str, str, float, float, float]] = []
         self.open: dict[str, tuple[str, float, float]] = {}  # job -> (queue, gpus, start)
+        self._jobs: dict[str, kai_rules.Job] = {}
 
     def _job(self, view: ClusterView, job_id: str) -> kai_rules.Job:
+        found = self._jobs.get(job_id)
+        if found is not None:
+            return found
         spec = view.job(job_id).spec
         queue = str(getattr(spec, self.params.queue_from)) if self.params.config else "default"
         if queue not in self.config.queues or not self.config.is_leaf(queue):
@@ -200,7 +210,9 @@ class KaiPolicy:
                 f"{self.params.config}; leaf queues: {', '.join(leaves) or 'none'}",
                 field=self.params.queue_from,
             )
-        return kai_rules.Job(job_id, queue, {"gpu": float(spec.num_gpus)}, 1, self.params.priority, spec.submit_time)
+        job = kai_rules.Job(job_id, queue, {"gpu": float(spec.num_gpus)}, 1, self.params.priority, spec.submit_time)
+        self._jobs[job_id] = job
+        return job
 
     def _usage(self, view: ClusterView, capacity: float) -> dict[str, dict[str, float]] | None:
         fairness = self.config.fairness
