@@ -240,3 +240,17 @@ def test_kai_parent_cycle():
     )
     err = _error(text, kai_from_documents)
     assert "cycle" in str(err) and err.field == "spec.parentQueue"
+
+
+def test_kueue_configuration_enables_fair_sharing():
+    # apis/config/v1beta2/configuration_types.go: fairSharing present enables it; the
+    # strategies must be one of the three accepted lists.
+    conf = "---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmetadata: {name: kueue}\n"
+    config = kueue_from_documents(parse_documents(KUEUE, "q.yaml"))
+    assert not config.fair_sharing
+    text = KUEUE + conf + "fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n"
+    config = kueue_from_documents(parse_documents(text, "q.yaml"))
+    assert config.fair_sharing and config.preemption_strategies == ("LessThanInitialShare",)
+    bad = KUEUE + conf + "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n"
+    err = _error(bad)
+    assert err.field == "fairSharing.preemptionStrategies" and "document 9" in str(err)

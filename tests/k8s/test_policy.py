@@ -103,3 +103,12 @@ def test_bad_config_file_is_an_input_error(tmp_path):
         make_policy("kueue", {"config": str(path)})
     with pytest.raises(InputError, match="cannot read"):
         make_policy("kai", {"config": str(tmp_path / "missing.yaml")})
+
+
+def test_kueue_priority_class(tmp_path):
+    path = tmp_path / "kueue.yaml"
+    path.write_text(KUEUE % "Any" + "---\nkind: WorkloadPriorityClass\nmetadata: {name: high}\nvalue: 1000\n")
+    policy = make_policy("kueue", {"config": str(path), "priority_class": "high"})
+    assert policy.priority == 1000
+    with pytest.raises(InputError, match="priority_class 'low'"):
+        make_policy("kueue", {"config": str(path), "priority_class": "low"})

@@ -34,7 +34,13 @@ from typing import Any
 
 from shapeshift.k8s.documents import Doc, mapping, quantity, read_documents, sequence, text
 
-KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass")
+KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Configuration")
+#: apis/config/v1beta2/configuration_types.go, FairSharing: the only accepted lists.
+STRATEGIES = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
 QUEUEING = ("BestEffortFIFO", "StrictFIFO")
 WITHIN_CQ = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM = ("Never", "LowerPriority", "Any")
@@ -149,6 +155,9 @@ class KueueConfig:
     cohorts: Mapping[str, Cohort]  # declared Cohort objects and cohorts only named by queues
     local_queues: Mapping[tuple[str, str], LocalQueue]  # (namespace, name)
     priority_classes: Mapping[str, WorkloadPriorityClass]
+    #: Kueue's own Configuration (config.kueue.x-k8s.io): ``fairSharing`` present enables it.
+    fair_sharing: bool = False
+    preemption_strategies: tuple[str, ...] = STRATEGIES[2]
 
 
 def read_kueue(path: str | Path) -> KueueConfig:
@@ -164,6 +173,7 @@ def kueue_from_documents(docs: Iterable[Doc]) -> KueueConfig:
     lqs: dict[tuple[str, str], LocalQueue] = {}
     wpcs: dict[str, WorkloadPriorityClass] = {}
     origin: dict[tuple[str, str], Doc] = {}
+    fair_sharing, strategies = False, STRATEGIES[2]
     for doc in docs:
         if doc.kind not in KINDS:
             raise doc.error("kind", f"unknown kind {doc.kind!r}; Kueue configuration holds {', '.join(KINDS)}")
@@ -171,7 +181,9 @@ def kueue_from_documents(docs: Iterable[Doc]) -> KueueConfig:
         if key in origin:
             raise doc.error("metadata.name", f"{doc.kind} {doc.name!r} is defined twice (also {origin[key].where()})")
         origin[key] = doc
-        if doc.kind == "ResourceFlavor":
+        if doc.kind == "Configuration":
+            fair_sharing, strategies = _configuration(doc)
+        elif doc.kind == "ResourceFlavor":
             labels = mapping(doc.spec().get("nodeLabels"), doc, "spec.nodeLabels")
             flavors[doc.name] = ResourceFlavor(doc.name, tuple(sorted((str(k), str(v)) for k, v in labels.items())))
         elif doc.kind == "WorkloadPriorityClass":
@@ -207,7 +219,29 @@ def kueue_from_documents(docs: Iterable[Doc]) -> KueueConfig:
                 "spec.clusterQueue",
                 f"names ClusterQueue {lq.cluster_queue!r}, which is not defined (ClusterQueues: {known})",
             )
-    return KueueConfig(flavors, cqs, cohorts, lqs, wpcs)
+    return KueueConfig(flavors, cqs, cohorts, lqs, wpcs, fair_sharing, strategies)
+
+
+def _configuration(doc: Doc) -> tuple[bool, tuple[str, ...]]:
+    """``fairSharing`` of Kueue's Configuration (top level, not under spec); v1beta1's
+    ``enable: false`` turns it off."""
+    raw = doc.body.get("fairSharing")
+    if raw is None:
+        return False, STRATEGIES[2]
+    fair = mapping(raw, doc, "fairSharing")
+    enabled = fair.get("enable", True)
+    if not isinstance(enabled, bool):
+        raise doc.error("fairSharing.enable", f"{enabled!r} must be true or false")
+    listed = fair.get("preemptionStrategies")
+    strategies = (
+        STRATEGIES[2]
+        if listed is None
+        else tuple(str(x) for x in sequence(listed, doc, "fairSharing.preemptionStrategies"))
+    )
+    if strategies not in STRATEGIES:
+        accepted = "; ".join(str(list(s)) for s in STRATEGIES)
+        raise doc.error("fairSharing.preemptionStrategies", f"{list(strategies)} is not one of {accepted}")
+    return enabled, strategies
 
 
 def _namespace(doc: Doc) -> str:

@@ -63,7 +63,8 @@ class KueueParams(PolicyParams):
     queue_from: QueueField = "vc"
     gpu_resource: str = "nvidia.com/gpu"
     priority: int = 0
-    fair_sharing: bool = False
+    priority_class: str = ""
+    fair_sharing: bool | None = None
     placement: PlacementName = "scattered"
 
 
@@ -109,7 +110,20 @@ class KueuePolicy:
         self.config = config  # type: ignore[assignment]  # None until the first decision sizes the default
         self.params = params
         self.placement = PLACEMENTS[params.placement]()
-        self.options = kueue_rules.Options(fair_sharing=params.fair_sharing)
+        fair = params.fair_sharing if params.fair_sharing is not None else bool(config and config.fair_sharing)
+        strategies = config.preemption_strategies if config else kueue_rules.Options().preemption_strategies
+        self.options = kueue_rules.Options(fair_sharing=fair, preemption_strategies=strategies)
+        self.priority = params.priority
+        if params.priority_class:
+            classes = config.priority_classes if config else {}
+            if params.priority_class not in classes:
+                known = ", ".join(sorted(classes)) or "none defined"
+                raise InputError(
+                    f"policy kueue: priority_class {params.priority_class!r} is no WorkloadPriorityClass of "
+                    f"{params.config or 'the default configuration'} ({known})",
+                    field="priority_class",
+                )
+            self.priority = classes[params.priority_class].value
         self.flavors: dict[str, dict[str, str]] = {}
         self._queue_of: dict[str, str] = {}
         self._workloads: dict[str, kueue_rules.Workload] = {}
@@ -152,7 +166,7 @@ class KueuePolicy:
             requests["cpu"] = float(spec.num_cpus)
         if "memory" in covered and spec.mem_gb > 0:
             requests["memory"] = float(spec.mem_gb) * 2**30
-        workload = kueue_rules.Workload(job_id, cq, requests, self.params.priority, spec.submit_time)
+        workload = kueue_rules.Workload(job_id, cq, requests, self.priority, spec.submit_time)
         self._workloads[job_id] = workload
         return workload
 
