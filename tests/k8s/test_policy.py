@@ -112,3 +112,23 @@ def test_kueue_priority_class(tmp_path):
     assert policy.priority == 1000
     with pytest.raises(InputError, match="priority_class 'low'"):
         make_policy("kueue", {"config": str(path), "priority_class": "low"})
+
+
+def test_kai_time_based_fair_share_runs(tmp_path):
+    # Two queues with no quota, weight 1 each, 4 GPUs, half-life 100 s. a1 uses all 4 GPUs
+    # 0-100; a2 and b1 (4 GPUs each) wait from 50. At 100, a's decayed usage over the decayed
+    # capacity is 1 - 0.5 = 0.5 of the window's 0.5^0..0.5^36 weight (~0.5); b's is 0. With
+    # k = 1: P_a = 0.5 + (0.5 - 0.5) = 0.5, P_b = 1.0: portions 4/3 and 8/3, floored to 1
+    # and 2, the last GPU to b (larger remainder): fair shares a 1, b 3. Queue order
+    # (queue_order.go): both within fair share and quota, same priority, then the smaller
+    # (allocated + job) / fair share: b (4/3) before a (4): b1 runs 100-110, then a2.
+    shard = (
+        "---\nkind: SchedulingShard\nmetadata: {name: default}\n"
+        "spec: {usageDBConfig: {clientType: prometheus, usageParams: {halfLifePeriod: 100s, windowSize: 1h}}}\n"
+    )
+    path = tmp_path / "kai.yaml"
+    path.write_text(KAI.replace("quota: 2", "quota: 0") + shard)
+    policy = make_policy("kai", {"config": str(path), "queue_from": "tenant"})
+    jobs = [job("a1", 0, 4, 100, tenant="a"), job("a2", 50, 4, 10, tenant="a"), job("b1", 50, 4, 10, tenant="b")]
+    result = by_id(run(jobs, "1x4", policy, overheads=NO_COST))
+    assert result["b1"].first_start == 100 and result["a2"].first_start == 110

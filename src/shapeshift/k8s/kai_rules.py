@@ -21,8 +21,11 @@ Sources, kai-scheduler/KAI-Scheduler v0.17.0-9 (commit d5bc503):
   together or not at all; here the job's total request must fit the free capacity.
 
 Capacity is counted per resource over the whole cluster (placement on nodes is the
-engine's business). Queue order in Allocate: lowest saturation (allocated / fair share of
-GPUs) first, then queue priority, then name; jobs within a queue by priority, then age.
+engine's business). Queue order in Allocate follows
+pkg/scheduler/plugins/proportion/queue_order/queue_order.go on GPUs: queues within their
+fair share first, then those staying within deserved quota with their next job, then
+higher queue priority, then the smaller (allocated + next job) / fair share, then name;
+jobs within a queue by priority, then age.
 """
 
 from __future__ import annotations
@@ -160,14 +163,20 @@ def run_cycle(
             if not job.preemptible:
                 _add(alloc_np[q], job.request)
 
-    def saturation(q: str) -> float:
-        return _saturation(alloc[q].get("gpu", 0.0), shares[q].get("gpu", 0.0))
+    def queue_order(q: str) -> tuple:
+        """queue_order.go: under fair share first, then under deserved quota with the head
+        job, then queue priority, then the smaller share with the head job (GPUs)."""
+        head = by_queue[q][0].request.get("gpu", 0.0) if by_queue[q] else 0.0
+        held, fair = alloc[q].get("gpu", 0.0), shares[q].get("gpu", 0.0)
+        quota = config.queues[q].resource("gpu").quota
+        starved = quota == UNLIMITED or held + head <= quota + 1e-9
+        return (held > fair + 1e-9, not starved, -config.queues[q].priority, _saturation(held + head, fair), q)
 
     # Allocate: the most starved queue's first job that fits, again and again
     progress = True
     while progress and any(v > 1e-9 for v in free.values()):
         progress = False
-        for q in sorted(by_queue, key=lambda q: (saturation(q), -config.queues[q].priority, q)):
+        for q in sorted(by_queue, key=queue_order):
             job = next(
                 (
                     j
