@@ -254,3 +254,9 @@ def test_kueue_configuration_enables_fair_sharing():
     bad = KUEUE + conf + "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n"
     err = _error(bad)
     assert err.field == "fairSharing.preemptionStrategies" and "document 9" in str(err)
+
+
+def test_numeric_looking_name_asks_for_quotes():
+    # A Philly VC such as 6214e9 is a YAML float unless quoted.
+    err = _error("kind: ResourceFlavor\nmetadata: {name: 6214e9}\n")
+    assert err.field == "metadata.name" and "quote it" in str(err)

@@ -101,6 +101,9 @@ def _doc(body: Any, path: str, index: int, line: int) -> Doc:
         raise InputError(f"document {index}: has no kind", path=path, line=line, field="kind")
     meta = body.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
+    if isinstance(name, int | float) and not isinstance(name, bool):
+        message = f"document {index} ({kind}): metadata.name {name!r} was read as a number; quote it"
+        raise InputError(message, path=path, line=line, field="metadata.name")
     if not isinstance(name, str) or not name:
         raise InputError(
             f"document {index} ({kind}): has no metadata.name", path=path, line=line, field="metadata.name"
