@@ -235,6 +235,7 @@ def _candidates(tree, usage, admitted, workload, frs, borrows: bool) -> list[Adm
     policy = cq.preemption
     root = _cohort_root(tree, cq.name)
     out = []
+    borrowing: dict[str, bool] = {}  # per ClusterQueue: in the cohort and borrowing on frs
     for a in admitted:
         if not set(a.charges()) & frs:
             continue
@@ -246,9 +247,13 @@ def _candidates(tree, usage, admitted, workload, frs, borrows: bool) -> list[Adm
             if (w == "LowerPriority" and lower) or (w == "LowerOrNewerEqualPriority" and (lower or newer_equal)):
                 out.append(a)
             continue
-        if root is None or _cohort_root(tree, other.cluster_queue) != root:
+        if root is None:
             continue
-        if not _is_borrowing(tree, usage, other.cluster_queue, frs):
+        if other.cluster_queue not in borrowing:
+            borrowing[other.cluster_queue] = _cohort_root(tree, other.cluster_queue) == root and _is_borrowing(
+                tree, usage, other.cluster_queue, frs
+            )
+        if not borrowing[other.cluster_queue]:
             continue
         r = policy.reclaim_within_cohort
         if not (r == "Any" or (r == "LowerPriority" and other.priority < workload.priority)):
@@ -384,7 +389,9 @@ def run_cycles(
     max_cycles: int | None = None,
     tree: QuotaTree | None = None,
 ) -> Outcome:
-    """Cycles until nothing changes; evicted workloads return to their queue.
+    """Cycles until nothing changes; evicted workloads return to the pending list but are
+    not tried again in this call (Kueue requeues a preempted workload with a backoff), which
+    also rules out two workloads evicting each other back and forth at one instant.
 
     Each ClusterQueue offers its head per cycle. Under BestEffortFIFO a head that can be
     neither admitted nor make room is set aside (Kueue's inadmissible list) until quota is
@@ -402,6 +409,7 @@ def run_cycles(
     usage = _usage(tree, out.admitted)
     skip: set[str] = set()
     blocked_keys: set[tuple] = set()
+    requeued: list[Workload] = []
     cycles = 0
     while max_cycles is None or cycles < max_cycles:
         cycles += 1
@@ -429,10 +437,7 @@ def run_cycles(
             evicted = [a for a in out.admitted if a.workload.name in gone]
             out.admitted = [a for a in out.admitted if a.workload.name not in gone]
             out.preempted.extend(result.preempted)
-            for a in evicted:
-                queue = queues.setdefault(a.workload.cluster_queue, [])
-                queue.append(a.workload)
-                queue.sort(key=lambda w: (-w.priority, w.created, w.name))
+            requeued.extend(a.workload for a in evicted)
             usage = _usage(tree, out.admitted)
             skip.clear()
             blocked_keys.clear()
@@ -446,5 +451,5 @@ def run_cycles(
         if not result.admitted and new_skip <= skip:
             break
         skip |= new_skip
-    out.pending = [w for q in queues.values() for w in q]
+    out.pending = [w for q in queues.values() for w in q] + requeued
     return out
