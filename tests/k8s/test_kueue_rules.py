@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from shapeshift.k8s.documents import parse_documents
 from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents
+from shapeshift.k8s.kueue_cycle import run_cycles
 from shapeshift.k8s.kueue_quota import QuotaTree, dominant_share, usage_of
-from shapeshift.k8s.kueue_rules import FIT, PREEMPT, Admitted, Options, Workload, assign_flavors, run_cycles
+from shapeshift.k8s.kueue_rules import FIT, PREEMPT, Admitted, Options, Workload, assign_flavors
 
 FLAVOR = "kind: ResourceFlavor\nmetadata: {name: default-flavor}\n"
 

@@ -2,7 +2,7 @@
 configuration (``--policy kueue --policy-arg config=FILE``).
 
 Each decision rebuilds the scheduler's view from the engine's (admitted = running jobs,
-pending = waiting jobs), asks the pure rules (``kueue_rules.run_cycles``,
+pending = waiting jobs), asks the pure rules (``kueue_cycle.run_cycles``,
 ``kai_rules.run_cycle``) who is admitted and who is evicted, and places the admitted
 jobs on nodes. A job's queue is read from one of its fields (``queue_from``: ``vc`` by
 default, so a Philly-style trace maps its virtual clusters to queues); for Kueue the
@@ -28,7 +28,7 @@ from typing import Literal
 from shapeshift.engine.contract import ARRIVAL, COMPLETION
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
-from shapeshift.k8s import kai_rules, kueue_rules
+from shapeshift.k8s import kai_rules, kueue_cycle, kueue_rules
 from shapeshift.k8s.documents import parse_documents
 from shapeshift.k8s.kai_config import KaiConfig, kai_from_documents, read_kai
 from shapeshift.k8s.kai_fairshare import decayed_usage, with_ancestors
@@ -188,7 +188,7 @@ class KueuePolicy:
                 flavors = {r: g.flavors[0].name for g in cq.resource_groups if g.flavors for r in g.covered_resources}
             admitted.append(kueue_rules.Admitted(w, flavors))
         waiting = [self._workload(view, j) for j in pending]
-        outcome = kueue_rules.run_cycles(self.config, waiting, admitted, now=view.now, options=self.options)
+        outcome = kueue_cycle.run_cycles(self.config, waiting, admitted, now=view.now, options=self.options)
         evicted = [n for n in dict.fromkeys(outcome.preempted) if n in view.allocations]
         started = [a.workload.name for a in outcome.admitted if a.workload.name not in view.allocations]
         schedule = _place(view, self.placement, started, evicted)
