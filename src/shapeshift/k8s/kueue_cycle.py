@@ -25,7 +25,6 @@ from shapeshift.k8s.kueue_rules import (
     preemption_targets,
 )
 
-
 DEFAULT_OPTIONS = Options()
 
 
