@@ -68,6 +68,11 @@ def safe_load(text: str) -> Any:
     return yaml.load(text, Loader=_PlainNumbers)
 
 
+def safe_load_all(text: str) -> list[Any]:
+    """Every document of a ``---``-separated stream, read as ``safe_load`` reads one."""
+    return list(yaml.load_all(text, Loader=_PlainNumbers))
+
+
 def line_of(text: str, loc: Sequence[Any]) -> int | None:
     """Best-effort 1-based line of the deepest part of ``loc`` found in ``text``."""
     try:

@@ -1,0 +1,163 @@
+"""Kueue's scheduling cycles: heads of the ClusterQueues, admitted in order or preempting.
+
+The ordering and queueing rules are cited in ``kueue_rules`` (kubernetes-sigs/kueue
+v0.20.0-devel, site/content/en/docs/concepts/cluster_queue.md, "Queueing strategy" and
+"Cohort"); this module runs them cycle after cycle until nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from shapeshift.k8s.kueue_config import KueueConfig
+from shapeshift.k8s.kueue_quota import QuotaTree, Usage, add_usage, dominant_share
+from shapeshift.k8s.kueue_rules import (
+    FIT,
+    PREEMPT,
+    Admitted,
+    CycleResult,
+    Options,
+    Workload,
+    _fits,
+    _usage,
+    assign_flavors,
+    preemption_targets,
+)
+
+DEFAULT_OPTIONS = Options()
+
+
+def _key(w: Workload) -> tuple:
+    return (w.cluster_queue, tuple(sorted(w.requests.items())), w.priority)
+
+
+def _cycle(
+    tree: QuotaTree,
+    heads: Sequence[Workload],
+    admitted: list[Admitted],
+    usage: Usage,
+    now: float,
+    options: Options,
+) -> CycleResult:
+    """One scheduling cycle over the ClusterQueues' heads: ordered (within nominal quota
+    first, then lowest share under fair sharing, then priority, then age), each admitted
+    while it fits or issuing preemptions. ``admitted`` and ``usage`` are updated in place
+    for admissions; preemptions are returned for the caller to apply."""
+    entries = [(w, assign_flavors(tree, usage, w, options.fair_sharing)) for w in heads]
+
+    def order(entry):
+        w, a = entry
+        share = dominant_share(tree, usage, ("cq", w.cluster_queue), a.charges(w)) if options.fair_sharing else 0.0
+        prio = -w.priority if options.priority_sorting_within_cohort else 0
+        return (a.borrows, share, prio, w.created, w.name)
+
+    entries.sort(key=order)
+    new: list[Admitted] = []
+    preempted: list[str] = []
+    blocked: list[str] = []
+    for w, _ in entries:
+        a = assign_flavors(tree, usage, w, options.fair_sharing)
+        if a.mode == FIT and _fits(tree, usage, w.cluster_queue, a.charges(w), True):
+            adm = Admitted(w, a.flavors, now)
+            admitted.append(adm)
+            new.append(adm)
+            for fr, value in adm.charges().items():
+                add_usage(tree, usage, ("cq", w.cluster_queue), fr, value)
+            continue
+        if a.mode == PREEMPT and not preempted:
+            targets = preemption_targets(tree, admitted, w, a, options)
+            if targets:
+                preempted.extend(t.workload.name for t in targets)
+                continue
+        blocked.append(w.name)
+    return CycleResult(tuple(new), tuple(preempted), tuple(blocked))
+
+
+@dataclass
+class Outcome:
+    admitted: list[Admitted] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+    pending: list[Workload] = field(default_factory=list)
+
+    def names(self) -> list[str]:
+        return sorted(a.workload.name for a in self.admitted)
+
+    def flavor_of(self, name: str, resource: str) -> str:
+        return next(a.flavors[resource] for a in self.admitted if a.workload.name == name)
+
+
+def run_cycles(
+    config: KueueConfig,
+    pending: Sequence[Workload],
+    admitted: Sequence[Admitted] = (),
+    *,
+    now: float = 0.0,
+    options: Options = DEFAULT_OPTIONS,
+    max_cycles: int | None = None,
+    tree: QuotaTree | None = None,
+) -> Outcome:
+    """Cycles until nothing changes; evicted workloads return to the pending list but are
+    not tried again in this call (Kueue requeues a preempted workload with a backoff), which
+    also rules out two workloads evicting each other back and forth at one instant.
+
+    Each ClusterQueue offers its head per cycle. Under BestEffortFIFO a head that can be
+    neither admitted nor make room is set aside (Kueue's inadmissible list) until quota is
+    released by an eviction, so the next one heads the queue; under StrictFIFO it stays
+    and blocks. A workload equal to one set aside (same ClusterQueue, requests and
+    priority) is set aside without being tried again: with no quota released, its outcome
+    is the same."""
+    tree = tree or QuotaTree(config)
+    out = Outcome(list(admitted), [], [])
+    queues: dict[str, list[Workload]] = {}
+    for w in pending:
+        queues.setdefault(w.cluster_queue, []).append(w)
+    for q in queues.values():
+        q.sort(key=lambda w: (-w.priority, w.created, w.name))
+    usage = _usage(tree, out.admitted)
+    skip: set[str] = set()
+    blocked_keys: set[tuple] = set()
+    requeued: list[Workload] = []
+    cycles = 0
+    while max_cycles is None or cycles < max_cycles:
+        cycles += 1
+        heads = []
+        for name, queue in queues.items():
+            strict = config.cluster_queues[name].queueing_strategy == "StrictFIFO"
+            for w in queue:
+                if strict:
+                    heads.append(w)
+                    break
+                if w.name in skip:
+                    continue
+                if _key(w) in blocked_keys:
+                    skip.add(w.name)
+                    continue
+                heads.append(w)
+                break
+        if not heads:
+            break
+        result = _cycle(tree, heads, out.admitted, usage, now, options)
+        for adm in result.admitted:
+            queues[adm.workload.cluster_queue].remove(adm.workload)
+        if result.preempted:
+            gone = set(result.preempted)
+            evicted = [a for a in out.admitted if a.workload.name in gone]
+            out.admitted = [a for a in out.admitted if a.workload.name not in gone]
+            out.preempted.extend(result.preempted)
+            requeued.extend(a.workload for a in evicted)
+            usage = _usage(tree, out.admitted)
+            skip.clear()
+            blocked_keys.clear()
+            continue
+        new_skip = set()
+        for name in result.blocked:
+            w = next(h for h in heads if h.name == name)
+            if config.cluster_queues[w.cluster_queue].queueing_strategy != "StrictFIFO":
+                new_skip.add(name)
+                blocked_keys.add(_key(w))
+        if not result.admitted and new_skip <= skip:
+            break
+        skip |= new_skip
+    out.pending = [w for q in queues.values() for w in q] + requeued
+    return out

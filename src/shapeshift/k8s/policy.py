@@ -1,0 +1,277 @@
+"""``kueue`` and ``kai``: Shapeshift policies that replay a site's own Kueue or KAI-Scheduler
+configuration (``--policy kueue --policy-arg config=FILE``).
+
+Each decision rebuilds the scheduler's view from the engine's (admitted = running jobs,
+pending = waiting jobs), asks the pure rules (``kueue_cycle.run_cycles``,
+``kai_rules.run_cycle``) who is admitted and who is evicted, and places the admitted
+jobs on nodes. A job's queue is read from one of its fields (``queue_from``: ``vc`` by
+default, so a Philly-style trace maps its virtual clusters to queues); for Kueue the
+name is a LocalQueue (``namespace/name`` or a name unique across namespaces) or else a
+ClusterQueue. Without ``config`` every job goes to one queue owning the whole cluster
+(Kueue: a ClusterQueue whose quota is the cluster's GPUs; KAI: a queue with unlimited
+quota), which makes the policy a plain priority-then-FIFO scheduler. GPUs are requested
+as ``gpu_resource`` (Kueue) or ``gpu`` (KAI); CPUs and memory (Kueue) only where the
+ClusterQueue has quota for them.
+
+Differences from the real systems, all listed in docs/kueue-kai.md: placement is one of
+Shapeshift's placements (``scattered`` by default for Kueue, the nearest to
+kube-scheduler's default least-allocated scoring; ``consolidated`` for KAI, its
+bin-packing default); a ResourceFlavor's node labels do not restrict placement; every
+job has one priority (``priority``); a Kueue preemptor is admitted in the same decision
+that evicts its targets rather than a cycle later.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from shapeshift.engine.contract import ARRIVAL, COMPLETION
+from shapeshift.engine.view import ClusterView
+from shapeshift.errors import InputError
+from shapeshift.k8s import kai_rules, kueue_cycle, kueue_rules
+from shapeshift.k8s.documents import parse_documents
+from shapeshift.k8s.kai_config import KaiConfig, kai_from_documents, read_kai
+from shapeshift.k8s.kai_fairshare import decayed_usage, with_ancestors
+from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents, read_kueue
+from shapeshift.model import Allocation, Schedule
+from shapeshift.policies.placement import PLACEMENTS, PlacementName
+from shapeshift.policies.registry import PolicyParams, register
+
+QueueField = Literal["vc", "tenant", "user"]
+
+
+#: Without ``config``: one ClusterQueue owning every GPU of the cluster, taking every job.
+DEFAULT_KUEUE = """kind: ResourceFlavor
+metadata: {name: default-flavor}
+---
+kind: ClusterQueue
+metadata: {name: cluster-queue}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [%s]
+    flavors:
+    - name: default-flavor
+      resources: [{name: %s, nominalQuota: %d}]
+"""
+#: Without ``config``: one queue deserving the whole cluster, taking every job.
+DEFAULT_KAI = "kind: Queue\nmetadata: {name: default}\nspec: {resources: {gpu: {quota: -1, limit: -1}}}\n"
+
+
+class KueueParams(PolicyParams):
+    config: str = ""
+    queue_from: QueueField = "vc"
+    gpu_resource: str = "nvidia.com/gpu"
+    priority: int = 0
+    priority_class: str = ""
+    fair_sharing: bool | None = None
+    placement: PlacementName = "scattered"
+
+
+class KaiParams(PolicyParams):
+    config: str = ""
+    queue_from: QueueField = "vc"
+    priority: int = 50
+    placement: PlacementName = "consolidated"
+
+
+def _all_jobs(view: ClusterView) -> tuple[list[str], list[str]]:
+    running = list(view.allocations)
+    pending = [j for p in view.partitions for j in view.pending(p)]
+    return running, pending
+
+
+def _place(view: ClusterView, placement, started: list[str], evicted: list[str]) -> Schedule:
+    free = view.scratch()
+    changes: dict[str, Allocation | None] = {}
+    for job_id in evicted:
+        alloc = view.allocations.get(job_id)
+        if alloc is not None:
+            free.give(alloc)
+            changes[job_id] = None
+    reasons: dict[str, str] = {}
+    for job_id in started:
+        status = view.job(job_id)
+        alloc = placement.find(status.spec, view.partitions[status.partition], free)
+        if alloc is None:
+            reasons[job_id] = "admitted, but no set of nodes has the GPUs free"
+            continue
+        free.take(alloc)
+        changes[job_id] = alloc
+    return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason="waiting in its queue")
+
+
+class KueuePolicy:
+    name = "kueue"
+    triggers = frozenset({ARRIVAL, COMPLETION})
+    default_round = None
+
+    def __init__(self, config: KueueConfig | None, params: KueueParams):
+        self.config = config  # type: ignore[assignment]  # None until the first decision sizes the default
+        self.params = params
+        self.placement = PLACEMENTS[params.placement]()
+        fair = params.fair_sharing if params.fair_sharing is not None else bool(config and config.fair_sharing)
+        strategies = config.preemption_strategies if config else kueue_rules.Options().preemption_strategies
+        self.options = kueue_rules.Options(fair_sharing=fair, preemption_strategies=strategies)
+        self.priority = params.priority
+        if params.priority_class:
+            classes = config.priority_classes if config else {}
+            if params.priority_class not in classes:
+                known = ", ".join(sorted(classes)) or "none defined"
+                raise InputError(
+                    f"policy kueue: priority_class {params.priority_class!r} is no WorkloadPriorityClass of "
+                    f"{params.config or 'the default configuration'} ({known})",
+                    field="priority_class",
+                )
+            self.priority = classes[params.priority_class].value
+        self.flavors: dict[str, dict[str, str]] = {}
+        self._queue_of: dict[str, str] = {}
+        self._workloads: dict[str, kueue_rules.Workload] = {}
+
+    def cluster_queue(self, job_id: str, name: str) -> str:
+        if not self.params.config:
+            return "cluster-queue"
+        found = self._queue_of.get(name)
+        if found is not None:
+            return found
+        lqs = self.config.local_queues
+        ns, sep, lq = name.partition("/")
+        if sep and (ns, lq) in lqs:
+            found = lqs[(ns, lq)].cluster_queue
+        else:
+            matches = [q.cluster_queue for (_, n), q in lqs.items() if n == name]
+            if len(matches) == 1:
+                found = matches[0]
+            elif not matches and name in self.config.cluster_queues:
+                found = name
+        if found is None:
+            known = sorted({f"{n}/{q}" for n, q in lqs} | set(self.config.cluster_queues))
+            raise InputError(
+                f"job {job_id}: queue {name!r} ({self.params.queue_from}) names no single LocalQueue or "
+                f"ClusterQueue of {self.params.config}; known: {', '.join(known) or 'none'}",
+                field=self.params.queue_from,
+            )
+        self._queue_of[name] = found
+        return found
+
+    def _workload(self, view: ClusterView, job_id: str) -> kueue_rules.Workload:
+        found = self._workloads.get(job_id)
+        if found is not None:
+            return found
+        spec = view.job(job_id).spec
+        cq = self.cluster_queue(job_id, str(getattr(spec, self.params.queue_from)))
+        covered = {r for g in self.config.cluster_queues[cq].resource_groups for r in g.covered_resources}
+        requests = {self.params.gpu_resource: float(spec.num_gpus)}
+        if "cpu" in covered and spec.num_cpus > 0:
+            requests["cpu"] = float(spec.num_cpus)
+        if "memory" in covered and spec.mem_gb > 0:
+            requests["memory"] = float(spec.mem_gb) * 2**30
+        workload = kueue_rules.Workload(job_id, cq, requests, self.priority, spec.submit_time)
+        self._workloads[job_id] = workload
+        return workload
+
+    def decide(self, view: ClusterView) -> Schedule:
+        if self.config is None:
+            gpus = sum(view.capacity_gpus(p) for p in view.partitions)
+            text = DEFAULT_KUEUE % (self.params.gpu_resource, self.params.gpu_resource, gpus)
+            self.config = kueue_from_documents(parse_documents(text, "<default>"))
+        running, pending = _all_jobs(view)
+        for job_id in list(self.flavors):
+            if job_id not in view.allocations:
+                del self.flavors[job_id]
+        admitted = []
+        for job_id in running:
+            w = self._workload(view, job_id)
+            flavors = self.flavors.get(job_id)
+            if flavors is None:  # started outside this policy: charge its queue's first flavors
+                cq = self.config.cluster_queues[w.cluster_queue]
+                flavors = {r: g.flavors[0].name for g in cq.resource_groups if g.flavors for r in g.covered_resources}
+            admitted.append(kueue_rules.Admitted(w, flavors))
+        waiting = [self._workload(view, j) for j in pending]
+        outcome = kueue_cycle.run_cycles(self.config, waiting, admitted, now=view.now, options=self.options)
+        evicted = [n for n in dict.fromkeys(outcome.preempted) if n in view.allocations]
+        started = [a.workload.name for a in outcome.admitted if a.workload.name not in view.allocations]
+        schedule = _place(view, self.placement, started, evicted)
+        for a in outcome.admitted:
+            if schedule.allocation(a.workload.name) is not None:
+                self.flavors[a.workload.name] = dict(a.flavors)
+        return schedule
+
+
+class KaiPolicy:
+    name = "kai"
+    triggers = frozenset({ARRIVAL, COMPLETION})
+    default_round = None
+
+    def __init__(self, config: KaiConfig, params: KaiParams):
+        self.config = config
+        self.params = params
+        self.placement = PLACEMENTS[params.placement]()
+        self.history: list[tuple[str, str, float, float, float]] = []
+        self.open: dict[str, tuple[str, float, float]] = {}  # job -> (queue, gpus, start)
+        self._jobs: dict[str, kai_rules.Job] = {}
+
+    def _job(self, view: ClusterView, job_id: str) -> kai_rules.Job:
+        found = self._jobs.get(job_id)
+        if found is not None:
+            return found
+        spec = view.job(job_id).spec
+        queue = str(getattr(spec, self.params.queue_from)) if self.params.config else "default"
+        if queue not in self.config.queues or not self.config.is_leaf(queue):
+            leaves = sorted(q for q in self.config.queues if self.config.is_leaf(q))
+            raise InputError(
+                f"job {job_id}: queue {queue!r} ({self.params.queue_from}) is not a leaf Queue of "
+                f"{self.params.config}; leaf queues: {', '.join(leaves) or 'none'}",
+                field=self.params.queue_from,
+            )
+        job = kai_rules.Job(job_id, queue, {"gpu": float(spec.num_gpus)}, 1, self.params.priority, spec.submit_time)
+        self._jobs[job_id] = job
+        return job
+
+    def _usage(self, view: ClusterView, capacity: float) -> dict[str, dict[str, float]] | None:
+        fairness = self.config.fairness
+        if not fairness.time_based:
+            return None
+        for job_id in [j for j in self.open if j not in view.allocations]:
+            queue, gpus, start = self.open.pop(job_id)
+            self.history.append((queue, "gpu", gpus, start, view.now))
+        ongoing = [(q, "gpu", g, s, view.now) for q, g, s in self.open.values()]
+        leaf = decayed_usage(
+            [*self.history, *ongoing],
+            {"gpu": capacity},
+            view.now,
+            half_life_s=fairness.half_life_s,
+            window_s=fairness.window_s,
+        )
+        return with_ancestors(self.config, leaf)
+
+    def decide(self, view: ClusterView) -> Schedule:
+        running_ids, pending_ids = _all_jobs(view)
+        capacity = float(sum(view.capacity_gpus(p) for p in view.partitions))
+        usage = self._usage(view, capacity)
+        running = [kai_rules.Running(self._job(view, j), self.open.get(j, ("", 0.0, 0.0))[2]) for j in running_ids]
+        pending = [self._job(view, j) for j in pending_ids]
+        outcome = kai_rules.run_cycle(self.config, {"gpu": capacity}, pending, running, now=view.now, usage=usage)
+        evicted = [n for n in outcome.evicted if n in view.allocations]
+        schedule = _place(view, self.placement, [n for n in outcome.started if n not in view.allocations], evicted)
+        for job_id in evicted:
+            if job_id in self.open:
+                queue, gpus, start = self.open.pop(job_id)
+                self.history.append((queue, "gpu", gpus, start, view.now))
+        for job_id, alloc in schedule.changes.items():
+            if alloc is not None:
+                self.open[job_id] = (self._job(view, job_id).queue, float(alloc.gpus), view.now)
+        return schedule
+
+
+@register(
+    "kueue", "Kueue's admission (quota, cohorts, borrowing, preemption, fair sharing) from its own YAML.", KueueParams
+)
+def make_kueue(params: KueueParams) -> KueuePolicy:
+    return KueuePolicy(read_kueue(params.config) if params.config else None, params)
+
+
+@register("kai", "KAI-Scheduler's hierarchical fair-share queues, reclaim and preemption from its own YAML.", KaiParams)
+def make_kai(params: KaiParams) -> KaiPolicy:
+    config = read_kai(params.config) if params.config else kai_from_documents(parse_documents(DEFAULT_KAI, "<default>"))
+    return KaiPolicy(config, params)
