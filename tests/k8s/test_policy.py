@@ -6,7 +6,7 @@ import pytest
 
 from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
-from shapeshift.policies.registry import make_policy
+from shapeshift.policies.framework.registry import make_policy
 from tests.conftest import by_id, jcts, job, run
 
 KUEUE = """

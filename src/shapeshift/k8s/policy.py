@@ -34,8 +34,8 @@ from shapeshift.k8s.kai_config import KaiConfig, kai_from_documents, read_kai
 from shapeshift.k8s.kai_fairshare import decayed_usage, with_ancestors
 from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents, read_kueue
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.placement import PLACEMENTS, PlacementName
-from shapeshift.policies.registry import PolicyParams, register
+from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
+from shapeshift.policies.framework.registry import PolicyParams, register
 
 QueueField = Literal["vc", "tenant", "user"]
 
