@@ -43,8 +43,8 @@ BUILTIN_POLICIES: dict[str, str] = {
     "pollux": "shapeshift.policies.goodput.pollux",
     "auto": "shapeshift.policies.auto.policy",
     "lucid": "shapeshift.policies.lucid.policy",
-    "kueue": "shapeshift.k8s.policy",
-    "kai": "shapeshift.k8s.policy",
+    "kueue": "shapeshift.policies.k8s.policy",
+    "kai": "shapeshift.policies.k8s.policy",
 }
 #: Modules whose import registers the built-in policies.
 BUILTIN_MODULES: tuple[str, ...] = tuple(dict.fromkeys(BUILTIN_POLICIES.values()))
