@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from shapeshift.errors import InputError
+    from shapeshift.gpushare.api import fill
     from shapeshift.runs import Comparison, EnergySpec, RunResult, RunSpec, ThroughputSpec, run
     from shapeshift.runs.facade import compare, policies, simulate
 
@@ -32,6 +33,7 @@ __all__ = [
     "RunSpec",
     "ThroughputSpec",
     "compare",
+    "fill",
     "policies",
     "run",
     "simulate",
@@ -46,6 +48,7 @@ _HOMES = {
     "ThroughputSpec": "shapeshift.runs",
     "run": "shapeshift.runs",
     "compare": "shapeshift.runs.facade",
+    "fill": "shapeshift.gpushare.api",
     "policies": "shapeshift.runs.facade",
     "simulate": "shapeshift.runs.facade",
 }
