@@ -117,7 +117,7 @@ def run_simulator(checkout: Path, placement: str, workload: str, seed: int) -> f
     subprocess.run(["bash", "prepare_input.sh"], cwd=checkout / "data", check=True)
     exp = f"experiments/peer/{workload}/{REFERENCE_NAMES[placement]}/1.3/{seed}"
     cmd = (
-        f'mkdir -p {exp} && python3 scripts/generate_config_and_run.py -d {exp} -e -b -f data/{workload} '
+        f"mkdir -p {exp} && python3 scripts/generate_config_and_run.py -d {exp} -e -b -f data/{workload} "
         f"{REFERENCE_FLAGS[placement]} -tune 1.3 -tuneseed {seed} --shuffle-pod=true -z {exp}/snapshot/ds01 "
         f"&& python3 scripts/analysis.py -f -g {exp}"
     )
