@@ -132,7 +132,7 @@ class GpuPacking(Placement):
             return np.zeros(len(candidates), dtype=np.int64)
         left = state.left[candidates]
         gpus = state.gpus[candidates]
-        fully = (left == MILLI).sum(axis=1)
+        fully = state.fully[candidates]
         idle_node = fully == gpus
         score_idle = np.maximum(MAX_SCORE // 3 - fully, fully)
         if pod.shares:

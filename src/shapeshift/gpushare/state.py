@@ -93,18 +93,13 @@ class ClusterState:
         self.left = np.zeros((n, MAX_GPUS_PER_NODE), dtype=np.int64)
         for i in range(n):
             self.left[i, : self.gpus[i]] = MILLI
+        self.max_left = self.left.max(axis=1)
+        self.fully = (self.left == MILLI).sum(axis=1)
         self.tags = np.zeros((n, N_TAGS), dtype=np.int64)
         self.version = np.zeros(n, dtype=np.int64)
         self.measure = FragMeasure(typical, self.models)
         self.frag = self.measure(self.cpu_left, self.left, self.model)
         self.capacity_milli = int(self.gpus.sum()) * MILLI
-
-    # Aggregates kept cheap: recomputed from the arrays (O(nodes)).
-    def idle_total(self) -> np.ndarray:
-        return self.left.sum(axis=1)
-
-    def fully_idle(self) -> np.ndarray:
-        return (self.left == MILLI).sum(axis=1)
 
     def feasible(self, pod: PodAsk) -> np.ndarray:
         """(nodes,) bool: the filter phase for ``pod``."""
@@ -113,9 +108,9 @@ class ClusterState:
             return ok
         ok &= (self.gpus > 0) & pod.allowed[self.model]
         if pod.shares:
-            ok &= self.left.max(axis=1) >= pod.milli
+            ok &= self.max_left >= pod.milli
         else:
-            ok &= self.fully_idle() >= pod.num
+            ok &= self.fully >= pod.num
         return ok
 
     def place(self, node: int, gpu_ids: tuple[int, ...], pod: PodAsk) -> None:
@@ -123,6 +118,8 @@ class ClusterState:
         self.mem_left[node] -= pod.memory
         for g in gpu_ids:
             self.left[node, g] -= pod.milli
+        self.max_left[node] = self.left[node].max()
+        self.fully[node] = int((self.left[node] == MILLI).sum())
         if pod.num:
             self.tags[node, pod.tag] += 1
         self.version[node] += 1
