@@ -52,15 +52,16 @@ REFERENCE_FLAGS = {
     "fgd": "-FGD 1000 -gpusel FGD -dimext share -norm max",
 }
 EXPECTED = "experiments/analysis/expected_results/analysis_allo_discrete.csv"
+EXPECTED_FRAG = "experiments/analysis/expected_results/analysis_frag_ratio_discrete.csv"
 POINTS = list(range(50, 131))
 
 
-def reference_table(reference: Path) -> pd.DataFrame:
+def reference_table(reference: Path, member: str = EXPECTED) -> pd.DataFrame:
     if reference.is_file():
-        return pd.read_csv(reference)
+        return pd.read_csv(reference if member == EXPECTED else reference.with_name(Path(member).name))
     git_dir = reference / ".git" if (reference / ".git").exists() else reference
     text = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "show", f"HEAD:{EXPECTED}"], check=True, capture_output=True, text=True
+        ["git", f"--git-dir={git_dir}", "show", f"HEAD:{member}"], check=True, capture_output=True, text=True
     ).stdout
     return pd.read_csv(io.StringIO(text))
 
@@ -78,18 +79,23 @@ def reference_medians(table: pd.DataFrame, workload: str) -> pd.DataFrame:
 def our_medians(data: Path, workload: str, placements: list[str], seeds: list[int], inflate: float) -> tuple:
     nodes = read_nodes(data / "openb_node_list_gpu_node.csv")
     pods = read_pods(data / f"{workload}.csv")
-    per_seed, timing = {}, {}
+    per_seed, frag_seed, timing = {}, {}, {}
     for name in placements:
-        curves = []
+        curves, frags = [], []
         for seed in seeds:
             run = run_fill(nodes, pods, name, inflate=inflate, seed=seed)
-            rows = {r["arrived_pct"]: r["allocated_pct"] for r in run_curve(run)}
+            table = run_curve(run)
+            rows = {r["arrived_pct"]: r["allocated_pct"] for r in table}
+            frag = {r["arrived_pct"]: r["fragmented_pct"] for r in table}
             curves.append([rows.get(p, np.nan) for p in POINTS])
+            frags.append([frag.get(p, np.nan) for p in POINTS])
             timing.setdefault(name, []).append(run.seconds)
             print(f"  {workload} {name} seed {seed}: {rows.get(130)} at 130% ({run.seconds:.1f} s)", file=sys.stderr)
         per_seed[name] = np.array(curves)
+        frag_seed[name] = np.array(frags)
     medians = pd.DataFrame({k: np.nanmedian(v, axis=0) for k, v in per_seed.items()}, index=POINTS).T
-    return medians, per_seed, timing
+    frag_medians = pd.DataFrame({k: np.nanmedian(v, axis=0) for k, v in frag_seed.items()}, index=POINTS).T
+    return medians, per_seed, timing, frag_medians
 
 
 def compare(ours: pd.DataFrame, theirs: pd.DataFrame) -> dict:
@@ -130,7 +136,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True, help="directory of the openb CSVs")
     ap.add_argument("--reference", type=Path, help="reference checkout / git dir, or its analysis_allo_discrete.csv")
-    ap.add_argument("--workload", default="openb_pod_list_default")
+    ap.add_argument("--workload", default="openb_pod_list_default", help="one or more, comma-separated")
     ap.add_argument("--placements", default=",".join(REFERENCE_NAMES))
     ap.add_argument("--seeds", type=int, default=10, help="seeds 42.. (the reference uses 42..51)")
     ap.add_argument("--inflate", type=float, default=1.3)
@@ -146,20 +152,31 @@ def main() -> None:
     if args.reference is None:
         ap.error("--reference is required unless --simulator is given")
     seeds = list(range(42, 42 + args.seeds))
-    ours, per_seed, timing = our_medians(args.data, args.workload, placements, seeds, args.inflate)
-    theirs = reference_medians(reference_table(args.reference), args.workload)
-    result = compare(ours, theirs)
-    result.update(
-        workload=args.workload,
-        seeds=seeds,
-        mean_seconds_per_run={k: round(float(np.mean(v)), 2) for k, v in timing.items()},
-    )
-    ours.round(3).to_csv(args.out / f"{args.workload}-ours-median.csv")
-    theirs.loc[ours.index].to_csv(args.out / f"{args.workload}-reference-median.csv")
-    for name, arr in per_seed.items():
-        pd.DataFrame(arr, index=seeds, columns=POINTS).to_csv(args.out / f"{args.workload}-{name}-per-seed.csv")
-    (args.out / f"{args.workload}-compare.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    alloc_table = reference_table(args.reference)
+    frag_table = reference_table(args.reference, EXPECTED_FRAG)
+    summary = {}
+    for workload in [w for w in args.workload.split(",") if w]:
+        ours, per_seed, timing, frag_ours = our_medians(args.data, workload, placements, seeds, args.inflate)
+        theirs = reference_medians(alloc_table, workload)
+        frag_theirs = reference_medians(frag_table, workload)
+        result = compare(ours, theirs)
+        frag_diff = (frag_ours - frag_theirs.loc[frag_ours.index]).abs().max(axis=1)
+        result.update(
+            workload=workload,
+            seeds=seeds,
+            frag_ratio_max_abs_diff_pp={k: round(float(v), 3) for k, v in frag_diff.items()},
+            mean_seconds_per_run={k: round(float(np.mean(v)), 2) for k, v in timing.items()},
+        )
+        ours.round(3).to_csv(args.out / f"{workload}-ours-median.csv")
+        theirs.loc[ours.index].to_csv(args.out / f"{workload}-reference-median.csv")
+        frag_ours.round(3).to_csv(args.out / f"{workload}-ours-frag-median.csv")
+        frag_theirs.loc[ours.index].round(3).to_csv(args.out / f"{workload}-reference-frag-median.csv")
+        for name, arr in per_seed.items():
+            pd.DataFrame(arr, index=seeds, columns=POINTS).to_csv(args.out / f"{workload}-{name}-per-seed.csv")
+        (args.out / f"{workload}-compare.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
+        summary[workload] = result
+    (args.out / "compare.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
 if __name__ == "__main__":
