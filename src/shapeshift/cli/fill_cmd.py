@@ -31,10 +31,10 @@ def command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
     """Fill a cluster with a GPU-sharing trace under one or more placements (Weng et al., ATC'23)."""
-    from shapeshift.gpushare.api import _names, fill
+    from shapeshift.gpushare.api import fill, placement_names
     from shapeshift.gpushare.fill import check_inflate
 
-    names = _names(placement)
+    names = placement_names(placement)
     check_inflate(inflate)
     for flag, path in (("--workload", workload), ("--cluster", cluster)):
         if not path.is_file():

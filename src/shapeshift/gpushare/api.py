@@ -39,7 +39,7 @@ class FillResult:
         return pd.DataFrame(rows).set_index("placement")
 
 
-def _names(placement: str | Sequence[str]) -> list[str]:
+def placement_names(placement: str | Sequence[str]) -> list[str]:
     names = [placement] if isinstance(placement, str) else list(placement)
     if not names:
         raise InputError("give at least one placement", field="--placement")
@@ -64,7 +64,7 @@ def fill(
     arrive in a seeded shuffle, then resampled copies until ``inflate`` x the GPU capacity
     has arrived; each is placed by ``placement`` or dropped. With ``out``, writes
     curve.csv, summary.json and fill.png there."""
-    names = _names(placement)
+    names = placement_names(placement)
     inflate = check_inflate(inflate)
     nodes = read_nodes(cluster)
     pods = read_pods(workload)
