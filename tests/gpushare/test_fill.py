@@ -11,8 +11,11 @@ from typer.testing import CliRunner
 import shapeshift as ss
 from shapeshift.cli.main import app
 from shapeshift.gpushare.fill import Events, arrival_order, run_fill
+from shapeshift.gpushare.frag import typical_pods
 from shapeshift.gpushare.openb import read_nodes, read_pods
+from shapeshift.gpushare.placement import make_placement
 from shapeshift.gpushare.report import curve
+from shapeshift.gpushare.state import ClusterState, pod_asks
 from tests.conftest import shared_file
 from tests.gpushare.helpers import NODE_HEADER, write
 
@@ -148,3 +151,29 @@ def test_fgd_places_every_pod_below_saturation_on_the_published_trace():
     assert fgd.events.allocated_milli[-1] == fgd.events.arrived_milli[-1]
     rand = run_fill(nodes, pods, "random", inflate=0.6, seed=42)
     assert rand.events.allocated_milli[-1] <= fgd.events.allocated_milli[-1]
+
+
+def test_resampling_tests_one_gpus_milli_so_a_multi_gpu_copy_may_pass_the_target(tmp_path):
+    # tuneUpPods adds a copy while demand + (milli of ONE GPU) <= target. One 2-GPU pod
+    # (2000 milli), target 1.0 x 5000: 2000 + 1000 <= 5000 -> 4000; 4000 + 1000 <= 5000 ->
+    # 6000 (above the target); 6000 + 1000 > 5000 -> stop. Three arrivals, 6000 milli.
+    pods = read_pods(write(tmp_path / "p.csv", POD5, ["p0,1000,1,2,1000"]))
+    order = arrival_order(pods, 5000, 1.0, np.random.default_rng(0))
+    assert order.tolist() == [0, 0, 0]
+    assert int(pods.total_milli_gpu[order].sum()) == 6000
+
+
+def test_the_running_fragmentation_equals_a_fresh_measure_after_every_placement(tmp_path):
+    nodes_path, pods_path = _files(tmp_path)
+    nodes, pods = read_nodes(nodes_path), read_pods(pods_path)
+    state = ClusterState(nodes, typical_pods(pods))
+    fgd, rng = make_placement("fgd"), np.random.default_rng(0)
+    for pod in pod_asks(pods, state.models) * 3:
+        candidates = np.flatnonzero(state.feasible(pod))
+        if len(candidates):
+            node, gpus = fgd.choose(state, pod, candidates, np.arange(state.n), rng)
+            state.place(node, gpus, pod)
+        fresh = state.measure(state.cpu_left, state.left, state.model)
+        assert state.frag.tolist() == pytest.approx(fresh.tolist())
+        assert np.all(state.left >= 0) and np.all(state.cpu_left >= 0)
+        assert state.max_left.tolist() == state.left.max(axis=1).tolist()

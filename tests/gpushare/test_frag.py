@@ -80,3 +80,8 @@ def test_vectorised_measure_equals_the_reference_loop(tmp_path):
     got = FragMeasure(t, models)(cpu, left, model)
     want = [node_frag_reference(int(cpu[i]), left[i].tolist(), models[model[i]], t) for i in range(200)]
     assert got == pytest.approx(want)
+
+
+def test_shapes_with_different_model_constraints_are_different_shapes(tmp_path):
+    t = typical_pods(_pods(tmp_path, ["a,4000,1,1,500,T4", "b,4000,1,1,500,", "c,4000,1,1,500,T4"]))
+    assert t.spec == ("T4", "") and t.count.tolist() == [2, 1]
