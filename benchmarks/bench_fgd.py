@@ -7,8 +7,8 @@ events per second, and the estimated time of the paper's 10-seed x 6-placement f
 trace. The authors' simulator (hkust-adsl/kubernetes-scheduler-simulator, Go) handles about
 6-10 pod events per second on this machine, about 40 minutes for this run; pass the seconds of
 a measured reference run (``scripts/peer_fgd.py --simulator``) as ``--reference-seconds`` for
-the ratio. CPU time is printed too because the machine may be shared: it is the fairer figure
-when other work competes for the cores.
+the ratio. The verdict uses our CPU time: on a shared machine wall time also counts the other
+work competing for the cores (the wall ratio is printed beside it).
 """
 
 from __future__ import annotations
@@ -43,25 +43,28 @@ def main() -> int:
     nodes = read_nodes(node_file)
     pods = read_pods(args.data / "openb_pod_list_default.csv")
     print(f"read {len(nodes)} nodes, {len(pods)} pods in {time.perf_counter() - t0:.2f} s")
-    total_wall = 0.0
+    total_cpu = 0.0
     worst_ratio = float("inf")
     for name in [p for p in args.placements.split(",") if p]:
         cpu0 = time.process_time()
         run = run_fill(nodes, pods, name, inflate=1.3, seed=args.seed)
         cpu = time.process_time() - cpu0
         events = len(run.events)
-        total_wall += run.seconds
+        total_cpu += cpu
         reference = args.reference_seconds or events / REFERENCE_EVENTS_PER_SECOND
-        ratio = reference / run.seconds
-        worst_ratio = min(worst_ratio, ratio)
+        ratio_wall, ratio_cpu = reference / run.seconds, reference / cpu
+        worst_ratio = min(worst_ratio, ratio_cpu)
         print(
             f"{name:15s} {events:6d} events  wall {run.seconds:6.2f} s  cpu {cpu:6.2f} s  "
-            f"{events / run.seconds:7.0f} events/s  x{ratio:5.0f} vs reference ({reference:.0f} s)"
+            f"{events / cpu:6.0f} events/cpu-s  x{ratio_cpu:4.0f} (cpu), x{ratio_wall:4.0f} (wall) vs reference"
+            f" {reference:.0f} s"
         )
-    print(f"10 seeds x these placements: about {10 * total_wall / 60:.1f} min on one core")
+    print(f"10 seeds x these placements: about {10 * total_cpu / 60:.1f} min of one core")
     verdict = "meets" if worst_ratio >= GOAL_RATIO else "MISSES"
     basis = "measured reference" if args.reference_seconds else f"{REFERENCE_EVENTS_PER_SECOND:g} events/s"
-    print(f"slowest placement x{worst_ratio:.0f} ({verdict} the x{GOAL_RATIO:.0f} goal; reference: {basis})")
+    print(
+        f"slowest placement x{worst_ratio:.0f} on CPU time ({verdict} the x{GOAL_RATIO:.0f} goal; reference: {basis})"
+    )
     return 0
 
 

@@ -85,3 +85,15 @@ def test_vectorised_measure_equals_the_reference_loop(tmp_path):
 def test_shapes_with_different_model_constraints_are_different_shapes(tmp_path):
     t = typical_pods(_pods(tmp_path, ["a,4000,1,1,500,T4", "b,4000,1,1,500,", "c,4000,1,1,500,T4"]))
     assert t.spec == ("T4", "") and t.count.tolist() == [2, 1]
+
+
+def test_one_node_path_equals_the_vectorised_measure(tmp_path):
+    rows = ["a,4000,1,1,500,", "b,8000,1,1,1000,T4", "c,2000,1,0,0,", "d,16000,1,2,1000,", "e,1000,1,1,250,P100"]
+    t = typical_pods(_pods(tmp_path, rows))
+    measure = FragMeasure(t, ("P100", "T4"))
+    rng = np.random.default_rng(1)
+    left = rng.choice([0, 100, 250, 500, 750, 1000], size=(100, 4))
+    cpu = rng.integers(0, 20000, 100)
+    model = rng.integers(0, 2, 100)
+    many = measure(cpu, left, model)
+    assert [measure.one(int(cpu[i]), left[i].tolist(), int(model[i])) for i in range(100)] == many.tolist()

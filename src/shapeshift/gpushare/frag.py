@@ -119,6 +119,13 @@ class FragMeasure:
         self._cpu = typical.cpu[gpu]
         self._weight = typical.count[gpu]
         self._access_t = typical.access(models)[gpu].T.copy()  # (K, T)
+        # The same, as Python values, for one node at a time (``one``): cheaper than numpy's
+        # per-call overhead when a single node changes.
+        self._threshold_list = self._thresholds.tolist()
+        self._pod_rows = [
+            (int(c), int(n), int(cpu), int(w), self._access_t[:, t].tolist())
+            for t, (c, n, cpu, w) in enumerate(zip(self._col, self._num, self._cpu, self._weight, strict=True))
+        ]
 
     def __call__(self, cpu_left: np.ndarray, left: np.ndarray, model: np.ndarray) -> np.ndarray:
         """Fragment milli of each state: ``cpu_left`` (H,), ``left`` (H, G) idle milli per GPU
@@ -139,6 +146,24 @@ class FragMeasure:
         )  # (H, T)
         frag -= (fits * on_big[:, self._col]) @ self._weight
         return frag / self._norm
+
+    def one(self, cpu_left: int, left: list[int], model: int) -> float:
+        """F_n(M) of one node state; equal to ``__call__`` on that state (integer sums)."""
+        idle = sum(left)
+        total = idle * self._weight_sum
+        count, on_big = [], []
+        for m in self._threshold_list:
+            c = b = 0
+            for x in left:
+                if x >= m:
+                    c += 1
+                    b += x
+            count.append(c)
+            on_big.append(b)
+        for col, num, cpu, weight, access in self._pod_rows:
+            if access[model] and cpu_left >= cpu and count[col] >= num:
+                total -= weight * on_big[col]
+        return total / self._norm
 
 
 def node_frag_reference(cpu_left: int, left: list[int], model: str, typical: TypicalPods) -> float:

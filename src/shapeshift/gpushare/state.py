@@ -123,9 +123,7 @@ class ClusterState:
         if pod.num:
             self.tags[node, pod.tag] += 1
         self.version[node] += 1
-        self.frag[node] = self.measure(
-            self.cpu_left[node : node + 1], self.left[node : node + 1], self.model[node : node + 1]
-        )[0]
+        self.frag[node] = self.measure.one(int(self.cpu_left[node]), self.left[node].tolist(), int(self.model[node]))
 
     def exclusive_gpus(self, node: int, pod: PodAsk) -> tuple[int, ...]:
         """The lowest-index fully idle GPUs (``AllocateExclusiveGpuId``, pkg/type/resource.go)."""
