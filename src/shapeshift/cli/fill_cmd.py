@@ -24,7 +24,9 @@ def command(
     out: Annotated[Path, typer.Option(help="Directory for curve.csv, summary.json and fill.png.")],
     placement: Annotated[
         list[str],
-        typer.Option(help="fgd, random, best-fit, dot-product, gpu-packing or gpu-clustering; repeat to compare."),
+        typer.Option(
+            metavar="NAME", help="fgd, random, best-fit, dot-product, gpu-packing or gpu-clustering; repeat to compare."
+        ),
     ] = ["fgd"],  # noqa: B006 - typer reads the default list, never mutates it
     inflate: Annotated[float, typer.Option(help="Arrived GPU demand to reach, as a multiple of capacity.")] = 1.3,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the arrival order, resampling and ties.")] = 42,
