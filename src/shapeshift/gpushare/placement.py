@@ -16,7 +16,9 @@ Interface (small on purpose, for a later adaptation into the policy framework's 
 parts): ``choose(state, pod, candidates, rank, rng) -> (node, gpu_ids)``, where
 ``candidates`` are the feasible node indices (never empty).
 
-Paper sections: FGD is section 4 (Algorithm 1); the baselines are section 6.1 ("Baselines").
+Paper: FGD is the scheduling algorithm built on its fragmentation measure; the five others are
+the baselines of its evaluation (section numbers not checked against the PDF here: the
+simulator's plugins are the definitions followed).
 """
 
 from __future__ import annotations
