@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,7 +61,6 @@ class FillRun:
     events: Events
     seconds: float
     typical_shapes: int
-    extra: dict = field(default_factory=dict)
 
     @property
     def events_per_second(self) -> float:
