@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from shapeshift import datasets
     from shapeshift.errors import InputError
+    from shapeshift.gpushare.api import fill
     from shapeshift.runs import Comparison, EnergySpec, RunResult, RunSpec, ThroughputSpec, run
     from shapeshift.runs.facade import compare, policies, simulate
 
@@ -35,6 +36,7 @@ __all__ = [
     "ThroughputSpec",
     "compare",
     "datasets",
+    "fill",
     "policies",
     "run",
     "simulate",
@@ -49,6 +51,7 @@ _HOMES = {
     "ThroughputSpec": "shapeshift.runs",
     "run": "shapeshift.runs",
     "compare": "shapeshift.runs.facade",
+    "fill": "shapeshift.gpushare.api",
     "policies": "shapeshift.runs.facade",
     "simulate": "shapeshift.runs.facade",
 }

@@ -184,6 +184,11 @@ def _base(command: tuple[str, ...], inputs, tmp: Path) -> list[str] | None:
         space.write_text("steps: 1\neval_batches: 1\nbatch_size: 2\nspace:\n  lr: {type: grid, values: [0.01]}\n")
         return ["tune", "run", str(space), "--model", "tiny-lm-small", "--trials", "1", "--fusion", "1",
                 "--out", out, "--quiet"]
+    if command == ("fill",):
+        nodes, pods = tmp / "nodes.csv", tmp / "pods.csv"
+        nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n")
+        pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,4000,1024,1,500\np1,2000,1024,0,0\n")
+        return ["fill", "--workload", str(pods), "--cluster", str(nodes), "--out", out, "-q"]
     return None
 
 

@@ -116,6 +116,7 @@ SINGLE_COMMANDS = {
     "reproduce": "shapeshift.cli.reproduce_cmd",
     "report": "shapeshift.cli.report_cmd",
     "explain": "shapeshift.cli.explain_cmd",
+    "fill": "shapeshift.cli.fill_cmd",
 }
 
 
