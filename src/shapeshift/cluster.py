@@ -36,13 +36,21 @@ _SHORTHAND = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 
 
 def load_cluster(spec: str | Path) -> ClusterSpec:
-    """Accept either ``NxG`` (e.g. ``8x8``) or the path of a cluster YAML file."""
+    """Accept ``NxG`` (e.g. ``8x8``), the path of a cluster YAML file or a ``slurm.conf``
+    (recognised by its ``NodeName=``/``PartitionName=`` lines)."""
     text = str(spec)
     match = _SHORTHAND.match(text)
     if match:
         return shorthand_cluster(int(match.group(1)), int(match.group(2)))
     if not Path(text).exists() and not text.endswith((".yaml", ".yml")):
         raise InputError(f"cluster {text!r} is neither NxG (e.g. 8x8) nor an existing YAML file")
+    from shapeshift.slurm.conf import looks_like_slurm_conf
+
+    if looks_like_slurm_conf(text):
+        from shapeshift.slurm.cluster import cluster_of
+        from shapeshift.slurm.conf import read_slurm_conf
+
+        return cluster_of(read_slurm_conf(text))
     from shapeshift.cluster_file import load_cluster_file
 
     return load_cluster_file(text)

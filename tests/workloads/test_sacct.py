@@ -47,11 +47,12 @@ def test_sacct_folds_steps_expands_arrays_counts_requeues(tmp_path):
     # Origin = the earliest Submit, 10:00:00.
     assert jobs["10"].submit_time == 0 and jobs["10"].duration == 100
     assert (frame.loc["10", "start_time"], frame.loc["10", "end_time"]) == (60, 160)
-    assert jobs["10"].num_gpus == 2 and jobs["10"].num_cpus == 8 and jobs["10"].mem_gb == 32
+    # 32G is 32 GiB = 32 * 1024^3 bytes = 34.36 GB (Slurm's suffixes are binary).
+    assert jobs["10"].num_gpus == 2 and jobs["10"].num_cpus == 8 and jobs["10"].mem_gb == pytest.approx(34.359738368)
     assert jobs["10"].time_limit == 300 and jobs["10"].qos == "normal"
     assert (jobs["10"].user, jobs["10"].tenant, jobs["10"].vc) == ("alice", "phys", "gpu")
-    # Typed GPUs count; 500M = 0.5 GB; "CANCELLED by 1001" is CANCELLED; 1 day = 86400 s.
-    assert jobs["11_3"].num_gpus == 1 and jobs["11_3"].mem_gb == pytest.approx(0.5)
+    # Typed GPUs count; 500M = 500 MiB = 0.524288 GB; "CANCELLED by 1001" is CANCELLED; 1 day = 86400 s.
+    assert jobs["11_3"].num_gpus == 1 and jobs["11_3"].mem_gb == pytest.approx(0.524288)
     assert frame.loc["11_3", "state"] == "CANCELLED" and jobs["11_3"].time_limit == 86400
     # Requeued: first submission (10 s), last attempt's times (180-240 s), 2 attempts, no limit.
     assert jobs["12"].submit_time == 10 and jobs["12"].duration == 60
@@ -132,6 +133,6 @@ def test_sacct_field_parsers():
     assert parse_duration("1-02:03:04") == 93784 and parse_duration("05:06") == 306 and parse_duration("7") == 420
     assert parse_limit("Partition_Limit") is None and parse_limit("UNLIMITED") is None
     tres = parse_tres("cpu=2,mem=1T,node=2,gres/gpu:v100=3,gres/gpu:a100=1")
-    assert (tres.gpus, tres.mem_gb, tres.nodes) == (4, 1000.0, 2)
+    assert (tres.gpus, tres.nodes) == (4, 2) and tres.mem_gb == pytest.approx(1024**4 / 1e9)
     assert expand_ranges("1-3,7,10-14:2%4") == (1, 2, 3, 7, 10, 12, 14)
-    assert math.isclose(parse_tres("mem=1024").mem_gb, 1.024)
+    assert math.isclose(parse_tres("mem=1024").mem_gb, 1.073741824)

@@ -19,7 +19,14 @@ from datetime import UTC, datetime, tzinfo
 NO_TIME = frozenset({"", "unknown", "none", "n/a"})
 #: Time limits that mean "no limit of the job's own".
 NO_LIMIT = frozenset({"unlimited", "partition_limit", "infinite", ""})
-_MEM_UNITS = {"k": 1e-6, "m": 1e-3, "g": 1.0, "t": 1e3, "p": 1e6}
+#: Slurm's memory suffixes are binary (``src/common/proc_args.c``: ``str_to_mbytes``), in MiB.
+_MEM_UNITS = {"k": 1 / 1024, "m": 1.0, "g": 1024.0, "t": 1024.0**2, "p": 1024.0**3}
+
+
+def mib_to_gb(mib: float) -> float:
+    """MiB (Slurm's memory unit) -> GB (10^9 bytes, ours). ``slurm.conf``'s ``RealMemory``
+    goes through the same function, so a job asking for a whole node's memory fits it."""
+    return mib * 1048576 / 1e9
 
 
 def parse_duration(text: str) -> int:
@@ -78,7 +85,7 @@ class Tres:
 
 
 def parse_mem(text: str) -> float:
-    """``64G``, ``500M``, ``1.5T`` (or a bare number of megabytes, Slurm's unit) -> GB."""
+    """``64G``, ``500M``, ``1.5T`` (or a bare number of MiB, Slurm's unit) -> GB."""
     text = text.strip()
     unit = text[-1:].lower()
     if unit in _MEM_UNITS:
@@ -87,7 +94,7 @@ def parse_mem(text: str) -> float:
         number, scale = float(text), _MEM_UNITS["m"]
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"bad memory size {text!r}")
-    return number * scale
+    return mib_to_gb(number * scale)
 
 
 def parse_tres(text: str) -> Tres:
