@@ -42,6 +42,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "pollux": "shapeshift.policies.pollux",
     "auto": "shapeshift.policies.auto",
     "lucid": "shapeshift.policies.lucid.policy",
+    "slurm": "shapeshift.policies.slurm.policy",
 }
 #: Modules whose import registers the built-in policies.
 BUILTIN_MODULES: tuple[str, ...] = tuple(dict.fromkeys(BUILTIN_POLICIES.values()))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from shapeshift.slurm.assoc import USE_PARENT, Assoc
+from shapeshift.slurm.assoc import USE_PARENT, Assoc, assoc_key
 
 
 class FairShare:
@@ -42,6 +42,22 @@ class FairShare:
                 self.children.setdefault(self._parent_key(assoc), []).append(key)
         self.factors: dict[str, float] = {}
         self.recompute()
+
+    def ensure(self, account: str, user: str) -> str:
+        """The key of ``user`` in ``account``, adding the account under root and the user
+        with Slurm's default share (1) when the tree lacks them."""
+        key = assoc_key(account, user)
+        if key in self.tree:
+            return key
+        for new in ([Assoc(account, "", "root", 1)] if account not in self.tree else []) + [
+            Assoc(account, user, account, 1)
+        ]:
+            self.tree[new.key] = new
+            self.usage[new.key] = 0.0
+            self.children[new.key] = []
+            self.children.setdefault(self._parent_key(new), []).append(new.key)
+        self.recompute()
+        return key
 
     def _parent_key(self, assoc: Assoc) -> str:
         return assoc.parent if assoc.parent in self.tree else "root"

@@ -1,0 +1,168 @@
+"""Where a job fits now, and the backfill scheduler's plan of the future.
+
+Backfill, as ``src/plugins/sched/backfill/backfill.c`` (``_attempt_backfill``; Slurm
+``master`` after 25.05, commit 284c3b95) and https://slurm.schedmd.com/sched_config.html
+describe it:
+
+* running jobs free their resources at ``start + time limit`` (never earlier, since the
+  limit is all the scheduler knows; a job past its limit frees them a second from now);
+* pending jobs are taken in priority order, at most ``bf_max_job_test`` of them; each
+  gets the earliest time, from now to the end of ``bf_window``, at which it fits on its
+  partition's nodes *without* the nodes reserved for higher-priority jobs over its
+  whole run (``start`` .. ``start + limit``);
+* a job that fits now starts now; one that fits later reserves the nodes it would use
+  from ``start`` rounded down to ``bf_resolution`` to ``start + limit`` rounded up
+  (``_set_slot_time``), whole nodes, as Slurm's node-space map does; one that fits
+  nowhere in the window reserves nothing.
+
+Node choice (ours, a simplification of ``select/cons_tres``'s best fit over consecutive
+node sets): the first nodes in ``Weight``, then index order that have the resources.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    gpus: int
+    cpus: float
+    mem: float
+
+
+@dataclass
+class Free:
+    """Free GPUs, CPUs and memory per node index (plain lists: cheap to copy and update)."""
+
+    gpus: list[int]
+    cpus: list[float]
+    mem: list[float]
+
+    def copy(self) -> Free:
+        return Free(list(self.gpus), list(self.cpus), list(self.mem))
+
+    def take(self, placement: list[tuple[int, Need]]) -> None:
+        for node, need in placement:
+            self.gpus[node] -= need.gpus
+            self.cpus[node] -= need.cpus
+            self.mem[node] -= need.mem
+
+    def give(self, placement: list[tuple[int, Need]]) -> None:
+        for node, need in placement:
+            self.gpus[node] += need.gpus
+            self.cpus[node] += need.cpus
+            self.mem[node] += need.mem
+
+
+_EPS = 1e-9
+
+
+def fit(
+    need: Need, nodes: list[int], free: Free, largest: int, excluded: set[int] | None = None
+) -> list[tuple[int, Need]] | None:
+    """Nodes for ``need`` among ``nodes`` (in preference order), or ``None``. A job with
+    more GPUs than the largest node spans ``ceil(gpus / largest)`` nodes, an equal share
+    on each (Slurm's per-node GRES)."""
+    span = 1 if need.gpus <= largest or largest <= 0 else math.ceil(need.gpus / largest)
+    if span > 1 and need.gpus % span:
+        span = next((k for k in range(span, need.gpus + 1) if need.gpus % k == 0), need.gpus)
+    share = Need(need.gpus // span, need.cpus / span, need.mem / span)
+    chosen: list[tuple[int, Need]] = []
+    for node in nodes:
+        if excluded and node in excluded:
+            continue
+        if (
+            free.gpus[node] >= share.gpus
+            and free.cpus[node] + _EPS >= share.cpus
+            and free.mem[node] + _EPS >= share.mem
+        ):
+            chosen.append((node, share))
+            if len(chosen) == span:
+                return chosen
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """A running job's resources and when the planner expects them back."""
+
+    end: float
+    placement: tuple[tuple[int, Need], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    job_id: str
+    nodes: frozenset[int]
+    begin: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    job_id: str
+    need: Need
+    limit: float  # seconds, whole minutes
+    nodes: list[int]  # the partition's nodes in preference order
+    largest: int
+
+
+@dataclass
+class BackfillResult:
+    started: list[tuple[str, list[tuple[int, Need]]]]
+    reservations: list[Reservation]
+    tested: int
+
+
+def backfill(
+    now: float,
+    queue: list[Candidate],
+    free: Free,
+    running: list[Ending],
+    *,
+    window: float,
+    resolution: float,
+    max_job_test: int,
+) -> BackfillResult:
+    """One backfill cycle (see the module docstring). ``free`` is updated with the jobs
+    it starts."""
+    res = max(resolution, 1.0)
+    window_end = math.floor((now + window) / res) * res
+    endings = sorted(running, key=lambda e: e.end)
+    reservations: list[Reservation] = []
+    started: list[tuple[str, list[tuple[int, Need]]]] = []
+    tested = 0
+    for cand in queue:
+        if tested >= max_job_test:
+            break
+        tested += 1
+        times = sorted({now, *(max(e.end, now + 1) for e in endings), *(r.end for r in reservations if r.end > now)})
+        future = free.copy()
+        k = 0
+        placement = None
+        start = now
+        for t in times:
+            if t > window_end:
+                break
+            while k < len(endings) and max(endings[k].end, now + 1) <= t:
+                future.give(list(endings[k].placement))
+                k += 1
+            excluded = {n for r in reservations if r.end > t and r.begin <= t + cand.limit for n in r.nodes}
+            placement = fit(cand.need, cand.nodes, future, cand.largest, excluded)
+            if placement is not None:
+                start = t
+                break
+        if placement is None:
+            continue
+        if start <= now:
+            free.take(placement)
+            started.append((cand.job_id, placement))
+            endings.append(Ending(now + cand.limit, tuple(placement)))
+            endings.sort(key=lambda e: e.end)
+            continue
+        begin = math.floor(start / res) * res
+        end = math.floor((start + cand.limit + res - 1) / res) * res
+        reservations.append(Reservation(cand.job_id, frozenset(n for n, _ in placement), begin, end))
+    return BackfillResult(started, reservations, tested)
