@@ -48,6 +48,7 @@ _HOMES = {
     "compare": "shapeshift.runs.facade",
     "policies": "shapeshift.runs.facade",
     "simulate": "shapeshift.runs.facade",
+    "whatif": "shapeshift.slurm.whatif",
 }
 
 

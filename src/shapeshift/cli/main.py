@@ -113,6 +113,7 @@ SINGLE_COMMANDS = {
     "reproduce": "shapeshift.cli.reproduce_cmd",
     "report": "shapeshift.cli.report_cmd",
     "explain": "shapeshift.cli.explain_cmd",
+    "whatif": "shapeshift.cli.whatif_cmd",
 }
 
 
