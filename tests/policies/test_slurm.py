@@ -95,8 +95,8 @@ def _running_half():
 def test_backfill_starts_a_job_that_ends_before_the_reservation():
     free, running = _running_half()
     queue = [
-        Candidate("big", Need(4, 0, 0), 600, [0], 4),  # needs the whole node: reserved from t=100
-        Candidate("short", Need(2, 0, 0), 60, [0], 4),  # 0..60 ends before 100: backfilled
+        Candidate("big", Need(4, 0, 0), 600, [[0]], 4),  # needs the whole node: reserved from t=100
+        Candidate("short", Need(2, 0, 0), 60, [[0]], 4),  # 0..60 ends before 100: backfilled
     ]
     result = backfill(0, queue, free, running, window=86400, resolution=1, max_job_test=500)
     assert [j for j, _ in result.started] == ["short"]
@@ -105,7 +105,7 @@ def test_backfill_starts_a_job_that_ends_before_the_reservation():
 
 def test_backfill_does_not_start_a_job_that_would_delay_the_reservation():
     free, running = _running_half()
-    queue = [Candidate("big", Need(4, 0, 0), 600, [0], 4), Candidate("long", Need(2, 0, 0), 120, [0], 4)]
+    queue = [Candidate("big", Need(4, 0, 0), 600, [[0]], 4), Candidate("long", Need(2, 0, 0), 120, [[0]], 4)]
     result = backfill(0, queue, free, running, window=86400, resolution=1, max_job_test=500)
     # 0..120 overlaps big's reservation from 100: not started; it is planned after big (700).
     assert result.started == []
@@ -114,7 +114,7 @@ def test_backfill_does_not_start_a_job_that_would_delay_the_reservation():
 
 def test_backfill_resolution_rounds_the_reservation_start_down():
     free, running = _running_half()
-    queue = [Candidate("big", Need(4, 0, 0), 600, [0], 4), Candidate("short", Need(2, 0, 0), 60, [0], 4)]
+    queue = [Candidate("big", Need(4, 0, 0), 600, [[0]], 4), Candidate("short", Need(2, 0, 0), 60, [[0]], 4)]
     # bf_resolution=60: big's slot starts at floor(100/60)*60 = 60, so short (0..60) touches it.
     result = backfill(0, queue, free, running, window=86400, resolution=60, max_job_test=500)
     assert result.started == [] and result.reservations[0].begin == 60
@@ -122,7 +122,7 @@ def test_backfill_resolution_rounds_the_reservation_start_down():
 
 def test_backfill_window_and_job_test_limits():
     free, running = _running_half()
-    queue = [Candidate("big", Need(4, 0, 0), 600, [0], 4), Candidate("short", Need(2, 0, 0), 60, [0], 4)]
+    queue = [Candidate("big", Need(4, 0, 0), 600, [[0]], 4), Candidate("short", Need(2, 0, 0), 60, [[0]], 4)]
     # A 50 s window ends before t=100: big gets no reservation, so short starts.
     result = backfill(0, queue, free.copy(), running, window=50, resolution=1, max_job_test=500)
     assert result.reservations == [] and [j for j, _ in result.started] == ["short"]
@@ -162,3 +162,21 @@ def test_preemption_configuration_is_refused(tmp_path):
     cluster = _conf(tmp_path, extra="PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n")
     with pytest.raises(InputError, match="preemption"):
         run([job("a", 0, 1, 10, vc="p")], cluster, "slurm")
+
+
+def test_node_choice_is_cons_tres_best_fit():
+    from shapeshift.policies.slurm.plan import fit
+
+    # Four nodes with 4 GPUs, 8 CPUs. n0 is full; n1 has 7 free CPUs, n2 6, n3 8.
+    free = Free([0, 2, 2, 4], [7.0, 7.0, 6.0, 8.0], [100.0] * 4)
+    # Usable nodes n1-n3 form one run; a one-node job takes the fewest free CPUs: n2.
+    assert fit(Need(1, 1, 0), [[0, 1, 2, 3]], free, 4) == [(2, Need(1, 1, 0))]
+    # 3 GPUs: only n3 is usable.
+    assert fit(Need(3, 1, 0), [[0, 1, 2, 3]], free, 4) == [(3, Need(3, 1, 0))]
+    # Runs {n0} (8 free CPUs) and {n2, n3} (14): the run with fewer free CPUs wins: n0.
+    # A lighter Weight group is tried first: [3] alone fits, so n3.
+    free = Free([4, 0, 4, 4], [8.0, 0.0, 6.0, 8.0], [100.0] * 4)
+    assert fit(Need(1, 1, 0), [[0, 1, 2, 3]], free, 4) == [(0, Need(1, 1, 0))]
+    assert fit(Need(1, 1, 0), [[3], [0, 1, 2]], free, 4) == [(3, Need(1, 1, 0))]
+    # 8 GPUs on 4-GPU nodes: two nodes of 4 from the best run with two usable nodes (n2, n3).
+    assert fit(Need(8, 2, 0), [[0, 1, 2, 3]], free, 4) == [(2, Need(4, 1, 0)), (3, Need(4, 1, 0))]

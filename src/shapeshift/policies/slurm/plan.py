@@ -15,8 +15,7 @@ describe it:
   (``_set_slot_time``), whole nodes, as Slurm's node-space map does; one that fits
   nowhere in the window reserves nothing.
 
-Node choice (ours, a simplification of ``select/cons_tres``'s best fit over consecutive
-node sets): the first nodes in ``Weight``, then index order that have the resources.
+Node choice follows ``select/cons_tres`` (``fit``).
 """
 
 from __future__ import annotations
@@ -60,28 +59,59 @@ _EPS = 1e-9
 
 
 def fit(
-    need: Need, nodes: list[int], free: Free, largest: int, excluded: set[int] | None = None
+    need: Need, groups: list[list[int]], free: Free, largest: int, excluded: set[int] | None = None
 ) -> list[tuple[int, Need]] | None:
-    """Nodes for ``need`` among ``nodes`` (in preference order), or ``None``. A job with
-    more GPUs than the largest node spans ``ceil(gpus / largest)`` nodes, an equal share
-    on each (Slurm's per-node GRES)."""
+    """Nodes for ``need``, or ``None``, chosen as ``select/cons_tres`` does
+    (``src/plugins/topology/common/eval_nodes.c``, ``_eval_nodes_consec``): ``groups``
+    are the partition's nodes by ``Weight`` (lightest first, each in index order), tried
+    cumulatively; the nodes that could host the job form runs of consecutive indexes;
+    the best run is the one with enough nodes and the fewest free CPUs (the first on
+    ties), and in it a one-node job takes the node with the fewest free CPUs (the first
+    on ties), a multi-node job the first nodes. A job with more GPUs than the largest
+    node spans ``ceil(gpus / largest)`` nodes, an equal share on each (per-node GRES)."""
     span = 1 if need.gpus <= largest or largest <= 0 else math.ceil(need.gpus / largest)
     if span > 1 and need.gpus % span:
         span = next((k for k in range(span, need.gpus + 1) if need.gpus % k == 0), need.gpus)
     share = Need(need.gpus // span, need.cpus / span, need.mem / span)
-    chosen: list[tuple[int, Need]] = []
+    allowed: list[int] = []
+    for group in groups:
+        allowed = sorted(allowed + group)
+        chosen = _best_run(share, span, allowed, free, excluded)
+        if chosen is not None:
+            return [(node, share) for node in chosen]
+    return None
+
+
+def _best_run(share: Need, span: int, nodes: list[int], free: Free, excluded: set[int] | None) -> list[int] | None:
+    runs: list[list[int]] = []
+    previous = -2
     for node in nodes:
-        if excluded and node in excluded:
-            continue
-        if (
-            free.gpus[node] >= share.gpus
+        usable = (
+            not (excluded and node in excluded)
+            and free.gpus[node] >= share.gpus
             and free.cpus[node] + _EPS >= share.cpus
             and free.mem[node] + _EPS >= share.mem
-        ):
-            chosen.append((node, share))
-            if len(chosen) == span:
-                return chosen
-    return None
+        )
+        if not usable:
+            previous = -2
+            continue
+        if node == previous + 1 and runs:
+            runs[-1].append(node)
+        else:
+            runs.append([node])
+        previous = node
+    best: list[int] | None = None
+    best_cpus = math.inf
+    for run in runs:
+        cpus = sum(free.cpus[n] for n in run)
+        if len(run) >= span and cpus < best_cpus:
+            best, best_cpus = run, cpus
+    if best is None:
+        usable_nodes = [n for run in runs for n in run]
+        return usable_nodes[:span] if len(usable_nodes) >= span else None
+    if span == 1:
+        return [min(best, key=lambda n: (free.cpus[n], n))]
+    return best[:span]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +135,7 @@ class Candidate:
     job_id: str
     need: Need
     limit: float  # seconds, whole minutes
-    nodes: list[int]  # the partition's nodes in preference order
+    groups: list[list[int]]  # the partition's nodes by Weight, each group in index order
     largest: int
 
 
@@ -150,7 +180,7 @@ def backfill(
                 future.give(list(endings[k].placement))
                 k += 1
             excluded = {n for r in reservations if r.end > t and r.begin <= t + cand.limit for n in r.nodes}
-            placement = fit(cand.need, cand.nodes, future, cand.largest, excluded)
+            placement = fit(cand.need, cand.groups, future, cand.largest, excluded)
             if placement is not None:
                 start = t
                 break

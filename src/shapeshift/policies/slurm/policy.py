@@ -98,11 +98,15 @@ class SlurmPolicy:
         self.part_norm = {p.name: (p.priority_job_factor / top if top else 0.0) for p in conf.partitions}
         self.multifactor = Multifactor(conf.priority, sum(n.cpus for n in nodes), len(nodes))
         weights = {n.name: 1 for n in nodes} | {n.name: n.weight for n in conf.nodes}
-        self.preference = {
-            part: sorted(idx.tolist(), key=lambda i: (weights.get(nodes[i].name, 1), i))
-            for part, idx in view.partitions.items()
+        self.groups: dict[str, list[list[int]]] = {}
+        for part, idx in view.partitions.items():
+            by_weight: dict[int, list[int]] = {}
+            for i in sorted(idx.tolist()):
+                by_weight.setdefault(weights.get(nodes[i].name, 1), []).append(i)
+            self.groups[part] = [by_weight[w] for w in sorted(by_weight)]
+        self.largest = {
+            part: max((nodes[i].gpus for g in groups for i in g), default=0) for part, groups in self.groups.items()
         }
-        self.largest = {part: max((nodes[i].gpus for i in idx), default=0) for part, idx in self.preference.items()}
         self.fairshare: FairShare | None = None
         self._ready = True
 
@@ -268,7 +272,7 @@ class SlurmPolicy:
             if limit_part is not None and limit_part.max_time is not None and self.limit(spec) > limit_part.max_time:
                 reasons[job_id] = "PartitionTimeLimit"
                 continue
-            placement = fit(self._need(spec), self.preference[part], free, self.largest[part])
+            placement = fit(self._need(spec), self.groups[part], free, self.largest[part])
             if placement is None:
                 blocked.add(part)
                 reasons[job_id] = "Resources"
@@ -297,7 +301,7 @@ class SlurmPolicy:
             part = status.partition
             candidates.append(
                 Candidate(
-                    job_id, self._need(status.spec), self.limit(status.spec), self.preference[part], self.largest[part]
+                    job_id, self._need(status.spec), self.limit(status.spec), self.groups[part], self.largest[part]
                 )
             )
         result = backfill(
