@@ -22,7 +22,8 @@
 #   second-scale jobs; PriorityCalcPeriod cannot go below one minute.
 #
 # Environment: NODES (default 4), GPUS (per node, default 4), CPUS (per node, default 8),
-# SLURM_EXTRA (extra slurm.conf lines, e.g. "PriorityWeightJobSize=1000").
+# SLURM_EXTRA (extra slurm.conf lines, e.g. "PriorityWeightJobSize=1000"), and the
+# ports CTLD_PORT (6817), DBD_PORT (6819), DBPORT (mariadb, 3307), NODE_PORT (17000 + i).
 set -euo pipefail
 
 CMD=${1:-}
@@ -31,6 +32,9 @@ NODES=${NODES:-4}
 GPUS=${GPUS:-4}
 CPUS=${CPUS:-8}
 DBPORT=${DBPORT:-3307}
+CTLD_PORT=${CTLD_PORT:-6817}
+DBD_PORT=${DBD_PORT:-6819}
+NODE_PORT=${NODE_PORT:-17000}
 
 die() { echo "real_slurm.sh: $*" >&2; exit 2; }
 
@@ -53,7 +57,7 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
 write_conf() {
     local nodes_line="" gres_lines="" i
     for i in $(seq 1 "$NODES"); do
-        nodes_line+="NodeName=n$i NodeHostname=n$i NodeAddr=127.0.0.$((i + 1)) Port=$((17000 + i)) CPUs=$CPUS RealMemory=16000 Gres=gpu:$GPUS"$'\n'
+        nodes_line+="NodeName=n$i NodeHostname=n$i NodeAddr=127.0.0.$((i + 1)) Port=$((NODE_PORT + i)) CPUs=$CPUS RealMemory=16000 Gres=gpu:$GPUS"$'\n'
         mkdir -p "$DIR/dev/n$i"
         local g
         for g in $(seq 0 $((GPUS - 1))); do
@@ -64,8 +68,7 @@ write_conf() {
     cat >"$DIR/slurm.conf" <<EOF
 ClusterName=ss
 SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=6817
-SlurmdPort=6818
+SlurmctldPort=$CTLD_PORT
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -90,6 +93,7 @@ GresTypes=gpu
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT
 AccountingStorageEnforce=associations,limits,qos
 AccountingStorageTRES=gres/gpu
 PriorityType=priority/multifactor
@@ -111,7 +115,7 @@ EOF
     cat >"$DIR/slurmdbd.conf" <<EOF
 DbdHost=localhost
 DbdAddr=127.0.0.1
-DbdPort=6819
+DbdPort=$DBD_PORT
 SlurmUser=root
 AuthType=auth/munge
 PidFile=$DIR/run/slurmdbd.pid

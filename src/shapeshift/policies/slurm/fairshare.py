@@ -41,7 +41,8 @@ class FairShare:
             if key != "root":
                 self.children.setdefault(self._parent_key(assoc), []).append(key)
         self.factors: dict[str, float] = {}
-        self.recompute()
+        self._level: dict[str, float] = {}  # sum of shares per parent, rebuilt when the tree grows
+        self._dirty = True
 
     def ensure(self, account: str, user: str) -> str:
         """The key of ``user`` in ``account``, adding the account under root and the user
@@ -56,7 +57,8 @@ class FairShare:
             self.usage[new.key] = 0.0
             self.children[new.key] = []
             self.children.setdefault(self._parent_key(new), []).append(new.key)
-        self.recompute()
+        self._level.clear()
+        self._dirty = True
         return key
 
     def _parent_key(self, assoc: Assoc) -> str:
@@ -87,18 +89,24 @@ class FairShare:
         self.recompute()
 
     def factor(self, key: str) -> float:
+        if self._dirty:
+            self.factors = self._fair_tree() if self.fair_tree else self._classic()
+            self._dirty = False
         return self.factors.get(key, 0.0)
 
     def recompute(self) -> None:
-        self.factors = self._fair_tree() if self.fair_tree else self._classic()
+        """Mark the factors stale (usage changed); the next ``factor`` recomputes them."""
+        self._dirty = True
 
     def _shares(self, key: str) -> float:
         """Share among siblings (``shares_raw / level_shares``)."""
         assoc = self.tree[key]
         if key == "root":
             return 1.0
-        siblings = self.children[self._parent_key(assoc)]
-        level = sum(max(self.tree[s].shares, 0) for s in siblings)
+        parent = self._parent_key(assoc)
+        level = self._level.get(parent)
+        if level is None:
+            level = self._level[parent] = sum(max(self.tree[s].shares, 0) for s in self.children[parent])
         return max(assoc.shares, 0) / level if level else 0.0
 
     def _classic(self) -> dict[str, float]:
@@ -140,12 +148,13 @@ class FairShare:
             return s / u if u else math.inf
 
         def walk(siblings: list[str], account_tied: bool) -> None:
-            ranked = sorted(siblings, key=lambda k: (-level_fs(k), 0 if self.tree[k].user else 1))
+            levels = {k: level_fs(k) for k in siblings}
+            ranked = sorted(siblings, key=lambda k: (-levels[k], 0 if self.tree[k].user else 1))
             previous = None
             i = 0
             while i < len(ranked):
                 key = ranked[i]
-                value = level_fs(key)
+                value = levels[key]
                 tied = account_tied if i == 0 else value == previous
                 if self.tree[key].user:
                     if not tied:
@@ -158,7 +167,7 @@ class FairShare:
                     group = [key]
                     while i + len(group) < len(ranked):
                         other = ranked[i + len(group)]
-                        if self.tree[other].user or level_fs(other) != value:
+                        if self.tree[other].user or levels[other] != value:
                             break
                         group.append(other)
                     walk([c for g in group for c in self.children[g]], tied)

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +36,19 @@ class Need:
 
 @dataclass
 class Free:
-    """Free GPUs, CPUs and memory per node index (plain lists: cheap to copy and update)."""
+    """Free GPUs, CPUs and memory per node index (numpy arrays, so a fit scans all nodes at once)."""
 
-    gpus: list[int]
-    cpus: list[float]
-    mem: list[float]
+    gpus: Any
+    cpus: Any
+    mem: Any
+
+    def __post_init__(self) -> None:
+        self.gpus = np.asarray(self.gpus, dtype=np.int64)
+        self.cpus = np.asarray(self.cpus, dtype=np.float64)
+        self.mem = np.asarray(self.mem, dtype=np.float64)
 
     def copy(self) -> Free:
-        return Free(list(self.gpus), list(self.cpus), list(self.mem))
+        return Free(self.gpus.copy(), self.cpus.copy(), self.mem.copy())
 
     def take(self, placement: list[tuple[int, Need]]) -> None:
         for node, need in placement:
@@ -83,35 +91,27 @@ def fit(
 
 
 def _best_run(share: Need, span: int, nodes: list[int], free: Free, excluded: set[int] | None) -> list[int] | None:
-    runs: list[list[int]] = []
-    previous = -2
-    for node in nodes:
-        usable = (
-            not (excluded and node in excluded)
-            and free.gpus[node] >= share.gpus
-            and free.cpus[node] + _EPS >= share.cpus
-            and free.mem[node] + _EPS >= share.mem
-        )
-        if not usable:
-            previous = -2
-            continue
-        if node == previous + 1 and runs:
-            runs[-1].append(node)
-        else:
-            runs.append([node])
-        previous = node
-    best: list[int] | None = None
-    best_cpus = math.inf
-    for run in runs:
-        cpus = sum(free.cpus[n] for n in run)
-        if len(run) >= span and cpus < best_cpus:
-            best, best_cpus = run, cpus
-    if best is None:
-        usable_nodes = [n for run in runs for n in run]
-        return usable_nodes[:span] if len(usable_nodes) >= span else None
+    idx = np.asarray(nodes, dtype=np.int64)
+    cpus = free.cpus[idx]
+    ok = (free.gpus[idx] >= share.gpus) & (cpus + _EPS >= share.cpus) & (free.mem[idx] + _EPS >= share.mem)
+    if excluded:
+        ok &= ~np.isin(idx, np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
+    pos = np.flatnonzero(ok)
+    if pos.size < span:
+        return None
+    ids, usable_cpus = idx[pos], cpus[pos]
+    # Runs of consecutive node indexes (a node outside the partition or unusable breaks one).
+    starts = np.r_[0, np.flatnonzero(np.diff(ids) != 1) + 1]
+    ends = np.r_[starts[1:], ids.size]
+    sufficient = np.flatnonzero(ends - starts >= span)
+    if sufficient.size == 0:
+        return ids[:span].tolist()
+    totals = np.add.reduceat(usable_cpus, starts)
+    best = sufficient[np.argmin(totals[sufficient])]  # argmin: the first of equals
+    run, run_cpus = ids[starts[best] : ends[best]], usable_cpus[starts[best] : ends[best]]
     if span == 1:
-        return [min(best, key=lambda n: (free.cpus[n], n))]
-    return best[:span]
+        return [int(run[np.argmin(run_cpus)])]
+    return run[:span].tolist()
 
 
 @dataclass(frozen=True, slots=True)

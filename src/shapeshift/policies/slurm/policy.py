@@ -108,6 +108,7 @@ class SlurmPolicy:
             part: max((nodes[i].gpus for g in groups for i in g), default=0) for part, groups in self.groups.items()
         }
         self.fairshare: FairShare | None = None
+        self._parts: dict[str, SlurmPartition | None] = {}
         self._ready = True
 
     def _tree(self, view: ClusterView, jobs: list[JobSpec]) -> None:
@@ -119,10 +120,14 @@ class SlurmPolicy:
 
     # -- facts about jobs -------------------------------------------------------------
     def partition_of(self, spec: JobSpec) -> SlurmPartition | None:
+        """The job's partition (the default one for a job that names none)."""
         assert self.conf is not None
+        if spec.vc in self._parts:
+            return self._parts[spec.vc]
         part = self.conf.partition(spec.vc)
         if part is None and not spec.vc:
             part = next((p for p in self.conf.partitions if p.default), None)
+        self._parts[spec.vc] = part
         return part
 
     def limit(self, spec: JobSpec) -> float:
@@ -247,7 +252,7 @@ class SlurmPolicy:
     @staticmethod
     def _free(view: ClusterView) -> Free:
         f = view.free()
-        return Free(f.gpus.tolist(), f.cpus.tolist(), f.mem.tolist())
+        return Free(f.gpus.copy(), f.cpus.copy(), f.mem.copy())
 
     def _need(self, spec: JobSpec) -> Need:
         return Need(spec.num_gpus, spec.num_cpus, spec.mem_gb)
