@@ -39,14 +39,14 @@ HEADER = "JobID|User|Account|Partition|Submit|Eligible|Start|End|Elapsed|Timelim
 
 
 def write_history(path: Path, jobs: int, seed: int) -> None:
-    """Jobs arrive faster than 8,000 GPUs serve them for stretches, so thousands queue."""
+    """Jobs ask for about 1.7 times what 8,000 GPUs serve, so the queue grows into the thousands."""
     rng = random.Random(seed)
     origin = datetime(2024, 1, 1, tzinfo=UTC)
     t = 0.0
     with path.open("w") as out:
         out.write(HEADER + "\n")
         for i in range(jobs):
-            t += rng.expovariate(1 / 6.0)
+            t += rng.expovariate(1 / 1.5)
             run = max(10, int(rng.lognormvariate(7.0, 1.3)))
             gpus = rng.choice((1, 1, 1, 2, 4, 8, 8, 16, 32))
             limit_min = math.ceil(run / 60) + rng.randint(1, 60)

@@ -73,7 +73,14 @@ class SlurmPolicy:
         self.ended: dict[str, float] = {}
         self.last_tick = 0.0
         self.next_bf = 0.0
-        self.next_sched = 0.0
+        #: Whether anything a backfill cycle depends on changed since the last one (a
+        #: submission, a completion, a start, a priority recalculation, a job past its
+        #: limit). Without a change a cycle starts nothing new: jobs it could start were
+        #: started by the previous one, and time passing only adds reservations. So the
+        #: replay skips those cycles; the decisions are the same.
+        self.dirty = True
+        #: Each started job's priority when it started (what sacct's Priority records).
+        self.start_priority: dict[str, int] = {}
         #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
         self.planned: dict[str, float] = {}
 
@@ -177,10 +184,13 @@ class SlurmPolicy:
         return self.multifactor.priority(facts, now, self.fairshare.factor(facts.assoc))
 
     # -- the clock: usage ticks and priority recalculation ----------------------------
-    def _ticks(self, view: ClusterView, pending: list[str]) -> None:
+    def _ticks(self, view: ClusterView, pending: list[str]) -> bool:
+        """Run the calc periods up to now; whether any ran."""
         assert self.conf is not None and self.fairshare is not None
         period = max(self.conf.priority.calc_period, 60)
+        ran = False
         while self.last_tick + period <= view.now:
+            ran = True
             tick = self.last_tick + period
             charges = []
             for job_id, start in list(self.starts.items()):
@@ -199,6 +209,7 @@ class SlurmPolicy:
                 if job_id in self.prio:
                     self.prio[job_id] = self._priority(view, job_id, tick)
             self.last_tick = tick
+        return ran
 
     # -- one decision -----------------------------------------------------------------
     def decide(self, view: ClusterView) -> Schedule:
@@ -211,9 +222,11 @@ class SlurmPolicy:
         pending = [j for part in view.partitions for j in view.pending(part)]
         if self.fairshare is None:
             self._tree(view, [view.job(j).spec for j in pending])
-        self._ticks(view, pending)
+        if view.finished or self._ticks(view, pending):
+            self.dirty = True
         for job_id in pending:
             if job_id not in self.prio:
+                self.dirty = True
                 self.order[job_id] = len(self.order)
                 self.prio[job_id] = self._priority(view, job_id, now)
         free = self._free(view)
@@ -223,19 +236,22 @@ class SlurmPolicy:
         self._main(view, queue, free, changes, reasons)
         assert self.conf is not None
         sched = self.conf.scheduler
-        if sched.backfill and now >= self.next_bf:
+        if changes:
+            self.dirty = True
+        if sched.backfill and now >= self.next_bf and self.dirty:
             rest = [j for j in queue if j not in changes]
-            self._backfill(view, rest, free, changes, reasons)
+            self.dirty = self._backfill(view, rest, free, changes, reasons)
             self.next_bf = now + sched.params["bf_interval"]
-        if now >= self.next_sched:
-            self.next_sched = now + sched.params["sched_interval"]
         for job_id in changes:
             self.starts[job_id] = now
-            self.prio.pop(job_id, None)
-        waiting = len(pending) > len(changes)
+            self.start_priority[job_id] = self.prio.pop(job_id, 0)
         wake = None
-        if waiting:
-            wake = min(self.next_sched, self.next_bf) if sched.backfill else self.next_sched
+        if len(pending) > len(changes):
+            # The next priority recalculation may reorder the queue; a pending change
+            # waits for the next backfill cycle.
+            wake = self.last_tick + max(self.conf.priority.calc_period, 60)
+            if sched.backfill and self.dirty:
+                wake = min(wake, self.next_bf)
             wake = max(wake, now + 1)
         return Schedule(
             base=view.allocations, changes=changes, reasons=reasons, default_reason="Priority", wake_at=wake
@@ -287,7 +303,9 @@ class SlurmPolicy:
 
     def _backfill(
         self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
-    ) -> None:
+    ) -> bool:
+        """One backfill cycle; returns whether a running job is past its limit (then the
+        plan changes as time passes, and the next cycle must run)."""
         assert self.conf is not None
         params = self.conf.scheduler.params
         running: list[Ending] = []
@@ -322,6 +340,7 @@ class SlurmPolicy:
             changes[job_id] = self._alloc(placement)
             reasons.pop(job_id, None)
         self.planned = {r.job_id: r.begin for r in result.reservations}
+        return any(e.end <= view.now for e in running)
 
 
 @register(
