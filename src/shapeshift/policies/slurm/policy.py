@@ -1,7 +1,7 @@
 """``slurm``: Slurm's own scheduling (multifactor priority, main scheduler, backfill).
 
-Follows Slurm (``master`` after 25.05, commit 284c3b95 of SchedMD/slurm; the rules
-below are unchanged since 20.11) and reads its parameters from the ``slurm.conf`` that
+Follows Slurm (``master`` after 25.05, commit 284c3b95 of SchedMD/slurm, checked
+against tag ``slurm-22-05-8-1``; docs/slurm.md lists where the two differ) and reads its parameters from the ``slurm.conf`` that
 ``--cluster`` named (or ``conf=FILE``; Slurm's defaults without either):
 
 * priority: ``priority.py`` (multifactor; ``priority/basic`` = submission order),
@@ -9,9 +9,11 @@ below are unchanged since 20.11) and reads its parameters from the ``slurm.conf`
   charged (``fairshare.py``); a job gets its first priority when it is submitted;
 * main scheduler (``src/slurmctld/job_scheduler.c``, ``_schedule`` and
   ``sort_job_queue2``; https://slurm.schedmd.com/sched_config.html): on every
-  submission and completion and every ``sched_interval``, pending jobs in order of
-  partition ``PriorityTier``, then priority, then submission; a job that cannot start
-  stops its partition for the rest of the pass; at most ``default_queue_depth`` jobs;
+  submission and completion and after every priority recalculation (a periodic pass
+  with nothing changed starts nothing, so ``sched_interval`` needs no pass of its own),
+  pending jobs in order of partition ``PriorityTier``, then priority, then submission;
+  a job that cannot start stops its partition for the rest of the pass; at most
+  ``default_queue_depth`` jobs;
 * backfill (``plan.py``) every ``bf_interval`` seconds when ``SchedulerType`` is
   ``sched/backfill``.
 
