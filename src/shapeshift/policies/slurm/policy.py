@@ -1,8 +1,9 @@
 """``slurm``: Slurm's own scheduling (multifactor priority, main scheduler, backfill).
 
 Follows Slurm (``master`` after 25.05, commit 284c3b95 of SchedMD/slurm, checked
-against tag ``slurm-22-05-8-1``; docs/slurm.md lists where the two differ) and reads its parameters from the ``slurm.conf`` that
-``--cluster`` named (or ``conf=FILE``; Slurm's defaults without either):
+against tag ``slurm-22-05-8-1``; docs/slurm.md lists where the two differ) and reads
+its parameters from the ``slurm.conf`` that ``--cluster`` named (or ``conf=FILE``;
+Slurm's defaults without either):
 
 * priority: ``priority.py`` (multifactor; ``priority/basic`` = submission order),
   recomputed every ``PriorityCalcPeriod`` (``_decay_thread``), when usage is decayed and
