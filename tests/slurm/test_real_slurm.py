@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,11 @@ pytestmark = [
 
 
 @pytest.fixture
-def real_slurm(tmp_path):
-    work = tmp_path / "slurm"
+def real_slurm():
+    # Not under pytest's tmp_path: that is private to root, and the job users (alice,
+    # bob) must read slurm.conf.
+    work = Path(tempfile.mkdtemp(prefix="ss-slurm-test-"))
+    work.chmod(0o755)
     env = {**os.environ, **PORTS}
     start = subprocess.run([str(SCRIPT), "start", str(work)], env=env, capture_output=True, text=True, timeout=180)
     if start.returncode != 0:
@@ -41,6 +45,7 @@ def real_slurm(tmp_path):
         pytest.fail(f"real Slurm did not start: {start.stderr[-2000:]}")
     yield work
     subprocess.run([str(SCRIPT), "stop", str(work)], env=env, capture_output=True, timeout=60)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def test_twenty_jobs_agree_with_the_real_slurm(real_slurm, tmp_path):
