@@ -54,6 +54,7 @@ _HOMES = {
     "fill": "shapeshift.gpushare.api",
     "policies": "shapeshift.runs.facade",
     "simulate": "shapeshift.runs.facade",
+    "whatif": "shapeshift.slurm.whatif",
 }
 
 

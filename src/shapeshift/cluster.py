@@ -38,8 +38,9 @@ _SHORTHAND = re.compile(r"^\s*(\d{1,30})\s*[xX]\s*(\d{1,30})\s*$")
 
 
 def load_cluster(spec: str | Path) -> ClusterSpec:
-    """Accept ``NxG`` (e.g. ``8x8``), the path of a cluster YAML file, or the name of a
-    bundled cluster (``philly-vcs``, ``rubick-a800``; a path that exists wins)."""
+    """Accept ``NxG`` (e.g. ``8x8``), the path of a cluster YAML file or a ``slurm.conf``
+    (recognised by its ``NodeName=``/``PartitionName=`` lines), or the name of a bundled
+    cluster (``philly-vcs``, ``rubick-a800``; a path that exists wins)."""
     from shapeshift.datasets import DATASETS, lookup
 
     text = str(spec)
@@ -56,6 +57,13 @@ def load_cluster(spec: str | Path) -> ClusterSpec:
         raise InputError(
             f"cluster {text!r} is neither NxG (e.g. 8x8), an existing YAML file nor a bundled cluster ({bundled})"
         )
+    from shapeshift.slurm.conf import looks_like_slurm_conf
+
+    if looks_like_slurm_conf(text):
+        from shapeshift.slurm.cluster import cluster_of
+        from shapeshift.slurm.conf import read_slurm_conf
+
+        return cluster_of(read_slurm_conf(text))
     from shapeshift.cluster_file import load_cluster_file
 
     return load_cluster_file(text)

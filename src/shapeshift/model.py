@@ -1,11 +1,9 @@
 """Domain types shared by every part of Shapeshift.
 
-Everything here is a frozen dataclass that validates itself on construction, so a
-value that exists is a value that makes sense: no negative resources, no execution
-plan whose parallel sizes disagree with its GPU count. This module imports only
-``shapeshift.invariants`` (``ModelError``) and ``shapeshift.job_kinds`` (batch sizes and
-fused tuning trials, re-exported here), which import nothing else (dependencies point
-inward).
+Everything here is a frozen dataclass that validates itself on construction, so a value that exists is a
+value that makes sense: no negative resources, no execution plan whose parallel sizes disagree with its GPU
+count. This module imports only ``shapeshift.invariants`` (``ModelError``) and ``shapeshift.job_kinds``
+(batch sizes and fused tuning trials, re-exported here), which import nothing else (dependencies point inward).
 
 Units: time in seconds, memory in GB (10^9 bytes), bandwidth in GB/s.
 """
@@ -23,8 +21,6 @@ from shapeshift.invariants import ModelError, _require
 from shapeshift.job_kinds import BatchSpec, FusedTrials
 
 __all__ = ["BatchSpec", "FusedTrials", "ModelError"]
-
-
 
 
 def _frozen_mapping(value: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
@@ -280,6 +276,8 @@ class JobSpec:
     #: (the model catalog, if it knows the model, answers instead). Gavel reads it.
     gpu_speed: tuple[tuple[str, float], ...] = ()
     tuning: FusedTrials | None = None  # set for fused-trial tuning jobs only
+    time_limit: float | None = None  # wall-clock limit asked for (s; None = the partition's); planners use it
+    qos: str = ""  # quality of service asked for (a Slurm QOS name; "" = none)
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -301,6 +299,8 @@ class JobSpec:
             return "duration must be >= 0"
         if self.iterations is not None and self.iterations < 0:
             return "iterations must be >= 0"
+        if self.time_limit is not None and not 0 < self.time_limit < math.inf:
+            return "time_limit must be a finite number > 0"
         if self.gpu_speed and any(not (math.isfinite(v) and v >= 0) for _, v in self.gpu_speed):
             return "gpu_speed values must be finite and >= 0"
         if self.gpu_speed and max(v for _, v in self.gpu_speed) <= 0:

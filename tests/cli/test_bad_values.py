@@ -189,6 +189,14 @@ def _base(command: tuple[str, ...], inputs, tmp: Path) -> list[str] | None:
         nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n")
         pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,4000,1024,1,500\np1,2000,1024,0,0\n")
         return ["fill", "--workload", str(pods), "--cluster", str(nodes), "--out", out, "-q"]
+    if command == ("whatif",):
+        conf, history = tmp / "slurm.conf", tmp / "sacct.txt"
+        conf.write_text("NodeName=n[1-2] CPUs=16 RealMemory=64000 Gres=gpu:4\nPartitionName=gpu Nodes=ALL\n")
+        history.write_text(
+            "JobID|User|Account|Partition|Submit|Start|End|Timelimit|State|AllocTRES\n"
+            "1|a|x|gpu|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:01:00|00:02:00|COMPLETED|gres/gpu=4\n"
+        )
+        return ["whatif", "--sacct", str(history), "--slurm-conf", str(conf), "--policy", "fifo", "--out", out]
     return None
 
 

@@ -117,6 +117,7 @@ SINGLE_COMMANDS = {
     "report": "shapeshift.cli.report_cmd",
     "explain": "shapeshift.cli.explain_cmd",
     "fill": "shapeshift.cli.fill_cmd",
+    "whatif": "shapeshift.cli.whatif_cmd",
 }
 
 

@@ -51,12 +51,19 @@ COLUMNS: dict[str, str] = {
 #: characterization relies on). ``state`` is the final state (COMPLETED, CANCELLED,
 #: FAILED, TIMEOUT, NODE_FAIL); ``start_time``/``end_time`` are seconds on the same
 #: clock as ``submit_time`` (NaN for a job that never started); ``queue`` is the
-#: recorded queueing delay in seconds.
+#: recorded queueing delay in seconds. A Slurm history (``sacct``) adds ``time_limit``
+#: (seconds, NaN = the partition's) and ``qos``, which do reach ``JobSpec`` (Slurm's
+#: scheduler plans with them), and ``attempts`` (1 + requeues) and the recorded
+#: ``priority``, which do not.
 OPTIONAL_COLUMNS: dict[str, str] = {
     "state": "object",
     "start_time": "float64",
     "end_time": "float64",
     "queue": "float64",
+    "time_limit": "float64",
+    "qos": "object",
+    "attempts": "Int64",
+    "priority": "float64",
 }
 REQUIRED = ("job_id", "submit_time", "num_gpus", "duration")
 
@@ -219,7 +226,11 @@ class Workload:
             f["gpu_speed"].tolist(),
             strict=True,
         )
-        for job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan, d, it, batch, gs in rows:
+        n = len(f)
+        limits = f["time_limit"].tolist() if "time_limit" in f.columns else [math.nan] * n
+        qoses = f["qos"].tolist() if "qos" in f.columns else [""] * n
+        for row, values in enumerate(rows):
+            job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan, d, it, batch, gs = values
             if plan not in plans:
                 plans[plan] = ExecutionPlan.parse(plan)
             if gs not in speeds:
@@ -244,6 +255,8 @@ class Workload:
                     plan=plans[plan],
                     batch=batches[batch],
                     gpu_speed=speeds[gs],
+                    time_limit=None if limits[row] != limits[row] else float(limits[row]),
+                    qos=qoses[row],
                 )
             )
         return result
@@ -288,4 +301,7 @@ def _frame_of(jobs: Sequence[JobSpec]) -> pd.DataFrame:
         for j in jobs
     ]
     frame = pd.DataFrame(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    if any(j.time_limit is not None or j.qos for j in jobs):
+        frame["time_limit"] = [math.nan if j.time_limit is None else j.time_limit for j in jobs]
+        frame["qos"] = [j.qos for j in jobs]
     return Workload.from_frame("", frame).frame

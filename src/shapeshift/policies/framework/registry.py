@@ -43,6 +43,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "pollux": "shapeshift.policies.goodput.pollux",
     "auto": "shapeshift.policies.auto.policy",
     "lucid": "shapeshift.policies.lucid.policy",
+    "slurm": "shapeshift.policies.slurm.policy",
     "kueue": "shapeshift.policies.k8s.policy",
     "kai": "shapeshift.policies.k8s.policy",
 }

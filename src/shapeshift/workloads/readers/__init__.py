@@ -2,7 +2,7 @@
 exactly where the file is wrong (file, line, column).
 
 One module per trace format (``generic``, ``philly``, ``helios``, ``rubick``,
-``pollux``, ``synergy``); ``table`` holds the checks they share and ``detect`` picks a
+``pollux``, ``synergy``, ``sacct``); ``table`` holds the checks they share and ``detect`` picks a
 format from a file's header. CSV files may be compressed (``.gz``, ``.zst``) or carry a
 byte-order mark; Parquet files are read directly.
 """
@@ -18,6 +18,7 @@ from shapeshift.workloads.readers.rubick import (
     RUBICK_QUOTA_TENANT,
     read_rubick,
 )
+from shapeshift.workloads.readers.sacct import SACCT_COLUMNS, SacctNotes, read_sacct, read_sacct_notes
 from shapeshift.workloads.readers.synergy import (
     SYNERGY_COLUMNS,
     SYNERGY_ITERATION_SECONDS,
@@ -36,10 +37,12 @@ __all__ = [
     "RUBICK_BEST_EFFORT_TENANT",
     "RUBICK_COLUMNS",
     "RUBICK_QUOTA_TENANT",
+    "SACCT_COLUMNS",
     "SYNERGY_COLUMNS",
     "SYNERGY_ITERATION_SECONDS",
     "SYNERGY_SECONDS_PER_ITERATION",
     "_SIGNATURES",
+    "SacctNotes",
     "detect_format",
     "pollux_reference",
     "read_generic",
@@ -48,6 +51,8 @@ __all__ = [
     "read_philly",
     "read_pollux",
     "read_rubick",
+    "read_sacct",
+    "read_sacct_notes",
     "read_synergy",
     "read_workload",
 ]

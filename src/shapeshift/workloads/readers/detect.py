@@ -15,6 +15,7 @@ from shapeshift.workloads.readers.helios import HELIOS_COLUMNS, read_helios
 from shapeshift.workloads.readers.philly import PHILLY_COLUMNS, read_philly
 from shapeshift.workloads.readers.pollux import POLLUX_COLUMNS, read_pollux
 from shapeshift.workloads.readers.rubick import RUBICK_COLUMNS, read_rubick
+from shapeshift.workloads.readers.sacct import SACCT_COLUMNS, read_sacct
 from shapeshift.workloads.readers.synergy import SYNERGY_COLUMNS, read_synergy
 from shapeshift.workloads.readers.table import is_parquet, open_text
 from shapeshift.workloads.workload import REQUIRED, Workload
@@ -26,6 +27,7 @@ READERS: dict[str, Callable[[str | Path], Workload]] = {
     "rubick": read_rubick,
     "pollux": read_pollux,
     "synergy": read_synergy,
+    "sacct": read_sacct,
 }
 
 
@@ -36,7 +38,9 @@ def _header(path: Path) -> list[str]:
         return list(pq.read_schema(path).names)
     with open_text(path) as handle:
         first = handle.readline()
-    return [c.strip() for c in first.strip().split(",")]
+    # sacct --parsable2 separates its fields with '|', never with ','.
+    separator = "|" if "|" in first and "," not in first else ","
+    return [c.strip() for c in first.strip().split(separator)]
 
 
 _SIGNATURES: dict[str, tuple[str, ...]] = {
@@ -46,6 +50,7 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
     "rubick": RUBICK_COLUMNS,
     "pollux": POLLUX_COLUMNS,
     "synergy": SYNERGY_COLUMNS,
+    "sacct": SACCT_COLUMNS,
 }
 
 

@@ -1,0 +1,123 @@
+"""Speed of the ``slurm`` replay on large synthetic sacct histories.
+
+Writes a seeded ``sacct --parsable2`` history of N jobs (steps included, so the reader
+folds twice as many rows) for a ``slurm.conf`` of 1,000 nodes x 8 GPUs with backfill
+(``bf_max_job_test=500``), reads it and replays it under ``--policy slurm``, each size in
+its own process; reports read and replay seconds, peak memory (max RSS) and the growth
+exponent of the total time between successive sizes (log t2/t1 / log n2/n1).
+
+    python benchmarks/bench_slurm.py --sizes 10000,30000,100000
+    python benchmarks/bench_slurm.py --sizes 100000,300000,1000000   # the goal: < 5 min, < 4 GB at 1M
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+CONF = """\
+NodeName=node[0001-1000] CPUs=64 RealMemory=512000 Gres=gpu:8
+PartitionName=gpu Nodes=ALL Default=YES
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+PriorityWeightFairshare=10000
+PriorityWeightJobSize=100
+PriorityCalcPeriod=1
+SchedulerType=sched/backfill
+SchedulerParameters=bf_max_job_test=500,bf_interval=30,bf_resolution=60,bf_window=1440
+"""
+HEADER = "JobID|User|Account|Partition|Submit|Eligible|Start|End|Elapsed|Timelimit|State|NNodes|AllocTRES"
+
+
+def write_history(path: Path, jobs: int, seed: int) -> None:
+    """Jobs ask for about 1.7 times what 8,000 GPUs serve, so the queue grows into the thousands."""
+    rng = random.Random(seed)
+    origin = datetime(2024, 1, 1, tzinfo=UTC)
+    t = 0.0
+    with path.open("w") as out:
+        out.write(HEADER + "\n")
+        for i in range(jobs):
+            t += rng.expovariate(1 / 1.5)
+            run = max(10, int(rng.lognormvariate(7.0, 1.3)))
+            gpus = rng.choice((1, 1, 1, 2, 4, 8, 8, 16, 32))
+            limit_min = math.ceil(run / 60) + rng.randint(1, 60)
+            submit = origin + timedelta(seconds=int(t))
+            stamp = submit.strftime("%Y-%m-%dT%H:%M:%S")
+            end = (submit + timedelta(seconds=run)).strftime("%Y-%m-%dT%H:%M:%S")
+            user = f"u{rng.randint(0, 199)}"
+            account = f"acct{int(user[1:]) % 20}"
+            hours, rest = divmod(limit_min, 60)
+            limit = f"{hours:02d}:{rest:02d}:00"
+            tres = f"cpu={gpus * 4},gres/gpu={gpus},mem={gpus * 32}G,node={max(1, gpus // 8)}"
+            out.write(
+                f"{i + 1}|{user}|{account}|gpu|{stamp}|{stamp}|{stamp}|{end}|{run // 60:02d}:{run % 60:02d}|{limit}"
+                f"|COMPLETED|1|{tres}\n"
+            )
+            elapsed = f"{run // 60:02d}:{run % 60:02d}"
+            out.write(f"{i + 1}.batch||{account}||{stamp}|{stamp}|{stamp}|{end}|{elapsed}||COMPLETED|1|\n")
+
+
+def one(size: int, seed: int, work: Path) -> dict:
+    from shapeshift.cluster import load_cluster
+    from shapeshift.runs.facade import simulate
+    from shapeshift.workloads.readers import read_sacct
+
+    conf = work / "slurm.conf"
+    conf.write_text(CONF)
+    history = work / f"sacct-{size}.txt"
+    write_history(history, size, seed)
+    t0 = time.perf_counter()
+    workload = read_sacct(history)
+    t1 = time.perf_counter()
+    result = simulate(workload, load_cluster(conf), "slurm")
+    t2 = time.perf_counter()
+    return {
+        "jobs": size,
+        "read_s": round(t1 - t0, 2),
+        "replay_s": round(t2 - t1, 2),
+        "total_s": round(t2 - t0, 2),
+        "max_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3),
+        "avg_queue_s": result.summary["avg_queue"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,30000,100000")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(json.dumps(one(args.one, args.seed, Path(tmp))))
+        return 0
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(size), "--seed", str(args.seed)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        if rows:
+            prev = rows[-1]
+            row["growth_exponent"] = round(
+                math.log(row["total_s"] / prev["total_s"]) / math.log(row["jobs"] / prev["jobs"]), 2
+            )
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""A seeded trace on a real Slurm and in ``--policy slurm`` with the same slurm.conf.
+
+Needs a running Slurm from ``scripts/real_slurm.sh start`` (as root: jobs are submitted
+as the users ``alice`` (account A) and ``bob`` (account B) that it creates). The trace:
+sleep jobs of ``--min-run``..``--max-run`` seconds, 1, 2 or 4 GPUs (8 as two nodes of 4),
+two accounts, time limits of whole minutes above the run times, Poisson arrivals.
+
+Then: ``sacct`` and ``sacctmgr show assoc`` are exported, and ``shapeshift whatif``'s
+library replays the history under ``slurm`` with that slurm.conf and association tree.
+Printed and written to ``OUT/bench.json``: per-job start differences (median, P90, max),
+the share within 5 s and 60 s, the same-order share, and every job whose start differs
+by more than 5 s (``OUT/starts.csv`` has all of them).
+
+    scripts/real_slurm.sh start
+    python benchmarks/bench_slurm_real.py --jobs 30 --seed 1 --out /tmp/bench-slurm
+    scripts/real_slurm.sh stop
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SACCT_FORMAT = (
+    "JobID,JobIDRaw,User,Account,Partition,QOS,Submit,Eligible,Start,End,Elapsed,Timelimit,State,NNodes,"
+    "ReqTRES,AllocTRES,Priority,ExitCode"
+)
+USERS = {"A": "alice", "B": "bob"}
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    index: int
+    offset: float  # seconds after the first submission
+    run: int
+    gpus: int
+    account: str
+    limit_min: int
+
+
+def make_trace(jobs: int, seed: int, min_run: int = 5, max_run: int = 60, mean_gap: float = 4.0) -> list[TraceJob]:
+    rng = random.Random(seed)
+    trace, t = [], 0.0
+    for i in range(jobs):
+        run = rng.randint(min_run, max_run)
+        gpus = rng.choice((1, 1, 2, 2, 4, 8))
+        limit = math.ceil((run + 1) / 60) + rng.randint(0, 2)
+        trace.append(TraceJob(i, round(t, 1), run, gpus, rng.choice("AB"), limit))
+        t += rng.expovariate(1 / mean_gap)
+    return trace
+
+
+def _slurm(*args: str, user: str | None = None) -> str:
+    cmd = (["runuser", "-u", user, "--"] if user else []) + list(args)
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd="/tmp").stdout
+
+
+def submit(trace: list[TraceJob], gpus_per_node: int) -> dict[str, TraceJob]:
+    """Submit each job at its offset; returns Slurm job id -> job."""
+    ids: dict[str, TraceJob] = {}
+    start = time.monotonic()
+    for job in trace:
+        delay = start + job.offset - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        nodes = max(1, math.ceil(job.gpus / gpus_per_node))
+        args = [
+            "sbatch", "--parsable", "-A", job.account, "-p", "gpu", "-N", str(nodes),
+            f"--gres=gpu:{job.gpus // nodes}", "-c", "1", "-t", str(job.limit_min), "-o", "/dev/null",
+            "-J", f"bench-{job.index}", "--wrap", f"sleep {job.run}",
+        ]  # fmt: skip
+        job_id = _slurm(*args, user=USERS[job.account]).strip().split(";")[0]
+        ids[job_id] = job
+    return ids
+
+
+def wait_done(ids: list[str], limit_s: float) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if not _slurm("squeue", "-h", "-j", ",".join(ids), "-o", "%i").strip():
+            return
+        time.sleep(2)
+    raise SystemExit(f"jobs still queued or running after {limit_s:.0f} s")
+
+
+def reset_usage() -> None:
+    """Zero the recorded usage, so the real run starts from the replay's state (no usage)."""
+    for account, user in USERS.items():
+        _slurm("sacctmgr", "-i", "modify", "user", "where", f"name={user}", f"account={account}", "set", "RawUsage=0")
+        _slurm("sacctmgr", "-i", "modify", "account", "where", f"name={account}", "set", "RawUsage=0")
+
+
+def run_real(trace: list[TraceJob], out: Path, gpus_per_node: int) -> tuple[Path, Path]:
+    reset_usage()
+    ids = submit(trace, gpus_per_node)
+    wait_done(list(ids), limit_s=sum(j.run for j in trace) + 600)
+    time.sleep(2)  # slurmdbd records the last ends
+    sacct = out / "sacct.txt"
+    sacct.write_text(
+        _slurm("sacct", "--parsable2", "--allusers", "--duplicates", f"--format={SACCT_FORMAT}", "-j", ",".join(ids))
+    )
+    assoc = out / "assoc.txt"
+    assoc.write_text(_slurm("sacctmgr", "-P", "show", "assoc", "format=account,user,share,parentname"))
+    return sacct, assoc
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--min-run", type=int, default=5)
+    parser.add_argument("--max-run", type=int, default=60)
+    parser.add_argument("--mean-gap", type=float, default=4.0)
+    parser.add_argument("--gpus-per-node", type=int, default=int(os.environ.get("GPUS", "4")))
+    parser.add_argument("--conf", default=os.environ.get("SLURM_CONF", "/tmp/ss-slurm/slurm.conf"))
+    parser.add_argument("--sacct", help="replay this sacct export instead of running the trace")
+    parser.add_argument("--assoc", help="with --sacct: the sacctmgr dump")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    os.environ["SLURM_CONF"] = args.conf
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.sacct:
+        sacct, assoc = Path(args.sacct), Path(args.assoc) if args.assoc else None
+    else:
+        trace = make_trace(args.jobs, args.seed, args.min_run, args.max_run, args.mean_gap)
+        sacct, assoc = run_real(trace, args.out, args.gpus_per_node)
+    from shapeshift.slurm.whatif import whatif
+
+    outcome = whatif(sacct, args.conf, ["slurm"], assoc=assoc, out=args.out)
+    agree = dict(outcome.agreement or {})
+    starts = outcome.starts.assign(diff=outcome.starts["slurm"] - outcome.starts["recorded"])
+    far = starts[starts["diff"].abs() > 5]
+    agree["differing_jobs"] = far[["job_id", "submit", "recorded", "slurm", "diff"]].to_dict("records")
+    (args.out / "bench.json").write_text(json.dumps(agree, indent=2, default=float) + "\n")
+    print(json.dumps({k: v for k, v in agree.items() if k != "differing_jobs"}, indent=2))
+    print(f"{len(far)} job(s) differ by more than 5 s; see {args.out}/bench.json and starts.csv")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

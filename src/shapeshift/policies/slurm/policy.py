@@ -1,0 +1,355 @@
+"""``slurm``: Slurm's own scheduling (multifactor priority, main scheduler, backfill).
+
+Follows Slurm (``master`` after 25.05, commit 284c3b95 of SchedMD/slurm, checked
+against tag ``slurm-22-05-8-1``; docs/slurm.md lists where the two differ) and reads
+its parameters from the ``slurm.conf`` that ``--cluster`` named (or ``conf=FILE``;
+Slurm's defaults without either):
+
+* priority: ``priority.py`` (multifactor; ``priority/basic`` = submission order),
+  recomputed every ``PriorityCalcPeriod`` (``_decay_thread``), when usage is decayed and
+  charged (``fairshare.py``); a job gets its first priority when it is submitted;
+* main scheduler (``src/slurmctld/job_scheduler.c``, ``_schedule`` and
+  ``sort_job_queue2``; https://slurm.schedmd.com/sched_config.html): on every
+  submission and completion and after every priority recalculation (a periodic pass
+  with nothing changed starts nothing, so ``sched_interval`` needs no pass of its own),
+  pending jobs in order of partition ``PriorityTier``, then priority, then submission;
+  a job that cannot start stops its partition for the rest of the pass; at most
+  ``default_queue_depth`` jobs;
+* backfill (``plan.py``) every ``bf_interval`` seconds when ``SchedulerType`` is
+  ``sched/backfill``.
+
+Jobs run for their recorded time; every plan uses the time limit (whole minutes; the
+job's, else the partition's ``DefaultTime``, else its ``MaxTime``). Preemption
+(``PreemptType``/``PreemptMode``) is not modelled: the replay refuses a configuration
+that turns it on rather than replaying something else (see docs/slurm.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from shapeshift.engine.contract import ARRIVAL, COMPLETION
+from shapeshift.engine.view import ClusterView
+from shapeshift.errors import InputError
+from shapeshift.model import Allocation, JobSpec, Resources, Schedule
+from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.slurm.fairshare import FairShare
+from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit
+from shapeshift.policies.slurm.priority import JobFacts, Multifactor
+from shapeshift.slurm.assoc import complete_tree, read_assoc
+from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
+
+
+class SlurmParams(PolicyParams):
+    #: A slurm.conf to read; "" = the one --cluster named (else Slurm's defaults).
+    conf: str = ""
+    #: An ``sacctmgr show assoc -P`` dump (shares per account and user); "" = share 1 each.
+    assoc: str = ""
+    #: QOS priorities as ``name=priority,...`` (``sacctmgr show qos``); "" = all 0.
+    qos_priority: str = ""
+
+
+def _qos_table(text: str) -> dict[str, float]:
+    table: dict[str, float] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise InputError(f"qos_priority item {item!r} must be NAME=WHOLE_NUMBER", field="qos_priority")
+        table[name.strip()] = float(value)
+    top = max(table.values(), default=0.0)
+    return {k: (v / top if top else 0.0) for k, v in table.items()}
+
+
+class SlurmPolicy:
+    name = "slurm"
+    triggers = frozenset({ARRIVAL, COMPLETION})
+    default_round = None
+
+    def __init__(self, params: SlurmParams):
+        self.params = params
+        self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
+        self.qos = _qos_table(params.qos_priority)
+        self._ready = False
+        self.prio: dict[str, int] = {}
+        self.order: dict[str, int] = {}
+        self.starts: dict[str, float] = {}
+        self.ended: dict[str, float] = {}
+        self.last_tick = 0.0
+        self.next_bf = 0.0
+        #: Whether anything a backfill cycle depends on changed since the last one (a
+        #: submission, a completion, a start, a priority recalculation, a job past its
+        #: limit). Without a change a cycle starts nothing new: jobs it could start were
+        #: started by the previous one, and time passing only adds reservations. So the
+        #: replay skips those cycles; the decisions are the same.
+        self.dirty = True
+        #: Each started job's priority when it started (what sacct's Priority records).
+        self.start_priority: dict[str, int] = {}
+        #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
+        self.planned: dict[str, float] = {}
+
+    # -- set-up on the first decision: the cluster is known only then -----------------
+    def _setup(self, view: ClusterView) -> None:
+        conf = self.conf or getattr(view.cluster, "slurm", None)
+        if conf is None:
+            from shapeshift.slurm.conf import SlurmConf as Conf
+
+            conf = Conf(path="<defaults>", nodes=(), partitions=())
+        if conf.preempt_type != "none" and conf.preempt_mode != "off":
+            raise InputError(
+                f"PreemptType=preempt/{conf.preempt_type} with PreemptMode={conf.preempt_mode.upper()}: "
+                "the slurm replay does not model preemption",
+                path=conf.path,
+                field="PreemptType",
+            )
+        self.conf = conf
+        nodes = view.cluster.nodes
+        factors = [p.priority_job_factor for p in conf.partitions]
+        top = max(factors, default=0)
+        self.part_norm = {p.name: (p.priority_job_factor / top if top else 0.0) for p in conf.partitions}
+        self.multifactor = Multifactor(conf.priority, sum(n.cpus for n in nodes), len(nodes))
+        weights = {n.name: 1 for n in nodes} | {n.name: n.weight for n in conf.nodes}
+        self.groups: dict[str, list[list[int]]] = {}
+        for part, idx in view.partitions.items():
+            by_weight: dict[int, list[int]] = {}
+            for i in sorted(idx.tolist()):
+                by_weight.setdefault(weights.get(nodes[i].name, 1), []).append(i)
+            self.groups[part] = [by_weight[w] for w in sorted(by_weight)]
+        self.largest = {
+            part: max((nodes[i].gpus for g in groups for i in g), default=0) for part, groups in self.groups.items()
+        }
+        self.fairshare: FairShare | None = None
+        self._parts: dict[str, SlurmPartition | None] = {}
+        self._ready = True
+
+    def _tree(self, view: ClusterView, jobs: list[JobSpec]) -> None:
+        assert self.conf is not None
+        assocs = read_assoc(self.params.assoc) if self.params.assoc else ()
+        pairs = {(j.tenant or "root", j.user or "nobody") for j in jobs}
+        tree = complete_tree(assocs, pairs)
+        self.fairshare = FairShare(tree, self.conf.priority.decay_half_life, self.conf.priority.fair_tree)
+
+    # -- facts about jobs -------------------------------------------------------------
+    def partition_of(self, spec: JobSpec) -> SlurmPartition | None:
+        """The job's partition (the default one for a job that names none)."""
+        assert self.conf is not None
+        if spec.vc in self._parts:
+            return self._parts[spec.vc]
+        part = self.conf.partition(spec.vc)
+        if part is None and not spec.vc:
+            part = next((p for p in self.conf.partitions if p.default), None)
+        self._parts[spec.vc] = part
+        return part
+
+    def limit(self, spec: JobSpec) -> float:
+        """The time limit the planner uses, in whole minutes (seconds; inf = none)."""
+        part = self.partition_of(spec)
+        limit = spec.time_limit
+        if limit is None and part is not None:
+            limit = part.default_time if part.default_time is not None else part.max_time
+        return math.inf if limit is None else math.ceil(limit / 60) * 60
+
+    def billable(self, spec: JobSpec) -> float:
+        """Billable TRES (``TRESBillingWeights`` summed; CPUs when the partition has none)."""
+        part = self.partition_of(spec)
+        weights = dict(part.billing) if part is not None else {}
+        if not weights:
+            return max(spec.num_cpus, 1.0)
+        return (
+            weights.get("cpu", 0.0) * spec.num_cpus
+            + weights.get("gres/gpu", 0.0) * spec.num_gpus
+            + weights.get("mem", 0.0) * spec.mem_gb
+        )
+
+    def _assoc(self, spec: JobSpec) -> str:
+        """The job's user association (added with share 1 when the tree lacks it)."""
+        assert self.fairshare is not None
+        return self.fairshare.ensure(spec.tenant or "root", spec.user or "nobody")
+
+    def _facts(self, view: ClusterView, spec: JobSpec, partition: str) -> JobFacts:
+        largest = self.largest.get(partition, 0)
+        nodes = math.ceil(spec.num_gpus / largest) if largest and spec.num_gpus > largest else 1
+        part = self.partition_of(spec)
+        return JobFacts(
+            eligible=spec.submit_time,
+            cpus=spec.num_cpus,
+            min_nodes=nodes,
+            assoc=self._assoc(spec),
+            part_factor=self.part_norm.get(part.name, 0.0) if part is not None else 0.0,
+            qos_factor=self.qos.get(spec.qos, 0.0),
+        )
+
+    def _priority(self, view: ClusterView, job_id: str, now: float) -> int:
+        assert self.conf is not None and self.fairshare is not None
+        status = view.job(job_id)
+        if not self.conf.priority.multifactor:
+            return -self.order[job_id]
+        facts = self._facts(view, status.spec, status.partition)
+        return self.multifactor.priority(facts, now, self.fairshare.factor(facts.assoc))
+
+    # -- the clock: usage ticks and priority recalculation ----------------------------
+    def _ticks(self, view: ClusterView, pending: list[str]) -> bool:
+        """Run the calc periods up to now; whether any ran."""
+        assert self.conf is not None and self.fairshare is not None
+        period = max(self.conf.priority.calc_period, 60)
+        ran = False
+        while self.last_tick + period <= view.now:
+            ran = True
+            tick = self.last_tick + period
+            charges = []
+            for job_id, start in list(self.starts.items()):
+                end = min(self.ended.get(job_id, tick), tick)
+                begin = max(start, self.last_tick)
+                if end > begin:
+                    spec = view.job(job_id).spec
+                    charges.append((self._assoc(spec), end - begin, self.billable(spec)))
+                if job_id in self.ended and self.ended[job_id] <= tick:
+                    del self.starts[job_id]
+            self.fairshare.decay_all(tick - self.last_tick)
+            for key, delta, billable in charges:
+                self.fairshare.add_usage(key, delta * self.fairshare.decay**delta * billable)
+            self.fairshare.recompute()
+            for job_id in pending:
+                if job_id in self.prio:
+                    self.prio[job_id] = self._priority(view, job_id, tick)
+            self.last_tick = tick
+        return ran
+
+    # -- one decision -----------------------------------------------------------------
+    def decide(self, view: ClusterView) -> Schedule:
+        if not self._ready:
+            self._setup(view)
+        now = view.now
+        for job_id in view.finished:
+            end = view.job(job_id).end_time
+            self.ended[job_id] = now if end is None else end
+        pending = [j for part in view.partitions for j in view.pending(part)]
+        if self.fairshare is None:
+            self._tree(view, [view.job(j).spec for j in pending])
+        if view.finished or self._ticks(view, pending):
+            self.dirty = True
+        for job_id in pending:
+            if job_id not in self.prio:
+                self.dirty = True
+                self.order[job_id] = len(self.order)
+                self.prio[job_id] = self._priority(view, job_id, now)
+        free = self._free(view)
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
+        queue = sorted(pending, key=self._sort_key(view))
+        self._main(view, queue, free, changes, reasons)
+        assert self.conf is not None
+        sched = self.conf.scheduler
+        if changes:
+            self.dirty = True
+        if sched.backfill and now >= self.next_bf and self.dirty:
+            rest = [j for j in queue if j not in changes]
+            self.dirty = self._backfill(view, rest, free, changes, reasons)
+            self.next_bf = now + sched.params["bf_interval"]
+        for job_id in changes:
+            self.starts[job_id] = now
+            self.start_priority[job_id] = self.prio.pop(job_id, 0)
+        wake = None
+        if len(pending) > len(changes):
+            # The next priority recalculation may reorder the queue; a pending change
+            # waits for the next backfill cycle.
+            wake = self.last_tick + max(self.conf.priority.calc_period, 60)
+            if sched.backfill and self.dirty:
+                wake = min(wake, self.next_bf)
+            wake = max(wake, now + 1)
+        return Schedule(
+            base=view.allocations, changes=changes, reasons=reasons, default_reason="Priority", wake_at=wake
+        )
+
+    def _sort_key(self, view: ClusterView):
+        def key(job_id: str) -> tuple[int, int, int]:
+            part = self.partition_of(view.job(job_id).spec)
+            tier = part.priority_tier if part is not None else 1
+            return (-tier, -self.prio[job_id], self.order[job_id])
+
+        return key
+
+    @staticmethod
+    def _free(view: ClusterView) -> Free:
+        f = view.free()
+        return Free(f.gpus.copy(), f.cpus.copy(), f.mem.copy())
+
+    def _need(self, spec: JobSpec) -> Need:
+        return Need(spec.num_gpus, spec.num_cpus, spec.mem_gb)
+
+    def _alloc(self, placement: list[tuple[int, Need]]) -> Allocation:
+        return Allocation(tuple((n, Resources(need.gpus, need.cpus, need.mem)) for n, need in placement))
+
+    def _main(
+        self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
+    ) -> None:
+        assert self.conf is not None
+        depth = self.conf.scheduler.params["default_queue_depth"] or len(queue)
+        blocked: set[str] = set()
+        for job_id in queue[:depth]:
+            status = view.job(job_id)
+            part = status.partition
+            if part in blocked:
+                reasons[job_id] = "Priority"
+                continue
+            spec = status.spec
+            limit_part = self.partition_of(spec)
+            if limit_part is not None and limit_part.max_time is not None and self.limit(spec) > limit_part.max_time:
+                reasons[job_id] = "PartitionTimeLimit"
+                continue
+            placement = fit(self._need(spec), self.groups[part], free, self.largest[part])
+            if placement is None:
+                blocked.add(part)
+                reasons[job_id] = "Resources"
+                continue
+            free.take(placement)
+            changes[job_id] = self._alloc(placement)
+
+    def _backfill(
+        self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
+    ) -> bool:
+        """One backfill cycle; returns whether a running job is past its limit (then the
+        plan changes as time passes, and the next cycle must run)."""
+        assert self.conf is not None
+        params = self.conf.scheduler.params
+        running: list[Ending] = []
+        for job_id, alloc in view.allocations.items():
+            status = view.job(job_id)
+            start = self.starts.get(job_id, status.started_at)
+            placement = tuple((n, Need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement)
+            running.append(Ending(start + self.limit(status.spec), placement))
+        for job_id, alloc in changes.items():
+            if alloc is not None:
+                placement = tuple((n, Need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement)
+                running.append(Ending(view.now + self.limit(view.job(job_id).spec), placement))
+        candidates = []
+        for job_id in queue:
+            status = view.job(job_id)
+            part = status.partition
+            candidates.append(
+                Candidate(
+                    job_id, self._need(status.spec), self.limit(status.spec), self.groups[part], self.largest[part]
+                )
+            )
+        result = backfill(
+            view.now,
+            candidates,
+            free,
+            [e for e in running if math.isfinite(e.end)],
+            window=params["bf_window"],
+            resolution=params["bf_resolution"],
+            max_job_test=params["bf_max_job_test"],
+        )
+        for job_id, placement in result.started:
+            changes[job_id] = self._alloc(placement)
+            reasons.pop(job_id, None)
+        self.planned = {r.job_id: r.begin for r in result.reservations}
+        return any(e.end <= view.now for e in running)
+
+
+@register(
+    "slurm",
+    "Slurm's multifactor priority, main scheduler and backfill, from the cluster's slurm.conf (or conf=FILE).",
+    SlurmParams,
+)
+def make_slurm(params: SlurmParams) -> SlurmPolicy:
+    return SlurmPolicy(params)

@@ -1,0 +1,103 @@
+"""The fair-share tree: ``sacctmgr show assoc -P`` output, or one built from a history.
+
+``sacctmgr -P`` prints ``|``-separated fields with a header; the replay needs
+``Account``, ``User`` (blank on an account's own row) and ``Share`` (``Fairshare`` in
+older releases; ``parent`` means "use the parent's"), and ``ParentName`` when the dump
+has it (``sacctmgr show assoc format=account,user,share,parentname``); without it every
+account hangs under ``root``. Users a history names but the dump lacks get Slurm's
+default share, 1, as ``sacctmgr add user`` gives them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from shapeshift.errors import InputError
+
+#: ``Share`` of an association that uses its parent's (``SLURMDB_FS_USE_PARENT``).
+USE_PARENT = -1
+
+
+@dataclass(frozen=True)
+class Assoc:
+    """One association: an account (``user`` empty) or a user in an account."""
+
+    account: str
+    user: str
+    parent: str  # the parent account ("" for root)
+    shares: int
+
+    @property
+    def key(self) -> str:
+        return assoc_key(self.account, self.user)
+
+
+def assoc_key(account: str, user: str) -> str:
+    return f"{account}/{user}" if user else account
+
+
+def read_assoc(path: str | Path) -> tuple[Assoc, ...]:
+    path = Path(path)
+    try:
+        lines = [line.rstrip("\r\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except FileNotFoundError:
+        raise InputError("association file not found", path=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", path=str(path)) from None
+    if not lines:
+        raise InputError("file is empty", path=str(path))
+    header = [h.strip().lower() for h in lines[0].split("|")]
+    share_col = "share" if "share" in header else "fairshare"
+    for needed in ("account", "user", share_col):
+        if needed not in header:
+            raise InputError(
+                f"missing field {needed!r}; export with sacctmgr show assoc -P format=account,user,share,parentname",
+                path=str(path),
+                line=1,
+                field=needed,
+            )
+    result = []
+    for number, line in enumerate(lines[1:], start=2):
+        fields = [f.strip() for f in line.split("|")]
+        if fields and fields[-1] == "" and len(fields) == len(header) + 1:
+            fields = fields[:-1]
+        if len(fields) != len(header):
+            raise InputError(f"expected {len(header)} fields, got {len(fields)}", path=str(path), line=number)
+        row = dict(zip(header, fields, strict=True))
+        account = row["account"]
+        if not account:
+            raise InputError("Account is empty", path=str(path), line=number, field="Account")
+        share_text = row[share_col].lower()
+        if share_text == "":
+            shares = 1  # sacctmgr leaves the root row's share blank; Slurm's default is 1
+        elif share_text == "parent":
+            shares = USE_PARENT
+        elif share_text.isdigit():
+            shares = int(share_text)
+        else:
+            raise InputError(
+                f"bad share {row[share_col]!r}; expected a whole number or 'parent'",
+                path=str(path),
+                line=number,
+                field=share_col,
+            )
+        user = row["user"]
+        parent = account if user else row.get("parentname", "") or ("" if account == "root" else "root")
+        result.append(Assoc(account, user, parent, shares))
+    return tuple(result)
+
+
+def complete_tree(assocs: Iterable[Assoc], pairs: Iterable[tuple[str, str]]) -> dict[str, Assoc]:
+    """The associations by key, with ``root``, and an account and user association (share
+    1) for every ``(account, user)`` in ``pairs`` the dump lacks."""
+    tree = {a.key: a for a in assocs}
+    tree.setdefault("root", Assoc("root", "", "", 1))
+    for account, user in pairs:
+        if account not in tree:
+            tree[account] = Assoc(account, "", "root", 1)
+        key = assoc_key(account, user)
+        if user and key not in tree:
+            tree[key] = Assoc(account, user, account, 1)
+    return tree

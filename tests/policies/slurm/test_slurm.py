@@ -1,0 +1,182 @@
+"""The slurm policy: priority factors, usage decay, fair share, main scheduler, backfill.
+
+Every expectation is derived by hand from Slurm's rules (priority_multifactor.c,
+fair_tree.c, backfill.c, job_scheduler.c), in the comment beside it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from shapeshift.cluster import load_cluster
+from shapeshift.errors import InputError
+from shapeshift.policies.slurm.fairshare import FairShare
+from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill
+from shapeshift.policies.slurm.priority import JobFacts, Multifactor
+from shapeshift.slurm.assoc import Assoc
+from shapeshift.slurm.conf import PriorityConf
+from tests.conftest import by_id, job, run
+
+
+def _tree():
+    return {
+        "root": Assoc("root", "", "", 1),
+        "A": Assoc("A", "", "root", 1),
+        "B": Assoc("B", "", "root", 1),
+        "A/a": Assoc("A", "a", "A", 1),
+        "B/b": Assoc("B", "b", "B", 1),
+    }
+
+
+def test_priority_factors_by_hand():
+    conf = PriorityConf(
+        multifactor=True,
+        weight_age=1000,
+        weight_fairshare=0,
+        weight_jobsize=100,
+        weight_partition=50,
+        weight_qos=10,
+        max_age=1000,
+    )
+    mf = Multifactor(conf, cluster_cpus=64, node_count=4)
+    facts = JobFacts(eligible=100, cpus=16, min_nodes=1, assoc="A/a", part_factor=0.5, qos_factor=1.0)
+    f = mf.factors(facts, now=350, fairshare=0.3)
+    # age: (350-100)/1000 = 0.25; size (favour large): (1/4 + 16/64)/2 = 0.25.
+    assert (f.age, f.jobsize, f.partition, f.qos) == (0.25, 0.25, 0.5, 1.0)
+    # 1000*0.25 + 100*0.25 + 50*0.5 + 10*1 = 250 + 25 + 25 + 10 = 310.
+    assert mf.priority(facts, 350, 0.3) == 310
+    # Age saturates at PriorityMaxAge: factor 1.
+    assert mf.factors(facts, now=5000, fairshare=0).age == 1.0
+    small = Multifactor(PriorityConf(multifactor=True, weight_jobsize=100, favor_small=True), 64, 4)
+    # favour small: ((4-1)/4 + (64-16)/64)/2 = (0.75 + 0.75)/2 = 0.75 -> 75.
+    assert small.priority(facts, 0, 0) == 75
+    # A job with every weight 0 still gets priority 1 (0 means held).
+    assert Multifactor(PriorityConf(multifactor=True), 64, 4).priority(facts, 0, 0) == 1
+
+
+def test_usage_decays_by_half_over_the_half_life():
+    fs = FairShare(_tree(), half_life=1000)
+    fs.add_usage("A/a", 100.0)
+    assert (fs.usage["A/a"], fs.usage["A"], fs.usage["root"]) == (100.0, 100.0, 100.0)
+    fs.decay_all(1000)
+    # (1 - 0.693/1000)^1000 = exp(1000 ln(0.999307)) = 0.49995.
+    assert fs.usage["A/a"] == pytest.approx(49.995, abs=0.01)
+    # A 60 s tick charges a job of 4 billable TRES 60 * d^60 * 4, d = 1 - 0.693/1000.
+    before = fs.usage["B/b"]
+    fs.charge_tick(60, [("B/b", 4.0)])
+    assert fs.usage["B/b"] - before * (1 - 0.000693) ** 60 == pytest.approx(60 * (1 - 0.000693) ** 60 * 4)
+
+
+def test_classic_fair_share_by_hand():
+    fs = FairShare(_tree(), half_life=0, fair_tree=False)
+    fs.add_usage("A/a", 10.0)
+    fs.recompute()
+    # A's user: UA = 1, UE(A) = 1 + (1 - 1)*0.5 = 1, S_norm = 0.5 -> 2^-(1/0.5) = 0.25.
+    # B's user: UA = 0, UE(B) = 0 + (1 - 0)*0.5 = 0.5, UE(b) = 0 + 0.5*1 = 0.5 -> 2^-(0.5/0.5) = 0.5.
+    assert fs.factor("A/a") == pytest.approx(0.25) and fs.factor("B/b") == pytest.approx(0.5)
+
+
+def test_fair_tree_ranks_by_hand():
+    fs = FairShare(_tree(), half_life=0)
+    # No usage: every level_fs is infinite, all tied: both users rank 2/2 = 1.
+    assert fs.factor("A/a") == fs.factor("B/b") == 1.0
+    fs.add_usage("A/a", 10.0)
+    fs.recompute()
+    # level_fs(A) = 0.5 / 1 = 0.5, level_fs(B) = 0.5 / 0 = inf: B's user ranks first (2/2),
+    # A's second (1/2).
+    assert (fs.factor("B/b"), fs.factor("A/a")) == (1.0, 0.5)
+
+
+def _running_half():
+    # One node with 4 GPUs; a running job holds 2 of them until its limit ends at t=100.
+    return Free([2], [100.0], [100.0]), [Ending(100.0, ((0, Need(2, 0, 0)),))]
+
+
+def test_backfill_starts_a_job_that_ends_before_the_reservation():
+    free, running = _running_half()
+    queue = [
+        Candidate("big", Need(4, 0, 0), 600, [[0]], 4),  # needs the whole node: reserved from t=100
+        Candidate("short", Need(2, 0, 0), 60, [[0]], 4),  # 0..60 ends before 100: backfilled
+    ]
+    result = backfill(0, queue, free, running, window=86400, resolution=1, max_job_test=500)
+    assert [j for j, _ in result.started] == ["short"]
+    assert [(r.job_id, r.begin, r.end) for r in result.reservations] == [("big", 100, 700)]
+
+
+def test_backfill_does_not_start_a_job_that_would_delay_the_reservation():
+    free, running = _running_half()
+    queue = [Candidate("big", Need(4, 0, 0), 600, [[0]], 4), Candidate("long", Need(2, 0, 0), 120, [[0]], 4)]
+    result = backfill(0, queue, free, running, window=86400, resolution=1, max_job_test=500)
+    # 0..120 overlaps big's reservation from 100: not started; it is planned after big (700).
+    assert result.started == []
+    assert [(r.job_id, r.begin) for r in result.reservations] == [("big", 100), ("long", 700)]
+
+
+def test_backfill_resolution_rounds_the_reservation_start_down():
+    free, running = _running_half()
+    queue = [Candidate("big", Need(4, 0, 0), 600, [[0]], 4), Candidate("short", Need(2, 0, 0), 60, [[0]], 4)]
+    # bf_resolution=60: big's slot starts at floor(100/60)*60 = 60, so short (0..60) touches it.
+    result = backfill(0, queue, free, running, window=86400, resolution=60, max_job_test=500)
+    assert result.started == [] and result.reservations[0].begin == 60
+
+
+def test_backfill_window_and_job_test_limits():
+    free, running = _running_half()
+    queue = [Candidate("big", Need(4, 0, 0), 600, [[0]], 4), Candidate("short", Need(2, 0, 0), 60, [[0]], 4)]
+    # A 50 s window ends before t=100: big gets no reservation, so short starts.
+    result = backfill(0, queue, free.copy(), running, window=50, resolution=1, max_job_test=500)
+    assert result.reservations == [] and [j for j, _ in result.started] == ["short"]
+    # bf_max_job_test=1: only big is tested.
+    result = backfill(0, queue, free.copy(), running, window=86400, resolution=1, max_job_test=1)
+    assert result.started == [] and result.tested == 1
+
+
+def _conf(tmp_path, scheduler="sched/backfill", extra=""):
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:4\n"
+        "PartitionName=p Nodes=n1 Default=YES\n"
+        f"SchedulerType={scheduler}\n"
+        "SchedulerParameters=bf_interval=1,bf_resolution=1,sched_interval=1\n" + extra
+    )
+    return load_cluster(path)
+
+
+def test_simulated_backfill_and_main_scheduler(tmp_path):
+    # r: 2 GPUs 0..50 (limit 100 s -> planned end 100); big: 4 GPUs at 1 (limit 10 min);
+    # s: 2 GPUs at 2, runs 30 s, limit 1 min -> 2..62 ends before 100: backfilled at 2.
+    # Limits are whole minutes: 100 s is planned as 120 s, so big's slot begins at 120.
+    jobs = [
+        job("r", 0, 2, 50, user="u", tenant="A", vc="p", time_limit=100),
+        job("big", 1, 4, 10, user="u", tenant="A", vc="p", time_limit=600),
+        job("s", 2, 2, 30, user="u", tenant="A", vc="p", time_limit=60),
+    ]
+    result = by_id(run(jobs, _conf(tmp_path), "slurm"))
+    assert result["s"].first_start == 2 and result["big"].first_start == 50
+    # sched/builtin: no backfill; the main scheduler stops at big, so s waits for it (60).
+    result = by_id(run(jobs, _conf(tmp_path, "sched/builtin"), "slurm"))
+    assert result["s"].first_start == 60 and result["big"].first_start == 50
+
+
+def test_preemption_configuration_is_refused(tmp_path):
+    cluster = _conf(tmp_path, extra="PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n")
+    with pytest.raises(InputError, match="preemption"):
+        run([job("a", 0, 1, 10, vc="p")], cluster, "slurm")
+
+
+def test_node_choice_is_cons_tres_best_fit():
+    from shapeshift.policies.slurm.plan import fit
+
+    # Four nodes with 4 GPUs, 8 CPUs. n0 is full; n1 has 7 free CPUs, n2 6, n3 8.
+    free = Free([0, 2, 2, 4], [7.0, 7.0, 6.0, 8.0], [100.0] * 4)
+    # Usable nodes n1-n3 form one run; a one-node job takes the fewest free CPUs: n2.
+    assert fit(Need(1, 1, 0), [[0, 1, 2, 3]], free, 4) == [(2, Need(1, 1, 0))]
+    # 3 GPUs: only n3 is usable.
+    assert fit(Need(3, 1, 0), [[0, 1, 2, 3]], free, 4) == [(3, Need(3, 1, 0))]
+    # Runs {n0} (8 free CPUs) and {n2, n3} (14): the run with fewer free CPUs wins: n0.
+    # A lighter Weight group is tried first: [3] alone fits, so n3.
+    free = Free([4, 0, 4, 4], [8.0, 0.0, 6.0, 8.0], [100.0] * 4)
+    assert fit(Need(1, 1, 0), [[0, 1, 2, 3]], free, 4) == [(0, Need(1, 1, 0))]
+    assert fit(Need(1, 1, 0), [[3], [0, 1, 2]], free, 4) == [(3, Need(1, 1, 0))]
+    # 8 GPUs on 4-GPU nodes: two nodes of 4 from the best run with two usable nodes (n2, n3).
+    assert fit(Need(8, 2, 0), [[0, 1, 2, 3]], free, 4) == [(2, Need(4, 1, 0)), (3, Need(4, 1, 0))]

@@ -1,0 +1,135 @@
+"""slurm.conf / gres.conf / sacctmgr readers and the cluster they give."""
+
+from __future__ import annotations
+
+import pytest
+
+from shapeshift.cluster import load_cluster
+from shapeshift.errors import InputError
+from shapeshift.slurm.assoc import read_assoc
+from shapeshift.slurm.conf import read_slurm_conf
+from shapeshift.slurm.values import expand_hostlist, time_seconds
+
+CONF = """\
+ClusterName=test   # a comment
+SlurmctldHost=localhost
+NodeName=DEFAULT CPUs=32 RealMemory=256000
+NodeName=gpu[001-003] Gres=gpu:a100:8 NodeAddr=127.0.0.1 Port=17001
+NodeName=cpu1 CPUs=16 RealMemory=64000 Sockets=2
+PartitionName=gpu Nodes=gpu[001-003] Default=YES PriorityTier=2 PriorityJobFactor=10 MaxTime=1-00:00:00 \\
+    TRESBillingWeights=CPU=1.0,Mem=0.25G,GRES/gpu=4 PreemptMode=REQUEUE
+PartitionName=cpu Nodes=cpu1 MaxTime=60
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+PriorityWeightFairshare=10000
+PriorityDecayHalfLife=1-0
+PriorityMaxAge=12:00:00
+PriorityFavorSmall=YES
+PriorityCalcPeriod=1
+SchedulerType=sched/backfill
+SchedulerParameters=bf_window=60,bf_resolution=5,bf_max_job_test=50,bf_continue,bf_interval=1,pack_serial_at_end
+PreemptType=preempt/partition_prio
+AccountingStorageType=accounting_storage/slurmdbd
+"""
+
+
+def _conf(tmp_path, text=CONF, name="slurm.conf"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_conf_nodes_partitions_and_parameters(tmp_path):
+    conf = read_slurm_conf(_conf(tmp_path))
+    assert [n.name for n in conf.nodes] == ["gpu001", "gpu002", "gpu003", "cpu1"]
+    gpu = conf.nodes[0]
+    assert (gpu.cpus, gpu.mem_mib, gpu.gpus, gpu.gpu_type) == (32, 256000, 8, "a100")
+    assert (conf.nodes[3].cpus, conf.nodes[3].gpus) == (16, 0)
+    part = conf.partition("gpu")
+    assert part.default and part.priority_tier == 2 and part.priority_job_factor == 10
+    assert part.max_time == 86400 and part.preempt_mode == "requeue"
+    # Mem=0.25G is 0.25 per GB.
+    assert dict(part.billing) == {"cpu": 1.0, "mem": 0.25, "gres/gpu": 4.0}
+    assert conf.partition("cpu").max_time == 3600  # a bare limit is minutes
+    p = conf.priority
+    assert p.multifactor and (p.weight_age, p.weight_fairshare, p.weight_jobsize) == (1000, 10000, 0)
+    assert (p.decay_half_life, p.max_age, p.calc_period, p.favor_small, p.fair_tree) == (86400, 43200, 60, True, True)
+    s = conf.scheduler
+    assert s.backfill and s.bf_continue
+    assert (s.params["bf_window"], s.params["bf_resolution"], s.params["bf_max_job_test"]) == (3600, 5, 50)
+    assert s.params["default_queue_depth"] == 100  # Slurm's default
+    assert conf.preempt_type == "partition_prio"
+    assert "SchedulerParameters.pack_serial_at_end" in conf.ignored and "accountingstoragetype" in conf.ignored
+    assert "NodeName.port" in conf.ignored
+
+
+def test_conf_defaults_are_slurms(tmp_path):
+    conf = read_slurm_conf(_conf(tmp_path, "NodeName=n1 CPUs=4 Gres=gpu:2\nPartitionName=p Nodes=ALL\n"))
+    assert not conf.priority.multifactor and conf.priority.decay_half_life == 7 * 86400
+    assert conf.priority.calc_period == 300 and conf.scheduler.backfill
+    assert conf.scheduler.params["bf_window"] == 86400 and conf.scheduler.params["bf_resolution"] == 60
+    assert conf.scheduler.params["bf_max_job_test"] == 500 and conf.partition("p").nodes == ("n1",)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        ("NodeName=n1 CPUs=x\n", 1, "CPUs"),
+        ("NodeName=n1\nPriorityWeightAge=-3\n", 2, "priorityweightage"),
+        ("NodeName=n[1-2\n", 1, "NodeName"),
+        ("NodeName=n1\nPartitionName=p Nodes=n9\n", 2, "Nodes"),
+        ("NodeName=n1\nSchedulerParameters=bf_window=abc\n", 2, "SchedulerParameters.bf_window"),
+        ("NodeName=n1\nSchedulerType=sched/wiki\n", 2, "schedulertype"),
+        ("NodeName=n1\nPartitionName=p Nodes=n1 MaxTime=soon\n", 2, "MaxTime"),
+    ],
+)
+def test_conf_bad_values_name_file_line_key(tmp_path, text, line, key):
+    path = _conf(tmp_path, text)
+    with pytest.raises(InputError) as err:
+        read_slurm_conf(path)
+    assert (err.value.path, err.value.line, err.value.field) == (str(path), line, key)
+
+
+def test_gres_conf_fills_type_and_checks_count(tmp_path):
+    _conf(tmp_path, "NodeName=g[1-2] CPUs=8 Gres=gpu:4\nPartitionName=p Nodes=ALL\n")
+    (tmp_path / "gres.conf").write_text("NodeName=g[1-2] Name=gpu Type=v100 File=/dev/nvidia[0-3]\n")
+    conf = read_slurm_conf(tmp_path / "slurm.conf")
+    assert [(n.gpus, n.gpu_type) for n in conf.nodes] == [(4, "v100"), (4, "v100")]
+    (tmp_path / "gres.conf").write_text("NodeName=g1 Name=gpu File=/dev/nvidia[0-7]\n")
+    with pytest.raises(InputError) as err:
+        read_slurm_conf(tmp_path / "slurm.conf")
+    assert err.value.line == 1 and err.value.field == "File"
+
+
+def test_cluster_option_recognises_slurm_conf(tmp_path):
+    cluster = load_cluster(_conf(tmp_path))
+    assert cluster.total_gpus == 24 and dict(cluster.partitions)["gpu"] == ("gpu001", "gpu002", "gpu003")
+    # 256000 MiB = 268.435456 GB.
+    assert cluster.nodes[0].mem_gb == pytest.approx(268.435456) and cluster.nodes[0].gpu_type == "a100"
+    assert cluster.slurm.priority.weight_fairshare == 10000
+    overlap = _conf(tmp_path, "NodeName=n[1-2] CPUs=4\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=n2\n", "o.conf")
+    with pytest.raises(InputError, match="share node n2"):
+        load_cluster(overlap)
+
+
+def test_value_syntaxes():
+    assert expand_hostlist("gpu[01-03,7],cpu1") == ["gpu01", "gpu02", "gpu03", "gpu7", "cpu1"]
+    assert expand_hostlist("r[1-2]n[1-2]") == ["r1n1", "r1n2", "r2n1", "r2n2"]
+    assert expand_hostlist("node[001-128]")[-1] == "node128"
+    assert time_seconds("7-0") == 7 * 86400 and time_seconds("2-12") == 2 * 86400 + 12 * 3600
+    assert time_seconds("90") == 5400 and time_seconds("1:30") == 90 and time_seconds("UNLIMITED") is None
+
+
+def test_assoc_dump(tmp_path):
+    path = tmp_path / "assoc.txt"
+    path.write_text(
+        "Cluster|Account|User|Partition|Share|ParentName\n"
+        "c|root||||\nc|root|root||1|\nc|phys|||3|root\nc|phys|alice||1|\nc|chem|||parent|root\n"
+    )
+    assocs = {a.key: a for a in read_assoc(path)}
+    assert assocs["phys"].shares == 3 and assocs["phys"].parent == "root"
+    assert assocs["phys/alice"].parent == "phys" and assocs["chem"].shares == -1
+    path.write_text("Account|User|Share\nphys||lots\n")
+    with pytest.raises(InputError) as err:
+        read_assoc(path)
+    assert (err.value.line, err.value.field) == (2, "share")

@@ -1,0 +1,103 @@
+"""shapeshift whatif / ss.whatif: files, agreement figures, recorded summary, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import shapeshift as ss
+from shapeshift.cli.main import app
+from shapeshift.slurm.agreement import agreement
+
+CONF = """\
+NodeName=n[1-2] CPUs=16 RealMemory=64000 Gres=gpu:4
+PartitionName=gpu Nodes=ALL Default=YES
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+SchedulerParameters=bf_interval=1,bf_resolution=1,sched_interval=1
+"""
+# 8 GPUs. 1 (4 GPUs) 0-60 and 2 (4 GPUs) 1-31 start at once; 3 needs all 8: it waits for
+# 1's end at 60; 4 (2 GPUs, 1 min limit) fits on 2's GPUs at 31 and ends (51) before
+# 3's reservation (from 0 + 2 min = 120 by 1's limit), so backfill starts it at 31.
+HISTORY = """\
+JobID|User|Account|Partition|Submit|Start|End|Timelimit|State|AllocTRES
+1|a|x|gpu|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:01:00|00:02:00|COMPLETED|cpu=2,gres/gpu=4
+2|b|y|gpu|2024-01-01T00:00:01|2024-01-01T00:00:01|2024-01-01T00:00:31|00:01:00|COMPLETED|cpu=2,gres/gpu=4
+3|a|x|gpu|2024-01-01T00:00:02|2024-01-01T00:01:00|2024-01-01T00:02:00|00:02:00|COMPLETED|cpu=2,gres/gpu=8
+4|b|y|gpu|2024-01-01T00:00:03|2024-01-01T00:00:31|2024-01-01T00:00:51|00:01:00|COMPLETED|cpu=2,gres/gpu=2
+"""
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    (tmp_path / "slurm.conf").write_text(CONF)
+    (tmp_path / "hist.txt").write_text(HISTORY)
+    return tmp_path
+
+
+def test_whatif_cli_writes_every_file(inputs):
+    out = inputs / "out"
+    result = CliRunner().invoke(
+        app,
+        [
+            "whatif",
+            "--sacct",
+            str(inputs / "hist.txt"),
+            "--slurm-conf",
+            str(inputs / "slurm.conf"),
+            "--policy",
+            "slurm",
+            "--policy",
+            "fifo",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = (out / "comparison.csv").read_text().splitlines()
+    assert rows[0].startswith("source,") and [r.split(",")[0] for r in rows[1:]] == ["recorded", "slurm", "fifo"]
+    # Recorded waits: 0, 0, 58, 28 -> mean 21.5; JCTs 60, 30, 118, 48 -> mean 64.
+    recorded = dict(zip(rows[0].split(","), rows[1].split(","), strict=True))
+    assert float(recorded["avg_queue"]) == 21.5 and float(recorded["avg_jct"]) == 64.0
+    agree = json.loads((out / "agreement.json").read_text())
+    assert agree["jobs_compared"] == 4 and agree["within_5s"] == 1.0 and agree["same_order_share"] == 1.0
+    # FIFO without backfill: 4 waits behind 3 (60-120) and starts at 120: wait 117.
+    starts = (out / "starts.csv").read_text().splitlines()
+    assert starts[0] == "job_id,submit,recorded,slurm,fifo" and starts[4].endswith(",120.0")
+    assert "account" in (out / "by_account.csv").read_text().splitlines()[0]
+    assert "How closely the slurm replay" in (out / "report.md").read_text()
+
+
+def test_whatif_library(inputs):
+    outcome = ss.whatif(inputs / "hist.txt", inputs / "slurm.conf", ["slurm"])
+    assert list(outcome.table()["source"]) == ["recorded", "slurm"]
+    assert set(outcome.by_partition["group"]) == {"gpu"}
+
+
+def test_whatif_bad_input_is_one_line(inputs):
+    (inputs / "bad.conf").write_text("NodeName=n1 CPUs=many\n")
+    result = CliRunner().invoke(
+        app,
+        [
+            "whatif",
+            "--sacct",
+            str(inputs / "hist.txt"),
+            "--slurm-conf",
+            str(inputs / "bad.conf"),
+            "--out",
+            str(inputs / "o"),
+        ],
+    )
+    assert result.exit_code == 2 and "bad.conf:1" in result.output and "Traceback" not in result.output
+
+
+def test_agreement_by_hand():
+    recorded = {"a": 0.0, "b": 10.0, "c": 20.0, "d": 30.0}
+    replay = {"a": 0.0, "b": 14.0, "c": 90.0, "d": 25.0}
+    result = agreement(recorded, replay)
+    # |diffs| 0, 4, 70, 5: within 5 s 3/4, within 60 s 3/4; median (4+5)/2 = 4.5.
+    assert (result["within_5s"], result["within_60s"], result["median_abs_diff_s"]) == (0.75, 0.75, 4.5)
+    # Neighbours a-b, b-c in order; c-d reversed (90 > 25): 2/3.
+    assert result["same_order_share"] == pytest.approx(2 / 3, abs=1e-6)
