@@ -8,7 +8,7 @@ parameters are positive and optimised in log space within the bounds of
 library's sampler can change them); the best start wins and is polished until another
 run improves the objective by less than :data:`CONVERGED`. Tolerances are explicit and
 tight, and the coefficients are rounded to :data:`SIGNIFICANT` digits, so the fit, and
-every figure downstream of it, is the same on any install (issue 17, finding 10).
+every figure downstream of it, is the same on any install.
 Parameters the data cannot identify keep their defaults and the fit
 says so in :attr:`FittedModel.notes`:
 

@@ -1,7 +1,7 @@
 """Held-out evaluation of the profiling planner and the model's additions.
 
 The planner's hyper-parameters and the model's additions were designed on the same rows
-that the README's few-shot figures are measured on (issue 17, finding 9), so those
+that the few-shot figures in the docs are measured on, so those
 figures are *tuned*. Here a setting (planner hyper-parameters x model options) is chosen
 by leave-one-model-out: for each model, the setting with the lowest mean few-shot error
 over the *other* models, and that model's error under it is the held-out figure.

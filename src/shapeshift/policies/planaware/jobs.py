@@ -16,7 +16,7 @@ CpuMode = Literal["requested", "elastic", "tune", "proportional"]
 #: How throughput is scaled before slopes of different jobs are compared: ``baseline`` =
 #: relative to the model's predicted throughput on a fixed 4-GPU packed baseline (Rubick
 #: Sec. 7.2), ``request`` = relative to the job's own throughput at its requested size
-#: (ours before issue 17; a large job's first GPUs then score about 1/N).
+#: (an alternative of ours; a large job's first GPUs then score about 1/N).
 SlopeScale = Literal["baseline", "request"]
 DEFAULT_CPUS_PER_GPU = 4.0
 

@@ -1,6 +1,6 @@
 """What a plan-aware policy knows about a job's performance, and how it learns more.
 
-The honest setting of issue 6: a policy never reads the measured tables the simulator
+The honest setting: a policy never reads the measured tables the simulator
 charges. Per model it starts from the performance model (``shapeshift.perf``) fitted on a
 7-row sample of profiling runs (the profiling planner's choice, or seeded random rows
 covering three plan families, the ``perf fit --sample 7`` rule), and it learns online:

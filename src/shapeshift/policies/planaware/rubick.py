@@ -62,7 +62,7 @@ class RubickParams(PlanAwareParams):
     pack_guaranteed: bool = False
 
 
-#: Every deviation from the paper switched on at once: the defaults before issue 17.
+#: Every deviation from the paper switched on at once (for ablations).
 LEGACY = {
     "slope": "request",
     "starvation_threshold": None,

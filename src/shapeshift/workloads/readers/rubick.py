@@ -24,8 +24,8 @@ RUBICK_COLUMNS = (
     "is_sla",
 )
 #: Tenants of a multi-tenant Rubick trace (``workload-mt``): the guaranteed (``is_sla``)
-#: jobs belong to the quota tenant, the rest to the best-effort one (issue 6: tenant A
-#: has a 64-GPU quota, B none; see ``../shared/examples/cluster-a800-8x8.yaml``).
+#: jobs belong to the quota tenant, the rest to the best-effort one (tenant A has a
+#: 64-GPU quota, B none; see the bundled ``rubick-a800`` cluster).
 RUBICK_QUOTA_TENANT = "A"
 RUBICK_BEST_EFFORT_TENANT = "B"
 
