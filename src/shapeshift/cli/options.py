@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.runs.defaults import DEMO_CLUSTER
 
@@ -45,13 +44,6 @@ RestorePenaltyOption = Annotated[
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
 
-
-def parse_overheads(launch_delay: float, restore_penalty: str) -> Overheads:
-    """``--launch-delay`` and ``--restore-penalty`` as ``Overheads``, or one clear error."""
-    try:
-        return Overheads(launch_delay, Overheads.parse_penalty(restore_penalty))
-    except ValueError as exc:
-        raise InputError(str(exc), field="--restore-penalty/--launch-delay") from None
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
 WindowOption = Annotated[
@@ -121,8 +113,6 @@ def settle_flags(
     evaluation setting or the defaults (``shapeshift.runs.setting``)."""
     from shapeshift.runs.setting import Given, settle
 
-    if restore_penalty is not None or launch_delay is not None:
-        parse_overheads(launch_delay or 0.0, restore_penalty if restore_penalty is not None else "30")
     given = Given(
         cluster=cluster,
         throughput=parse_throughput(throughput) if throughput is not None else None,

@@ -135,36 +135,20 @@ class Settled:
 
 def settle(workload: Any, given: Given, *, fmt: str | None = None, seed: int = 0) -> Settled:
     """Read ``workload`` and settle each option: the user's value, else the data set's,
-    else the default."""
+    else the default. The overheads are checked before the workload is read, so a bad
+    flag fails at once."""
     found = lookup(workload) if isinstance(workload, str) or hasattr(workload, "__fspath__") else None
     dataset = found[0] if found is not None else None
-    data = resolve_workload(workload, fmt, seed)
     setting = dataset.setting if dataset is not None else None
-    origins: list[tuple[str, Any, str]] = []
-    if dataset is not None:
-        origins.append(("dataset", dataset.name, "dataset"))
+    origins: list[tuple[str, Any, str]] = [("dataset", dataset.name, "dataset")] if dataset is not None else []
 
-    def pick(key: str, value: Any, from_setting: Any, default: Any) -> Any:
-        if value is not None:
-            origins.append((key, value, "flag"))
-            return value
-        if from_setting is not None:
-            origins.append((key, from_setting, "dataset"))
-            return from_setting
-        origins.append((key, default, "default"))
-        return default
-
-    cluster_arg = pick("cluster", given.cluster, setting.cluster if setting else None, None)
-    origins[-1] = ("cluster", _cluster_label(cluster_arg), origins[-1][2])
-    dataset_cluster = given.cluster is None and setting is not None and setting.cluster is not None
-    cluster = resolve_cluster(cluster_arg)
-    if dataset_cluster and setting is not None and not setting.tenants:
-        cluster = replace(cluster, tenants={})
-
-    throughput = pick("throughput", given.throughput, setting.throughput if setting else None, "trace")
-    if isinstance(throughput, str):
-        throughput = parse_throughput_text(throughput)
-    origins[-1] = ("throughput", throughput_label(throughput), origins[-1][2])
+    def pick(key: str, value: Any, from_setting: Any, default: Any, shown: Any = None) -> Any:
+        """The value and its source, recorded as ``key`` (``shown`` labels it)."""
+        chosen, source = (value, "flag") if value is not None else (
+            (from_setting, "dataset") if from_setting is not None else (default, "default")
+        )
+        origins.append((key, shown(chosen) if shown else chosen, source))
+        return chosen
 
     launch = pick("launch_delay", given.launch_delay, setting.launch_delay if setting else None, DEFAULT_LAUNCH_DELAY)
     try:
@@ -172,14 +156,29 @@ def settle(workload: Any, given: Given, *, fmt: str | None = None, seed: int = 0
         if isinstance(given_restore, str):
             given_restore = Overheads.parse_penalty(given_restore)
         restore = pick(
-            "restore_penalty",
-            given_restore,
-            setting.restore_penalty if setting else None,
-            DEFAULT_RESTORE_PENALTY,
+            "restore_penalty", given_restore, setting.restore_penalty if setting else None, DEFAULT_RESTORE_PENALTY
         )
         overheads = Overheads(launch, restore)
     except ValueError as exc:
         raise InputError(str(exc), field="--restore-penalty/--launch-delay") from None
+    data = resolve_workload(workload, fmt, seed)
+
+    cluster_arg = pick("cluster", given.cluster, setting.cluster if setting else None, None, _cluster_label)
+    dataset_cluster = given.cluster is None and setting is not None and setting.cluster is not None
+    cluster = resolve_cluster(cluster_arg)
+    if dataset_cluster and setting is not None and not setting.tenants:
+        cluster = replace(cluster, tenants={})
+
+    given_throughput = given.throughput
+    if isinstance(given_throughput, str):
+        given_throughput = parse_throughput_text(given_throughput)
+    throughput = pick(
+        "throughput",
+        given_throughput,
+        parse_throughput_text(setting.throughput) if setting and setting.throughput else None,
+        ThroughputSpec(),
+        throughput_label,
+    )
     round_seconds = pick("round", given.round_seconds, setting.round_seconds if setting else None, None)
     return Settled(
         workload=data,
