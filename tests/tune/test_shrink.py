@@ -31,11 +31,11 @@ def test_mlp_widths_roles_and_readout():
 
 
 def test_mup_init_rescaling():
-    # Default init: weight ~ U(+-1/sqrt(fan_in)) => std 1/sqrt(3*fan_in). The readout is
+    # torch_init=True (ours): weight ~ U(+-1/sqrt(fan_in)) => std 1/sqrt(3*fan_in). The readout is
     # multiplied by sqrt(m) = 1/2 at S=4, so its weight std is 1/sqrt(3*8)/2; a hidden bias
     # U(+-1/sqrt(8)) * 1/2 stays within +-1/sqrt(32) (the base model's bound).
     torch.manual_seed(0)
-    sur = shrink(TinyMLP(inputs=8, width=1024, outputs=256), MLP_INPUT, 4)
+    sur = shrink(TinyMLP(inputs=8, width=1024, outputs=256), MLP_INPUT, 4, torch_init=True)
     out_std = float(sur.module.out.weight.detach().std())
     assert out_std == pytest.approx(1 / math.sqrt(3 * 256) / 2, rel=0.05)
     assert float(sur.module.hidden.bias.detach().abs().max()) <= 1 / math.sqrt(1024) + 1e-7

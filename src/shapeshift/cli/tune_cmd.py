@@ -10,6 +10,7 @@ import typer
 
 from shapeshift.cli.common import console, guarded, output_dir, progress_bar, show_progress
 from shapeshift.errors import InputError
+from shapeshift.tune import DEFAULT_SCALE
 
 app = typer.Typer(help="Surrogate-based hyper-parameter tuning: shrink, fuse, search, transfer (Hydro).",
                   no_args_is_help=True)
@@ -39,7 +40,11 @@ def run_cmd(
     space_file: Annotated[Path, typer.Argument(help="Search-space file (YAML).")],
     model: Annotated[str, typer.Option(help="Model to tune: tiny-lm or tiny-lm-small.")],
     trials: Annotated[int, typer.Option(help="Number of surrogate trials.")],
-    scale: Annotated[int, typer.Option(help="Shrink hidden widths by this factor (1 = fusion only).")] = 4,
+    scale: Annotated[int, typer.Option(help="Shrink hidden widths by this factor (1 = fusion only); "
+                                            "Hydro's default is 8.")] = DEFAULT_SCALE,
+    torch_init: Annotated[bool, typer.Option(
+        "--torch-init", help="Keep PyTorch's default initialisation of the readout and the biases instead of "
+        "Hydro's zeros (ours; off by default).")] = False,
     fusion: Annotated[str, typer.Option(help="Trials per fused group: 'auto' (planner) or a number.")] = "auto",
     slots: Annotated[int, typer.Option(help="Device slots to spread fused groups over.")] = 1,
     memory_gb: Annotated[float, typer.Option(help="Device memory for --fusion auto, GiB.")] = 16.0,
@@ -76,19 +81,19 @@ def run_cmd(
         if fused is None:
             from shapeshift.tune.search import auto_fusion
 
-            fused = auto_fusion(model, space, scale, trials, memory_gb * 2**30)
+            fused = auto_fusion(model, space, scale, trials, memory_gb * 2**30, torch_init=torch_init)
             console.print(f"planner: {fused} trials per fused group fit {memory_gb:g} GiB", highlight=False)
     except ShrinkError as exc:
         raise InputError(f"cannot shrink {model} by {scale}: {exc}", field="--scale") from None
     except PlanError as exc:
         raise InputError(f"no fusion plan: {exc}", field="--memory-gb") from None
     if state is not None:
-        _submit(space_file, model, trials, scale, fused, slots, out_path, state)
+        _submit(space_file, model, trials, scale, fused, slots, out_path, state, torch_init)
         return
     from shapeshift.tune.report import write_results
     from shapeshift.tune.search import TuneSpec, run_tuning
 
-    spec = TuneSpec(model, space, trials, scale, fused, slots)
+    spec = TuneSpec(model, space, trials, scale, fused, slots, torch_init=torch_init)
     with progress_bar("trials", show_progress(quiet)) as update:
         result = run_tuning(spec, progress=update)
     paths = write_results(result, spec, out_path)
@@ -100,21 +105,24 @@ def run_cmd(
 
 
 def _submit(space_file: Path, model: str, trials: int, scale: int, fusion: int, slots: int, out: Path,
-            state: str) -> None:
+            state: str, torch_init: bool = False) -> None:
     """Send the tuning job to the controller as one job of ``slots`` GPUs."""
     from shapeshift.runtime.jobfile import parse_job
     from shapeshift.runtime.remote import ControllerClient
 
-    job = parse_job(tuning_job(space_file, model, trials, scale, fusion, slots, out))
+    job = parse_job(tuning_job(space_file, model, trials, scale, fusion, slots, out, torch_init))
     job_id = ControllerClient.from_state(state).submit(job.to_json())
     console.print(f"submitted tuning job {job_id}; results will be in {out}", highlight=False)
 
 
-def tuning_job(space_file: Path, model: str, trials: int, scale: int, fusion: int, slots: int, out: Path) -> dict:
+def tuning_job(space_file: Path, model: str, trials: int, scale: int, fusion: int, slots: int, out: Path,
+               torch_init: bool = False) -> dict:
     """The job document of a tuning run: the worker command, one GPU per slot, one
     iteration per trial (so ``shapeshift queue`` shows trials done)."""
     args = ["--space", str(space_file.resolve()), "--model", model, "--trials", str(trials), "--scale", str(scale),
             "--fusion", str(fusion), "--slots", str(slots), "--out", str(out.resolve())]
+    if torch_init:
+        args.append("--torch-init")
     command = "{python} -m shapeshift.tune.worker " + " ".join(shlex.quote(a).replace("{", "{{").replace("}", "}}")
                                                                for a in args)
     return {"name": f"tune-{model}", "command": command, "resources": {"gpus": slots}, "iterations": trials}

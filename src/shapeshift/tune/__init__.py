@@ -8,3 +8,8 @@ file), ``report`` (results table and plot), ``worker`` (the submitted job's proc
 nothing heavy: torch and optuna load with the modules that need them (the ``tune`` extra);
 ``squeeze`` needs neither. See docs/tune.md.
 """
+
+#: Hydro's default width-scaling ratio S (``TuneConfig.scaling_num`` = 8 in the authors'
+#: hydro/tune/tune_config.py and docs/api/TuneConfig.md; Hu's thesis, ch. 3). Kept here,
+#: free of torch, so the CLI can show it without importing the shrinker.
+DEFAULT_SCALE = 8

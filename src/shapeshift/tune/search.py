@@ -42,6 +42,8 @@ class TuneSpec:
     scale: int
     fusion: int  # trials per fused group (the planner's F, or the user's)
     slots: int = 1
+    #: Ours, off: keep PyTorch's default init of the readout and biases (Hydro zeroes them).
+    torch_init: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,10 @@ def run_tuning(spec: TuneSpec, progress: Callable[[int, int], None] | None = Non
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     torch.manual_seed(space.seed)
     full = model.build()
-    surrogate = shrink(full, model.example_inputs(), spec.scale, seed=space.seed)
+    surrogate = shrink(full, model.example_inputs(), spec.scale, seed=space.seed, torch_init=spec.torch_init)
+    # The target is the base model under the same initialisation rule as its surrogates
+    # (Hydro re-initialises every prepared model, full or scaled: hydro/train/utils.py).
+    full = shrink(full, model.example_inputs(), 1, seed=space.seed, torch_init=spec.torch_init).module
     lr_mult = lr_multipliers(surrogate, space.optimizer)
     wd_mult = weight_decay_multipliers(surrogate, space.optimizer)
     data = model.data()
@@ -214,14 +219,14 @@ DEFAULT_DEVICE_MEMORY = 16 * 2**30
 
 
 def auto_fusion(model_name: str, space: SearchSpace, scale: int, trials: int,
-                capacity: float = DEFAULT_DEVICE_MEMORY) -> int:
+                capacity: float = DEFAULT_DEVICE_MEMORY, *, torch_init: bool = False) -> int:
     """Hydro's planner: measure one fused step of the surrogate at F=1 and F=2 (largest
     batch size searched) and take the largest F that fits ``capacity``, at most ``trials``."""
     from shapeshift.tune.planner import max_fusion, step_memory_bytes
 
     model = MODELS[model_name]
     torch.manual_seed(space.seed)
-    surrogate = shrink(model.build(), model.example_inputs(), scale, seed=space.seed)
+    surrogate = shrink(model.build(), model.example_inputs(), scale, seed=space.seed, torch_init=torch_init)
     batch = max([space.batch_size, *[int(v) for p in space.params if p.name == "batch_size" for v in p.values]])
     data = model.data()
     states = 1 if space.optimizer == "sgd" else 2

@@ -6,19 +6,20 @@ Why: Hydro tunes on *surrogates* (Hu's thesis, chapter 3; Hydro, OSDI'23, §4.1 
 Scaling"). A surrogate is only useful if its optimum sits where the full model's does,
 which holds under the Maximal Update Parametrisation (Yang et al., "Tensor Programs V",
 Table 8, as the `mup` package implements it). The full model is the *base shape*, so at
-width multiplier 1 it is trained exactly as given (standard parametrisation), and the
-surrogate runs at width multiplier m = 1/S.
+width multiplier 1 it trains in standard parametrisation (with the initialisation below),
+and the surrogate runs at width multiplier m = 1/S.
 
 Roles (as Hydro's ``hydro/scale/scale.py`` ``scale_model``, but found from the graph
 rather than from the node's position):
 * input layers (every ``Embedding``; a ``Linear``/``Conv2d`` no parametrised layer feeds)
   scale only their outputs;
 * output layers (a ``Linear`` that feeds no parametrised layer) scale only their inputs,
-  and become muP readouts: input multiplied by 1/m, weight and bias multiplied by
-  sqrt(m) (``mup.layer.MuReadout`` and its ``_rescale_parameters``);
-* every other ``Linear``/``Conv2d``/``LayerNorm`` scales all its widths; a hidden layer's
-  bias is multiplied by sqrt(m) so it keeps the base model's scale
-  (``mup.shape.rescale_linear_bias``);
+  and become muP readouts: input multiplied by 1/m (``mup.layer.MuReadout``);
+* every other ``Linear``/``Conv2d``/``LayerNorm`` scales all its widths;
+* initialisation is Hydro's (thesis §3.4.1, ``hydro/scale/init.py``): the readout's
+  weight and bias and every bias are zero. With ``torch_init=True`` (ours) they keep
+  PyTorch's default draws, the readout's weight and bias and the hidden biases multiplied
+  by sqrt(m) (``MuReadout._rescale_parameters``, ``mup.shape.rescale_linear_bias``);
 * ``F.scaled_dot_product_attention`` is scaled by sqrt(d_base)/d instead of 1/sqrt(d):
   muP's 1/d rule, anchored so that the base model is unchanged.
 
@@ -237,8 +238,15 @@ def _width_dims(module: nn.Module, role: LayerRole) -> dict[str, int]:
 
 
 def shrink(model: nn.Module, example_inputs: tuple, scale: int, *, seed: int = 0,
-           min_width: int = DEFAULT_MIN_WIDTH, allow_custom_init: bool = False) -> Surrogate:
+           min_width: int = DEFAULT_MIN_WIDTH, allow_custom_init: bool = False,
+           torch_init: bool = False) -> Surrogate:
     """Return the muP surrogate of ``model`` with hidden widths divided by ``scale``.
+
+    Initialisation follows Hydro (thesis §3.4.1; ``reinitialize_model`` in
+    hydro/scale/init.py): the output layer's weight and bias and every Linear/Conv2d bias
+    start at zero (the ``mup`` package offers the same readout as
+    ``MuReadout(readout_zero_init=True)``), so every width starts from the same output.
+    ``torch_init=True`` (ours) keeps PyTorch's default draws instead, muP-rescaled.
 
     ``example_inputs`` (a tuple of tensors the model accepts) are run through both graphs:
     they give the base attention head width and prove that the narrow graph computes.
@@ -271,11 +279,14 @@ def shrink(model: nn.Module, example_inputs: tuple, scale: int, *, seed: int = 0
         narrow = _rebuild(name, layers[node], role, scale, min_width)
         with torch.no_grad():
             if role.role == "output":
-                narrow.weight.mul_(math.sqrt(m))
+                narrow.weight.mul_(0.0 if not torch_init else math.sqrt(m))
                 if narrow.bias is not None:
+                    narrow.bias.mul_(0.0 if not torch_init else math.sqrt(m))
+            elif isinstance(narrow, nn.Linear | nn.Conv2d) and narrow.bias is not None:
+                if not torch_init:
+                    narrow.bias.zero_()
+                elif role.role == "hidden":
                     narrow.bias.mul_(math.sqrt(m))
-            elif role.role == "hidden" and isinstance(narrow, nn.Linear | nn.Conv2d) and narrow.bias is not None:
-                narrow.bias.mul_(math.sqrt(m))
         _set(gm, name, narrow)
         if role.role == "output" and scale != 1:
             with gm.graph.inserting_before(node):

@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fusion", type=int, required=True)
     parser.add_argument("--slots", type=int, default=1)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--torch-init", action="store_true")
     args = parser.parse_args(argv)
     from shapeshift.client import flush, report
     from shapeshift.tune.report import write_results
@@ -31,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     from shapeshift.tune.space import load_space
 
     try:
-        spec = TuneSpec(args.model, load_space(args.space), args.trials, args.scale, args.fusion, args.slots)
+        spec = TuneSpec(args.model, load_space(args.space), args.trials, args.scale, args.fusion, args.slots,
+                        torch_init=args.torch_init)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
