@@ -12,6 +12,9 @@
   fed the training jobs; then PrAM with a monotone constraint on ``gpus``.
 * ``philly``: the same on the bundled ``philly`` trace (GPUs, VC and time features only:
   the file has no users or names).
+* ``prdt``: the PrDT-only search on both traces, grown in full and pruned (the source's,
+  the default) against our depth- and leaf-limited search (``prdt_limits=True``): test MAE,
+  complexity and the chosen settings.
 * ``ces``: forecast SMAPE on the held-out Philly days of the bundled
   ``philly-node-sequence`` (``energy replay`` defaults, 14 days): PrAM vs LightGBM vs seasonal naive.
 
@@ -194,6 +197,24 @@ def duration_figures(label: str, workload: Any, epoch: float, trials: int) -> di
     return out
 
 
+def prdt_search_figures(label: str, workload: Any, epoch: float, trials: int) -> dict[str, Any]:
+    table = duration_table(workload, epoch)
+    train, test = time_split(table, 0.2)
+    xtr, ytr, xte, yte = table.x.iloc[train], table.y[train], table.x.iloc[test], table.y[test]
+    out: dict[str, Any] = {}
+    print(f"\n== {label}: PrDT-only search, {trials} trials")
+    for name, limits in (("grow, prune (source)", False), ("limits + prune (ours)", True)):
+        started = time.perf_counter()
+        chosen = select_model(xtr, ytr, n_trials=trials, kinds=("prdt",), prdt_limits=limits)
+        row = {**regression_metrics(chosen.model.predict(xte), yte), "complexity": chosen.complexity,
+               "validation_score": chosen.score, "params": chosen.params,
+               "search_s": round(time.perf_counter() - started, 1)}
+        out[name] = row
+        print(f"{name:<24} MAE log1p-s {row['mae_log']:.3f}  R^2 {row['r2_log']:.3f}  complexity "
+              f"{row['complexity']:.0f}  score {row['validation_score']:.4f}  {json.dumps(row['params'])}")
+    return out
+
+
 def ces_figures() -> dict[str, Any]:
     from shapeshift.energy.replay import read_node_series, run_replay
 
@@ -213,7 +234,7 @@ def ces_figures() -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("helios", "philly", "ces", "all"), default="all")
+    parser.add_argument("--part", choices=("helios", "philly", "ces", "prdt", "all"), default="all")
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--jobs", type=int, default=20000)
     args = parser.parse_args()
@@ -228,6 +249,13 @@ def main() -> None:
         duration_figures("Philly", read_workload(philly), epoch, args.trials)
     if args.part in ("ces", "all"):
         ces_figures()
+    if args.part == "prdt":
+        path = Path("/tmp") / f"primo_helios_like_{args.jobs}.csv"
+        helios_like(args.jobs).to_csv(path, index=False)
+        prdt_search_figures("generated Helios-schema trace", read_workload(path, "helios"), 0.0, args.trials)
+        philly = datasets.locate("philly")
+        first = pd.to_datetime(pd.read_csv(philly, usecols=["timestamp"])["timestamp"]).min()
+        prdt_search_figures("Philly", read_workload(philly), first.tz_localize("UTC").timestamp(), args.trials)
 
 
 if __name__ == "__main__":

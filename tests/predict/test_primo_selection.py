@@ -98,3 +98,36 @@ def test_primo_estimator_auto_records_its_choice():
     for s in _two_kinds(30):
         est.observe(s)
     assert est.selection is not None and est.selection["kind"] in ("pram", "prdt")
+
+
+def test_prdt_search_is_grow_then_prune_by_default():
+    # pyprimo 0.1 searches PrDT's prune_factor (ccp_alpha) alone, log-uniform on [1e-8, 1e-1],
+    # on a tree grown without depth or leaf limits; ours (prdt_limits) adds both limits.
+    x, y = frame()
+    source = select_model(x, y, n_trials=4, seed=0, kinds=("prdt",))
+    assert all(set(t.params) == {"ccp_alpha"} and 1e-8 <= t.params["ccp_alpha"] <= 1e-1 for t in source.trials)
+    ours = select_model(x, y, n_trials=4, seed=0, kinds=("prdt",), prdt_limits=True)
+    assert all({"max_depth", "min_samples_leaf", "ccp_alpha"} <= set(t.params) for t in ours.trials)
+
+
+def test_a_full_tree_is_pruned_along_its_path_to_the_budget():
+    # x = 0..7, y = 0,0,1,1,2,2,3,3. The full tree has 4 leaves at depth 2: complexity 8.
+    # Weakest links (impurity weighted by n_t/N): each depth-1 node has variance 0.25 on
+    # 4 of 8 rows -> alpha 0.125; after pruning both, the root (variance 1.25, children
+    # 0.125 + 0.125) -> alpha 1.0. A budget of 4 needs alpha 0.125: 2 leaves at depth 1,
+    # complexity 2 (3 leaves would still be at depth 2: 6 > 4).
+    from shapeshift.predict.primo.select import _prune_to_budget
+
+    x = np.arange(8, dtype=float).reshape(-1, 1)
+    y = np.array([0, 0, 1, 1, 2, 2, 3, 3], dtype=float)
+
+    def refit(params):
+        return PrDTRegressor(**params).fit(x, y)
+
+    full = refit({"ccp_alpha": 0.0})
+    assert full.complexity() == 8
+    pruned, params = _prune_to_budget(full, {"ccp_alpha": 0.0}, 4, refit, x, y, seed=0)
+    assert params["ccp_alpha"] == pytest.approx(0.125)
+    assert pruned.complexity() == 2
+    same, unchanged = _prune_to_budget(full, {"ccp_alpha": 0.0}, 8, refit, x, y, seed=0)
+    assert same is full and unchanged == {"ccp_alpha": 0.0}

@@ -1,6 +1,7 @@
-"""Automatic choice and tuning of a Primo model (Hu's thesis, ch. 5, "model selection").
+"""Automatic choice and tuning of a Primo model (Hu's thesis, ch. 5, "model selection";
+Primo, ATC'22; the authors' library ``pyprimo`` 0.1, ``primo/model/{primo,prdt,pram}.py``).
 
-Primo picks the model kind and its hyperparameters together by Bayesian optimisation of
+Primo picks the model kind and its hyperparameters by Bayesian optimisation of
 
     score = error + lambda * complexity ** gamma          (lower is better)
 
@@ -13,19 +14,29 @@ accurate. Here:
   better than a constant, so the scale of the target does not matter), for
   classification ``1 - accuracy``;
 * ``complexity`` from the model itself (``PrimoModel.complexity``): leaves x depth for
-  PrDT, interactions x bins for PrAM;
+  PrDT, interactions x bins for PrAM, as in pyprimo's ``score`` methods;
+* PrDT is grown in full and pruned by minimal cost-complexity: the search draws only
+  ``ccp_alpha``, log-uniform on [1e-8, 1e-1] (pyprimo's ``DEFAULT_PRDT_SPACE``, its
+  ``prune_factor``; ``PrDTRegressor.fit`` sets no depth or leaf limit).
+  ``prdt_limits=True`` (ours, off) also draws a depth limit (2-12) and a minimum leaf
+  size (1-64) before pruning, with ``ccp_alpha`` relative to the target's variance;
 * the search is optuna's TPE sampler, seeded, one trial at a time, so the same data and
   seed give the same choice (``n_trials`` 20, the first 6 random);
-* budgets: a candidate is first shrunk towards ``max_complexity`` (fewer leaves or bins);
-  a trial whose model is still over it, over ``max_bytes`` of saved JSON or slower than
+* budgets (ours): a PrAM candidate is first shrunk towards ``max_complexity`` (fewer
+  bins); a PrDT candidate over it is pruned further, to the smallest ``ccp_alpha`` on its
+  cost-complexity path that fits (with ``prdt_limits``, its leaves are capped instead); a
+  trial whose model is still over it, over ``max_bytes`` of saved JSON or slower than
   ``max_latency_us`` per predicted row is infeasible (score inf). The latency budget is
   measured, so with it the choice can depend on the machine;
 * the winner is refitted on all rows with its parameters.
 
-``lam`` (1e-3) and ``gamma`` (0.5) are ours, fixed before any measurement and not tuned
-on the traces we report: with the error normalised to about 1 for a useless model, a
-model of complexity 2,500 (10 pairs x 250 bins) pays 0.05, i.e. it must cut the error by
-5% of a constant predictor's to beat a model of complexity ~0.
+``gamma`` (0.5) is the source's: pyprimo's regressors score ``mae + penalty_factor *
+sqrt(complexity)``. ``lam`` (1e-3) is ours: pyprimo's ``penalty_factor`` defaults to 0
+(no preference for small models) and multiplies an unnormalised MAE, so its scale does
+not carry over. Ours was fixed before any measurement and not tuned on the traces we
+report: with the error normalised to about 1 for a useless model, a model of complexity
+2,500 (10 pairs x 250 bins) pays 0.05, i.e. it must cut the error by 5% of a constant
+predictor's to beat a model of complexity ~0.
 """
 
 from __future__ import annotations
@@ -107,7 +118,13 @@ def validation_error(model: PrimoModel, x: np.ndarray, y: np.ndarray, y_train: n
     return float(np.mean(np.abs(predicted - y)) / max(constant, 1e-12))
 
 
-def _suggest(trial: Any, kind: str, y: np.ndarray, task: Task) -> dict[str, Any]:
+#: pyprimo's PrDT search range for ``prune_factor`` (= scikit-learn's ``ccp_alpha``).
+PRDT_CCP_RANGE = (1e-8, 1e-1)
+
+
+def _suggest(trial: Any, kind: str, y: np.ndarray, task: Task, prdt_limits: bool = False) -> dict[str, Any]:
+    if kind == "prdt" and not prdt_limits:
+        return {"ccp_alpha": trial.suggest_float("prdt_ccp_alpha", *PRDT_CCP_RANGE, log=True)}
     if kind == "prdt":
         spread = float(np.var(y)) if task == "regression" else 0.25
         return {
@@ -125,13 +142,38 @@ def _suggest(trial: Any, kind: str, y: np.ndarray, task: Task) -> dict[str, Any]
 
 def _fit_budget(kind: str, params: dict[str, Any], limit: float | None) -> dict[str, Any]:
     """Shrink a candidate so its complexity cannot exceed ``limit`` (leaves <= limit / depth
-    for PrDT, bins <= limit / interactions for PrAM), so the search spends no trials on
-    models the budget would refuse anyway."""
-    if limit is None:
+    for a depth-limited PrDT, bins <= limit / interactions for PrAM), so the search spends
+    no trials on models the budget would refuse anyway. A fully grown PrDT is left to
+    ``_prune_to_budget``."""
+    if limit is None or (kind == "prdt" and params.get("max_depth") is None):
         return params
     if kind == "prdt":
         return {**params, "max_leaf_nodes": max(2, int(limit // params["max_depth"]))}
     return {**params, "max_bins": max(3, min(params["max_bins"], int(limit // max(1, params["interactions"]))))}
+
+
+def _prune_to_budget(model: PrimoModel, params: dict[str, Any], limit: float,
+                     refit: Callable[[dict[str, Any]], PrimoModel], x: np.ndarray, y: np.ndarray,
+                     seed: int) -> tuple[PrimoModel, dict[str, Any]]:
+    """Prune a fully grown PrDT further, to the smallest ``ccp_alpha`` on its cost-complexity
+    path (scikit-learn's ``cost_complexity_pruning_path`` on the training rows) whose tree
+    is within ``limit``. Pruning only removes subtrees, so leaves and depth, hence the
+    complexity, do not grow with alpha, and a bisection over the path finds it."""
+    if model.complexity() <= limit:
+        return model, params
+    alphas = [float(a) for a in model._tree_class()(random_state=seed).cost_complexity_pruning_path(x, y).ccp_alphas
+              if a > params["ccp_alpha"]]
+    lo, hi = 0, len(alphas) - 1
+    best: tuple[PrimoModel, dict[str, Any]] | None = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        candidate = {**params, "ccp_alpha": alphas[mid]}
+        fitted = refit(candidate)
+        if fitted.complexity() <= limit:
+            best, hi = (fitted, candidate), mid - 1
+        else:
+            lo = mid + 1
+    return best if best is not None else (model, params)
 
 
 def _latency_us(model: PrimoModel, x: np.ndarray) -> float:
@@ -156,12 +198,14 @@ def select_model(
     pram_params: dict[str, Any] | None = None,
     feature_types: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    prdt_limits: bool = False,
 ) -> Selection:
     """Search PrAM and PrDT settings for the lowest ``error + lam * complexity**gamma``.
 
     ``pram_params`` fixes PrAM settings outside the search (``outer_bags`` 2 and
     ``max_rounds`` 2000 by default, to keep each trial short); ``feature_types`` is
-    passed to PrAM; ``progress(done, total)`` is called after each trial. Raises
+    passed to PrAM; ``progress(done, total)`` is called after each trial;
+    ``prdt_limits`` (ours) adds depth and leaf-size limits to the PrDT search. Raises
     ``ValueError`` when no trial meets the budget."""
     require_explain_extra("optuna")
     import optuna
@@ -194,8 +238,14 @@ def select_model(
 
     def objective(trial: Any) -> float:
         kind = trial.suggest_categorical("kind", list(kinds))
-        params = _fit_budget(kind, _suggest(trial, kind, ya[train], task), budget.max_complexity)
-        model = build(kind, params).fit(_frame(xa[train], frame_columns), ya[train])
+        params = _fit_budget(kind, _suggest(trial, kind, ya[train], task, prdt_limits), budget.max_complexity)
+
+        def fit(p: dict[str, Any]) -> PrimoModel:
+            return build(kind, p).fit(_frame(xa[train], frame_columns), ya[train])
+
+        model = fit(params)
+        if kind == "prdt" and budget.max_complexity is not None and params.get("max_depth") is None:
+            model, params = _prune_to_budget(model, params, budget.max_complexity, fit, xa[train], ya[train], seed)
         error = validation_error(model, _frame(xa[held], frame_columns), ya[held], ya[train], task)
         complexity = model.complexity()
         feasible = _within(model, budget, xa[held], frame_columns)
