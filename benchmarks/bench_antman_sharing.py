@@ -17,11 +17,16 @@ from typing import Any
 from shapeshift.reproduce.experiment import Paths, load_jobs, run_one
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "default (the paper's rules)": {},
+    "default (the authors' rules)": {},
     "sharing=false": {"sharing": False},
     "guaranteed_slowdown=0.05": {"guaranteed_slowdown": 0.05},
     "idle_slots=false": {"idle_slots": False},
-    "min_idle_share=0": {"min_idle_share": 0.0},
+    "guaranteed_only_util_limit=true": {"guaranteed_only_util_limit": True},
+    "prefer_empty_gpus=true": {"prefer_empty_gpus": True},
+    "both of ours (guaranteed_only_util_limit, prefer_empty_gpus)": {
+        "guaranteed_only_util_limit": True,
+        "prefer_empty_gpus": True,
+    },
 }
 
 

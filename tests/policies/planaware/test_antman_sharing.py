@@ -85,9 +85,59 @@ def test_sharing_off_is_the_whole_gpu_antman():
 
 
 def test_no_packing_beside_a_guaranteed_job_without_idle_slots():
-    # min_idle_share 0.9 > PPO's idle share 0.869: o must wait although memory fits
-    result, _ = run([guaranteed("g", 0), opportunistic("o", 10, 100)], gpu_mem_gb=5.0, min_idle_share=0.9)
+    # ours (guaranteed_only_util_limit): min_idle_share 0.9 > PPO's idle share 0.869, so o
+    # must wait although memory fits
+    result, _ = run([guaranteed("g", 0), opportunistic("o", 10, 100)], gpu_mem_gb=5.0, min_idle_share=0.9,
+                    guaranteed_only_util_limit=True)
     assert jcts(result)["o"] == pytest.approx(1280 + 320 - 10)
+
+
+def besteffort(job_id: str, submit: float, iterations: int, model: str):
+    return replace(pjob(job_id, submit, 1, iterations, tenant="B"), model=model)
+
+
+def test_no_opportunistic_job_on_a_gpu_at_eighty_percent_utilisation():
+    # antman.go limitedUtil: a GPU at >= 80% utilisation takes no opportunistic job, whoever
+    # holds it. o1 and o2 (ResNet50, utilisation 0.989, 7.4 GB) take the two idle GPUs at
+    # 0 s; o3 (NeuMF, 2.1 GB; 7.4 + 2.1 <= 20 GB, 7.4 < 16 GB used) may not join either, so
+    # it starts when o1 ends at 100 / 0.3125 = 320 s and runs 320 s alone: JCT 640 - 1.
+    jobs = [besteffort("o1", 0, 100, "ResNet50"), besteffort("o2", 0, 200, "ResNet50"),
+            besteffort("o3", 1, 100, "NeuMF")]
+    result, policy = run(jobs, gpu_mem_gb=20.0)
+    assert jcts(result)["o3"] == pytest.approx(640 - 1)
+    assert policy.packings == 0
+    # Ours (guaranteed_only_util_limit): no limit beside best-effort jobs, so o3 packs at 1 s.
+    _, legacy = run(jobs, gpu_mem_gb=20.0, guaranteed_only_util_limit=True)
+    assert legacy.packings == 1
+
+
+def test_the_used_memory_limit_of_a_gpu():
+    # antman.go limitedMem (16 GiB): occupants using 17 GB leave no room for a guest even
+    # at low utilisation; at 15 GB they do; an empty GPU always takes one.
+    from shapeshift.policies.planaware.antman_sharing import OpportunisticPacker
+
+    packer = OpportunisticPacker(0.1, True)
+    packer._profile = {"a": (0.1, False)}
+    packer.occupants = {(0, 0): {"a": 17.0}, (0, 1): {"a": 15.0}}
+    assert not packer._takes_guest((0, 0))
+    assert packer._takes_guest((0, 1))
+    assert packer._takes_guest((0, 2))
+    packer._profile = {"a": (0.8, False)}  # utilisation exactly at the limit: refused
+    assert not packer._takes_guest((0, 1))
+
+
+def test_guaranteed_job_draws_its_gpus_at_random():
+    # g1 (PPO, 2 GPUs) runs 0-1280 s; o (1000 it) packs beside it on GPU 0 (least utilised,
+    # lowest index) and keeps GPU 0 alone after 1280 s. g2 (PointNet, 1 GPU, capped at
+    # 5 GB: o's 2.1 GB does not fit beside it) arrives at 1300 s. Ours (prefer_empty_gpus)
+    # always takes the empty GPU 1: no eviction. The source draws among GPUs 0 and 1, so
+    # over seeds some runs evict o (the GPU it drew was o's) and some do not.
+    jobs = [guaranteed("g1", 0), opportunistic("o", 10, 1000),
+            replace(pjob("g2", 1300, 1, 400, guaranteed=True, tenant="A"), model="PointNet")]
+    _, ours = run(jobs, gpu_mem_gb=5.0, prefer_empty_gpus=True)
+    assert ours.evictions == 0
+    outcomes = {run(jobs, gpu_mem_gb=5.0, seed=seed)[1].evictions for seed in range(8)}
+    assert outcomes == {0, 1}
 
 
 def test_guaranteed_job_evicts_packed_job_whose_memory_does_not_fit():

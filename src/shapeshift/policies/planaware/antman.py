@@ -23,7 +23,15 @@ behaviour of earlier versions.
 | ``sharing`` | True | paper Sec. 3-4 (False: whole GPUs only, the earlier ``antman``) |
 | ``guaranteed_slowdown`` | 0.0 | paper Sec. 3.2: guaranteed jobs keep dedicated speed |
 | ``idle_slots`` | True | paper Sec. 3.2: opportunistic kernels run in idle slots |
-| ``min_idle_share`` | 0.1 | ours: never pack beside a guaranteed job busier than 90% |
+| ``max_gpu_util`` | 0.8 | antman.go ``limitedUtil``: no opportunistic job joins a GPU at 80% or more |
+| ``max_used_gpu_mem_gb`` | 16 | antman.go ``limitedMem``: nor one whose occupants use 16 GiB or more |
+| ``guaranteed_only_util_limit`` | False | ours: limit utilisation only beside guaranteed jobs, at ``min_idle_share`` |
+| ``min_idle_share`` | 0.1 | ours, with ``guaranteed_only_util_limit``: idle share a guaranteed host must leave |
+| ``prefer_empty_gpus`` | False | ours: a guaranteed job takes empty GPUs first (source: at random) |
+
+The scheduler rules are those of the authors' Kubernetes scheduler plugin
+(alibaba/GPU-scheduler-for-deep-learning, commit 2069b38b,
+``scheduler-plugins/pkg/antman/antman.go``); see ``antman_sharing``.
 """
 
 from __future__ import annotations
@@ -47,6 +55,10 @@ class AntManParams(PlanAwareParams):
     guaranteed_slowdown: float = Field(0.0, ge=0, lt=1)
     idle_slots: bool = True
     min_idle_share: float = Field(0.1, ge=0, le=1)
+    max_gpu_util: float = Field(0.8, gt=0, le=1)
+    max_used_gpu_mem_gb: float | None = Field(16.0, gt=0)
+    guaranteed_only_util_limit: bool = False
+    prefer_empty_gpus: bool = False
 
 
 @register(
@@ -99,7 +111,12 @@ class AntManScheduler(PlanAwareScheduler):
         self.packings = 0
         self.evictions = 0
         self.shared_cluster = False
-        self.packer = OpportunisticPacker(self.params.min_idle_share, self.params.idle_slots, self.params.seed)
+        self.packer = OpportunisticPacker(
+            self.params.min_idle_share, self.params.idle_slots, self.params.seed,
+            max_gpu_util=self.params.max_gpu_util, max_used_gpu_mem_gb=self.params.max_used_gpu_mem_gb,
+            guaranteed_only_util_limit=self.params.guaranteed_only_util_limit,
+            prefer_empty_gpus=self.params.prefer_empty_gpus,
+        )
 
     def interference_model(self, default: InterferenceModel) -> InterferenceModel:
         """How jobs sharing a GPU run under this policy (the GpuOpManager, Sec. 3.2)."""

@@ -18,21 +18,28 @@ several jobs share a GPU without hurting the job that paid for it:
   idle share, ``1 - u`` of the guaranteed partner's GPU utilisation (its sharing
   profile, ``shapeshift.perf.colocation``), never faster than the default model allows.
   Two opportunistic jobs interfere as the default model says.
-* **Scheduling** (Sec. 4, the global scheduler and local coordinators): guaranteed jobs
-  get their requested GPUs first; opportunistic jobs are placed on the GPUs with the
-  lowest GPU utilisation whose memory has room, which includes GPUs held by guaranteed
-  jobs. When a guaranteed job needs a GPU an opportunistic job sits on, the
-  opportunistic job stays beside it if memory allows, else it is evicted (back to the
-  queue). ``OpportunisticPacker`` does the device-level part of this.
+* **Scheduling** (Sec. 4, the global scheduler and local coordinators; the authors'
+  re-implementation, alibaba/GPU-scheduler-for-deep-learning at commit 2069b38b,
+  ``scheduler-plugins/pkg/antman/antman.go``): guaranteed jobs get their requested GPUs
+  first, drawn at random among the GPUs no guaranteed job holds (``Reserve``: the free
+  GPUs are shuffled; opportunistic jobs do not count as holders). An opportunistic job
+  goes to the least-utilised GPU whose utilisation is below 80% and whose used memory is
+  below 16 GiB (``Reserve``/``GpuScore``: ``limitedUtil``, ``limitedMem``), which
+  includes GPUs held by guaranteed jobs. When a guaranteed job lands on a GPU an
+  opportunistic job sits on, the opportunistic job stays beside it if memory allows,
+  else it is evicted (back to the queue): the engine's GPU memory is a hard limit where
+  AntMan would shrink the guest's memory into host memory. ``OpportunisticPacker`` does
+  the device-level part of this.
 
 The paper's text was not at hand while this was written (no copy in the reference
-corpora); the rules above follow its published design as summarised in its abstract and
-in public reviews of it. Where we had to choose, the choice is a named parameter of
-``antman`` with a row in the README fidelity table.
+corpora); the rules above follow the authors' scheduler plugin and the paper's design as
+summarised in its abstract and in public reviews of it. Where we had to choose, the
+choice is a named parameter of ``antman`` with a row in the fidelity table.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -46,6 +53,10 @@ from shapeshift.perf.memory import estimate_memory
 
 #: A speed the interference model never goes below (an engine rate must stay positive).
 MIN_SPEED = 0.01
+#: antman.go ``limitedUtil`` (80%): a GPU at or above this utilisation takes no opportunistic job.
+MAX_GPU_UTIL = 0.8
+#: antman.go ``limitedMem`` (16 GiB): a GPU using this much memory takes no opportunistic job.
+MAX_USED_GPU_MEM_GB = 16.0
 _EPS = 1e-9
 
 Device = tuple[int, int]
@@ -107,10 +118,16 @@ class OpportunisticPacker:
     room. It returns the final desired allocations, the jobs it packed and the evicted.
     """
 
-    def __init__(self, min_idle_share: float, idle_slots: bool, seed: int = 0):
+    def __init__(self, min_idle_share: float, idle_slots: bool, seed: int = 0, *,
+                 max_gpu_util: float = MAX_GPU_UTIL, max_used_gpu_mem_gb: float | None = MAX_USED_GPU_MEM_GB,
+                 guaranteed_only_util_limit: bool = False, prefer_empty_gpus: bool = False):
         self.min_idle_share = min_idle_share
         self.idle_slots = idle_slots
         self.seed = seed
+        self.max_gpu_util = max_gpu_util
+        self.max_used_gpu_mem_gb = max_used_gpu_mem_gb
+        self.guaranteed_only_util_limit = guaranteed_only_util_limit
+        self.prefer_empty_gpus = prefer_empty_gpus
         #: Per job, fixed while it exists: (GPU utilisation alone, guaranteed?).
         self._profile: dict[str, tuple[float, bool]] = {}
         #: Per (job, plan, node): GPU memory per GPU.
@@ -171,7 +188,13 @@ class OpportunisticPacker:
             return False
         if self._memory_used(device) + mem > self.cluster.nodes[device[0]].gpu_mem_gb + _EPS:
             return False
-        if not self.idle_slots or not here:
+        if not here:
+            return True
+        if not self.guaranteed_only_util_limit:
+            # A guaranteed job takes its GPUs whoever sits there (antman.go ``Reserve``);
+            # an opportunistic one only a GPU below the utilisation and memory limits.
+            return job.guaranteed or self._takes_guest(device)
+        if not self.idle_slots:
             return True
         # The opportunistic side only runs in the guaranteed side's idle slots (Sec. 3.2).
         profiles = [self._util(j) for j in here] + [self._util(job.job_id)]
@@ -179,6 +202,16 @@ class OpportunisticPacker:
         if not hosts or len(hosts) == len(profiles):
             return True
         return all(1.0 - u >= self.min_idle_share - _EPS for u in hosts)
+
+    def _takes_guest(self, device: Device) -> bool:
+        """antman.go's test for an opportunistic job: the GPU's utilisation below
+        ``max_gpu_util`` and its used memory below ``max_used_gpu_mem_gb`` (an empty GPU
+        always passes)."""
+        if not self.occupants.get(device):
+            return True
+        if self._utilisation(device) >= self.max_gpu_util - _EPS:
+            return False
+        return self.max_used_gpu_mem_gb is None or self._memory_used(device) < self.max_used_gpu_mem_gb - _EPS
 
     def _guest_slots(self, nodes: list[int]) -> dict[int, list[tuple[float, int, float]]]:
         """Per node, the GPUs an opportunistic job may join whatever its memory, as
@@ -193,7 +226,9 @@ class OpportunisticPacker:
                 here = self.occupants.get(device, {})
                 if len(here) >= self.ledger.limit:
                     continue
-                if self.idle_slots and any(
+                if not self.guaranteed_only_util_limit and not self._takes_guest(device):
+                    continue
+                if self.guaranteed_only_util_limit and self.idle_slots and any(
                     g and 1.0 - u < self.min_idle_share - _EPS for u, g in map(self._util, here)
                 ):
                     continue
@@ -249,11 +284,18 @@ class OpportunisticPacker:
         evicted: set[str],
         reasons: dict[str, str],
     ) -> Allocation:
-        """GPUs for a count-based allocation of the skeleton: empty ones first, then ones
-        only packed jobs hold, keeping those that fit beside it and evicting the rest."""
+        """GPUs for a count-based allocation of the skeleton, among those only packed jobs
+        (or nobody) hold; packed jobs that fit beside it stay, the rest are evicted.
+
+        A guaranteed job draws them at random (antman.go ``Reserve`` shuffles the free
+        GPUs; seeded per job); with ``prefer_empty_gpus`` (ours), and always for an
+        opportunistic job (the least-utilised GPU first), empty GPUs come first, then
+        those where it fits beside the packed jobs."""
         spec = self._spec(job_id)
         devices: list[Device] = []
         mem = min(self._gpu_memory(spec, alloc.plan, node) for node, _ in alloc.placement)
+        shuffle = spec.guaranteed and not self.prefer_empty_gpus
+        rng = random.Random(f"{self.seed}:{job_id}") if shuffle else None
         for node, res in alloc.placement:
             if not res.gpus:
                 continue
@@ -264,7 +306,12 @@ class OpportunisticPacker:
                     continue  # held by a job the skeleton counts
                 fits = self._room((node, gpu), spec, mem)
                 candidates.append((len(here) > 0, not fits, gpu))
-            for _, _, gpu in sorted(candidates)[: res.gpus]:
+            if rng is not None:
+                candidates.sort(key=lambda c: c[2])
+                rng.shuffle(candidates)
+            else:
+                candidates.sort()
+            for _, _, gpu in candidates[: res.gpus]:
                 device = (node, gpu)
                 if not self._room(device, spec, mem):
                     for victim in list(self.occupants.get(device, {})):
