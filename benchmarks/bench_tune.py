@@ -1,7 +1,7 @@
 """The CPU proof of surrogate-based tuning (Hydro): does the learning rate found on a muP
 surrogate transfer to the full model, at what compute, and how much does fusion save?
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_tune.py [--steps 300] [--out DIR]
+    OMP_NUM_THREADS=1 python benchmarks/bench_tune.py [--steps 300] [--out DIR] [--torch-init] [--skip-fusion]
 
 Model: ``tiny-lm`` (2-layer character transformer, width 128, context 64) on Python's
 packaged pydoc topics (nothing downloaded). Optimiser Adam, batch 16. The grid is fixed
@@ -44,10 +44,13 @@ from shapeshift.tune.trainer import FusedRun
 GRID = [2.0**k for k in range(-13, -4)]
 
 
-def full_sweep(steps: int, eval_batches: int) -> tuple[dict[float, float], float, float]:
+def full_sweep(steps: int, eval_batches: int, torch_init: bool = False) -> tuple[dict[float, float], float, float]:
+    """The full model under the same initialisation rule as the tuner's target trial."""
     model = MODELS["tiny-lm"]
     torch.manual_seed(0)
     full = model.build()
+    if not torch_init:
+        full = shrink(full, model.example_inputs(), 1, seed=0).module
     data = model.data()
     losses, seconds, flops = {}, 0.0, 0.0
     for lr in GRID:
@@ -61,10 +64,10 @@ def full_sweep(steps: int, eval_batches: int) -> tuple[dict[float, float], float
     return losses, seconds, flops
 
 
-def surrogate_sweep(scale: int, steps: int, eval_batches: int):
+def surrogate_sweep(scale: int, steps: int, eval_batches: int, torch_init: bool = False):
     space = SearchSpace(params=(Param("lr", "grid", values=tuple(GRID)),), steps=steps, sampler="grid",
                         optimizer="adam", eval_batches=eval_batches, batch_size=16)
-    return run_tuning(TuneSpec("tiny-lm", space, len(GRID), scale, fusion=len(GRID)))
+    return run_tuning(TuneSpec("tiny-lm", space, len(GRID), scale, fusion=len(GRID), torch_init=torch_init))
 
 
 def standard_sweep(scale: int, steps: int, eval_batches: int) -> dict[float, float]:
@@ -125,6 +128,9 @@ def main() -> int:
     parser.add_argument("--only-fusion", action="store_true", help="skip the sweeps (part 3 only)")
     parser.add_argument("--only-control", action="store_true",
                         help="only the standard-parametrisation control sweeps (part 4)")
+    parser.add_argument("--torch-init", action="store_true",
+                        help="PyTorch's default initialisation instead of Hydro's zero readout and biases")
+    parser.add_argument("--skip-fusion", action="store_true", help="leave out the fusion timing (part 3)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     report: dict = {"grid": GRID, "steps": args.steps}
@@ -141,12 +147,12 @@ def main() -> int:
     if args.only_control:
         return 0
     print("full-model sweep", flush=True)
-    full, full_seconds, full_flops = full_sweep(args.steps, args.eval_batches)
+    full, full_seconds, full_flops = full_sweep(args.steps, args.eval_batches, args.torch_init)
     best_full = min(full, key=full.get)
     report["full"] = {"losses": full, "best_lr": best_full, "seconds": full_seconds, "flops": full_flops}
     for scale in (4, 8):
         print(f"surrogate /{scale} sweep", flush=True)
-        result = surrogate_sweep(scale, args.steps, args.eval_batches)
+        result = surrogate_sweep(scale, args.steps, args.eval_batches, args.torch_init)
         best = result.best_params["lr"]
         steps_off = abs(round(math.log2(best / best_full)))
         report[f"surrogate_{scale}"] = {
@@ -160,7 +166,7 @@ def main() -> int:
         }
         print(f"  best lr 2^{int(math.log2(best))} vs full 2^{int(math.log2(best_full))} ({steps_off} grid steps); "
               f"full model at it {result.target_metric:.4f} vs full best {full[best_full]:.4f}", flush=True)
-    for scale in (4, 8):
+    for scale in () if args.skip_fusion else (4, 8):
         fused_s, seq_s = fusion_ratio(scale, 8, args.fusion_steps)
         report[f"fusion_{scale}"] = {"fused_seconds": fused_s, "sequential_seconds": seq_s, "speedup": seq_s / fused_s}
         print(f"fusion /{scale}: F=8 fused {fused_s:.2f} s vs 8 sequential {seq_s:.2f} s -> {seq_s / fused_s:.2f}x",

@@ -138,9 +138,10 @@ def run_tuning(spec: TuneSpec, progress: Callable[[int, int], None] | None = Non
     torch.manual_seed(space.seed)
     full = model.build()
     surrogate = shrink(full, model.example_inputs(), spec.scale, seed=space.seed, torch_init=spec.torch_init)
-    # The target is the base model under the same initialisation rule as its surrogates
-    # (Hydro re-initialises every prepared model, full or scaled: hydro/train/utils.py).
-    full = shrink(full, model.example_inputs(), 1, seed=space.seed, torch_init=spec.torch_init).module
+    if not spec.torch_init:
+        # The target starts as Hydro starts every prepared model, full or scaled
+        # (``reinitialize_model`` in hydro/train/utils.py): zero readout and biases.
+        full = shrink(full, model.example_inputs(), 1, seed=space.seed).module
     lr_mult = lr_multipliers(surrogate, space.optimizer)
     wd_mult = weight_decay_multipliers(surrogate, space.optimizer)
     data = model.data()
