@@ -200,3 +200,13 @@ def test_runs_use_the_policys_interference_model():
     assert t["g"] == pytest.approx(1000.0)
     assert t["o"] == pytest.approx(100 / IDLE_BESIDE_PPO)
     assert result.summary["antman_packings"] == 1
+
+
+def test_the_plugin_limits_refuse_non_finite_values():
+    from pydantic import ValidationError
+
+    for bad in ({"max_used_gpu_mem_gb": float("inf")}, {"max_used_gpu_mem_gb": float("nan")},
+                {"max_gpu_util": float("nan")}, {"max_gpu_util": 0.0}):
+        with pytest.raises(ValidationError):
+            AntManParams(**bad)
+    assert AntManParams(max_used_gpu_mem_gb=None).max_used_gpu_mem_gb is None

@@ -56,7 +56,7 @@ class AntManParams(PlanAwareParams):
     idle_slots: bool = True
     min_idle_share: float = Field(0.1, ge=0, le=1)
     max_gpu_util: float = Field(0.8, gt=0, le=1)
-    max_used_gpu_mem_gb: float | None = Field(16.0, gt=0)
+    max_used_gpu_mem_gb: float | None = Field(16.0, gt=0, allow_inf_nan=False)
     guaranteed_only_util_limit: bool = False
     prefer_empty_gpus: bool = False
 
