@@ -77,7 +77,7 @@ def command(
             f"same order {agree['same_order_share']:.1%}"
         )
     for note in outcome.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     console.print(
         f"wrote {target}/comparison.csv, agreement.json, by_account.csv, by_partition.csv, starts.csv, report.md"
     )

@@ -122,8 +122,9 @@ def whatif(
     conf = read_slurm_conf(slurm_conf)
     cluster = cluster_of(conf)
     notes = sacct_notes.lines()
-    if conf.ignored:
-        notes.append(f"slurm.conf keys not modelled (ignored): {', '.join(conf.ignored)}")
+    ignored = conf.ignored_note()
+    if ignored:
+        notes.append(ignored)
     jobs = workload.jobs()
     cpu_only = workload.cpu_only_count
     if cpu_only:
