@@ -112,6 +112,25 @@ def run_real(trace: list[TraceJob], out: Path, gpus_per_node: int) -> tuple[Path
     return sacct, assoc
 
 
+def calc_phase(conf: Path, sacct: Path) -> float:
+    """Seconds after the first recorded submission at which slurmctld's decay thread
+    calculated priorities (modulo ``PriorityCalcPeriod``, at least a minute): its last
+    calculation is the first of the two 8-byte big-endian times in
+    ``StateSaveLocation/priority_last_decay_ran`` (``_write_last_decay_ran``)."""
+    from datetime import datetime
+
+    text = conf.read_text()
+    state = next(line.split("=", 1)[1].strip() for line in text.splitlines() if line.startswith("StateSaveLocation="))
+    period = next(
+        (int(line.split("=", 1)[1]) * 60 for line in text.splitlines() if line.startswith("PriorityCalcPeriod=")), 300
+    )
+    last_ran = int.from_bytes((Path(state) / "priority_last_decay_ran").read_bytes()[:8], "big")
+    rows = [line.split("|") for line in sacct.read_text().splitlines()]
+    col = rows[0].index("Submit")
+    first = min(datetime.fromisoformat(r[col]).timestamp() for r in rows[1:] if r[col] not in ("", "Unknown"))
+    return (last_ran - first) % max(period, 60)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=30)
@@ -123,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", default=os.environ.get("SLURM_CONF", "/tmp/ss-slurm/slurm.conf"))
     parser.add_argument("--sacct", help="replay this sacct export instead of running the trace")
     parser.add_argument("--assoc", help="with --sacct: the sacctmgr dump")
+    parser.add_argument(
+        "--calc-phase",
+        type=float,
+        help="the slurm policy's calc_phase (default: read from the running Slurm's state directory)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     os.environ["SLURM_CONF"] = args.conf
@@ -132,10 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         trace = make_trace(args.jobs, args.seed, args.min_run, args.max_run, args.mean_gap)
         sacct, assoc = run_real(trace, args.out, args.gpus_per_node)
+    phase = args.calc_phase
+    if phase is None and not args.sacct:
+        phase = calc_phase(Path(args.conf), sacct)
     from shapeshift.slurm.whatif import whatif
 
-    outcome = whatif(sacct, args.conf, ["slurm"], assoc=assoc, out=args.out)
-    agree = dict(outcome.agreement or {})
+    params = {"slurm": {"calc_phase": phase}} if phase is not None else None
+    outcome = whatif(sacct, args.conf, ["slurm"], assoc=assoc, policy_args=params, out=args.out)
+    agree = dict(outcome.agreement or {}) | {"calc_phase": phase}
     starts = outcome.starts.assign(diff=outcome.starts["slurm"] - outcome.starts["recorded"])
     far = starts[starts["diff"].abs() > 5]
     agree["differing_jobs"] = far[["job_id", "submit", "recorded", "slurm", "diff"]].to_dict("records")

@@ -149,8 +149,10 @@ def whatif(
     agree = None
     for name in policies:
         params = dict((policy_args or {}).get(name, {}))
-        if name == "slurm" and assoc is not None:
-            params.setdefault("assoc", str(assoc))
+        if name == "slurm":
+            params.setdefault("clock_origin", sacct_notes.origin)
+            if assoc is not None:
+                params.setdefault("assoc", str(assoc))
         result = simulate(gpu_workload, cluster, name, params=params)
         summaries[name] = result.summary
         sim = result.jobs.set_index("job_id")

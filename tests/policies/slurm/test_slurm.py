@@ -180,3 +180,57 @@ def test_node_choice_is_cons_tres_best_fit():
     assert fit(Need(1, 1, 0), [[3], [0, 1, 2]], free, 4) == [(3, Need(1, 1, 0))]
     # 8 GPUs on 4-GPU nodes: two nodes of 4 from the best run with two usable nodes (n2, n3).
     assert fit(Need(8, 2, 0), [[0, 1, 2, 3]], free, 4) == [(2, Need(4, 1, 0)), (3, Need(4, 1, 0))]
+
+
+def test_will_run_takes_running_jobs_off_in_windows():
+    # Two 4-GPU nodes (8 CPUs each). Running, with planned ends (start + limit): a, 2 GPUs
+    # on n1 until 40; b, 1 GPU on n0 until 62; c, 2 GPUs on n1 until 78. Free now: n0 3
+    # GPUs, n1 none. _will_run_test (cons_common/job_test.c, 22.05): the first window ends
+    # at 40 rounded up to the next multiple of 30 (60); the batch holds every end <= 60 + 30,
+    # i.e. a, b and c; after it both nodes are empty, the job starts at the batch's last end
+    # (78) and best fit takes n0 (equal free CPUs: the first). So H's slot is n0 from 78,
+    # and L (1 GPU, 0..70 on n0) ends before it: backfilled now. Taking jobs off one at a
+    # time would have put H on n0 at 62 and kept L waiting.
+    free = Free([3, 0], [7.0, 4.0], [0.0, 0.0])
+    running = [
+        Ending(40, ((1, Need(2, 2, 0)),)),
+        Ending(62, ((0, Need(1, 1, 0)),)),
+        Ending(78, ((1, Need(2, 2, 0)),)),
+    ]
+    queue = [
+        Candidate("H", Need(4, 1, 0), 60, [[0, 1]], 4),
+        Candidate("L", Need(1, 1, 0), 70, [[0, 1]], 4),
+    ]
+    result = backfill(0, queue, free, running, window=86400, resolution=1, max_job_test=500)
+    assert [(r.job_id, sorted(r.nodes), r.begin, r.end) for r in result.reservations] == [("H", [0], 78, 138)]
+    assert [(j, [n for n, _ in p]) for j, p in result.started] == [("L", [0])]
+    # The windows are aligned on the wall clock: with time 0 at 25 s past a multiple of
+    # 30, a's end (40) is at 65 = 60 + 5 on that clock, so the first window ends at 40 + 25
+    # = 65 and the batch holds ends <= 95: still all three. H at 78 again.
+    result = backfill(0, queue, Free([3, 0], [7.0, 4.0], [0.0, 0.0]), running, window=86400, resolution=1,
+                      max_job_test=500, epoch=25.0)  # fmt: skip
+    assert [(r.job_id, r.begin) for r in result.reservations] == [("H", 78)]
+
+
+def test_priority_calculation_runs_when_a_job_ends_at_the_same_instant(tmp_path):
+    # One node, 1 GPU; fair share only (PriorityWeightFairshare=10000, no age), calc
+    # period 1 min (ticks at 0, 60, ...). x (alice, account A) runs 0..60; y (alice) is
+    # submitted at 10 and z (bob, account B) at 20, both waiting for the GPU. At 60 x ends
+    # and the calculation due at 60 charges alice 60 s: bob's usage is 0, so Fair Tree
+    # ranks bob first (factor 1 against 1/2) and z starts at 60, y after it (60 + 30).
+    # (Skipping the calculation because a job ended at 60 left both at their equal
+    # submission priorities, and y, submitted first, started at 60.)
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:1\nPartitionName=p Nodes=n1 Default=YES\n"
+        "PriorityType=priority/multifactor\nPriorityWeightFairshare=10000\nPriorityWeightAge=0\n"
+        "PriorityCalcPeriod=1\nSchedulerType=sched/backfill\n"
+        "SchedulerParameters=bf_interval=1,bf_resolution=1,sched_interval=1\n"
+    )
+    jobs = [
+        job("x", 0, 1, 60, user="alice", tenant="A", vc="p", time_limit=120),
+        job("y", 10, 1, 30, user="alice", tenant="A", vc="p", time_limit=120),
+        job("z", 20, 1, 30, user="bob", tenant="B", vc="p", time_limit=120),
+    ]
+    result = by_id(run(jobs, load_cluster(path), "slurm"))
+    assert result["z"].first_start == 60 and result["y"].first_start == 90

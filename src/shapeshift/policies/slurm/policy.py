@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 
+from pydantic import Field
+
 from shapeshift.engine.contract import ARRIVAL, COMPLETION
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
@@ -47,6 +49,16 @@ class SlurmParams(PolicyParams):
     assoc: str = ""
     #: QOS priorities as ``name=priority,...`` (``sacctmgr show qos``); "" = all 0.
     qos_priority: str = ""
+    #: Seconds after the first submission at which a priority calculation falls
+    #: (taken modulo ``PriorityCalcPeriod``). slurmctld's decay thread calculates at its
+    #: own start and every period after (``_decay_thread``), an instant sacct does not
+    #: record; its last one is in ``StateSaveLocation/priority_last_decay_ran``. 0 = at
+    #: the first submission.
+    calc_phase: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    #: The wall-clock time (Unix seconds) of time 0, the first submission: the will-run
+    #: test groups running jobs' ends in windows aligned on the wall clock
+    #: (``plan.will_run``). ``whatif`` passes the history's; 0 = aligned on time 0.
+    clock_origin: float = Field(default=0.0, allow_inf_nan=False)
 
 
 def _qos_table(text: str) -> dict[str, float]:
@@ -119,6 +131,9 @@ class SlurmPolicy:
         }
         self.fairshare: FairShare | None = None
         self._parts: dict[str, SlurmPartition | None] = {}
+        period = max(conf.priority.calc_period, 60)
+        # The calculation before the first submission, so the next one falls at the phase.
+        self.last_tick = view.now + self.params.calc_phase % period - period
         self._ready = True
 
     def _tree(self, view: ClusterView, jobs: list[JobSpec]) -> None:
@@ -225,7 +240,8 @@ class SlurmPolicy:
         pending = [j for part in view.partitions for j in view.pending(part)]
         if self.fairshare is None:
             self._tree(view, [view.job(j).spec for j in pending])
-        if view.finished or self._ticks(view, pending):
+        # Every calculation due runs, whatever else happened at this instant.
+        if self._ticks(view, pending) or view.finished:
             self.dirty = True
         for job_id in pending:
             if job_id not in self.prio:
@@ -338,6 +354,7 @@ class SlurmPolicy:
             window=params["bf_window"],
             resolution=params["bf_resolution"],
             max_job_test=params["bf_max_job_test"],
+            epoch=self.params.clock_origin,
         )
         for job_id, placement in result.started:
             changes[job_id] = self._alloc(placement)
