@@ -131,6 +131,24 @@ def calc_phase(conf: Path, sacct: Path) -> float:
     return (last_ran - first) % max(period, 60)
 
 
+def real_vs_real(first: Path, second: Path) -> dict:
+    """Two real runs of the same trace against each other: job ids differ between runs,
+    so the jobs are paired by submission order (``JobIDRaw``), starts in seconds from each
+    run's first submission; the same figures as the replay's agreement."""
+    from datetime import datetime
+
+    from shapeshift.slurm.agreement import agreement
+
+    def starts(path: Path) -> dict[str, float]:
+        rows = [line.split("|") for line in path.read_text().splitlines()]
+        col = {name: i for i, name in enumerate(rows[0])}
+        jobs = sorted((r for r in rows[1:] if "." not in r[col["JobID"]]), key=lambda r: int(r[col["JobIDRaw"]]))
+        t0 = min(datetime.fromisoformat(r[col["Submit"]]).timestamp() for r in jobs)
+        return {str(i): datetime.fromisoformat(r[col["Start"]]).timestamp() - t0 for i, r in enumerate(jobs)}
+
+    return agreement(starts(first), starts(second))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=30)
@@ -147,8 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         help="the slurm policy's calc_phase (default: read from the running Slurm's state directory)",
     )
+    parser.add_argument(
+        "--real-pair", nargs=2, type=Path, metavar="SACCT", help="compare two real runs' exports and exit"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.real_pair:
+        print(json.dumps(real_vs_real(*args.real_pair), indent=2))
+        return 0
     os.environ["SLURM_CONF"] = args.conf
     args.out.mkdir(parents=True, exist_ok=True)
     if args.sacct:

@@ -158,10 +158,32 @@ def test_simulated_backfill_and_main_scheduler(tmp_path):
     assert result["s"].first_start == 60 and result["big"].first_start == 50
 
 
-def test_preemption_configuration_is_refused(tmp_path):
-    cluster = _conf(tmp_path, extra="PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n")
+def test_qos_preemption_configuration_is_refused(tmp_path):
+    cluster = _conf(tmp_path, extra="PreemptType=preempt/qos\nPreemptMode=REQUEUE\n")
     with pytest.raises(InputError, match="preemption"):
         run([job("a", 0, 1, 10, vc="p")], cluster, "slurm")
+
+
+def test_partition_preemption_without_shared_nodes_preempts_nothing(tmp_path):
+    # preempt.html: with preempt/partition_prio a job of a higher-PriorityTier partition
+    # preempts jobs of lower-tier partitions on the nodes both partitions hold. Here "hi"
+    # (tier 2, node n2) and "lo" (tier 1, node n1) share no node: lo's job keeps n1 for
+    # its whole run (0..50) and hi's jobs only queue on n2 (h1 0..30, h2 30..60).
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=n[1-2] CPUs=8 RealMemory=1000 Gres=gpu:4\n"
+        "PartitionName=lo Nodes=n1 PriorityTier=1 Default=YES\nPartitionName=hi Nodes=n2 PriorityTier=2\n"
+        "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\nSchedulerType=sched/backfill\n"
+        "SchedulerParameters=bf_interval=1,bf_resolution=1,sched_interval=1\n"
+    )
+    jobs = [
+        job("l", 0, 4, 50, vc="lo", time_limit=60),
+        job("h1", 1, 4, 30, vc="hi", time_limit=60),
+        job("h2", 2, 4, 30, vc="hi", time_limit=60),
+    ]
+    result = by_id(run(jobs, load_cluster(path), "slurm"))
+    assert [result[j].first_start for j in ("l", "h1", "h2")] == [0, 1, 31]
+    assert result["l"].end_time == 50 and result["l"].preemptions == 0
 
 
 def test_node_choice_is_cons_tres_best_fit():

@@ -19,9 +19,10 @@ Slurm's defaults without either):
   ``sched/backfill``.
 
 Jobs run for their recorded time; every plan uses the time limit (whole minutes; the
-job's, else the partition's ``DefaultTime``, else its ``MaxTime``). Preemption
-(``PreemptType``/``PreemptMode``) is not modelled: the replay refuses a configuration
-that turns it on rather than replaying something else (see docs/slurm.md).
+job's, else the partition's ``DefaultTime``, else its ``MaxTime``). Preemption:
+``preempt/partition_prio`` preempts only on nodes that partitions share, and the
+replay's partitions share none, so it changes nothing; ``preempt/qos`` is not modelled
+and the replay refuses it rather than replaying something else (see docs/slurm.md).
 """
 
 from __future__ import annotations
@@ -106,7 +107,10 @@ class SlurmPolicy:
             from shapeshift.slurm.conf import SlurmConf as Conf
 
             conf = Conf(path="<defaults>", nodes=(), partitions=())
-        if conf.preempt_type != "none" and conf.preempt_mode != "off":
+        # preempt/partition_prio lets a job preempt jobs of lower-PriorityTier partitions
+        # on the nodes they share (https://slurm.schedmd.com/preempt.html); the replay's
+        # partitions share no node, so no job can preempt and the replay is Slurm's.
+        if conf.preempt_type == "qos" and conf.preempt_mode != "off":
             raise InputError(
                 f"PreemptType=preempt/{conf.preempt_type} with PreemptMode={conf.preempt_mode.upper()}: "
                 "the slurm replay does not model preemption",
