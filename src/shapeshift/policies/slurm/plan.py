@@ -157,7 +157,13 @@ WILL_RUN_BATCH = 200
 
 
 def will_run(
-    now: float, cand: Candidate, free: Free, endings: list[Ending], excluded: set[int], epoch: float
+    now: float,
+    cand: Candidate,
+    free: Free,
+    endings: list[Ending],
+    excluded: set[int],
+    epoch: float,
+    nodes: set[int] | None = None,
 ) -> tuple[float, list[tuple[int, Need]]] | None:
     """When and where ``cand`` could start on its partition's nodes outside ``excluded``,
     as ``select/cons_tres``'s will-run test answers it (``cons_common/job_test.c``,
@@ -167,11 +173,11 @@ def will_run(
     up to a multiple of that window on the wall clock (``epoch`` is the wall-clock time
     of time 0), each later window twice as long; after each batch the job is tested, and
     its start is the end of the batch's last job (a job past its limit: a second from
-    now). ``None``: it fits nowhere."""
+    now). ``None``: it fits nowhere. ``nodes``: the partition's nodes (computed when not given)."""
     placement = fit(cand.need, cand.groups, free, cand.largest, excluded)
     if placement is not None:
         return now, placement
-    usable = {n for g in cand.groups for n in g} - excluded
+    usable = (nodes if nodes is not None else {n for g in cand.groups for n in g}) - excluded
     relevant = [e for e in endings if any(n in usable for n, _ in e.placement)]
     future = free.copy()
     first: float | None = None
@@ -240,17 +246,20 @@ def backfill(
     reservations: list[Reservation] = []
     started: list[tuple[str, list[tuple[int, Need]]]] = []
     tested = 0
+    partition_nodes: dict[int, set[int]] = {}  # per partition (its groups list), built once a cycle
     for cand in queue:
         if tested >= max_job_test:
             break
         tested += 1
-        usable = {n for g in cand.groups for n in g}
+        usable = partition_nodes.get(id(cand.groups))
+        if usable is None:
+            usable = partition_nodes[id(cand.groups)] = {n for g in cand.groups for n in g}
         start_res = now
         while start_res <= now + window:
             end = start_res + cand.limit
             excluded = {n for r in reservations if r.end > start_res and r.begin <= end for n in r.nodes}
             later = _later_start(start_res, reservations, usable)
-            answer = will_run(now, cand, free, endings, excluded, epoch)
+            answer = will_run(now, cand, free, endings, excluded, epoch, usable)
             if answer is None:
                 if later is None:
                     break
