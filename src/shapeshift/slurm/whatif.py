@@ -101,6 +101,7 @@ def whatif(
     policies: Sequence[str] = ("slurm",),
     *,
     assoc: str | Path | None = None,
+    qos: str | Path | None = None,
     policy_args: Mapping[str, Mapping[str, Any]] | None = None,
     out: str | Path | None = None,
 ) -> WhatIf:
@@ -153,6 +154,8 @@ def whatif(
             params.setdefault("clock_origin", sacct_notes.origin)
             if assoc is not None:
                 params.setdefault("assoc", str(assoc))
+            if qos is not None:
+                params.setdefault("qos", str(qos))
         result = simulate(gpu_workload, cluster, name, params=params)
         summaries[name] = result.summary
         sim = result.jobs.set_index("job_id")

@@ -256,3 +256,46 @@ def test_priority_calculation_runs_when_a_job_ends_at_the_same_instant(tmp_path)
     ]
     result = by_id(run(jobs, load_cluster(path), "slurm"))
     assert result["z"].first_start == 60 and result["y"].first_start == 90
+
+
+QOS_DUMP = """\
+Name|Priority|GraceTime|Preempt|PreemptExemptTime|PreemptMode|Flags|UsageThres|UsageFactor|MaxTRESPU
+normal|0|00:00:00|||cluster|||1.000000|
+high|100|00:00:00|normal||cluster|||1.000000|gres/gpu=8
+"""
+
+
+def test_qos_dump_gives_the_qos_factor(tmp_path):
+    from shapeshift.slurm.qos import read_qos
+
+    (tmp_path / "qos.txt").write_text(QOS_DUMP)
+    table = read_qos(tmp_path / "qos.txt")
+    assert [(q.name, q.priority, q.preempt) for q in table] == [("normal", 0, ()), ("high", 100, ("normal",))]
+    # One 4-GPU node, PriorityWeightQOS=1000, no other factor. a (normal) holds the node
+    # 0..10; p (QOS normal) is submitted at 1, h (QOS high) at 2. QOS factor = priority /
+    # largest priority: p 0/100 -> 0, h 100/100 -> 1000. So h starts first, at 10, and p
+    # after it (10 + 20); with the QOS table left out both are 0 and p (older) goes first.
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=n1 Default=YES\n"
+        "PriorityType=priority/multifactor\nPriorityWeightQOS=1000\nPriorityWeightAge=0\n"
+        "PriorityWeightFairshare=0\nSchedulerType=sched/builtin\n"
+    )
+    jobs = [
+        job("a", 0, 4, 10, vc="p", qos="normal", time_limit=60),
+        job("p", 1, 4, 20, vc="p", qos="normal", time_limit=60),
+        job("h", 2, 4, 20, vc="p", qos="high", time_limit=60),
+    ]
+    result = by_id(run(jobs, load_cluster(path), "slurm", {"qos": str(tmp_path / "qos.txt")}))
+    assert result["h"].first_start == 10 and result["p"].first_start == 30
+    result = by_id(run(jobs, load_cluster(path), "slurm"))
+    assert result["p"].first_start == 10 and result["h"].first_start == 30
+
+
+def test_qos_dump_bad_priority_names_line_and_field(tmp_path):
+    from shapeshift.slurm.qos import read_qos
+
+    (tmp_path / "qos.txt").write_text("Name|Priority\nnormal|high\n")
+    with pytest.raises(InputError) as err:
+        read_qos(tmp_path / "qos.txt")
+    assert err.value.line == 2 and err.value.field == "Priority"

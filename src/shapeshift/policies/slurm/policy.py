@@ -41,6 +41,7 @@ from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfi
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
+from shapeshift.slurm.qos import Qos, read_qos
 
 
 class SlurmParams(PolicyParams):
@@ -50,6 +51,8 @@ class SlurmParams(PolicyParams):
     assoc: str = ""
     #: QOS priorities as ``name=priority,...`` (``sacctmgr show qos``); "" = all 0.
     qos_priority: str = ""
+    #: An ``sacctmgr show qos -P`` dump (its priorities; ``qos_priority`` items override).
+    qos: str = ""
     #: Seconds after the first submission at which a priority calculation falls
     #: (taken modulo ``PriorityCalcPeriod``). slurmctld's decay thread calculates at its
     #: own start and every period after (``_decay_thread``), an instant sacct does not
@@ -62,8 +65,9 @@ class SlurmParams(PolicyParams):
     clock_origin: float = Field(default=0.0, allow_inf_nan=False)
 
 
-def _qos_table(text: str) -> dict[str, float]:
-    table: dict[str, float] = {}
+def _qos_table(text: str, dump: tuple[Qos, ...] = ()) -> dict[str, float]:
+    """Each QOS's normalised priority (its priority over the largest)."""
+    table: dict[str, float] = {q.name: float(q.priority) for q in dump}
     for item in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = item.partition("=")
         if not sep or not value.strip().isdigit():
@@ -81,7 +85,7 @@ class SlurmPolicy:
     def __init__(self, params: SlurmParams):
         self.params = params
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
-        self.qos = _qos_table(params.qos_priority)
+        self.qos = _qos_table(params.qos_priority, read_qos(params.qos) if params.qos else ())
         self._ready = False
         self.prio: dict[str, int] = {}
         self.order: dict[str, int] = {}
