@@ -112,6 +112,43 @@ def run_real(trace: list[TraceJob], out: Path, gpus_per_node: int) -> tuple[Path
     return sacct, assoc
 
 
+def calc_phase(conf: Path, sacct: Path) -> float:
+    """Seconds after the first recorded submission at which slurmctld's decay thread
+    calculated priorities (modulo ``PriorityCalcPeriod``, at least a minute): its last
+    calculation is the first of the two 8-byte big-endian times in
+    ``StateSaveLocation/priority_last_decay_ran`` (``_write_last_decay_ran``)."""
+    from datetime import datetime
+
+    text = conf.read_text()
+    state = next(line.split("=", 1)[1].strip() for line in text.splitlines() if line.startswith("StateSaveLocation="))
+    period = next(
+        (int(line.split("=", 1)[1]) * 60 for line in text.splitlines() if line.startswith("PriorityCalcPeriod=")), 300
+    )
+    last_ran = int.from_bytes((Path(state) / "priority_last_decay_ran").read_bytes()[:8], "big")
+    rows = [line.split("|") for line in sacct.read_text().splitlines()]
+    col = rows[0].index("Submit")
+    first = min(datetime.fromisoformat(r[col]).timestamp() for r in rows[1:] if r[col] not in ("", "Unknown"))
+    return (last_ran - first) % max(period, 60)
+
+
+def real_vs_real(first: Path, second: Path) -> dict:
+    """Two real runs of the same trace against each other: job ids differ between runs,
+    so the jobs are paired by submission order (``JobIDRaw``), starts in seconds from each
+    run's first submission; the same figures as the replay's agreement."""
+    from datetime import datetime
+
+    from shapeshift.slurm.agreement import agreement
+
+    def starts(path: Path) -> dict[str, float]:
+        rows = [line.split("|") for line in path.read_text().splitlines()]
+        col = {name: i for i, name in enumerate(rows[0])}
+        jobs = sorted((r for r in rows[1:] if "." not in r[col["JobID"]]), key=lambda r: int(r[col["JobIDRaw"]]))
+        t0 = min(datetime.fromisoformat(r[col["Submit"]]).timestamp() for r in jobs)
+        return {str(i): datetime.fromisoformat(r[col["Start"]]).timestamp() - t0 for i, r in enumerate(jobs)}
+
+    return agreement(starts(first), starts(second))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=30)
@@ -123,8 +160,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", default=os.environ.get("SLURM_CONF", "/tmp/ss-slurm/slurm.conf"))
     parser.add_argument("--sacct", help="replay this sacct export instead of running the trace")
     parser.add_argument("--assoc", help="with --sacct: the sacctmgr dump")
+    parser.add_argument(
+        "--calc-phase",
+        type=float,
+        help="the slurm policy's calc_phase (default: read from the running Slurm's state directory)",
+    )
+    parser.add_argument(
+        "--real-pair", nargs=2, type=Path, metavar="SACCT", help="compare two real runs' exports and exit"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.real_pair:
+        print(json.dumps(real_vs_real(*args.real_pair), indent=2))
+        return 0
     os.environ["SLURM_CONF"] = args.conf
     args.out.mkdir(parents=True, exist_ok=True)
     if args.sacct:
@@ -132,10 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         trace = make_trace(args.jobs, args.seed, args.min_run, args.max_run, args.mean_gap)
         sacct, assoc = run_real(trace, args.out, args.gpus_per_node)
+    phase = args.calc_phase
+    if phase is None and not args.sacct:
+        phase = calc_phase(Path(args.conf), sacct)
     from shapeshift.slurm.whatif import whatif
 
-    outcome = whatif(sacct, args.conf, ["slurm"], assoc=assoc, out=args.out)
-    agree = dict(outcome.agreement or {})
+    params = {"slurm": {"calc_phase": phase}} if phase is not None else None
+    outcome = whatif(sacct, args.conf, ["slurm"], assoc=assoc, policy_args=params, out=args.out)
+    agree = dict(outcome.agreement or {}) | {"calc_phase": phase}
     starts = outcome.starts.assign(diff=outcome.starts["slurm"] - outcome.starts["recorded"])
     far = starts[starts["diff"].abs() > 5]
     agree["differing_jobs"] = far[["job_id", "submit", "recorded", "slurm", "diff"]].to_dict("records")

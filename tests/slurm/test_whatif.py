@@ -101,3 +101,25 @@ def test_agreement_by_hand():
     assert (result["within_5s"], result["within_60s"], result["median_abs_diff_s"]) == (0.75, 0.75, 4.5)
     # Neighbours a-b, b-c in order; c-d reversed (90 > 25): 2/3.
     assert result["same_order_share"] == pytest.approx(2 / 3, abs=1e-6)
+
+
+def test_ignored_slurm_conf_keys_listed_on_one_line(inputs):
+    # Two keys the replay does not model (ClusterName, a SchedulerParameters item) and one
+    # node attribute: each command that reads the file names all three on one line.
+    conf = inputs / "slurm.conf"
+    conf.write_text("ClusterName=x\n" + CONF.replace("sched_interval=1", "sched_interval=1,pack_serial_at_end"))
+    conf.write_text(conf.read_text().replace("Gres=gpu:4", "Gres=gpu:4 Port=17000"))
+    expected = (
+        "slurm.conf: keys not modelled (ignored): NodeName.port, SchedulerParameters.pack_serial_at_end, clustername"
+    )
+    sim = CliRunner().invoke(
+        app, ["simulate", "--workload", str(inputs / "hist.txt"), "--cluster", str(conf), "--policy", "slurm"]
+    )
+    assert sim.exit_code == 0, sim.output
+    assert sum(expected in line for line in sim.output.splitlines()) == 1
+    out = inputs / "w"
+    what = CliRunner().invoke(
+        app, ["whatif", "--sacct", str(inputs / "hist.txt"), "--slurm-conf", str(conf), "--out", str(out)]
+    )
+    assert what.exit_code == 0, what.output
+    assert sum(expected in line for line in what.output.splitlines()) == 1

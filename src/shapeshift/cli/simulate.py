@@ -51,6 +51,10 @@ def show_notes(spec: RunSpec, quiet: bool) -> None:
     if not quiet:
         for note in pairing_notes(spec):
             err_console.print(note, highlight=False, soft_wrap=True)
+        conf = getattr(spec.cluster, "slurm", None)  # a --cluster slurm.conf: what it left out
+        ignored = conf.ignored_note() if conf is not None else None
+        if ignored:
+            err_console.print(ignored, highlight=False, soft_wrap=True)
 
 
 def energy_spec(energy: str, energy_arg: list[str] | None) -> EnergySpec | None:

@@ -49,6 +49,9 @@ def command(
     assoc: Annotated[
         Path | None, typer.Option("--assoc", help="sacctmgr show assoc -P dump (the fair-share tree).")
     ] = None,
+    qos: Annotated[
+        Path | None, typer.Option("--qos", help="sacctmgr show qos -P dump (the QOS priorities).")
+    ] = None,
     policy_arg: Annotated[
         list[str] | None, typer.Option("--policy-arg", help="POLICY:key=value, a parameter of one policy (repeatable).")
     ] = None,
@@ -60,7 +63,7 @@ def command(
     args = _policy_args(policy_arg, policies)
     target = output_dir(out)
     assert target is not None
-    outcome = whatif(sacct, slurm_conf, policies, assoc=assoc, policy_args=args, out=target)
+    outcome = whatif(sacct, slurm_conf, policies, assoc=assoc, qos=qos, policy_args=args, out=target)
     table = Table(title=f"what if: {sacct.name}")
     shown = ("avg_jct", "avg_queue", "p99_queue", "makespan", "gpu_utilization")
     table.add_column("source")
@@ -77,7 +80,7 @@ def command(
             f"same order {agree['same_order_share']:.1%}"
         )
     for note in outcome.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     console.print(
         f"wrote {target}/comparison.csv, agreement.json, by_account.csv, by_partition.csv, starts.csv, report.md"
     )

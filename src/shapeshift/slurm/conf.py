@@ -104,6 +104,13 @@ class SlurmConf:
     def partition(self, name: str) -> SlurmPartition | None:
         return next((p for p in self.partitions if p.name == name), None)
 
+    def ignored_note(self) -> str | None:
+        """One line listing the keys read but not modelled (``None`` when there are none),
+        so a user sees what the replay left out of their configuration."""
+        if not self.ignored:
+            return None
+        return f"{Path(self.path).name}: keys not modelled (ignored): {', '.join(self.ignored)}"
+
 
 def looks_like_slurm_conf(path: str | Path) -> bool:
     """Whether a file is a ``slurm.conf``: a line starting ``NodeName=`` or ``PartitionName=``."""

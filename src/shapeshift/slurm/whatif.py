@@ -101,6 +101,7 @@ def whatif(
     policies: Sequence[str] = ("slurm",),
     *,
     assoc: str | Path | None = None,
+    qos: str | Path | None = None,
     policy_args: Mapping[str, Mapping[str, Any]] | None = None,
     out: str | Path | None = None,
 ) -> WhatIf:
@@ -122,8 +123,9 @@ def whatif(
     conf = read_slurm_conf(slurm_conf)
     cluster = cluster_of(conf)
     notes = sacct_notes.lines()
-    if conf.ignored:
-        notes.append(f"slurm.conf keys not modelled (ignored): {', '.join(conf.ignored)}")
+    ignored = conf.ignored_note()
+    if ignored:
+        notes.append(ignored)
     jobs = workload.jobs()
     cpu_only = workload.cpu_only_count
     if cpu_only:
@@ -148,8 +150,12 @@ def whatif(
     agree = None
     for name in policies:
         params = dict((policy_args or {}).get(name, {}))
-        if name == "slurm" and assoc is not None:
-            params.setdefault("assoc", str(assoc))
+        if name == "slurm":
+            params.setdefault("clock_origin", sacct_notes.origin)
+            if assoc is not None:
+                params.setdefault("assoc", str(assoc))
+            if qos is not None:
+                params.setdefault("qos", str(qos))
         result = simulate(gpu_workload, cluster, name, params=params)
         summaries[name] = result.summary
         sim = result.jobs.set_index("job_id")

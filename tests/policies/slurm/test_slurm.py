@@ -158,10 +158,32 @@ def test_simulated_backfill_and_main_scheduler(tmp_path):
     assert result["s"].first_start == 60 and result["big"].first_start == 50
 
 
-def test_preemption_configuration_is_refused(tmp_path):
-    cluster = _conf(tmp_path, extra="PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n")
+def test_qos_preemption_configuration_is_refused(tmp_path):
+    cluster = _conf(tmp_path, extra="PreemptType=preempt/qos\nPreemptMode=REQUEUE\n")
     with pytest.raises(InputError, match="preemption"):
         run([job("a", 0, 1, 10, vc="p")], cluster, "slurm")
+
+
+def test_partition_preemption_without_shared_nodes_preempts_nothing(tmp_path):
+    # preempt.html: with preempt/partition_prio a job of a higher-PriorityTier partition
+    # preempts jobs of lower-tier partitions on the nodes both partitions hold. Here "hi"
+    # (tier 2, node n2) and "lo" (tier 1, node n1) share no node: lo's job keeps n1 for
+    # its whole run (0..50) and hi's jobs only queue on n2 (h1 0..30, h2 30..60).
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=n[1-2] CPUs=8 RealMemory=1000 Gres=gpu:4\n"
+        "PartitionName=lo Nodes=n1 PriorityTier=1 Default=YES\nPartitionName=hi Nodes=n2 PriorityTier=2\n"
+        "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\nSchedulerType=sched/backfill\n"
+        "SchedulerParameters=bf_interval=1,bf_resolution=1,sched_interval=1\n"
+    )
+    jobs = [
+        job("l", 0, 4, 50, vc="lo", time_limit=60),
+        job("h1", 1, 4, 30, vc="hi", time_limit=60),
+        job("h2", 2, 4, 30, vc="hi", time_limit=60),
+    ]
+    result = by_id(run(jobs, load_cluster(path), "slurm"))
+    assert [result[j].first_start for j in ("l", "h1", "h2")] == [0, 1, 31]
+    assert result["l"].end_time == 50 and result["l"].preemptions == 0
 
 
 def test_node_choice_is_cons_tres_best_fit():
@@ -180,3 +202,100 @@ def test_node_choice_is_cons_tres_best_fit():
     assert fit(Need(1, 1, 0), [[3], [0, 1, 2]], free, 4) == [(3, Need(1, 1, 0))]
     # 8 GPUs on 4-GPU nodes: two nodes of 4 from the best run with two usable nodes (n2, n3).
     assert fit(Need(8, 2, 0), [[0, 1, 2, 3]], free, 4) == [(2, Need(4, 1, 0)), (3, Need(4, 1, 0))]
+
+
+def test_will_run_takes_running_jobs_off_in_windows():
+    # Two 4-GPU nodes (8 CPUs each). Running, with planned ends (start + limit): a, 2 GPUs
+    # on n1 until 40; b, 1 GPU on n0 until 62; c, 2 GPUs on n1 until 78. Free now: n0 3
+    # GPUs, n1 none. _will_run_test (cons_common/job_test.c, 22.05): the first window ends
+    # at 40 rounded up to the next multiple of 30 (60); the batch holds every end <= 60 + 30,
+    # i.e. a, b and c; after it both nodes are empty, the job starts at the batch's last end
+    # (78) and best fit takes n0 (equal free CPUs: the first). So H's slot is n0 from 78,
+    # and L (1 GPU, 0..70 on n0) ends before it: backfilled now. Taking jobs off one at a
+    # time would have put H on n0 at 62 and kept L waiting.
+    free = Free([3, 0], [7.0, 4.0], [0.0, 0.0])
+    running = [
+        Ending(40, ((1, Need(2, 2, 0)),)),
+        Ending(62, ((0, Need(1, 1, 0)),)),
+        Ending(78, ((1, Need(2, 2, 0)),)),
+    ]
+    queue = [
+        Candidate("H", Need(4, 1, 0), 60, [[0, 1]], 4),
+        Candidate("L", Need(1, 1, 0), 70, [[0, 1]], 4),
+    ]
+    result = backfill(0, queue, free, running, window=86400, resolution=1, max_job_test=500)
+    assert [(r.job_id, sorted(r.nodes), r.begin, r.end) for r in result.reservations] == [("H", [0], 78, 138)]
+    assert [(j, [n for n, _ in p]) for j, p in result.started] == [("L", [0])]
+    # The windows are aligned on the wall clock: with time 0 at 25 s past a multiple of
+    # 30, a's end (40) is at 65 = 60 + 5 on that clock, so the first window ends at 40 + 25
+    # = 65 and the batch holds ends <= 95: still all three. H at 78 again.
+    result = backfill(0, queue, Free([3, 0], [7.0, 4.0], [0.0, 0.0]), running, window=86400, resolution=1,
+                      max_job_test=500, epoch=25.0)  # fmt: skip
+    assert [(r.job_id, r.begin) for r in result.reservations] == [("H", 78)]
+
+
+def test_priority_calculation_runs_when_a_job_ends_at_the_same_instant(tmp_path):
+    # One node, 1 GPU; fair share only (PriorityWeightFairshare=10000, no age), calc
+    # period 1 min (ticks at 0, 60, ...). x (alice, account A) runs 0..60; y (alice) is
+    # submitted at 10 and z (bob, account B) at 20, both waiting for the GPU. At 60 x ends
+    # and the calculation due at 60 charges alice 60 s: bob's usage is 0, so Fair Tree
+    # ranks bob first (factor 1 against 1/2) and z starts at 60, y after it (60 + 30).
+    # (Skipping the calculation because a job ended at 60 left both at their equal
+    # submission priorities, and y, submitted first, started at 60.)
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:1\nPartitionName=p Nodes=n1 Default=YES\n"
+        "PriorityType=priority/multifactor\nPriorityWeightFairshare=10000\nPriorityWeightAge=0\n"
+        "PriorityCalcPeriod=1\nSchedulerType=sched/backfill\n"
+        "SchedulerParameters=bf_interval=1,bf_resolution=1,sched_interval=1\n"
+    )
+    jobs = [
+        job("x", 0, 1, 60, user="alice", tenant="A", vc="p", time_limit=120),
+        job("y", 10, 1, 30, user="alice", tenant="A", vc="p", time_limit=120),
+        job("z", 20, 1, 30, user="bob", tenant="B", vc="p", time_limit=120),
+    ]
+    result = by_id(run(jobs, load_cluster(path), "slurm"))
+    assert result["z"].first_start == 60 and result["y"].first_start == 90
+
+
+QOS_DUMP = """\
+Name|Priority|GraceTime|Preempt|PreemptExemptTime|PreemptMode|Flags|UsageThres|UsageFactor|MaxTRESPU
+normal|0|00:00:00|||cluster|||1.000000|
+high|100|00:00:00|normal||cluster|||1.000000|gres/gpu=8
+"""
+
+
+def test_qos_dump_gives_the_qos_factor(tmp_path):
+    from shapeshift.slurm.qos import read_qos
+
+    (tmp_path / "qos.txt").write_text(QOS_DUMP)
+    table = read_qos(tmp_path / "qos.txt")
+    assert [(q.name, q.priority, q.preempt) for q in table] == [("normal", 0, ()), ("high", 100, ("normal",))]
+    # One 4-GPU node, PriorityWeightQOS=1000, no other factor. a (normal) holds the node
+    # 0..10; p (QOS normal) is submitted at 1, h (QOS high) at 2. QOS factor = priority /
+    # largest priority: p 0/100 -> 0, h 100/100 -> 1000. So h starts first, at 10, and p
+    # after it (10 + 20); with the QOS table left out both are 0 and p (older) goes first.
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=n1 Default=YES\n"
+        "PriorityType=priority/multifactor\nPriorityWeightQOS=1000\nPriorityWeightAge=0\n"
+        "PriorityWeightFairshare=0\nSchedulerType=sched/builtin\n"
+    )
+    jobs = [
+        job("a", 0, 4, 10, vc="p", qos="normal", time_limit=60),
+        job("p", 1, 4, 20, vc="p", qos="normal", time_limit=60),
+        job("h", 2, 4, 20, vc="p", qos="high", time_limit=60),
+    ]
+    result = by_id(run(jobs, load_cluster(path), "slurm", {"qos": str(tmp_path / "qos.txt")}))
+    assert result["h"].first_start == 10 and result["p"].first_start == 30
+    result = by_id(run(jobs, load_cluster(path), "slurm"))
+    assert result["p"].first_start == 10 and result["h"].first_start == 30
+
+
+def test_qos_dump_bad_priority_names_line_and_field(tmp_path):
+    from shapeshift.slurm.qos import read_qos
+
+    (tmp_path / "qos.txt").write_text("Name|Priority\nnormal|high\n")
+    with pytest.raises(InputError) as err:
+        read_qos(tmp_path / "qos.txt")
+    assert err.value.line == 2 and err.value.field == "Priority"

@@ -6,13 +6,15 @@ describe it:
 
 * running jobs free their resources at ``start + time limit`` (never earlier, since the
   limit is all the scheduler knows; a job past its limit frees them a second from now);
-* pending jobs are taken in priority order, at most ``bf_max_job_test`` of them; each
-  gets the earliest time, from now to the end of ``bf_window``, at which it fits on its
-  partition's nodes *without* the nodes reserved for higher-priority jobs over its
-  whole run (``start`` .. ``start + limit``);
-* a job that fits now starts now; one that fits later reserves the nodes it would use
-  from ``start`` rounded down to ``bf_resolution`` to ``start + limit`` rounded up
-  (``_set_slot_time``), whole nodes, as Slurm's node-space map does; one that fits
+* pending jobs are taken in priority order, at most ``bf_max_job_test`` of them; for
+  each, the nodes reserved for higher-priority jobs over ``start .. start + limit`` are
+  left out and the will-run test of ``select/cons_tres`` (``will_run``) says when and
+  where it could start: running jobs are taken off in batches of epoch-aligned,
+  doubling windows, and the start is the end of a batch's last job;
+* a job that fits now starts now; one whose start comes after a reserved node frees is
+  tried again from that instant (``TRY_LATER``); otherwise it reserves the will-run's
+  nodes from ``start`` rounded down to ``bf_resolution`` to ``start + limit`` rounded
+  up (``_set_slot_time``), whole nodes, as Slurm's node-space map does; one that fits
   nowhere in the window reserves nothing.
 
 Node choice follows ``select/cons_tres`` (``fit``).
@@ -20,6 +22,7 @@ Node choice follows ``select/cons_tres`` (``fit``).
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -146,6 +149,80 @@ class BackfillResult:
     tested: int
 
 
+#: ``_will_run_test``'s first window (seconds): running jobs ending within it of the first
+#: one (epoch-aligned) are taken off together; each later window is twice the last.
+WILL_RUN_WINDOW = 30
+#: ``_will_run_test`` stops testing after this many jobs of one batch and takes off more.
+WILL_RUN_BATCH = 200
+
+
+def will_run(
+    now: float,
+    cand: Candidate,
+    free: Free,
+    endings: list[Ending],
+    excluded: set[int],
+    epoch: float,
+    nodes: set[int] | None = None,
+) -> tuple[float, list[tuple[int, Need]]] | None:
+    """When and where ``cand`` could start on its partition's nodes outside ``excluded``,
+    as ``select/cons_tres``'s will-run test answers it (``cons_common/job_test.c``,
+    ``_will_run_test``, 22.05; ``cons_tres/job_test.c`` in master): now if it fits the free
+    resources; else the running jobs with a usable node are taken off in end order, in
+    batches: the first batch ends ``WILL_RUN_WINDOW`` seconds after the first end rounded
+    up to a multiple of that window on the wall clock (``epoch`` is the wall-clock time
+    of time 0), each later window twice as long; after each batch the job is tested, and
+    its start is the end of the batch's last job (a job past its limit: a second from
+    now). ``None``: it fits nowhere. ``nodes``: the partition's nodes (computed when not given)."""
+    placement = fit(cand.need, cand.groups, free, cand.largest, excluded)
+    if placement is not None:
+        return now, placement
+    usable = (nodes if nodes is not None else {n for g in cand.groups for n in g}) - excluded
+    relevant = [e for e in endings if any(n in usable for n, _ in e.placement)]
+    future = free.copy()
+    first: float | None = None
+    window = WILL_RUN_WINDOW
+    k = 0
+    while k < len(relevant):
+        last = None
+        removed = 0
+        tested = True
+        while k < len(relevant):
+            e = relevant[k]
+            if first is None:
+                first = e.end + (WILL_RUN_WINDOW - (e.end + epoch) % WILL_RUN_WINDOW)
+            last = e
+            future.give(list(e.placement))
+            k += 1
+            if k == len(relevant) or relevant[k].end > first + window:
+                break
+            removed += 1
+            if removed > WILL_RUN_BATCH + 1:
+                tested = False
+                break
+        if not tested or last is None:
+            continue
+        window *= 2
+        while k < len(relevant) and relevant[k].end > first + window:
+            window *= 2
+        placement = fit(cand.need, cand.groups, future, cand.largest, excluded)
+        if placement is not None:
+            return (last.end if last.end > now else now + 1), placement
+    return None
+
+
+def _later_start(start_res: float, reservations: list[Reservation], usable: set[int]) -> float | None:
+    """The first instant after ``start_res`` at which a usable node that a reservation
+    holds comes free (a slot boundary of the node-space map whose next slot has a node
+    the current one lacks: ``later_start`` in ``_attempt_backfill``)."""
+    for b in sorted({r.end for r in reservations if r.end > start_res}):
+        freed = {n for r in reservations if r.end == b for n in r.nodes} & usable
+        held = {n for r in reservations if r.begin <= b < r.end for n in r.nodes}
+        if freed - held:
+            return b
+    return None
+
+
 def backfill(
     now: float,
     queue: list[Candidate],
@@ -155,44 +232,57 @@ def backfill(
     window: float,
     resolution: float,
     max_job_test: int,
+    epoch: float = 0.0,
 ) -> BackfillResult:
-    """One backfill cycle (see the module docstring). ``free`` is updated with the jobs
-    it starts."""
+    """One backfill cycle (``_attempt_backfill``; see the module docstring). ``free`` is
+    updated with the jobs it starts. For each job, from ``start_res`` = now: the nodes
+    reserved for higher jobs over ``start_res .. start_res + limit`` are left out, the
+    will-run test (``will_run``) gives a start and nodes; a start after the next instant
+    a reserved node comes free is tried again from that instant (``TRY_LATER``); a start
+    now starts the job; a start within ``bf_window`` reserves the will-run's nodes, unless
+    they overlap a reservation over that span (then tried again from that start)."""
     res = max(resolution, 1.0)
-    window_end = math.floor((now + window) / res) * res
     endings = sorted(running, key=lambda e: e.end)
     reservations: list[Reservation] = []
     started: list[tuple[str, list[tuple[int, Need]]]] = []
     tested = 0
+    partition_nodes: dict[int, set[int]] = {}  # per partition (its groups list), built once a cycle
     for cand in queue:
         if tested >= max_job_test:
             break
         tested += 1
-        times = sorted({now, *(max(e.end, now + 1) for e in endings), *(r.end for r in reservations if r.end > now)})
-        future = free.copy()
-        k = 0
-        placement = None
-        start = now
-        for t in times:
-            if t > window_end:
+        usable = partition_nodes.get(id(cand.groups))
+        if usable is None:
+            usable = partition_nodes[id(cand.groups)] = {n for g in cand.groups for n in g}
+        start_res = now
+        while start_res <= now + window:
+            end = start_res + cand.limit
+            excluded = {n for r in reservations if r.end > start_res and r.begin <= end for n in r.nodes}
+            later = _later_start(start_res, reservations, usable)
+            answer = will_run(now, cand, free, endings, excluded, epoch, usable)
+            if answer is None:
+                if later is None:
+                    break
+                start_res = later
+                continue
+            start, placement = answer
+            start = max(start, start_res)
+            if later is not None and start > later:
+                start_res = later
+                continue
+            if start <= now:
+                free.take(placement)
+                started.append((cand.job_id, placement))
+                bisect.insort(endings, Ending(now + cand.limit, tuple(placement)), key=lambda e: e.end)
                 break
-            while k < len(endings) and max(endings[k].end, now + 1) <= t:
-                future.give(list(endings[k].placement))
-                k += 1
-            excluded = {n for r in reservations if r.end > t and r.begin <= t + cand.limit for n in r.nodes}
-            placement = fit(cand.need, cand.groups, future, cand.largest, excluded)
-            if placement is not None:
-                start = t
+            if start > now + window:
                 break
-        if placement is None:
-            continue
-        if start <= now:
-            free.take(placement)
-            started.append((cand.job_id, placement))
-            endings.append(Ending(now + cand.limit, tuple(placement)))
-            endings.sort(key=lambda e: e.end)
-            continue
-        begin = math.floor(start / res) * res
-        end = math.floor((start + cand.limit + res - 1) / res) * res
-        reservations.append(Reservation(cand.job_id, frozenset(n for n, _ in placement), begin, end))
+            nodes = frozenset(n for n, _ in placement)
+            begin = math.floor(start / res) * res
+            finish = math.floor((start + cand.limit + res - 1) / res) * res
+            if start > start_res and any(r.end > begin and r.begin < finish and r.nodes & nodes for r in reservations):
+                start_res = start
+                continue
+            reservations.append(Reservation(cand.job_id, nodes, begin, finish))
+            break
     return BackfillResult(started, reservations, tested)

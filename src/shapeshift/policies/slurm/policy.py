@@ -19,14 +19,17 @@ Slurm's defaults without either):
   ``sched/backfill``.
 
 Jobs run for their recorded time; every plan uses the time limit (whole minutes; the
-job's, else the partition's ``DefaultTime``, else its ``MaxTime``). Preemption
-(``PreemptType``/``PreemptMode``) is not modelled: the replay refuses a configuration
-that turns it on rather than replaying something else (see docs/slurm.md).
+job's, else the partition's ``DefaultTime``, else its ``MaxTime``). Preemption:
+``preempt/partition_prio`` preempts only on nodes that partitions share, and the
+replay's partitions share none, so it changes nothing; ``preempt/qos`` is not modelled
+and the replay refuses it rather than replaying something else (see docs/slurm.md).
 """
 
 from __future__ import annotations
 
 import math
+
+from pydantic import Field
 
 from shapeshift.engine.contract import ARRIVAL, COMPLETION
 from shapeshift.engine.view import ClusterView
@@ -38,6 +41,7 @@ from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfi
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
+from shapeshift.slurm.qos import Qos, read_qos
 
 
 class SlurmParams(PolicyParams):
@@ -47,10 +51,23 @@ class SlurmParams(PolicyParams):
     assoc: str = ""
     #: QOS priorities as ``name=priority,...`` (``sacctmgr show qos``); "" = all 0.
     qos_priority: str = ""
+    #: An ``sacctmgr show qos -P`` dump (its priorities; ``qos_priority`` items override).
+    qos: str = ""
+    #: Seconds after the first submission at which a priority calculation falls
+    #: (taken modulo ``PriorityCalcPeriod``). slurmctld's decay thread calculates at its
+    #: own start and every period after (``_decay_thread``), an instant sacct does not
+    #: record; its last one is in ``StateSaveLocation/priority_last_decay_ran``. 0 = at
+    #: the first submission.
+    calc_phase: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    #: The wall-clock time (Unix seconds) of time 0, the first submission: the will-run
+    #: test groups running jobs' ends in windows aligned on the wall clock
+    #: (``plan.will_run``). ``whatif`` passes the history's; 0 = aligned on time 0.
+    clock_origin: float = Field(default=0.0, allow_inf_nan=False)
 
 
-def _qos_table(text: str) -> dict[str, float]:
-    table: dict[str, float] = {}
+def _qos_table(text: str, dump: tuple[Qos, ...] = ()) -> dict[str, float]:
+    """Each QOS's normalised priority (its priority over the largest)."""
+    table: dict[str, float] = {q.name: float(q.priority) for q in dump}
     for item in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = item.partition("=")
         if not sep or not value.strip().isdigit():
@@ -68,7 +85,7 @@ class SlurmPolicy:
     def __init__(self, params: SlurmParams):
         self.params = params
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
-        self.qos = _qos_table(params.qos_priority)
+        self.qos = _qos_table(params.qos_priority, read_qos(params.qos) if params.qos else ())
         self._ready = False
         self.prio: dict[str, int] = {}
         self.order: dict[str, int] = {}
@@ -94,7 +111,10 @@ class SlurmPolicy:
             from shapeshift.slurm.conf import SlurmConf as Conf
 
             conf = Conf(path="<defaults>", nodes=(), partitions=())
-        if conf.preempt_type != "none" and conf.preempt_mode != "off":
+        # preempt/partition_prio lets a job preempt jobs of lower-PriorityTier partitions
+        # on the nodes they share (https://slurm.schedmd.com/preempt.html); the replay's
+        # partitions share no node, so no job can preempt and the replay is Slurm's.
+        if conf.preempt_type == "qos" and conf.preempt_mode != "off":
             raise InputError(
                 f"PreemptType=preempt/{conf.preempt_type} with PreemptMode={conf.preempt_mode.upper()}: "
                 "the slurm replay does not model preemption",
@@ -119,6 +139,9 @@ class SlurmPolicy:
         }
         self.fairshare: FairShare | None = None
         self._parts: dict[str, SlurmPartition | None] = {}
+        period = max(conf.priority.calc_period, 60)
+        # The calculation before the first submission, so the next one falls at the phase.
+        self.last_tick = view.now + self.params.calc_phase % period - period
         self._ready = True
 
     def _tree(self, view: ClusterView, jobs: list[JobSpec]) -> None:
@@ -225,7 +248,8 @@ class SlurmPolicy:
         pending = [j for part in view.partitions for j in view.pending(part)]
         if self.fairshare is None:
             self._tree(view, [view.job(j).spec for j in pending])
-        if view.finished or self._ticks(view, pending):
+        # Every calculation due runs, whatever else happened at this instant.
+        if self._ticks(view, pending) or view.finished:
             self.dirty = True
         for job_id in pending:
             if job_id not in self.prio:
@@ -338,6 +362,7 @@ class SlurmPolicy:
             window=params["bf_window"],
             resolution=params["bf_resolution"],
             max_job_test=params["bf_max_job_test"],
+            epoch=self.params.clock_origin,
         )
         for job_id, placement in result.started:
             changes[job_id] = self._alloc(placement)

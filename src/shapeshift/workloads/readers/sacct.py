@@ -56,6 +56,8 @@ class SacctNotes:
     steps_folded: int = 0
     requeued: int = 0
     array_tasks: int = 0
+    #: The wall-clock time (Unix seconds) of time 0, the earliest submission.
+    origin: float = 0.0
     examples: dict[str, str] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
@@ -159,6 +161,7 @@ def read_sacct_notes(path: str | Path, zone: tzinfo | None = None) -> tuple[Work
     if not records:
         raise InputError("no job in the file started and ended; nothing to replay", path=str(path))
     origin = min(r["submit_time"] for r in records)
+    notes.origin = origin
     for r in records:
         for column in ("submit_time", "start_time", "end_time"):
             r[column] = float(round(r[column] - origin))
