@@ -18,8 +18,9 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
   a fixed-batch Pollux job (NCF) its request;
 * **normalised goodput** (§3): divided by the job's smallest goodput over its
   configurations (1 GPU), values at most 1e-4 raised to 1e-4 (``ZERO_ALLOC_GAIN``);
-* **restart factor** (§3): every configuration but the job's current one is multiplied
-  by ``max(age - restarts x penalty, 0) / (age + penalty)``, 1 while ``age < penalty``;
+* **restart factor** (§3): for a job holding GPUs, every configuration but its current
+  one is multiplied by ``max(age - restarts x penalty, 0) / (age + penalty)``, 1 while
+  ``age < penalty``; a job without GPUs (waiting, or preempted) is not scaled;
   the penalty per application as measured in the artifact (``get_restart_penalty``:
   cifar10 30 s, imagenet 250, bert 120, deepspeech2 25, yolov3 45, other Pollux
   applications 30), for jobs of other sources ``restore_penalty``;
@@ -221,7 +222,10 @@ class SiaPolicy:
         good = np.array([o.goodput for o in job.options], dtype=float)
         positive = good[good > 0]
         norm = good / positive.min() if positive.size else np.zeros_like(good)
-        factor = self._factor(view, job.spec)
+        # Only a job holding GPUs pays the restart factor, on every configuration but its
+        # own (``__solve_mip_rescaled`` scales rows with a previous allocation only): a
+        # waiting job's 1-GPU option keeps cost 1 - lambda_n < 0 however long it waited.
+        factor = self._factor(view, job.spec) if job.current is not None else 1.0
         scaled = np.where(np.arange(len(good)) == job.current, norm, norm * factor)
         scaled = np.maximum(scaled, ZERO_ALLOC_GAIN)
         powered = np.minimum(np.round(scaled**self.params.p, 2), CLIP)
