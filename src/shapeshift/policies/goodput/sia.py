@@ -7,15 +7,22 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 
 * **configurations** per GPU type (§3; ``CONFIGS_4GPU``/``CONFIGS_8GPU``): 1, 2, 4, ...
   GPUs up to one node, then whole nodes (2 x, 3 x, ... GPUs per node);
-* **goodput** of every job in every configuration (§3): Pollux jobs from their fitted
-  throughput model and reported gradient noise at the best batch size
-  (:mod:`shapeshift.perf.pollux`); plan-aware (Rubick) jobs from the performance model
+* **goodput** of every job in every configuration (§3): Pollux jobs from the throughput
+  model of the GPU type's own profile (``placements-<type>.csv`` where the profiles have
+  one, with the type's per-GPU batch limit) and their reported gradient noise, at the
+  best batch size (:mod:`shapeshift.perf.pollux`), on the types the job has run on; on a
+  type it has not run on, the model of the first type (cluster order) it has run on at
+  the same GPU count, times the ratio of the two types' 1-GPU throughputs
+  (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first run, its
+  1-GPU configuration on every type, each worth 1 (the artifact has no model yet);
+  plan-aware (Rubick) jobs from the performance model
   restricted to data-parallel scaling of their requested plan: their global batch is
   fixed, so statistical efficiency is 1 and goodput is throughput; any other job is
   rigid (its requested GPU count only, goodput = that count, ``_get_rigid_goodputs``);
-* **limits**: an elastic job gets at most twice the replicas it has run on (``explore``),
-  at most ``max_replicas`` (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``);
-  a fixed-batch Pollux job (NCF) its request;
+* **limits**: an elastic job gets at most twice the most replicas it has run on, on any
+  type (``explore``; the artifact's ``--share_max_replicas``), at most ``max_replicas``
+  (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``); a fixed-batch Pollux
+  job (NCF) its request (``pin_fixed_batch``, below);
 * **normalised goodput** (§3): divided by the job's smallest goodput over its
   configurations (1 GPU), values at most 1e-4 raised to 1e-4 (``ZERO_ALLOC_GAIN``);
 * **restart factor** (§3): for a job holding GPUs, every configuration but its current
