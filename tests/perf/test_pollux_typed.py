@@ -108,3 +108,27 @@ def test_policy_limits_follow_the_type(tmp_path):
     assert knowledge.job(job, None, 0.0, "fast").limits.max_local == 32
     assert knowledge.job(job, None, 0.0, "slow").limits.max_local == 64
     assert knowledge.job(job, None, 0.0, None).limits.max_local == 64
+
+
+def test_fixed_batch_throughput_as_the_artifact_feeds_gavel(tmp_path):
+    from shapeshift.perf.pollux.reference import fixed_batch_throughput
+
+    root = str(_profiles(tmp_path).resolve())
+    # 1 GPU, batch 32: the artifact's Gavel accumulates at least once on one GPU: atomic 16,
+    # slow 0.05 + 1 x (0.05 - 0) = 0.1 s -> 320 examples/s; fast 0.025 x 2 = 0.05 s -> 640.
+    assert fixed_batch_throughput(root, "toy", "slow", 1, 2, 32) == pytest.approx(320.0)
+    assert fixed_batch_throughput(root, "toy", "fast", 1, 2, 32) == pytest.approx(640.0)
+    # 2 GPUs on one node, local 16, no accumulation: placement "2" at 16: slow 0.06 s
+    # -> 32 / 0.06 = 533.3; fast 0.03 s -> 1066.7.
+    assert fixed_batch_throughput(root, "toy", "slow", 2, 2, 32) == pytest.approx(32 / 0.06)
+    assert fixed_batch_throughput(root, "toy", "fast", 2, 2, 32) == pytest.approx(32 / 0.03)
+
+
+def test_gavel_with_profiles_rates_pollux_jobs_per_type(tmp_path):
+    from shapeshift.policies.gavel.policy import GavelPolicy
+
+    root = str(_profiles(tmp_path).resolve())
+    job = _job(32)
+    assert GavelPolicy(360.0, profiles=root)._speed(job, "fast", 2) == pytest.approx(640.0)
+    # Without profiles: the job's own or the catalog's speed (no per-type profile).
+    assert GavelPolicy(360.0)._speed(job, "fast", 2) != pytest.approx(640.0)

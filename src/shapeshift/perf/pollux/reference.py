@@ -67,3 +67,27 @@ def run_length(root: str, app: str, replicas: int, size: int) -> tuple[int, floa
         seconds += (end - done) / rate
         done = end
     return round(seconds / per_step), seconds
+
+
+def fixed_batch_throughput(root: str, app: str, gpu_type: str | None, gpus: int, per_node: int, size: int) -> float:
+    """Examples/s of ``app`` at a fixed global batch ``size`` on ``gpus`` GPUs of
+    ``gpu_type`` packed ``per_node`` to a node, from that type's profile, as the Sia
+    artifact rates a job for Gavel (``gavel.py``, ``predict_xput``): the batch split with
+    the type's per-GPU limit, one accumulation at least on a single GPU, measured step
+    plus ``accum x (step - sync)``. Statistical efficiency is left out (the batch is fixed)."""
+    import math
+
+    from shapeshift.perf.pollux.profiles import load_profile
+
+    profile = load_profile(root, app, gpu_type)
+    if profile is None:
+        return 0.0
+    placement = packed(gpus, per_node)
+    local = math.ceil(size / gpus - 1e-8)
+    accum = math.ceil(local / profile.max_local - 1e-8) - 1
+    if gpus == 1:
+        accum = max(1, accum)
+    atomic = math.ceil(local / (accum + 1) - 1e-8)
+    atomic = max(1, min(atomic, int(profile.max_batch / (gpus * (accum + 1)))))
+    step, sync = profile.step_sync(placement, atomic)
+    return size / (step + accum * (step - sync))
