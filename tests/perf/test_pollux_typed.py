@@ -90,6 +90,17 @@ def test_calibration_divides_by_the_artifacts_slowdown(tmp_path):
     alloc = Allocation(((0, Resources(1)),))
     # "toy" has no slowdown in the artifact's table: factor 1.
     assert calibrated.rate(job, alloc) == pytest.approx(plain.rate(job, alloc))
+    # The same rows under CIFAR-10's name: the artifact slows CIFAR-10 by 1.8.
+    other = tmp_path / "named"
+    other.mkdir()
+    (_profiles(other) / "toy").rename(other / "cifar10")
+    rows = "".join(f"{100 * e},{100 * e},0.5,1.0,0.0\n" for e in range(1, 101))  # CIFAR-10 trains 100 epochs
+    for size in (32, 128):
+        (other / "cifar10" / f"validation-{size}.csv").write_text(VALIDATION.splitlines()[0] + "\n" + rows)
+    root = other
+    cifar = JobSpec("c", 0.0, 1, iterations=0, model="pollux/cifar10", batch=BatchSpec(32, 32, 128, 16, 64))
+    slow = PolluxGroundTruth(root, _cluster(), calibrate=True).rate(cifar, alloc)
+    assert slow == pytest.approx(PolluxGroundTruth(root, _cluster()).rate(cifar, alloc) / 1.8)
 
 
 def test_single_gpu_throughput_and_type_ratio(tmp_path):
