@@ -42,41 +42,15 @@ import pandas as pd
 from shapeshift import datasets
 from shapeshift.engine.batching import split_batch
 from shapeshift.errors import InputError
-from shapeshift.model import Allocation, BatchSpec, JobSpec, Resources
-from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
-from shapeshift.perf.pollux.profiles import APPLICATIONS, NAMESPACE, ApplicationProfile
+from shapeshift.model import BatchSpec
+from shapeshift.perf.pollux.profiles import APPLICATIONS, ApplicationProfile
+from shapeshift.perf.pollux.reference import GPUS_PER_NODE, packed, run_length
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PROFILES = "pollux-profiles"
 DEFAULT_OUT = ROOT / "src" / "shapeshift" / "data" / "pollux_reference.json"
 
 REPLICAS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48)
-GPUS_PER_NODE = 4
-
-
-def _packed(replicas: int) -> tuple[int, ...]:
-    placement: tuple[int, ...] = ()
-    while sum(placement) < replicas:
-        placement = (*placement, min(replicas - sum(placement), GPUS_PER_NODE))
-    return placement
-
-
-def _run_length(truth: PolluxGroundTruth, app: str, batch: BatchSpec, placement: tuple[int, ...]) -> tuple[int, float]:
-    """(optimiser steps, seconds) to train ``max_epochs`` at a fixed batch on ``placement``,
-    epoch by epoch as the simulation's ground truth charges it."""
-    job = JobSpec("reference", 0.0, sum(placement), iterations=0, model=f"{NAMESPACE}{app}", batch=batch)
-    alloc = Allocation(tuple((i, Resources(g)) for i, g in enumerate(placement)))
-    total = truth.total_work(job)
-    split = split_batch(batch, batch.size, sum(placement))
-    step, sync = truth.apps[app].step_sync(placement, split.atomic)
-    per_step = step + split.accum * (step - sync)
-    done = seconds = 0.0
-    while done < total:
-        rate, horizon = truth.rate_at(job, alloc, done)
-        end = min(horizon, total)
-        seconds += (end - done) / rate
-        done = end
-    return round(seconds / per_step), seconds
 
 
 def derive(profiles: Path) -> dict:
@@ -90,11 +64,10 @@ def derive(profiles: Path) -> dict:
         validation = {int(p.stem.split("-")[-1]): pd.read_csv(p) for p in sorted(directory.glob("validation-*.csv"))}
         epoch = int(settings["max_epochs"]) - 1
         profile = ApplicationProfile(directory, app)
-        truth = PolluxGroundTruth(profiles)
         iterations = {bsz: int(frame["iteration"].iloc[epoch]) for bsz, frame in sorted(validation.items())}
         configs = []
         for replicas in REPLICAS:
-            placement = _packed(replicas)
+            placement = packed(replicas)
             for bsz in iterations:
                 if math.ceil(bsz / replicas - 1e-8) < profile.min_local:
                     continue
@@ -102,7 +75,7 @@ def derive(profiles: Path) -> dict:
                 split = split_batch(batch, bsz, replicas)
                 if not profile.measured(placement, split.atomic):
                     continue
-                steps, seconds = _run_length(truth, app, batch, placement)
+                steps, seconds = run_length(str(profiles.resolve()), app, replicas, bsz)
                 if steps == 0:
                     continue
                 configs.append(

@@ -181,7 +181,7 @@ def test_pollux_fixture_gets_reference_iterations_and_duration(tmp_path):
     ("old", "new", "field", "fragment"),
     [
         ("ncf,1,32768", "resnet,1,32768", "application", "unknown application 'resnet'"),
-        ("ncf,1,32768", "ncf,5,32768", "num_replicas", "no reference run length for ncf with 5 replicas"),
+        ("ncf,1,32768", "ncf,1,65536", "batch_size", "outside its validated range 256..32768"),
         ("ncf,1,32768", "ncf,1,", "batch_size", "missing"),
     ],
 )
@@ -189,6 +189,19 @@ def test_pollux_bad_rows_are_located(tmp_path, old, new, field, fragment):
     path = _csv(tmp_path, POLLUX.replace(old, new))
     err = _located(read_workload, path)
     assert (err.line, err.field) == (3, field) and fragment in err.message
+
+
+def test_pollux_any_replicas_and_batch_get_a_run_length(tmp_path):
+    """Combinations outside the old lookup grid (the Sia artifact's Saturn workloads ask
+    for cifar10 on 10 GPUs at 4096, NCF on 5) get their length from the profiles.
+
+    At a fixed batch the steps to the end depend on the batch only: every packed replica
+    count in the reference table trains cifar10 at 4096 in 2143-2147 steps and NCF at
+    32768 in 1552-1553 steps, so 10 and 5 replicas must land there too."""
+    text = POLLUX + "cifar10-2,60,cifar10,10,4096\nncf-3,70,ncf,5,32768\n"
+    jobs = {j.job_id: j for j in read_workload(_csv(tmp_path, text)).jobs()}
+    assert 2143 <= jobs["cifar10-2"].iterations <= 2147 and jobs["cifar10-2"].duration > 0
+    assert 1552 <= jobs["ncf-3"].iterations <= 1553 and jobs["ncf-3"].duration > 0
 
 
 def test_pollux_reference_matches_the_profiles():

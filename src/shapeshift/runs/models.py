@@ -48,11 +48,15 @@ def _ground_truth(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
     return GroundTruthModel.from_dir(locate(path))
 
 
-def _pollux(_cluster: ClusterSpec, path: str | None) -> ThroughputModel:
+def _pollux(cluster: ClusterSpec, path: str | None, calibrate: bool = False) -> ThroughputModel:
     from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
 
     assert path is not None
-    return PolluxGroundTruth(locate(path))
+    return PolluxGroundTruth(locate(path), tuple(n.gpu_type for n in cluster.nodes), calibrate=calibrate)
+
+
+def _pollux_calibrated(cluster: ClusterSpec, path: str | None) -> ThroughputModel:
+    return _pollux(cluster, path, calibrate=True)
 
 
 THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
@@ -72,6 +76,11 @@ THROUGHPUT_KINDS: dict[str, ThroughputKind] = {
         "measured Pollux profiles with statistical efficiency (a profiles/ directory, e.g. pollux-profiles)",
         True,
         _pollux,
+    ),
+    "pollux-calibrated": ThroughputKind(
+        "as pollux, every application slowed by the Sia artifact's calibration factor (simulator_config.SLOWDOWNS)",
+        True,
+        _pollux_calibrated,
     ),
 }
 

@@ -187,17 +187,14 @@ def test_sia_knapsack_and_integer_program_reach_the_same_objective():
     assert cost(dp) == pytest.approx(cost(ip), abs=1e-9)
 
 
-def test_sia_starts_a_waiting_job_once_its_restart_factor_allows_and_the_run_waits_for_it():
-    """Found by the invariant test. 1 x 1 GPU, three 0 s jobs at t=0, sia (60 s rounds,
-    p = -0.5, lambda_n = 1.1, restore penalty 78 s). A never-started job's options are
-    scaled by the restart factor age / (age + 78) once age >= 78; its cost is
-    round((1 x factor)^-0.5, 2) - 1.1 against 0 for leaving it idle, ties going to the
-    allocation. t=0 (factor 1): j2 runs (ties by the solver's order) and ends at 0;
-    t=60 (age 60 < 78, factor 1): j1 runs, ends at 60; j0 then waits: at 120 the factor is
-    0.61 (cost 0.18), 180: 0.70, 240: 0.75, 300: 0.79 (cost 0.02), 360: 360/438 = 0.822,
-    0.822^-0.5 = 1.103 -> 1.10, cost 0: a tie, so j0 runs at 360. The simulator used to give
-    up after 3 unchanged idle rounds and left j0 unfinished."""
+def test_sia_starts_a_waiting_job_without_a_restart_factor():
+    """1 x 1 GPU, three 0 s jobs at t=0, sia (60 s rounds, p = -0.5, lambda_n = 1.1,
+    restore penalty 78 s). The artifact scales only jobs holding GPUs by the restart
+    factor (``__solve_mip_rescaled``), so a waiting job's one option costs
+    round(1^-0.5, 2) - 1.1 = -0.1 < 0 (idle: 0) at any age: one job per round. t=0: j2
+    runs (ties by the solver's order) and ends at 0; t=60: j1, ends at 60; t=120: j0.
+    (Scaling waiting jobs too kept j0 idle until its factor 360/438 allowed it, at 360.)"""
     from tests.conftest import job, run
 
     result = run([job("j0", 0, 1, 0.0), job("j1", 0, 1, 0.0), job("j2", 0, 1, 0.0)], "1x1", "sia")
-    assert {j.job_id: j.end_time for j in result.jobs} == {"j0": 360.0, "j1": 60.0, "j2": 0.0}
+    assert {j.job_id: j.end_time for j in result.jobs} == {"j0": 120.0, "j1": 60.0, "j2": 0.0}

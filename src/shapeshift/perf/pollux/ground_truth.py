@@ -11,28 +11,65 @@ the executor as the Pollux artifact's simulator charges a job (``simulator/simul
 * step time = measured step of the placement at the atomic batch plus
   ``accum x (step - sync)`` for the accumulation micro-steps;
 * rate = global batch x statistical efficiency at (batch, current epoch) / step time,
-  valid until the next epoch boundary (``rate_at``), where the efficiency changes.
+  valid until the next epoch boundary (``rate_at``), where the efficiency changes;
+* on a cluster of several GPU types (the Sia artifact's simulator, ``sia-simulator/job.py``,
+  ``Job.step``), step times come from the profile of the type the job runs on
+  (``placements-<type>.csv``/``scalability-<type>.csv`` where they exist,
+  :func:`.profiles.load_profile`); an allocation over several types runs on its majority
+  type's profile (ties: the type of its first node);
+* ``calibrate``: the Sia artifact's calibration (``simulator_config.py``, ``SLOWDOWNS``:
+  every application's goodput divided by a factor fitted to its real runs). Off by default,
+  as in the Pollux simulator and the Sia artifact's homogeneous runs.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from shapeshift.engine.batching import batch_of, split_batch
 from shapeshift.model import Allocation, JobSpec
-from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, efficiency, load_profiles
+from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, efficiency, load_profile, load_profiles
+
+#: Per-application slowdowns of the Sia artifact's calibration (``simulator_config.py``).
+SIA_SLOWDOWNS: dict[str, float] = {
+    "cifar10": 1.8,
+    "imagenet": 1.2,
+    "yolov3": 1.2,
+    "bert": 1.2,
+    "deepspeech2": 1.2,
+    "ncf": 1.5,
+}
 
 
 class PolluxGroundTruth:
     """``ThroughputModel`` with progress-dependent rates (``rate_at``) for Pollux jobs."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, node_types: tuple[str, ...] = (), calibrate: bool = False):
         self.root = str(Path(root).resolve())
         self.apps = load_profiles(self.root)
+        self.node_types = node_types
+        self.calibrate = calibrate
 
-    def profile(self, job: JobSpec) -> ApplicationProfile:
+    def gpu_type(self, allocation: Allocation) -> str | None:
+        """The type whose profile an allocation runs on (its majority type)."""
+        if not self.node_types:
+            return None
+        counts: dict[str, int] = {}
+        for n, r in allocation.placement:
+            t = self.node_types[n] if n < len(self.node_types) else ""
+            counts[t] = counts.get(t, 0) + r.gpus
+        if not counts:
+            return None
+        first = self.node_types[allocation.placement[0][0]] if allocation.placement[0][0] < len(self.node_types) else ""
+        best = max(counts.values())
+        return first if counts.get(first) == best else min(t for t, c in counts.items() if c == best)
+
+    def profile(self, job: JobSpec, gpu_type: str | None = None) -> ApplicationProfile:
         app = self.apps.get(app_name(job.model))
+        if app is not None and gpu_type:
+            app = load_profile(self.root, app.name, gpu_type) or app
         if app is None or job.batch is None:
             raise ValueError(
                 f"job {job.job_id}: the pollux model needs a Pollux application with a batch size "
@@ -52,12 +89,15 @@ class PolluxGroundTruth:
 
     def rate_at(self, job: JobSpec, allocation: Allocation, done: float) -> tuple[float, float]:
         """(examples/s at the initial batch, progress until which that rate holds)."""
-        app = self.profile(job)
+        app = self.profile(job, self.gpu_type(allocation))
         assert job.batch is not None
         replicas = allocation.gpus
         if replicas < 1:
             return 0.0, math.inf
-        split = split_batch(job.batch, batch_of(job.batch, allocation), replicas)
+        batch = job.batch
+        if app.gpu_type is not None and app.max_local != batch.max_local:  # the type's memory limit
+            batch = replace(batch, max_local=app.max_local, min_local=min(batch.min_local, app.max_local))
+        split = split_batch(batch, batch_of(batch, allocation), replicas)
         step, sync = app.step_sync(tuple(r.gpus for _, r in allocation.placement), split.atomic)
         seconds = step + split.accum * (step - sync)
         size = split.global_batch
@@ -66,5 +106,7 @@ class PolluxGroundTruth:
         epoch = app.epoch_of(done / app.init_batch + 1e-9)
         sqr, var = app.grad_stats(size, epoch)
         rate = size * efficiency(sqr, var, size, app.init_batch) / seconds
+        if self.calibrate:
+            rate /= SIA_SLOWDOWNS.get(app.name, 1.0)
         horizon = app.boundaries[epoch + 1] * app.init_batch if epoch + 1 < app.max_epochs else math.inf
         return rate, horizon

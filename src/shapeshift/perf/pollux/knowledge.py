@@ -6,6 +6,11 @@ the throughput model of :mod:`.goodput` fitted on that application's ``placement
 reports for its current batch and epoch (the artifact's simulator hands the scheduler
 exactly these: ``Job.update_params`` with ``get_grad_stats``).
 
+On a cluster of several GPU types, the model and the per-GPU batch limits are those of the
+type's own profile (``placements-<type>.csv``, :func:`.profiles.load_profile`), as the Sia
+artifact keeps one model per job and type; :func:`single_gpu_throughput` is the 1-GPU
+speed the artifact projects goodput across types with.
+
 Deviation from the artifact, named in the README: the artifact fits each *job's* model
 online from the configurations that job has run on; here every job of an application
 shares the model fitted offline on its profile rows (the exploration rule that limits a
@@ -23,7 +28,7 @@ import numpy as np
 
 from shapeshift.model import BatchSpec, JobSpec
 from shapeshift.perf.pollux.goodput import BatchLimits, GoodputGrid, PerfParams, best_batch, fit_perf_params
-from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, load_profiles
+from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, load_profile, load_profiles
 
 #: Where the Pollux profiles are looked for when a policy names no directory.
 PROFILES_ENV = "SHAPESHIFT_POLLUX_PROFILES"
@@ -37,9 +42,23 @@ def default_profiles() -> Path:
 
 
 @functools.cache
-def fitted_params(root: str, app: str) -> PerfParams:
-    """The application's throughput model, fitted once per process (deterministic)."""
-    return fit_perf_params(load_profiles(root)[app].rows)
+def fitted_params(root: str, app: str, gpu_type: str | None = None) -> PerfParams:
+    """The application's throughput model on ``gpu_type`` (its typed profile where there is
+    one), fitted once per process (deterministic)."""
+    profile = load_profile(root, app, gpu_type)
+    assert profile is not None
+    return fit_perf_params(profile.rows)
+
+
+@functools.cache
+def single_gpu_throughput(root: str, app: str, gpu_type: str | None) -> float:
+    """Examples/s of one GPU of ``gpu_type`` as the Sia artifact rates a type
+    (``cluster.py``, ``compute_throughputs``): the largest measured local batch over the
+    largest step time among the 1-GPU rows of the type's ``placements`` file."""
+    profile = load_profile(root, app, gpu_type)
+    assert profile is not None
+    rows = [r for r in profile.rows if r.replicas == 1] or profile.rows
+    return max(r.local_bsz for r in rows) / max(r.step for r in rows)
 
 
 @functools.lru_cache(maxsize=256)
@@ -90,18 +109,33 @@ class GoodputKnowledge:
         self.root = str(found.resolve()) if found is not None and found.is_dir() else None
         self.apps: dict[str, ApplicationProfile] = load_profiles(self.root) if self.root else {}
 
-    def job(self, spec: JobSpec, batch_now: int | None, progress: float) -> JobGoodput:
-        """``spec``'s goodput table at ``progress`` (examples at its initial batch), with the
-        noise it reports at ``batch_now`` (its current batch; its own size when not running)."""
+    def job(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str | None = None) -> JobGoodput:
+        """``spec``'s goodput table at ``progress`` (examples at its initial batch) on
+        ``gpu_type``, with the noise it reports at ``batch_now`` (its current batch; its own
+        size when not running)."""
         app = self.apps.get(app_name(spec.model))
         batch = spec.batch or BatchSpec(1)
         if app is None or spec.batch is None or self.root is None:
             return JobGoodput(None, (0.0, 0.0), BatchLimits(1, 1, 1, 1), False)
+        typed = load_profile(self.root, app.name, gpu_type) or app
         size = batch_now or batch.size
         epoch = app.epoch_of(progress / app.init_batch + 1e-9)
         grad = app.grad_stats(size, epoch)
+        min_local, max_local = batch.min_local, batch.max_local
+        if typed.gpu_type is not None:  # the type's own memory limits
+            min_local, max_local = min(typed.min_local, typed.max_local), typed.max_local
         if batch.adaptive:
-            limits = BatchLimits(batch.initial, batch.max_size, batch.min_local, batch.max_local)
+            limits = BatchLimits(batch.initial, batch.max_size, min_local, max_local)
         else:  # a fixed job evaluates its own batch only
-            limits = BatchLimits(batch.size, batch.size, 1, batch.max_local)
-        return JobGoodput(fitted_params(self.root, app.name), grad, limits, batch.adaptive)
+            limits = BatchLimits(batch.size, batch.size, 1, max_local)
+        return JobGoodput(fitted_params(self.root, app.name, typed.gpu_type), grad, limits, batch.adaptive)
+
+    def type_ratio(self, spec: JobSpec, gpu_type: str | None, source: str | None) -> float:
+        """1-GPU throughput of ``spec``'s application on ``gpu_type`` over that on
+        ``source`` (the Sia artifact's ``cluster_throughput_ratios``); 1 for other jobs."""
+        app = self.apps.get(app_name(spec.model))
+        if app is None or self.root is None:
+            return 1.0
+        return single_gpu_throughput(self.root, app.name, gpu_type) / single_gpu_throughput(
+            self.root, app.name, source
+        )

@@ -41,9 +41,17 @@ APPLICATIONS: dict[str, dict[str, int | None]] = {
     "ncf": {"max_epochs": 10, "max_local_bsz": None},
     "yolov3": {"max_epochs": 50, "max_local_bsz": 8},
 }
+#: Per-GPU batch caps below what a type's profile measured, as the Sia artifact sets them
+#: (``sia-simulator/applications.py``, ``Application.__init__``: DeepSpeech2 on the RTX 2080Ti).
+MEMORY_LIMITS: dict[tuple[str, str], int] = {("deepspeech2", "rtx"): 57}
 #: Model names of Pollux jobs carry this namespace, so ``pollux/bert`` never picks up
 #: another source's ``bert`` (the Rubick catalog entry).
 NAMESPACE = "pollux/"
+
+
+def typed_file(kind: str, gpu_type: str | None) -> str:
+    """``placements-<type>.csv`` for a GPU type, ``placements.csv`` for none."""
+    return f"{kind}-{gpu_type}.csv" if gpu_type else f"{kind}.csv"
 
 
 def app_name(model: str) -> str:
@@ -72,13 +80,14 @@ class Row:
 class ApplicationProfile:
     """Measured behaviour of one application (see the module docstring)."""
 
-    def __init__(self, directory: Path, name: str | None = None):
+    def __init__(self, directory: Path, name: str | None = None, gpu_type: str | None = None):
         import pandas as pd
 
         self.name = name or directory.name
+        self.gpu_type = gpu_type
         settings = APPLICATIONS.get(self.name, {})
-        placements = pd.read_csv(directory / "placements.csv")
-        scalability = pd.read_csv(directory / "scalability.csv")
+        placements = pd.read_csv(directory / typed_file("placements", gpu_type))
+        scalability = pd.read_csv(directory / typed_file("scalability", gpu_type))
         self.rows: list[Row] = [
             Row(len(str(p)), sum(int(c) for c in str(p)), float(b), float(s), float(y), str(p))
             for p, b, s, y in zip(
@@ -109,6 +118,8 @@ class ApplicationProfile:
         self.max_batch = self.batch_sizes[-1]
         self.min_local = int(min(r.local_bsz for r in self.rows))
         self.max_local = int(settings.get("max_local_bsz") or max(r.local_bsz for r in self.rows))
+        if (self.name, gpu_type) in MEMORY_LIMITS:
+            self.max_local = min(self.max_local, MEMORY_LIMITS[self.name, gpu_type])
         self.max_epochs = int(settings.get("max_epochs") or min(len(v) for v in self.validation.values()))
         self._grad = {
             b: (v["grad_sqr"].to_numpy(float), v["grad_var"].to_numpy(float)) for b, v in self.validation.items()
@@ -213,6 +224,27 @@ def efficiency(grad_sqr: float, grad_var: float, batch_size: float, init_batch: 
     denom = grad_var / scale + grad_sqr
     gain = (grad_var + grad_sqr) / denom if denom > 0 else 1.0
     return gain / scale
+
+
+@functools.cache
+def load_profile(root: str, app: str, gpu_type: str | None) -> ApplicationProfile | None:
+    """``app``'s profile on ``gpu_type``: its ``placements-<type>.csv`` and
+    ``scalability-<type>.csv`` where both exist (the Sia artifact's layout,
+    ``sia-simulator/traces/<app>/``), else the untyped one; None for an unknown application."""
+    untyped = load_profiles(root).get(app)
+    if untyped is None or not gpu_type:
+        return untyped
+    directory = Path(root) / app
+    if not all((directory / typed_file(k, gpu_type)).is_file() for k in ("placements", "scalability")):
+        return untyped
+    return ApplicationProfile(directory, app, gpu_type)
+
+
+def typed_profiles(root: str, app: str) -> tuple[str, ...]:
+    """GPU types with their own profile of ``app`` under ``root`` (sorted)."""
+    directory = Path(root) / app
+    found = {p.stem.removeprefix("placements-") for p in directory.glob("placements-*.csv")}
+    return tuple(sorted(t for t in found if (directory / typed_file("scalability", t)).is_file()))
 
 
 @functools.cache

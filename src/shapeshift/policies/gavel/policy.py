@@ -40,21 +40,21 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
+from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.framework.rounds import RoundOrFillPolicy
 from shapeshift.policies.gavel.lp import job_speed, max_min_allocation, type_speed
+from shapeshift.policies.gavel.profiled import profiled_speed, profiles_root
 from shapeshift.policies.gavel.rounds import GAVEL_RESET_INTERVAL, GavelLedger, grant_greedily
-from shapeshift.policies.gavel.table import GavelJobs
+from shapeshift.policies.gavel.table import GavelJobs, GpuTypes
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -81,29 +81,6 @@ def _fastest_first(names: Sequence[str]) -> list[int]:
     return sorted(range(len(names)), key=key)
 
 
-@dataclass(frozen=True)
-class _Types:
-    """The GPU types of one partition: names, node indexes per type, GPUs per type."""
-
-    names: tuple[str, ...]
-    nodes: tuple[np.ndarray, ...]
-    gpus: np.ndarray
-    node_type: Mapping[int, int]
-
-    @classmethod
-    def of(cls, cluster: ClusterSpec, nodes: np.ndarray) -> _Types:
-        names = tuple(sorted({cluster.nodes[int(n)].gpu_type for n in nodes}))
-        index = {name: i for i, name in enumerate(names)}
-        per = [np.array([int(n) for n in nodes if cluster.nodes[int(n)].gpu_type == t], dtype=np.int64) for t in names]
-        if len(per) == 1:
-            # One type: its nodes are the partition's, and placing on the partition's own
-            # array reads the free-GPU counts kept for it instead of scanning the nodes.
-            per = [nodes]
-        gpus = np.array([sum(cluster.nodes[int(n)].gpus for n in p) for p in per], dtype=np.int64)
-        node_type = {int(n): index[cluster.nodes[int(n)].gpu_type] for n in nodes}
-        return cls(names, tuple(per), gpus, node_type)
-
-
 class GavelPolicy(RoundOrFillPolicy):
     name = "gavel"
     waiting_reason = "waiting for a round"
@@ -126,8 +103,10 @@ class GavelPolicy(RoundOrFillPolicy):
         rounds: str = "gavel",
         priority: str = "gavel",
         reset_interval: float = GAVEL_RESET_INTERVAL,
+        profiles: str | None = None,
     ):
         super().__init__(round_seconds)
+        self._profiles = profiles
         self._round = round_seconds
         self._rounds = rounds
         if rounds == "gavel":
@@ -145,7 +124,7 @@ class GavelPolicy(RoundOrFillPolicy):
         #: LP solves so far (the benchmark prints it)
         self.solves = 0
         self._placement = Consolidated()
-        self._types: dict[str, _Types] = {}
+        self._types: dict[str, GpuTypes] = {}
         #: per partition: its jobs as rows of arrays (speeds, time received, what runs
         #: where since when; ``table``)
         self._jobs: dict[str, GavelJobs] = {}
@@ -158,10 +137,10 @@ class GavelPolicy(RoundOrFillPolicy):
         self._round_end: dict[str, float] = {}
 
     # ------------------------------------------------------------------ helpers
-    def _types_of(self, view: ClusterView, partition: str) -> _Types:
+    def _types_of(self, view: ClusterView, partition: str) -> GpuTypes:
         types = self._types.get(partition)
         if types is None:
-            types = self._types[partition] = _Types.of(view.cluster, view.partitions[partition])
+            types = self._types[partition] = GpuTypes.of(view.cluster, view.partitions[partition])
         return types
 
     def _table(self, view: ClusterView, partition: str) -> GavelJobs:
@@ -169,15 +148,22 @@ class GavelPolicy(RoundOrFillPolicy):
         if table is None:
             types = self._types_of(view, partition)
 
+            per_node = [max(view.cluster.nodes[int(n)].gpus for n in ns) for ns in types.nodes]
+
             def speeds(spec: JobSpec) -> tuple[float, ...]:
                 # A job's speed on each GPU type of its partition, 0 where it does not fit.
                 return tuple(
-                    job_speed(spec, name) if spec.num_gpus <= types.gpus[k] else 0.0
+                    self._speed(spec, name, per_node[k]) if spec.num_gpus <= types.gpus[k] else 0.0
                     for k, name in enumerate(types.names)
                 )
 
             table = self._jobs[partition] = GavelJobs(partition, len(types.names), speeds)
         return table
+
+    def _speed(self, spec: JobSpec, gpu_type: str, per_node: int) -> float:
+        """``job_speed``, or with ``profiles`` a Pollux job's speed from the type's profile."""
+        found = profiled_speed(self._profiles, spec, gpu_type, per_node) if self._profiles else None
+        return job_speed(spec, gpu_type) if found is None else found
 
     def _type_time(self, partition: str) -> np.ndarray | None:
         ledger = self._ledgers.get(partition)
@@ -204,10 +190,10 @@ class GavelPolicy(RoundOrFillPolicy):
             else:
                 table.started(view, job_id, self._type_of(self._types_of(view, partition), alloc))
 
-    def _type_of(self, types: _Types, alloc: Allocation) -> int:
+    def _type_of(self, types: GpuTypes, alloc: Allocation) -> int:
         return types.node_type[alloc.placement[0][0]]
 
-    def _running_rows(self, view: ClusterView, table: GavelJobs, types: _Types, running: list[str]) -> np.ndarray:
+    def _running_rows(self, view: ClusterView, table: GavelJobs, types: GpuTypes, running: list[str]) -> np.ndarray:
         """The rows of the partition's running jobs, each known to run where it does: a
         controller that restarted finds jobs running that this policy never placed; they
         are adopted as if placed between rounds (the round ranks them after the waiting
@@ -254,7 +240,7 @@ class GavelPolicy(RoundOrFillPolicy):
             base=view.allocations, changes=changes, reasons=reasons, default_reason=self.waiting_reason, wake_at=wake
         )
 
-    def _solve(self, table: GavelJobs, types: _Types, rows: np.ndarray) -> np.ndarray:
+    def _solve(self, table: GavelJobs, types: GpuTypes, rows: np.ndarray) -> np.ndarray:
         self.solves += 1
         demand = table.gpus[rows].astype(float)
         return max_min_allocation(
@@ -262,7 +248,7 @@ class GavelPolicy(RoundOrFillPolicy):
         )
 
     def _grants_gavel(
-        self, view: ClusterView, partition: str, table: GavelJobs, types: _Types, fresh: list[str], running: list[str]
+        self, view: ClusterView, partition: str, table: GavelJobs, types: GpuTypes, fresh: list[str], running: list[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Gavel's grants: (the active rows in arrival order, each row's granted type, the
         granted rows in grant order)."""
@@ -283,7 +269,7 @@ class GavelPolicy(RoundOrFillPolicy):
         return rows, *grant_greedily(orders, table.gpus, types.gpus.copy(), table.size)
 
     def _grants_by_age(
-        self, view: ClusterView, partition: str, table: GavelJobs, types: _Types, running: list[str]
+        self, view: ClusterView, partition: str, table: GavelJobs, types: GpuTypes, running: list[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Our earlier rule (``priority=age``), job by job: LP re-solved whenever the job
         set changed, one global order by time received since submission."""
@@ -427,6 +413,12 @@ class GavelParams(PolicyParams):
     objective: Literal["gavel", "best-type"] = Field(
         "gavel", description="gavel: MaxMinFairnessPolicyWithPerf; best-type: our earlier objective"
     )
+    profiles: str | None = Field(
+        None,
+        description="Pollux profiles (a directory or data set): Pollux jobs' speed per GPU type from its "
+        "own profile at their GPU count and batch, as the Sia artifact feeds Gavel (default: the job's own "
+        "or catalog speeds)",
+    )
 
 
 @register(
@@ -444,4 +436,6 @@ def make_gavel(params: GavelParams) -> GavelPolicy:
         rounds=params.rounds,
         priority=params.priority,
         reset_interval=params.reset_interval,
+        profiles=profiles_root(params.profiles),
     )
+

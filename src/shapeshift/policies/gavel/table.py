@@ -17,13 +17,14 @@ bookkeeping it replaced.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from shapeshift.engine.state import JobState
-from shapeshift.model import JobSpec
+from shapeshift.model import ClusterSpec, JobSpec
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -268,3 +269,26 @@ class GavelJobs:
         self.sighted.discard(job_id)
         self.ids[row] = None
         self._free.append(row)
+
+
+@dataclass(frozen=True)
+class GpuTypes:
+    """The GPU types of one partition: names, node indexes per type, GPUs per type."""
+
+    names: tuple[str, ...]
+    nodes: tuple[np.ndarray, ...]
+    gpus: np.ndarray
+    node_type: Mapping[int, int]
+
+    @classmethod
+    def of(cls, cluster: ClusterSpec, nodes: np.ndarray) -> GpuTypes:
+        names = tuple(sorted({cluster.nodes[int(n)].gpu_type for n in nodes}))
+        index = {name: i for i, name in enumerate(names)}
+        per = [np.array([int(n) for n in nodes if cluster.nodes[int(n)].gpu_type == t], dtype=np.int64) for t in names]
+        if len(per) == 1:
+            # One type: its nodes are the partition's, and placing on the partition's own
+            # array reads the free-GPU counts kept for it instead of scanning the nodes.
+            per = [nodes]
+        gpus = np.array([sum(cluster.nodes[int(n)].gpus for n in p) for p in per], dtype=np.int64)
+        node_type = {int(n): index[cluster.nodes[int(n)].gpu_type] for n in nodes}
+        return cls(names, tuple(per), gpus, node_type)

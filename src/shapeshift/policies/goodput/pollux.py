@@ -203,7 +203,7 @@ class PolluxPolicy:
     "pollux",
     "Pollux: GPU counts and batch sizes maximising the power mean of goodput speedups.",
     PolluxParams,
-    speed_models=("pollux",),
+    speed_models=("pollux", "pollux-calibrated"),
     speed_note="chooses batch sizes for goodput (throughput x statistical efficiency), and only the pollux "
     "profiles model statistical efficiency: here a batch size changes no job's progress",
 )

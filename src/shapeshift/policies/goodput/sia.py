@@ -7,19 +7,27 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 
 * **configurations** per GPU type (§3; ``CONFIGS_4GPU``/``CONFIGS_8GPU``): 1, 2, 4, ...
   GPUs up to one node, then whole nodes (2 x, 3 x, ... GPUs per node);
-* **goodput** of every job in every configuration (§3): Pollux jobs from their fitted
-  throughput model and reported gradient noise at the best batch size
-  (:mod:`shapeshift.perf.pollux`); plan-aware (Rubick) jobs from the performance model
+* **goodput** of every job in every configuration (§3): Pollux jobs from the throughput
+  model of the GPU type's own profile (``placements-<type>.csv`` where the profiles have
+  one, with the type's per-GPU batch limit) and their reported gradient noise, at the
+  best batch size (:mod:`shapeshift.perf.pollux`), on the types the job has run on; on a
+  type it has not run on, the model of the first type (cluster order) it has run on at
+  the same GPU count, times the ratio of the two types' 1-GPU throughputs
+  (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first run, its
+  1-GPU configuration on every type, each worth 1 (the artifact has no model yet);
+  plan-aware (Rubick) jobs from the performance model
   restricted to data-parallel scaling of their requested plan: their global batch is
   fixed, so statistical efficiency is 1 and goodput is throughput; any other job is
   rigid (its requested GPU count only, goodput = that count, ``_get_rigid_goodputs``);
-* **limits**: an elastic job gets at most twice the replicas it has run on (``explore``),
-  at most ``max_replicas`` (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``);
-  a fixed-batch Pollux job (NCF) its request;
+* **limits**: an elastic job gets at most twice the most replicas it has run on, on any
+  type (``explore``; the artifact's ``--share_max_replicas``), at most ``max_replicas``
+  (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``); a fixed-batch Pollux
+  job (NCF) its request (``pin_fixed_batch``, below);
 * **normalised goodput** (§3): divided by the job's smallest goodput over its
   configurations (1 GPU), values at most 1e-4 raised to 1e-4 (``ZERO_ALLOC_GAIN``);
-* **restart factor** (§3): every configuration but the job's current one is multiplied
-  by ``max(age - restarts x penalty, 0) / (age + penalty)``, 1 while ``age < penalty``;
+* **restart factor** (§3): for a job holding GPUs, every configuration but its current
+  one is multiplied by ``max(age - restarts x penalty, 0) / (age + penalty)``, 1 while
+  ``age < penalty``; a job without GPUs (waiting, or preempted) is not scaled;
   the penalty per application as measured in the artifact (``get_restart_penalty``:
   cifar10 30 s, imagenet 250, bert 120, deepspeech2 25, yolov3 45, other Pollux
   applications 30), for jobs of other sources ``restore_penalty``;
@@ -77,6 +85,11 @@ class SiaParams(PlanAwareParams):
     max_replicas: int = Field(64, ge=1)
     profiles: str | None = None
     time_limit: float = Field(10.0, gt=0)
+    #: A fixed-batch Pollux job (NCF) gets at most the GPUs it asked for, as the artifact
+    #: means to (``cluster.py``, ``get_sia_multi_job_info`` treats NCF as rigid); its check
+    #: (``'ncf' in job.applications``) tests GPU-type names and never fires, so there NCF
+    #: scales like any job at its fixed batch: ``pin_fixed_batch=false`` runs that.
+    pin_fixed_batch: bool = True
 
 
 @dataclass
@@ -108,6 +121,7 @@ class SiaPolicy:
         self.knowledge = knowledge
         self.goodput = GoodputKnowledge(params.profiles)
         self._seen: dict[str, int] = {}
+        self._ran: dict[str, list[str]] = {}  # GPU types each job has run on, in order
         self._plan_cache: dict[tuple[object, ...], float] = {}
 
     # ------------------------------------------------------------ goodput
@@ -119,7 +133,13 @@ class SiaPolicy:
         status = view.job(job_id)
         spec = status.spec
         alloc = status.allocation
-        table = self.goodput.job(spec, alloc.batch_size if alloc else None, status.progress_at(view.now))
+        batch_now, progress = (alloc.batch_size if alloc else None), status.progress_at(view.now)
+        current_type = view.cluster.nodes[alloc.placement[0][0]].gpu_type if alloc is not None else None
+        ran = self._ran.setdefault(job_id, [])
+        if current_type is not None and current_type not in ran:
+            ran.append(current_type)
+        tables = {t: self.goodput.job(spec, batch_now, progress, t) for t in types}
+        table = tables[current_type] if current_type in tables else next(iter(tables.values()))
         plan_model = spec.plan is not None and self.knowledge.knowledge(spec.model) is not None
         kind = "pollux" if table.params is not None else "plan" if plan_model else "rigid"
         job = _Job(job_id, spec, kind)
@@ -130,7 +150,12 @@ class SiaPolicy:
             floor = spec.num_gpus if kind == "plan" else 1
             cap = min(cap, max(2 * self._seen.get(job_id, 0), floor))
         if kind == "pollux" and spec.batch is not None:
-            cap = min(cap, spec.batch.max_size // spec.batch.min_local if spec.batch.adaptive else spec.num_gpus)
+            scalable = spec.batch.adaptive or not self.params.pin_fixed_batch
+            cap = min(cap, spec.batch.max_size // spec.batch.min_local if scalable else spec.num_gpus)
+        # The artifact's goodput for a type a job has not run on: the model of the first
+        # type (in cluster order) it has run on, at the same replica count on that type's
+        # nodes, times the ratio of the two types' 1-GPU throughputs (``_compute_goodputs_v2``).
+        source = next((t for t in types if t in ran), None)
         for gpu_type, (gpn, count) in types.items():
             sizes = _configurations(gpn, count)
             if kind == "rigid":
@@ -139,19 +164,29 @@ class SiaPolicy:
             if kind == "plan" and spec.num_gpus <= gpn * count and all(r != spec.num_gpus for _, r in sizes):
                 sizes.append((math.ceil(spec.num_gpus / gpn), spec.num_gpus))  # its request always counts
             if kind == "pollux" and sizes:  # one vectorised evaluation per GPU type
-                good = table.best([k for k, _ in sizes], [r for _, r in sizes])[0]
+                if self.params.explore and source is None:
+                    # No model yet on any type: its 1-GPU configuration on every type, all
+                    # equal (the artifact's ``nnz_speedups`` before a job's first run).
+                    job.options += [_Option(gpu_type, k, r, 1.0) for k, r in sizes if r == 1]
+                    continue
+                if source is None or gpu_type in ran:
+                    good = tables[gpu_type].best([k for k, _ in sizes], [r for _, r in sizes])[0]
+                else:
+                    src_gpn = types[source][0]
+                    good = tables[source].best([math.ceil(r / src_gpn) for _, r in sizes], [r for _, r in sizes])[0]
+                    good = good * self.goodput.type_ratio(spec, gpu_type, source)
                 job.options += [_Option(gpu_type, k, r, float(v)) for (k, r), v in zip(sizes, good, strict=True)]
                 continue
             for k, r in sizes:
-                job.options.append(_Option(gpu_type, k, r, self._goodput(spec, kind, table, k, r, gpn)))
+                job.options.append(_Option(gpu_type, k, r, self._goodput(spec, kind, tables[gpu_type], k, r, gpn)))
         if alloc is not None:  # the previous configuration is always an option
-            gpu_type = view.cluster.nodes[alloc.placement[0][0]].gpu_type
+            assert current_type is not None
             k = len(alloc.placement)
-            found = [i for i, o in enumerate(job.options) if (o.gpu_type, o.gpus) == (gpu_type, alloc.gpus)]
+            found = [i for i, o in enumerate(job.options) if (o.gpu_type, o.gpus) == (current_type, alloc.gpus)]
             if not found:
-                gpn = types[gpu_type][0]
-                good = self._goodput(spec, kind, table, k, alloc.gpus, gpn)
-                job.options.append(_Option(gpu_type, k, alloc.gpus, good))
+                gpn = types[current_type][0]
+                good = self._goodput(spec, kind, tables[current_type], k, alloc.gpus, gpn)
+                job.options.append(_Option(current_type, k, alloc.gpus, good))
                 found = [len(job.options) - 1]
             job.current = found[0]
             job.pinned = status.stall_until > view.now  # checkpoint-restore under way
@@ -194,7 +229,10 @@ class SiaPolicy:
         good = np.array([o.goodput for o in job.options], dtype=float)
         positive = good[good > 0]
         norm = good / positive.min() if positive.size else np.zeros_like(good)
-        factor = self._factor(view, job.spec)
+        # Only a job holding GPUs pays the restart factor, on every configuration but its
+        # own (``__solve_mip_rescaled`` scales rows with a previous allocation only): a
+        # waiting job's 1-GPU option keeps cost 1 - lambda_n < 0 however long it waited.
+        factor = self._factor(view, job.spec) if job.current is not None else 1.0
         scaled = np.where(np.arange(len(good)) == job.current, norm, norm * factor)
         scaled = np.maximum(scaled, ZERO_ALLOC_GAIN)
         powered = np.minimum(np.round(scaled**self.params.p, 2), CLIP)
@@ -338,7 +376,8 @@ class SiaPolicy:
         elif job.kind == "pollux" and spec.batch is not None and spec.batch.adaptive:
             status = view.job(spec.job_id)
             alloc = status.allocation
-            table = self.goodput.job(spec, alloc.batch_size if alloc else None, status.progress_at(view.now))
+            gpu_type = view.cluster.nodes[next(iter(place))].gpu_type
+            table = self.goodput.job(spec, alloc.batch_size if alloc else None, status.progress_at(view.now), gpu_type)
             batch = int(table.best(len(place), g)[1][0])
         if job.kind == "plan" and plan is not None:
             cpus, mem = self._cpus(spec, g), host_memory_gb(get_arch(spec.model), plan)
@@ -367,7 +406,7 @@ def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
     "sia",
     "Sia: goodput per configuration (1, 2, 4.. GPUs, then whole nodes) per GPU type, an integer program per round.",
     SiaParams,
-    speed_models=("pollux",),
+    speed_models=("pollux", "pollux-calibrated"),
     speed_note="chooses batch sizes for goodput (throughput x statistical efficiency), and only the pollux "
     "profiles model statistical efficiency: here a batch size changes no job's progress",
 )

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from shapeshift.model import BatchSpec
 from shapeshift.workloads.readers.table import load_table
 from shapeshift.workloads.workload import Workload
 
@@ -27,21 +26,25 @@ def pollux_reference() -> dict[str, dict]:
     return json.loads(text)["applications"]
 
 
-def read_pollux(path: str | Path) -> Workload:
-    """The Pollux/AdaptDL evaluation workloads (``workload-N.csv``): ``name, time,
-    application, num_replicas, batch_size``.
+def read_pollux(path: str | Path, profiles: str | Path | None = None) -> Workload:
+    """The Pollux/AdaptDL evaluation workloads (``workload-N.csv``, and the Sia artifact's
+    ``workloads/*/workload-N.csv`` as they are): ``name, time, application, num_replicas,
+    batch_size``; other columns are ignored.
 
     The file has no durations: Pollux trains every job to the end of its application's
-    training trace. Each job gets ``iterations`` (steps to that point at its batch size)
-    and ``duration`` (those steps at the measured step time of its replicas packed 4 per
-    node) from ``shapeshift/data/pollux_reference.json`` (derived from the artifact's
-    profiles, see ``scripts/derive_pollux_reference.py``), so the jobs replay with the
-    duration-based throughput model. ``num_replicas`` -> ``num_gpus``; ``application`` ->
-    ``model`` as ``pollux/<application>``; ``batch_size`` -> the job's batch (adaptive
-    between the application's initial and largest validated batch, except NCF), which
-    the ``pollux`` throughput model and goodput policies use. A combination without a
-    reference row is an error naming the ones known for that application.
+    training trace. Each job gets ``iterations`` and ``duration`` at its own replicas and
+    batch, computed from the application's profile (:mod:`shapeshift.perf.pollux.reference`;
+    the bundled ``pollux-profiles`` unless ``profiles`` names another directory), so the
+    jobs also replay with the duration-based throughput models. ``num_replicas`` ->
+    ``num_gpus``; ``application`` -> ``model`` as ``pollux/<application>``; ``batch_size``
+    -> the job's batch (adaptive between the application's initial and largest validated
+    batch, except NCF), which the ``pollux`` throughput model and goodput policies use. An
+    unknown application or a batch outside the validated range is an error naming the row.
     """
+    from shapeshift.datasets import locate
+    from shapeshift.perf.pollux.profiles import load_profiles
+    from shapeshift.perf.pollux.reference import batch_spec, run_length
+
     table = load_table(path)
     table.require(POLLUX_COLUMNS, "pollux")
     ids = table.present("name").astype(str).str.strip()
@@ -49,38 +52,23 @@ def read_pollux(path: str | Path) -> Workload:
     apps = table.present("application").astype(str).str.strip()
     replicas = table.numeric("num_replicas", integer=True, minimum=1).astype("int64")
     batch = table.numeric("batch_size", integer=True, minimum=1).astype("int64")
-    reference = pollux_reference()
-    limits = {app: info["batch"] for app, info in reference.items()}
-    lookup = {
-        (app, c["replicas"], c["batch_size"]): (c["iterations"], c["duration_s"])
-        for app, info in reference.items()
-        for c in info["configs"]
-    }
+    root = str(locate(str(profiles) if profiles else "pollux-profiles").resolve())
+    known = load_profiles(root)
     iterations, durations, batches = [], [], []
-    for row, key in enumerate(zip(apps.tolist(), replicas.tolist(), batch.tolist(), strict=True)):
-        found = lookup.get(key)
-        if found is None:
-            app, r, b = key
-            if app not in reference:
-                raise table.fail(
-                    row, "application", f"unknown application {app!r}; known: {', '.join(sorted(reference))}"
-                )
-            known = sorted({(c["replicas"], c["batch_size"]) for c in reference[app]["configs"]})
-            shown = ", ".join(f"{kr}x{kb}" for kr, kb in known[:12])
+    for row, (app, r, b) in enumerate(zip(apps.tolist(), replicas.tolist(), batch.tolist(), strict=True)):
+        profile = known.get(app)
+        if profile is None:
+            raise table.fail(row, "application", f"unknown application {app!r}; known: {', '.join(sorted(known))}")
+        if not profile.init_batch <= b <= profile.max_batch:
             raise table.fail(
                 row,
-                "num_replicas",
-                f"no reference run length for {app} with {r} replicas at batch size {b}; "
-                f"known replicas x batch: {shown}{', ...' if len(known) > 12 else ''}",
+                "batch_size",
+                f"{app} batch size {b} is outside its validated range {profile.init_batch}..{profile.max_batch}",
             )
-        iterations.append(found[0])
-        durations.append(found[1])
-        app, _, size = key
-        lim = limits[app]
-        # Pollux adapts every job's batch except NCF's, which its simulator pins at 32768
-        # (simulator/simulator.py, Cluster.__init__).
-        spec = BatchSpec(size, lim["initial"], lim["max"], lim["min_local"], lim["max_local"], adaptive=app != "ncf")
-        batches.append(str(spec))
+        steps, seconds = run_length(root, app, int(r), int(b))
+        iterations.append(steps)
+        durations.append(round(seconds, 1))
+        batches.append(str(batch_spec(profile, int(b))))
     out = pd.DataFrame(
         {
             "job_id": ids,
@@ -94,5 +82,3 @@ def read_pollux(path: str | Path) -> Workload:
         }
     )
     return Workload.from_frame(Path(path).stem, out)
-
-

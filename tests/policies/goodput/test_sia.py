@@ -1,0 +1,70 @@
+"""Sia's per-type goodput and restart factor against the artifact's rules, on the toy
+two-type profile of ``tests/perf/test_pollux_typed.py`` (``slow`` and ``fast``, the fast
+type's 1-GPU throughput twice the slow one's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shapeshift.engine.engine import Engine
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import BatchSpec, ClusterSpec, JobSpec, NodeSpec
+from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
+from shapeshift.policies.goodput.sia import SiaParams, SiaPolicy, _Job, _Option
+from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
+from tests.perf.test_pollux_typed import _profiles
+
+CLUSTER = ClusterSpec(
+    (NodeSpec("s0", 2, 16, 64, gpu_type="slow"), NodeSpec("f0", 2, 16, 64, gpu_type="fast"))
+)
+TYPES = {"fast": (2, 1), "slow": (2, 1)}
+
+
+def _view(tmp_path, now=60.0):
+    root = _profiles(tmp_path)
+    policy = SiaPolicy(SiaParams(profiles=str(root)), SiaParams().knowledge())
+    truth = PolluxGroundTruth(root, tuple(n.gpu_type for n in CLUSTER.nodes))
+    engine = Engine(CLUSTER, policy, SimulatedExecutor(truth, CompletionQueue()))
+    spec = JobSpec("j", 0.0, 1, iterations=1, model="pollux/toy", batch=BatchSpec(32, 32, 128, 16, 64, adaptive=True))
+    engine.submit(spec, 0.0)
+    return policy, ClusterView(engine, now, frozenset({""}), True)
+
+
+def test_before_its_first_run_a_job_has_one_equal_option_per_type(tmp_path):
+    # The artifact has no model for a job that never ran: its 1-GPU configuration on every
+    # type, each worth 1 (``nnz_speedups``).
+    policy, view = _view(tmp_path)
+    job = policy._job(view, "j", TYPES)
+    assert sorted((o.gpu_type, o.gpus, o.goodput) for o in job.options) == [("fast", 1, 1.0), ("slow", 1, 1.0)]
+
+
+def test_a_type_not_run_on_is_projected_by_the_1gpu_throughput_ratio(tmp_path):
+    policy, view = _view(tmp_path)
+    policy._ran["j"] = ["slow"]
+    policy._seen["j"] = 1  # ran on 1 GPU: explores up to 2
+    job = policy._job(view, "j", TYPES)
+    got = {(o.gpu_type, o.gpus): o.goodput for o in job.options}
+    assert set(got) == {("fast", 1), ("fast", 2), ("slow", 1), ("slow", 2)}
+    # fast = slow's model at the same replicas x (640 / 320) examples/s on one GPU.
+    assert got["fast", 1] == pytest.approx(2 * got["slow", 1])
+    assert got["fast", 2] == pytest.approx(2 * got["slow", 2])
+
+
+def test_a_waiting_job_pays_no_restart_factor(tmp_path):
+    policy, view = _view(tmp_path, now=60.0)
+    spec = view.job("j").spec
+    # Waiting (no current configuration), age 60 s > the 30 s penalty: the artifact leaves
+    # its row unscaled, so the 1-GPU option costs round(1^-0.5, 2) - 1.1 = -0.1 (it is
+    # worth placing). Scaled by 60 / (60 + 30) it would cost round(1.5^0.5, 2) - 1.1 = +0.12.
+    waiting = _Job("j", spec, "pollux", [_Option("slow", 1, 1, 5.0)])
+    assert policy.costs(view, waiting)[0] == pytest.approx(-0.1)
+
+
+def test_a_running_job_pays_the_restart_factor_elsewhere(tmp_path):
+    policy, view = _view(tmp_path, now=60.0)
+    spec = view.job("j").spec
+    # Running on option 0 (goodput 5 -> normalised 1) at age 60, no restarts, penalty 30
+    # (the artifact's default for other applications): option 1 (goodput 7.5 ->
+    # normalised 1.5) x 60/90 = 1 -> round(1^-0.5, 2) - 1.1 = -0.1; its own stays -0.1.
+    running = _Job("j", spec, "pollux", [_Option("slow", 1, 1, 5.0), _Option("slow", 1, 2, 7.5)], current=0)
+    assert policy.costs(view, running).tolist() == pytest.approx([-0.1, -0.1])
