@@ -95,6 +95,12 @@ class Lucid:
         self.main_queue: dict[str, dict[str, None]] = {}
         self.known: set[str] = set()
         self.finished_in_profiler = 0
+        #: Profiling runs started, jobs started beside a partner, and those of > 4 GPUs.
+        self.profiled = 0
+        self.paired = 0
+        self.paired_large = 0
+        #: Jobs in a profiling queue that the main queue has not started yet.
+        self.awaiting_profile: set[str] = set()
         self.next_retrain = 0.0
         self._due_forecast: float | None = None
         self._due_rows: int | None = None
@@ -122,6 +128,7 @@ class Lucid:
                 del self.profiling_in[status.partition][job_id]
                 self.running_partners.touch(status.partition)
                 self.finished_in_profiler += 1
+                self.main_queue.get(status.partition, {}).pop(job_id, None)
             duration = status.spec.duration if status.spec.duration is not None else status.work_total
             self.durations.observe(status.spec, self.features.get(job_id), duration)
             if self.p.system_tuner:
@@ -147,16 +154,25 @@ class Lucid:
         profiler_gpus = sum(view.cluster.nodes[int(n)].gpus for n in profiler_nodes)
         if wants_profiling(spec, self.profiler, profiler_gpus):
             heapq.heappush(self.profile_queue.setdefault(partition, []), (spec.num_gpus, spec.submit_time, job_id))
-        else:
-            self._to_main(view, partition, spec, None)
+            self.awaiting_profile.add(job_id)
+            if self.p.profile_before_queue:
+                return
+        self._to_main(view, partition, spec, None)
 
     def _to_main(self, view: ClusterView, partition: str, spec: JobSpec, profile: SharingProfile | None) -> None:
+        """Queue ``spec`` in the main queue, or, when it is there already (profiled while
+        it waited), give it its measured features and the priority they predict."""
         self._ensure_models(view)
         if profile is not None:
             self.features[spec.job_id] = profile
-        self.priority[spec.job_id] = spec.num_gpus * self.durations.predict([spec], [profile])[0]
+        self.priority[spec.job_id] = spec.num_gpus * self._duration(spec, profile)
         self.running_partners.touch(partition)
         self.main_queue.setdefault(partition, {})[spec.job_id] = None
+
+    def _duration(self, spec: JobSpec, profile: SharingProfile | None) -> float:
+        if self.p.oracle_durations and spec.duration is not None:
+            return spec.duration
+        return self.durations.predict([spec], [profile])[0]
 
     def _note_due(self, now: float) -> None:
         """Record that the models are due for retraining, and on what data: every
@@ -188,6 +204,8 @@ class Lucid:
         waiting = [j for queue in self.main_queue.values() for j in queue]
         specs = [view.job(j).spec for j in waiting]
         predicted = self.durations.predict(specs, [self.features.get(j) for j in waiting])
+        if self.p.oracle_durations:
+            predicted = [s.duration if s.duration is not None else d for s, d in zip(specs, predicted, strict=True)]
         for job_id, spec, duration in zip(waiting, specs, predicted, strict=True):
             self.priority[job_id] = spec.num_gpus * duration
         self.running_partners.touch_all()
@@ -275,11 +293,16 @@ class Lucid:
         queue = self.profile_queue.get(partition, [])
         while queue:
             job_id = queue[0][2]
+            if job_id not in self.awaiting_profile:  # the main queue started it first
+                heapq.heappop(queue)
+                continue
             alloc = self.placement.find(view.job(job_id).spec, nodes, free)
             if alloc is None:
                 reasons[job_id] = "waiting for the profiler (least GPUs first)"
                 break
             heapq.heappop(queue)
+            self.awaiting_profile.discard(job_id)
+            self.profiled += 1
             free.take(alloc)
             changes[job_id] = alloc
             self.profiling[job_id] = now
@@ -303,12 +326,20 @@ class Lucid:
         everywhere = view.partitions[partition]
         empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
         for position, job_id in enumerate(order):
+            if job_id in self.profiling:  # its profiling run ends within T_prof
+                reasons[job_id] = "in the profiler"
+                continue
             spec = view.job(job_id).spec
             alloc = None
+            if pairing and 0 < spec.num_gpus <= largest and not self.p.pair_profiled_only:
+                self._measure_unprofiled(job_id, spec)
             if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
                 if partners is None:
                     partners = PartnerIndex(self.rules, self._partners(view, partition))
                 alloc = self._pair(view, spec, partners, free, gpu_mem)
+                if alloc is not None:
+                    self.paired += 1
+                    self.paired_large += spec.num_gpus > 4
             if alloc is None:
                 # A job larger than the main nodes may use the profiling nodes too, so
                 # that every job the VC can hold can run (the artifact never meets one).
@@ -328,8 +359,14 @@ class Lucid:
                 continue
             changes[job_id] = alloc
             del queue[job_id]
-            if job_id not in self.features:
-                self.features[job_id] = measure(spec, self.p.seed)  # measured while it runs
+            self.awaiting_profile.discard(job_id)
+            self._measure_unprofiled(job_id, spec)  # measured while it runs
+
+    def _measure_unprofiled(self, job_id: str, spec: JobSpec) -> None:
+        """Features for a job the profiler has not measured: read once it runs (the
+        artifact knows every job's features, so it pairs unprofiled jobs too)."""
+        if job_id not in self.features:
+            self.features[job_id] = measure(spec, self.p.seed)
 
     def _main_shape(self, view: ClusterView, nodes: np.ndarray) -> tuple[int, int, float]:
         """(largest node's GPUs, GPUs, smallest GPU memory) of the main nodes: fixed for a
@@ -401,7 +438,12 @@ class Lucid:
 
     def summary_fields(self) -> dict[str, float | int]:
         """Policy figures for ``summary.json``."""
-        fields: dict[str, float | int] = {"lucid_finished_in_profiler": self.finished_in_profiler}
+        fields: dict[str, float | int] = {
+            "lucid_profiled": self.profiled,
+            "lucid_finished_in_profiler": self.finished_in_profiler,
+            "lucid_paired": self.paired,
+            "lucid_paired_over_4_gpus": self.paired_large,
+        }
         if self.scaler is not None:
             fields.update(lucid_profiler_grown=self.scaler.grown, lucid_profiler_shrunk=self.scaler.shrunk)
         if self.p.system_tuner:
