@@ -205,3 +205,17 @@ def test_forecaster_feature_matrix_is_the_per_bin_rule():
     row = SubmissionForecaster._feature_rows(series, 0, range(150, 151))[0]
     assert list(row[2:5]) == [144.0, 132.0, 6.0]  # lags of 6, 18 and 144 bins
     assert list(row[5:7]) == [141.5, 141.5]  # mean and median of 139..144
+
+
+def test_philly_setting_gives_lucid_the_artifacts_philly_profiler():
+    # utils.profiler_config in the artifact: Philly profiles on 2 nodes for 80 s, at most
+    # factor 2 x scale 2 = 4 GPUs. Only lucid declares these parameters.
+    from shapeshift.datasets.catalog import PHILLY_SETTING
+    from shapeshift.policies.framework.registry import policy_info
+
+    given = dict(PHILLY_SETTING.policy_params)
+    assert given == {"profiler_nodes": "2", "profile_seconds": "80", "profiler_max_gpus": "4"}
+    params = LucidParams(**given)
+    assert (params.profiler_nodes, params.profile_seconds, params.profiler_max_gpus) == (2, 80.0, 4)
+    assert set(given) <= set(policy_info("lucid").params.model_fields)
+    assert not set(given) & set(policy_info("tiresias").params.model_fields)

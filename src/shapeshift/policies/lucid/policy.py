@@ -5,20 +5,26 @@ This follows Hu's thesis, chapter 4, and the authors' simulator
 things per VC (partition):
 
 1. **Profiler** (``profiler.py``): jobs that have run T_prof seconds in the profiling
-   nodes stop there and join the main queue with their measured features. The profiling
-   queue (least GPUs first) fills the profiling nodes.
+   nodes stop there with their measured features. The profiling queue (least GPUs
+   first) fills the profiling nodes.
 2. **Orchestrator**: the main queue is ordered by priority = GPUs x predicted duration,
    smallest first. The duration comes from a Primo PrAM trained on finished jobs
-   (``models.py``).
+   (``models.py``). As in the artifact (``utils.trace_profile`` is a separate pass and
+   ``job.reset_trace`` keeps each job's submit time), a job is in the main queue from
+   its submission, in parallel with the profiler: the main queue skips it while it
+   profiles, and may start it before the profiler has (``profile_before_queue`` is the
+   thesis's sequence instead).
 3. **Affine pair, else exclusive**: while sharing is on, each job of at most one node's
    GPUs first looks for an affine partner (``packing.py``: sharing scores from a Primo
-   PrDT, the binder's rules). Otherwise, and for every larger job, it takes the
-   consolidated placement on the main nodes. The artifact skips a job that does not fit
-   while sharing is on, and stops at it while sharing is off; we do the same.
-4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``): every 100 s the
-   workload forecaster predicts the GPU jobs submitted in the next five 10-minute bins.
-   Sharing goes off while their mean is at most 2, and stays on until the forecaster
-   has two days of history.
+   PrDT, the binder's rules); profiled or not, as the artifact pairs any job of at most
+   8 GPUs (``pair_profiled_only`` restricts it). Otherwise, and for every larger job, it
+   takes the consolidated placement on the main nodes. The artifact skips a job that
+   does not fit while sharing is on, and stops at it while sharing is off; we do the same.
+4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``), with
+   ``sharing="adaptive"``: every 100 s the workload forecaster predicts the GPU jobs
+   submitted in the next five 10-minute bins. Sharing goes off while their mean is at
+   most 2, and stays on until the forecaster has two days of history. The artifact
+   applies it on Venus only, so the default shares always.
 
 Lucid never preempts, except to end a profiling run. Both models retrain every
 ``retrain_days`` (the artifact's EBM estimates are "weekly updated"), on finished jobs
