@@ -147,7 +147,13 @@ POLLUX_SETTING = Setting(
     restore_penalty=30.0,
 )
 #: The Helios simulations of Philly: the trace on its 11 virtual clusters.
-PHILLY_SETTING = Setting(source="Helios artifact (philly_vc.csv): Philly's 11 virtual clusters", cluster="philly-vcs")
+#: Lucid's profiler as the Lucid artifact sets it for Philly (``utils.profiler_config``):
+#: 2 nodes, T_prof 80 s, at most 2 x 2 = 4 GPUs.
+PHILLY_SETTING = Setting(
+    source="Helios artifact (philly_vc.csv): Philly's 11 virtual clusters; Lucid artifact's Philly profiler",
+    cluster="philly-vcs",
+    policy_params=(("profiler_nodes", "2"), ("profile_seconds", "80"), ("profiler_max_gpus", "4")),
+)
 
 
 def _rubick_workload(variant: str, description: str) -> Dataset:

@@ -69,11 +69,12 @@ def lucid(**params) -> Lucid:
 
 
 def test_profiler_finishes_short_jobs_and_hands_long_ones_over_with_features():
+    # profile_before_queue: a job waits for the profiler before it joins the main queue.
     # Node 0 profiles, node 1 is the main partition. T_prof = 200 s.
     # short (100 s) completes in the profiler at 100. long (1000 s) runs 0-200 there, then
     # moves to node 1 (no restore penalty here) and ends at 1000.
     jobs = [JobSpec("short", 0.0, 1, duration=100.0, model="ncf"), JobSpec("long", 0.0, 1, duration=1000.0)]
-    policy = lucid()
+    policy = lucid(profile_before_queue=True)
     result = simulate(jobs, cluster(2, 1), policy, overheads=Overheads(0.0, 0.0))
     ends = {j.job_id: j.end_time for j in result.jobs}
     # LGF ties go to submit time then id: "long" < "short", so long profiles first on the
@@ -83,6 +84,55 @@ def test_profiler_finishes_short_jobs_and_hands_long_ones_over_with_features():
     assert "long" in policy.features and policy.features["long"].gpu_util > 0
     long_status = next(j for j in result.jobs if j.job_id == "long")
     assert long_status.reconfigurations == 1 and long_status.allocation is None
+
+
+def test_main_queue_starts_a_job_that_waits_for_the_profiler():
+    # The artifact profiles in a separate pass, so the main queue does not wait for it.
+    # Same input as above: long profiles on node 0 from 0 (LGF tie -> id order). short waits
+    # for the profiler, but the main queue starts it on node 1 at 0, and it ends at 100
+    # there (not in the profiler). long leaves the profiler at 200 with 800 s left and runs
+    # on node 1, free since 100: ends at 1000.
+    jobs = [JobSpec("short", 0.0, 1, duration=100.0, model="ncf"), JobSpec("long", 0.0, 1, duration=1000.0)]
+    policy = lucid()
+    result = simulate(jobs, cluster(2, 1), policy, overheads=Overheads(0.0, 0.0))
+    ends = {j.job_id: j.end_time for j in result.jobs}
+    assert ends == {"long": pytest.approx(1000.0), "short": pytest.approx(100.0)}
+    assert policy.finished_in_profiler == 0
+    fields = policy.summary_fields()
+    assert fields["lucid_profiled"] == 1  # short never entered the profiler
+
+
+def test_a_job_that_finishes_in_the_profiler_leaves_the_main_queue():
+    # One profiler GPU (node 0), one main GPU (node 1), no sharing (limit 1).
+    # first profiles 0-200 (the main queue skips a job while it profiles), then runs on
+    # node 1 with 800 s left: ends 1000. quick arrives at 300: the main GPU is busy, the
+    # profiler free, so it profiles 300-350 and finishes there; it must leave the main
+    # queue with it (it is never started twice).
+    jobs = [
+        JobSpec("first", 0.0, 1, duration=1000.0, model="resnet50"),
+        JobSpec("quick", 300.0, 1, duration=50.0, model="resnet50"),
+    ]
+    policy = lucid()
+    result = simulate(jobs, cluster(2, 1, limit=1), policy, overheads=Overheads(0.0, 0.0))
+    ends = {j.job_id: j.end_time for j in result.jobs}
+    assert ends == {"first": pytest.approx(1000.0), "quick": pytest.approx(350.0)}
+    assert policy.finished_in_profiler == 1
+    assert all(not queue for queue in policy.main_queue.values())
+
+
+def test_unprofiled_jobs_pair_unless_pair_profiled_only():
+    # No profiler (profiler_nodes=0): nothing is ever profiled. a (ncf, Tiny) takes the one
+    # GPU at 0; b (ncf, Tiny) arrives at 1 and joins it (scores 0 + 0 <= 2, equal
+    # priorities). With pair_profiled_only b has no profile and waits until a ends at 1000.
+    jobs = [JobSpec("a", 0.0, 1, duration=1000.0, model="ncf"), JobSpec("b", 1.0, 1, duration=100.0, model="ncf")]
+    paired = lucid(profiler_nodes=0)
+    result = simulate(jobs, cluster(1, 1), paired, overheads=Overheads(0.0, 0.0))
+    assert {j.job_id: j.first_start for j in result.jobs}["b"] == pytest.approx(1.0)
+    assert paired.paired == 1
+    alone = lucid(profiler_nodes=0, pair_profiled_only=True)
+    result = simulate(jobs, cluster(1, 1), alone, overheads=Overheads(0.0, 0.0))
+    assert {j.job_id: j.first_start for j in result.jobs}["b"] == pytest.approx(1000.0)
+    assert alone.paired == 0
 
 
 def test_lucid_pairs_a_profiled_newcomer_with_an_affine_running_job():
@@ -155,3 +205,17 @@ def test_forecaster_feature_matrix_is_the_per_bin_rule():
     row = SubmissionForecaster._feature_rows(series, 0, range(150, 151))[0]
     assert list(row[2:5]) == [144.0, 132.0, 6.0]  # lags of 6, 18 and 144 bins
     assert list(row[5:7]) == [141.5, 141.5]  # mean and median of 139..144
+
+
+def test_philly_setting_gives_lucid_the_artifacts_philly_profiler():
+    # utils.profiler_config in the artifact: Philly profiles on 2 nodes for 80 s, at most
+    # factor 2 x scale 2 = 4 GPUs. Only lucid declares these parameters.
+    from shapeshift.datasets.catalog import PHILLY_SETTING
+    from shapeshift.policies.framework.registry import policy_info
+
+    given = dict(PHILLY_SETTING.policy_params)
+    assert given == {"profiler_nodes": "2", "profile_seconds": "80", "profiler_max_gpus": "4"}
+    params = LucidParams(**given)
+    assert (params.profiler_nodes, params.profile_seconds, params.profiler_max_gpus) == (2, 80.0, 4)
+    assert set(given) <= set(policy_info("lucid").params.model_fields)
+    assert not set(given) & set(policy_info("tiresias").params.model_fields)

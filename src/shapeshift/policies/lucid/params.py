@@ -14,12 +14,20 @@ from shapeshift.policies.framework.registry import PolicyParams
 
 
 class LucidParams(PolicyParams):
-    #: Profiler nodes taken from every VC (artifact: 2 from Philly's single VC).
+    #: Profiler nodes taken from every VC (artifact: 2 from Philly's single VC; the
+    #: bundled ``philly`` data set sets 2, with 80 s and 4 GPUs below).
     profiler_nodes: int = Field(1, ge=0)
-    #: T_prof, seconds a job runs in the profiler at most (thesis: 200 s).
+    #: T_prof, seconds a job runs in the profiler at most (thesis: 200 s; artifact Philly 80 s).
     profile_seconds: float = Field(200.0, gt=0.0, allow_inf_nan=False)
-    #: Largest job the profiler takes (artifact Venus: 8 GPUs).
+    #: Largest job the profiler takes (artifact Venus: 8 GPUs; Philly: 4).
     profiler_max_gpus: int = Field(8, ge=1)
+    #: Ours, off: a job waits for (and runs in) the profiler before it joins the main
+    #: queue. The artifact profiles in a separate pass, so a job's main-queue wait counts
+    #: from its submission and the main queue may start it before it was profiled.
+    profile_before_queue: bool = False
+    #: Ours, off: only jobs with profiled features look for a partner. The artifact pairs
+    #: any job of at most 8 GPUs (every job's features are known to its simulator).
+    pair_profiled_only: bool = False
     #: Lend the profiler an idle main node while jobs pile up there (artifact: Venus only).
     profiler_scaling: bool = False
     #: The thesis's system tuner: re-choose T_prof and share_threshold by replaying recent
@@ -31,8 +39,9 @@ class LucidParams(PolicyParams):
     share_threshold: int = Field(2, ge=0, le=4)
     #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
     priority_ratio: float = Field(2.0, gt=0.0, allow_inf_nan=False)
-    #: adaptive = the forecaster's switch (artifact); always / off = fixed.
-    sharing: Literal["adaptive", "always", "off"] = "adaptive"
+    #: always = share whenever the binder allows (the artifact's ``check_pas`` everywhere
+    #: but Venus); adaptive = the forecaster's switch (the artifact's Venus runs); off.
+    sharing: Literal["adaptive", "always", "off"] = "always"
     #: Sharing goes off while the forecast mean is at most this (artifact: 2 jobs / 10 min).
     switch_load: float = Field(2.0, ge=0.0, allow_inf_nan=False)
     #: Seconds between checks of the switch (artifact: 100).
@@ -49,4 +58,8 @@ class LucidParams(PolicyParams):
     pram_interactions: int = Field(20, ge=0)
     pram_max_rounds: int = Field(5000, ge=1)
     outer_bags: int = Field(1, ge=1)
+    #: Ablation only, not Lucid: order the main queue by the job's recorded duration
+    #: (GPUs x true duration) instead of the learned estimate, to measure what the
+    #: estimate costs. A scheduler cannot know it.
+    oracle_durations: bool = False
     seed: int = 0

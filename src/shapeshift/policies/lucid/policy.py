@@ -5,20 +5,26 @@ This follows Hu's thesis, chapter 4, and the authors' simulator
 things per VC (partition):
 
 1. **Profiler** (``profiler.py``): jobs that have run T_prof seconds in the profiling
-   nodes stop there and join the main queue with their measured features. The profiling
-   queue (least GPUs first) fills the profiling nodes.
+   nodes stop there with their measured features. The profiling queue (least GPUs
+   first) fills the profiling nodes.
 2. **Orchestrator**: the main queue is ordered by priority = GPUs x predicted duration,
    smallest first. The duration comes from a Primo PrAM trained on finished jobs
-   (``models.py``).
+   (``models.py``). As in the artifact (``utils.trace_profile`` is a separate pass and
+   ``job.reset_trace`` keeps each job's submit time), a job is in the main queue from
+   its submission, in parallel with the profiler: the main queue skips it while it
+   profiles, and may start it before the profiler has (``profile_before_queue`` is the
+   thesis's sequence instead).
 3. **Affine pair, else exclusive**: while sharing is on, each job of at most one node's
    GPUs first looks for an affine partner (``packing.py``: sharing scores from a Primo
-   PrDT, the binder's rules). Otherwise, and for every larger job, it takes the
-   consolidated placement on the main nodes. The artifact skips a job that does not fit
-   while sharing is on, and stops at it while sharing is off; we do the same.
-4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``): every 100 s the
-   workload forecaster predicts the GPU jobs submitted in the next five 10-minute bins.
-   Sharing goes off while their mean is at most 2, and stays on until the forecaster
-   has two days of history.
+   PrDT, the binder's rules); profiled or not, as the artifact pairs any job of at most
+   8 GPUs (``pair_profiled_only`` restricts it). Otherwise, and for every larger job, it
+   takes the consolidated placement on the main nodes. The artifact skips a job that
+   does not fit while sharing is on, and stops at it while sharing is off; we do the same.
+4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``), with
+   ``sharing="adaptive"``: every 100 s the workload forecaster predicts the GPU jobs
+   submitted in the next five 10-minute bins. Sharing goes off while their mean is at
+   most 2, and stays on until the forecaster has two days of history. The artifact
+   applies it on Venus only, so the default shares always.
 
 Lucid never preempts, except to end a profiling run. Both models retrain every
 ``retrain_days`` (the artifact's EBM estimates are "weekly updated"), on finished jobs
@@ -46,13 +52,14 @@ import numpy as np
 
 from shapeshift.engine.replay import Replay, require
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, JobSpec, Resources, Schedule
+from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.perf.colocation import SharingProfile
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import register
+from shapeshift.policies.lucid.binder import BinderMixin
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
-from shapeshift.policies.lucid.packing import BinderRules, Candidate, PartnerIndex, fit_packing_model, sharing_score
+from shapeshift.policies.lucid.packing import BinderRules, PartnerIndex, fit_packing_model
 from shapeshift.policies.lucid.params import LucidParams
 from shapeshift.policies.lucid.partners import RunningPartners
 from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
@@ -67,7 +74,7 @@ if TYPE_CHECKING:
 DAY = 86400.0
 
 
-class Lucid:
+class Lucid(BinderMixin):
     name = "lucid"
     triggers = frozenset({ARRIVAL, COMPLETION})
     default_round = None
@@ -95,6 +102,12 @@ class Lucid:
         self.main_queue: dict[str, dict[str, None]] = {}
         self.known: set[str] = set()
         self.finished_in_profiler = 0
+        #: Profiling runs started, jobs started beside a partner, and those of > 4 GPUs.
+        self.profiled = 0
+        self.paired = 0
+        self.paired_large = 0
+        #: Jobs in a profiling queue that the main queue has not started yet.
+        self.awaiting_profile: set[str] = set()
         self.next_retrain = 0.0
         self._due_forecast: float | None = None
         self._due_rows: int | None = None
@@ -122,6 +135,7 @@ class Lucid:
                 del self.profiling_in[status.partition][job_id]
                 self.running_partners.touch(status.partition)
                 self.finished_in_profiler += 1
+                self.main_queue.get(status.partition, {}).pop(job_id, None)
             duration = status.spec.duration if status.spec.duration is not None else status.work_total
             self.durations.observe(status.spec, self.features.get(job_id), duration)
             if self.p.system_tuner:
@@ -147,16 +161,25 @@ class Lucid:
         profiler_gpus = sum(view.cluster.nodes[int(n)].gpus for n in profiler_nodes)
         if wants_profiling(spec, self.profiler, profiler_gpus):
             heapq.heappush(self.profile_queue.setdefault(partition, []), (spec.num_gpus, spec.submit_time, job_id))
-        else:
-            self._to_main(view, partition, spec, None)
+            self.awaiting_profile.add(job_id)
+            if self.p.profile_before_queue:
+                return
+        self._to_main(view, partition, spec, None)
 
     def _to_main(self, view: ClusterView, partition: str, spec: JobSpec, profile: SharingProfile | None) -> None:
+        """Queue ``spec`` in the main queue, or, when it is there already (profiled while
+        it waited), give it its measured features and the priority they predict."""
         self._ensure_models(view)
         if profile is not None:
             self.features[spec.job_id] = profile
-        self.priority[spec.job_id] = spec.num_gpus * self.durations.predict([spec], [profile])[0]
+        self.priority[spec.job_id] = spec.num_gpus * self._duration(spec, profile)
         self.running_partners.touch(partition)
         self.main_queue.setdefault(partition, {})[spec.job_id] = None
+
+    def _duration(self, spec: JobSpec, profile: SharingProfile | None) -> float:
+        if self.p.oracle_durations and spec.duration is not None:
+            return spec.duration
+        return self.durations.predict([spec], [profile])[0]
 
     def _note_due(self, now: float) -> None:
         """Record that the models are due for retraining, and on what data: every
@@ -188,6 +211,8 @@ class Lucid:
         waiting = [j for queue in self.main_queue.values() for j in queue]
         specs = [view.job(j).spec for j in waiting]
         predicted = self.durations.predict(specs, [self.features.get(j) for j in waiting])
+        if self.p.oracle_durations:
+            predicted = [s.duration if s.duration is not None else d for s, d in zip(specs, predicted, strict=True)]
         for job_id, spec, duration in zip(waiting, specs, predicted, strict=True):
             self.priority[job_id] = spec.num_gpus * duration
         self.running_partners.touch_all()
@@ -275,11 +300,16 @@ class Lucid:
         queue = self.profile_queue.get(partition, [])
         while queue:
             job_id = queue[0][2]
+            if job_id not in self.awaiting_profile:  # the main queue started it first
+                heapq.heappop(queue)
+                continue
             alloc = self.placement.find(view.job(job_id).spec, nodes, free)
             if alloc is None:
                 reasons[job_id] = "waiting for the profiler (least GPUs first)"
                 break
             heapq.heappop(queue)
+            self.awaiting_profile.discard(job_id)
+            self.profiled += 1
             free.take(alloc)
             changes[job_id] = alloc
             self.profiling[job_id] = now
@@ -303,12 +333,20 @@ class Lucid:
         everywhere = view.partitions[partition]
         empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
         for position, job_id in enumerate(order):
+            if job_id in self.profiling:  # its profiling run ends within T_prof
+                reasons[job_id] = "in the profiler"
+                continue
             spec = view.job(job_id).spec
             alloc = None
+            if pairing and 0 < spec.num_gpus <= largest and not self.p.pair_profiled_only:
+                self._measure_unprofiled(job_id, spec)
             if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
                 if partners is None:
                     partners = PartnerIndex(self.rules, self._partners(view, partition))
                 alloc = self._pair(view, spec, partners, free, gpu_mem)
+                if alloc is not None:
+                    self.paired += 1
+                    self.paired_large += spec.num_gpus > 4
             if alloc is None:
                 # A job larger than the main nodes may use the profiling nodes too, so
                 # that every job the VC can hold can run (the artifact never meets one).
@@ -328,80 +366,23 @@ class Lucid:
                 continue
             changes[job_id] = alloc
             del queue[job_id]
-            if job_id not in self.features:
-                self.features[job_id] = measure(spec, self.p.seed)  # measured while it runs
+            self.awaiting_profile.discard(job_id)
+            self._measure_unprofiled(job_id, spec)  # measured while it runs
 
-    def _main_shape(self, view: ClusterView, nodes: np.ndarray) -> tuple[int, int, float]:
-        """(largest node's GPUs, GPUs, smallest GPU memory) of the main nodes: fixed for a
-        node set, so looked up once per set (profiler scaling hands a new array)."""
-        hit = self._shapes.get(id(nodes))
-        if hit is None or hit[0] is not nodes:
-            if len(self._shapes) > 64:  # node sets profiler scaling made and dropped
-                self._shapes.clear()
-            capacity = view.free().gpu_capacity[nodes]
-            largest = int(capacity.max()) if len(nodes) else 0
-            gpu_mem = min((view.cluster.nodes[int(n)].gpu_mem_gb for n in nodes), default=0.0)
-            hit = self._shapes[id(nodes)] = (nodes, (largest, int(capacity.sum()), gpu_mem))
-        return hit[1]
-
-    def _score(self, job_id: str) -> int:
-        score = self.scores.get(job_id)
-        if score is None:
-            score = self.scores[job_id] = sharing_score(self.packing, self.features[job_id])
-        return score
-
-    def _memory(self, view: ClusterView, job_id: str, node: int) -> float:
-        capacity = view.cluster.nodes[node].gpu_mem_gb
-        profile = self.features.get(job_id)
-        return capacity if profile is None else min(profile.gpu_mem_gb, capacity)
-
-    def _partners(self, view: ClusterView, partition: str) -> list[Candidate]:
-        """Running jobs of the main queue that run alone on one node, in start order."""
-        return self.running_partners.of(
-            view, partition, self.profiling, self.features, self.priority, self._describer(view)
-        )
-
-    def _describer(self, view: ClusterView):  # type: ignore[no-untyped-def]
-        def describe(job_id: str, node: int, priority: float) -> Candidate:
-            spec = view.job(job_id).spec
-            return Candidate(job_id, spec.num_gpus, self._score(job_id), priority, self._memory(view, job_id, node))
-
-        return describe
-
-    def _pair(self, view: ClusterView, spec: JobSpec, partners: PartnerIndex, free: FreeResources, capacity: float):  # type: ignore[no-untyped-def]
-        """An allocation joining ``spec`` to a running partner, or ``None``; ``capacity``
-        is the smallest GPU memory of the partition's main nodes."""
-        ledger = view.sharing
-        assert ledger is not None
-        profile = self.features[spec.job_id]
-        me = Candidate(
-            spec.job_id,
-            spec.num_gpus,
-            self._score(spec.job_id),
-            self.priority[spec.job_id],
-            min(profile.gpu_mem_gb, capacity),
-        )
-        partner = partners.pick(ledger, me)
-        if partner is None:
-            return None
-        devices = ledger.devices[partner.job_id]
-        node = devices[0][0]
-        if free.cpus[node] + 1e-9 < spec.num_cpus or free.mem[node] + 1e-9 < spec.mem_gb:
-            return None
-        free.cpus[node] -= spec.num_cpus
-        free.mem[node] -= spec.mem_gb
-        res = Resources(spec.num_gpus, spec.num_cpus, spec.mem_gb)
-        return Allocation(((node, res),), devices=devices, gpu_mem_gb=me.gpu_mem)
-
-    def _declare_memory(self, view: ClusterView, spec: JobSpec, alloc: Allocation) -> Allocation:
-        if view.sharing is None or spec.job_id not in self.features or len(alloc.placement) != 1:
-            return alloc
-        node = alloc.placement[0][0]
-        return Allocation(alloc.placement, alloc.plan, gpu_mem_gb=self._memory(view, spec.job_id, node))
+    def _measure_unprofiled(self, job_id: str, spec: JobSpec) -> None:
+        """Features for a job the profiler has not measured: read once it runs (the
+        artifact knows every job's features, so it pairs unprofiled jobs too)."""
+        if job_id not in self.features:
+            self.features[job_id] = measure(spec, self.p.seed)
 
     def summary_fields(self) -> dict[str, float | int]:
         """Policy figures for ``summary.json``."""
-        fields: dict[str, float | int] = {"lucid_finished_in_profiler": self.finished_in_profiler}
+        fields: dict[str, float | int] = {
+            "lucid_profiled": self.profiled,
+            "lucid_finished_in_profiler": self.finished_in_profiler,
+            "lucid_paired": self.paired,
+            "lucid_paired_over_4_gpus": self.paired_large,
+        }
         if self.scaler is not None:
             fields.update(lucid_profiler_grown=self.scaler.grown, lucid_profiler_shrunk=self.scaler.shrunk)
         if self.p.system_tuner:
