@@ -3,6 +3,11 @@
 Each strategy answers one question, ``find(job, nodes, free)``, against a scratch copy
 of free resources, and returns an ``Allocation`` or ``None``. A job's CPUs and memory
 follow its GPUs: they are split over nodes in proportion to the GPUs on each node.
+
+Two rules hold for every strategy: a job with a GPU-type constraint (``JobSpec.gpu_types``)
+is placed only on nodes of the types it allows (``eligible``), and on a cluster with
+fractional GPUs (``FreeResources.milli``) a job asking for a fraction of one GPU goes to
+one GPU that still has that share free (``fraction_find``), idle or not.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from shapeshift.engine.fractions import choose_gpus
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation, JobSpec, Resources
+from shapeshift.model import GPU_MILLI, Allocation, JobSpec, Resources
 
 #: The placement strategies a policy parameter may name (see ``PLACEMENTS``).
 PlacementName = Literal["consolidated", "first-fit", "scattered", "yarn"]
@@ -103,6 +109,51 @@ def _host_fits(job: JobSpec, node: int, free: FreeResources) -> bool:
     return free.cpus.item(node) + 1e-9 >= job.num_cpus and free.mem.item(node) + 1e-9 >= job.mem_gb
 
 
+#: Nodes of a partition a type-constrained job may use, by (partition array, allowed
+#: types): the partition arrays are the same objects on every decision.
+_ELIGIBLE: dict[tuple[int, frozenset[str]], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def eligible(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> np.ndarray:
+    """``nodes`` whose GPU type ``job`` allows (``nodes`` itself when it names no type)."""
+    if not job.gpu_types or not job.num_gpus:
+        return nodes
+    key = (id(nodes), job.gpu_types)
+    hit = _ELIGIBLE.get(key)
+    if hit is None or hit[0] is not nodes:
+        types = free.node_types
+        mask = np.fromiter((types[n] in job.gpu_types for n in nodes.tolist()), dtype=bool, count=len(nodes))
+        if len(_ELIGIBLE) > 1000:
+            _ELIGIBLE.clear()
+        hit = _ELIGIBLE[key] = (nodes, nodes[mask])
+    return hit[1]
+
+
+def fraction_find(job: JobSpec, nodes: np.ndarray, free: FreeResources, rule: str) -> Allocation | None:
+    """A fractional job (``gpu_milli``) on a fractional cluster: among ``nodes`` with a GPU
+    holding the share and room for the job's CPUs and memory, the node by ``rule``:
+    ``tight`` (the least free share on the GPU it would take, as best fit), ``loose``
+    (the most) or ``first`` (index order); ties go to the lowest index. The GPU on that
+    node is the engine's choice (``shapeshift.engine.fractions``)."""
+    milli = free.milli
+    assert milli is not None and job.gpu_milli
+    rows = milli[nodes]
+    share = job.gpu_milli
+    fitting = np.where(rows >= share, rows, GPU_MILLI + 1).min(axis=1)
+    candidates = np.flatnonzero(fitting <= GPU_MILLI)
+    if rule == "tight":
+        candidates = candidates[np.argsort(fitting[candidates], kind="stable")]
+    elif rule == "loose":
+        candidates = candidates[np.argsort(-fitting[candidates], kind="stable")]
+    for i in candidates.tolist():
+        node = nodes.item(i)
+        if _host_fits(job, node, free):
+            (gpu,) = choose_gpus(milli[node].tolist(), 1, share) or ()
+            res = Resources(1, job.num_cpus, job.mem_gb)
+            return Allocation(((node, res),), devices=((node, gpu),), gpu_milli=share)
+    return None
+
+
 def _cpu_only(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
     for node in nodes.tolist():
         if _host_fits(job, node, free):
@@ -153,6 +204,9 @@ class Consolidated:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
+        nodes = eligible(job, nodes, free)
+        if job.gpu_milli and free.milli is not None:
+            return fraction_find(job, nodes, free, "tight")
         largest, uniform = partition_shape(nodes, free)
         if g <= largest:
             # Best fit: the node with the fewest free GPUs that still fit, lowest index on
@@ -210,6 +264,9 @@ class FirstFit:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
+        nodes = eligible(job, nodes, free)
+        if job.gpu_milli and free.milli is not None:
+            return fraction_find(job, nodes, free, "first")
         fg = free.gpus[nodes]
         for i in np.flatnonzero(fg >= g).tolist():
             node = int(nodes[i])
@@ -238,6 +295,9 @@ class Scattered:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
+        nodes = eligible(job, nodes, free)
+        if job.gpu_milli and free.milli is not None:
+            return fraction_find(job, nodes, free, "loose")
         fg = free.gpus[nodes].copy()
         if int(fg.sum()) < g:
             return None
@@ -276,6 +336,9 @@ class Yarn:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
+        nodes = eligible(job, nodes, free)
+        if job.gpu_milli and free.milli is not None:
+            return fraction_find(job, nodes, free, "first")
         fg = free.gpus[nodes]
         cap = free.gpu_capacity[nodes]
         per_node = int(cap.max())
