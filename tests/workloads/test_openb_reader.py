@@ -89,3 +89,14 @@ def test_the_published_trace_reads_as_a_workload_and_a_cluster():
     # The data README: 8,152 pods, 1,213 GPU nodes.
     assert len(jobs) == 8152 and len(cluster.nodes) == 1213
     assert any(j.num_gpus == 0 for j in jobs) and any(j.gpu_milli for j in jobs)
+
+
+def test_shares_and_types_read_back_from_the_generic_format(tmp_path):
+    pods = write(tmp_path / "pods.csv", POD_HEADER, ["p0,8000,16384,1,500,T4|A10,LS,Running,0,10,0"])
+    read_workload(pods).write(tmp_path / "out.csv")
+    (job,) = read_workload(tmp_path / "out.csv").jobs()
+    assert (job.gpu_milli, job.gpu_types) == (500, frozenset({"A10", "T4"}))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,submit_time,num_gpus,duration,gpu_milli\nj,0,2,5,500\n")
+    with pytest.raises(InputError, match=r"bad.csv:2, field .gpu_milli."):
+        read_workload(bad)
