@@ -2,16 +2,18 @@
 placement: queueing delay and JCT, which the FGD authors' simulator (arrivals only, no
 departures) does not model.
 
-    python scripts/openb_queueing.py --data ../shared/data/alibaba-openb --load 0.5,1 \\
+    python scripts/openb_queueing.py --data ../shared/data/alibaba-openb --every 100,120 \\
         --policies fifo,sjf --placements consolidated,fgd --out /tmp/openb-queueing
 
 Each pod is a job submitted at its creation time and running for its lifetime
 (``deletion_time - creation_time``), CPU-only pods included; a fraction of a GPU shares a
-GPU with others while the shares fit (``--format openb``, docs/fgd.md). At the trace's own
-arrival rate its peak demand is 66 of the cluster's 6,212 GPUs, so nobody waits. ``--load
-L`` divides every submission time by the factor S that makes the offered load L (GPU-seconds
-asked / (submission span / S) / GPUs; ``shapeshift.workloads.transforms.scale_load``): the
-same jobs, S times as often. The loads are chosen before the results are seen.
+GPU with others while the shares fit (``--format openb``, docs/fgd.md). The trace is a
+sample of the cluster's pods: on the whole cluster (6,212 GPUs) its demand peaks at 66
+GPUs and nobody waits. ``--every K`` keeps every K-th node of the node list (nodes 0, K,
+2K, ...; the list is grouped by GPU model, so the mix of models is kept), the arrivals and
+durations unchanged. The mean offered load printed first (GPU-seconds asked between the
+10th and 90th percentile of creation times, per second, per GPU kept) says how busy each
+cluster is; the values of K are chosen from it, before the results are seen.
 """
 
 from __future__ import annotations
@@ -25,17 +27,25 @@ import numpy as np
 
 from shapeshift.analysis.metrics import summarize
 from shapeshift.cluster import load_cluster
+from shapeshift.model import ClusterSpec
 from shapeshift.policies.framework.registry import make_policy
 from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers import read_workload
-from shapeshift.workloads.transforms import scale_load
 
 
-def offered_load(frame, gpus: int, scale: float) -> float:
-    """Mean GPUs asked over the submission span, per cluster GPU, at ``scale``."""
+def busy_gpus(frame) -> float:
+    """Mean GPUs asked between the 10th and 90th percentile of submissions (GPU-seconds of
+    the jobs overlapping that window, clipped to it, over its length)."""
+    start, end = np.percentile(frame["submit_time"], [10, 90])
     share = np.where(frame["gpu_milli"] > 0, frame["gpu_milli"] / 1000.0, frame["num_gpus"])
-    span = (frame["submit_time"].max() - frame["submit_time"].min()) / scale
-    return float((share * frame["duration"]).sum() / span / gpus)
+    begin = np.clip(frame["submit_time"], start, end)
+    finish = np.clip(frame["submit_time"] + frame["duration"], start, end)
+    return float((share * (finish - begin)).sum() / (end - start))
+
+
+def every_kth(cluster: ClusterSpec, k: int) -> ClusterSpec:
+    nodes = cluster.nodes[::k]
+    return ClusterSpec(nodes, gpu_share_limit=cluster.gpu_share_limit, gpu_fractions=cluster.gpu_fractions)
 
 
 def main() -> None:
@@ -43,28 +53,29 @@ def main() -> None:
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--workload", default="openb_pod_list_default")
     ap.add_argument("--cluster", default="openb_node_list_gpu_node")
-    ap.add_argument("--load", default="0.5,1", help="offered loads (fractions of the GPUs), comma-separated")
+    ap.add_argument("--every", default="100,120", help="keep every K-th node, comma-separated values of K")
     ap.add_argument("--policies", default="fifo,sjf")
     ap.add_argument("--placements", default="consolidated,fgd")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     workload = read_workload(args.data / f"{args.workload}.csv")
-    cluster = load_cluster(str(args.data / f"{args.cluster}.csv"))
+    whole = load_cluster(str(args.data / f"{args.cluster}.csv"))
+    jobs = workload.jobs()
+    demand = busy_gpus(workload.frame)
     rows = []
-    natural = offered_load(workload.frame, cluster.total_gpus, 1.0)
-    for load in [float(x) for x in args.load.split(",") if x]:
-        scale = load / natural
-        scaled = scale_load(workload, scale)
-        print(f"load {load:g}: arrivals x{scale:.1f} (the trace's own load is {natural:.5f})", file=sys.stderr)
-        jobs = scaled.jobs()
+    for k in [int(x) for x in args.every.split(",") if x]:
+        cluster = every_kth(whole, k)
+        load = demand / cluster.total_gpus
+        print(f"every {k}: {len(cluster.nodes)} nodes, {cluster.total_gpus} GPUs, load {load:.2f}", file=sys.stderr)
         for policy in [p for p in args.policies.split(",") if p]:
             for placement in [p for p in args.placements.split(",") if p]:
                 result = simulate(jobs, cluster, make_policy(policy, {"placement": placement}))
                 s = summarize(result)
                 row = {
-                    "offered_load": load,
-                    "arrival_scale": round(scale, 1),
+                    "every": k,
+                    "gpus": cluster.total_gpus,
+                    "load": round(load, 2),
                     "policy": policy,
                     "placement": placement,
                     "completed": s["jobs_completed"],

@@ -96,7 +96,7 @@ def test_a_job_no_node_can_hold_is_rejected_with_its_reason():
     assert out["A"].state is JobState.REJECTED
     assert out["A"].reject_reason == "asks for GPU type V100 but the cluster has only T4"
     assert out["B"].state is JobState.REJECTED
-    assert "40 CPUs" in out["B"].reject_reason
+    assert out["B"].reject_reason == "no node has its 1 GPU, 40 CPUs and 0 GB (a pod takes one node)"
     assert out["C"].state is JobState.COMPLETED
 
 
@@ -105,3 +105,14 @@ def test_a_fraction_needs_exactly_one_gpu():
         JobSpec("A", 0.0, 2, duration=1.0, gpu_milli=500)
     with pytest.raises(ModelError, match="gpu_milli"):
         JobSpec("A", 0.0, 1, duration=1.0, gpu_milli=1000)
+
+
+def test_on_a_fractional_cluster_a_job_takes_one_node():
+    # Two nodes of 32 CPUs and 2 GPUs. A asks for 2 whole GPUs and 40 CPUs: 4 GPUs and 64
+    # CPUs in all, but jobs on a cluster of fractional GPUs are pods, one node each: no
+    # node has 40 CPUs, so A is rejected at once instead of blocking the queue; B runs.
+    cluster = fractional(node("a", gpus=2), node("b", gpus=2))
+    jobs = [JobSpec("A", 0.0, 2, duration=5.0, num_cpus=40.0), JobSpec("B", 1.0, 1, duration=5.0)]
+    out = run(jobs, cluster)
+    assert out["A"].reject_reason == "no node has its 2 GPUs, 40 CPUs and 0 GB (a pod takes one node)"
+    assert out["B"].first_start == 1.0

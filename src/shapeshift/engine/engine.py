@@ -250,7 +250,7 @@ class Engine:
             return f"needs {count(spec.num_gpus, 'GPU')} but the cluster has {self.partition_gpus[partition]}{where}"
         if spec.num_cpus > self._partition_cpus[partition] or spec.mem_gb > self._partition_mem[partition]:
             return f"needs more CPUs or memory than the cluster has{where}"
-        if spec.gpu_types or spec.gpu_milli:
+        if spec.gpu_types or spec.gpu_milli or self.cluster.gpu_fractions:
             return never_fits_shaped(self.cluster, self.partition_nodes[partition], spec, where)
         return ""
 

@@ -193,10 +193,11 @@ class GpuLedger:
 
 
 def never_fits_shaped(cluster: ClusterSpec, nodes: Iterable[int], spec: JobSpec, where: str) -> str:
-    """Why a job with a GPU-type constraint or a fraction of a GPU can never run on
-    ``nodes`` ('' if it can): no node of an allowed type, too few GPUs of those types, or,
-    for a fraction (which must sit on one node), no allowed node with a GPU and the job's
-    CPUs and memory."""
+    """Why a job with a GPU-type constraint or a fraction of a GPU, or any job on a
+    cluster of fractional GPUs, can never run on ``nodes`` ('' if it can): no node of an
+    allowed type, too few GPUs of those types, or no allowed node with the job's GPUs, CPUs
+    and memory where the job must sit on one node: a fraction of a GPU, and every job of a
+    cluster of fractional GPUs, whose jobs are Kubernetes pods (openb)."""
     allowed = [cluster.nodes[n] for n in nodes if spec.allows(cluster.nodes[n].gpu_type) and cluster.nodes[n].gpus]
     if spec.num_gpus and not allowed:
         types = ", ".join(sorted(spec.gpu_types))
@@ -206,6 +207,9 @@ def never_fits_shaped(cluster: ClusterSpec, nodes: Iterable[int], spec: JobSpec,
     if spec.num_gpus > total:
         types = ", ".join(sorted(spec.gpu_types))
         return f"needs {count(spec.num_gpus, 'GPU')} of type {types} but the cluster{where} has {total}"
-    if spec.gpu_milli and not any(n.cpus >= spec.num_cpus and n.mem_gb >= spec.mem_gb for n in allowed):
-        return f"no node{where} of the types it allows has a GPU with its {spec.num_cpus:g} CPUs and {spec.mem_gb:g} GB"
+    if spec.gpu_milli or cluster.gpu_fractions:
+        hosts = allowed if spec.num_gpus else [cluster.nodes[n] for n in nodes]
+        if not any(n.gpus >= spec.num_gpus and n.cpus >= spec.num_cpus and n.mem_gb >= spec.mem_gb for n in hosts):
+            gpus = f"{count(spec.num_gpus, 'GPU')}, " if spec.num_gpus else ""
+            return f"no node{where} has its {gpus}{spec.num_cpus:g} CPUs and {spec.mem_gb:g} GB (a pod takes one node)"
     return ""
