@@ -117,8 +117,8 @@ class ClusterSpec:
     gpu_share_limit: int = 1
     #: Whether jobs may ask for a fraction of one GPU (``JobSpec.gpu_milli``): the engine
     #: then keeps the GPU ledger and packs fractional jobs on a GPU while their shares sum
-    #: to at most one GPU (``gpu_share_limit`` still caps the jobs per GPU). Its jobs are
-    #: pods: a job no single node can hold is rejected on arrival.
+    #: to at most one GPU (``gpu_share_limit`` still caps the jobs per GPU where it is set
+    #: above 1). Its jobs are pods: a job no single node can hold is rejected on arrival.
     gpu_fractions: bool = False
 
     def __post_init__(self) -> None:

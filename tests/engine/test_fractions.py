@@ -14,7 +14,7 @@ NO_OVERHEAD = Overheads(0.0, 0.0)
 
 
 def fractional(*nodes: NodeSpec) -> ClusterSpec:
-    return ClusterSpec(nodes, gpu_share_limit=1000, gpu_fractions=True)
+    return ClusterSpec(nodes, gpu_fractions=True)
 
 
 def node(name: str, gpus: int = 1, gpu_type: str = "T4") -> NodeSpec:
@@ -116,3 +116,12 @@ def test_on_a_fractional_cluster_a_job_takes_one_node():
     out = run(jobs, cluster)
     assert out["A"].reject_reason == "no node has its 2 GPUs, 40 CPUs and 0 GB (a pod takes one node)"
     assert out["B"].first_start == 1.0
+
+
+def test_a_job_limit_set_above_one_still_caps_the_jobs_on_a_gpu():
+    # Limit 2: A, B and C (300 each, 900 <= 1000) fit by shares, but only two may hold
+    # the GPU: C waits for the first to end at 10.
+    cluster = ClusterSpec((node("n0"),), gpu_share_limit=2, gpu_fractions=True)
+    jobs = [JobSpec(j, 0.0, 1, duration=10.0, gpu_milli=300) for j in "ABC"]
+    out = run(jobs, cluster)
+    assert [out[j].first_start for j in "ABC"] == [0.0, 0.0, 10.0]

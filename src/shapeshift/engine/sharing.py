@@ -46,7 +46,10 @@ class GpuLedger:
     """Jobs and memory per GPU of every node (mutable; owned by the engine)."""
 
     def __init__(self, cluster: ClusterSpec):
-        self.limit = cluster.gpu_share_limit
+        # On a cluster of fractional GPUs a job limit of 1 means "not set": the shares
+        # alone bound a GPU (every job holds at least one thousandth of it).
+        fractions_only = cluster.gpu_fractions and cluster.gpu_share_limit == 1
+        self.limit = GPU_MILLI if fractions_only else cluster.gpu_share_limit
         self.gpu_mem = [node.gpu_mem_gb for node in cluster.nodes]
         #: ``holders[node][gpu]`` = {job id: GPU memory it uses there}, in arrival order.
         self.holders: list[list[dict[str, float]]] = [[{} for _ in range(n.gpus)] for n in cluster.nodes]

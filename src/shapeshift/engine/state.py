@@ -161,6 +161,10 @@ class FreeResources:
     #: On clusters with ``gpu_fractions``: thousandths free on each GPU, one row per node
     #: (-1 past a node's last GPU); ``gpus`` then counts the idle GPUs. ``None`` elsewhere.
     milli: np.ndarray | None = field(default=None, repr=False)
+    #: With ``milli``: jobs on each GPU, and how many one GPU may hold (``gpu_share_limit``
+    #: where set above 1; else unbounded, as every job holds at least one thousandth).
+    jobs: np.ndarray | None = field(default=None, repr=False)
+    job_limit: int = GPU_MILLI
 
     @classmethod
     def of(cls, cluster: ClusterSpec, partitions: Mapping[str, np.ndarray] | None = None) -> FreeResources:
@@ -171,6 +175,7 @@ class FreeResources:
         if cluster.gpu_fractions:
             width = max(int(gpus.max()), 1)
             milli = np.where(np.arange(width)[None, :] < gpus[:, None], GPU_MILLI, -1).astype(np.int64)
+        limit = cluster.gpu_share_limit if cluster.gpu_share_limit > 1 else GPU_MILLI
         return cls(
             gpus=gpus.copy(),
             cpus=np.array([n.cpus for n in cluster.nodes], dtype=np.float64),
@@ -179,14 +184,31 @@ class FreeResources:
             counts=None if partitions is None else GpuCounts.of(partitions, gpus, gpus),
             node_types=tuple(n.gpu_type for n in cluster.nodes),
             milli=milli,
+            jobs=None if milli is None else np.zeros_like(milli),
+            job_limit=limit,
         )
 
     def copy(self) -> FreeResources:
         counts = None if self.counts is None else self.counts.copy()
         milli = None if self.milli is None else self.milli.copy()
+        jobs = None if self.jobs is None else self.jobs.copy()
         return FreeResources(
-            self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.gpu_capacity, counts, self.node_types, milli
+            self.gpus.copy(),
+            self.cpus.copy(),
+            self.mem.copy(),
+            self.gpu_capacity,
+            counts,
+            self.node_types,
+            milli,
+            jobs,
+            self.job_limit,
         )
+
+    def usable_milli(self, nodes: np.ndarray | int) -> np.ndarray:
+        """Thousandths free per GPU of ``nodes`` that may take one more job (-1 where the
+        job limit is reached); needs ``milli``."""
+        assert self.milli is not None and self.jobs is not None
+        return np.where(self.jobs[nodes] < self.job_limit, self.milli[nodes], -1)
 
     def gpus_for(self, alloc: Allocation) -> list[tuple[int, int]] | None:
         """The GPUs ``alloc`` gets on a fractional cluster (named, or by the engine's rule,
@@ -197,7 +219,7 @@ class FreeResources:
         devices: list[tuple[int, int]] = []
         for n, r in alloc.placement:
             if r.gpus:
-                chosen = choose_gpus(self.milli[n].tolist(), r.gpus, alloc.gpu_milli)
+                chosen = choose_gpus(self.usable_milli(n).tolist(), r.gpus, alloc.gpu_milli)
                 if chosen is None:
                     return None
                 devices.extend((n, g) for g in chosen)
@@ -206,8 +228,8 @@ class FreeResources:
     def _move_milli(self, alloc: Allocation, devices: list[tuple[int, int]] | None, sign: int) -> dict[int, int]:
         """Take (sign -1) or give back (+1) ``alloc``'s share of its GPUs; returns the idle
         GPUs it takes or leaves per node."""
-        milli = self.milli
-        assert milli is not None
+        milli, jobs = self.milli, self.jobs
+        assert milli is not None and jobs is not None
         share = alloc.gpu_milli if alloc.gpu_milli is not None else GPU_MILLI
         if devices is None:
             devices = self.gpus_for(alloc) if sign < 0 else self._held_by(alloc)
@@ -216,6 +238,7 @@ class FreeResources:
         for n, g in devices:
             before = milli.item(n, g)
             milli[n, g] = before + sign * share
+            jobs[n, g] -= sign
             if GPU_MILLI in (before, before + sign * share):
                 idle[n] = idle.get(n, 0) + 1
         return idle

@@ -13,7 +13,7 @@ from shapeshift.sim.simulator import simulate
 
 def two_single_gpu_nodes() -> ClusterSpec:
     nodes = tuple(NodeSpec(f"n{i}", gpus=1, cpus=32.0, mem_gb=64.0, gpu_type="T4") for i in range(2))
-    return ClusterSpec(nodes, gpu_share_limit=1000, gpu_fractions=True)
+    return ClusterSpec(nodes, gpu_fractions=True)
 
 
 def test_fgd_keeps_a_gpu_usable_for_the_typical_job_where_best_fit_does_not():

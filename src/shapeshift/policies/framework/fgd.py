@@ -99,15 +99,17 @@ class Fgd:
             return None if find is None else find(job, nodes, free)
         share = job.gpu_milli if job.gpu_milli and free.milli is not None else 0
         left = self._left(free, nodes)
+        # Where a GPU may take one more job (its job limit), for a fraction.
+        usable = free.usable_milli(nodes) if share else left
         ok = (free.cpus[nodes] + 1e-9 >= job.num_cpus) & (free.mem[nodes] + 1e-9 >= job.mem_gb)
         if share:
-            ok &= left.max(axis=1) >= share
+            ok &= usable.max(axis=1) >= share
         elif g:
             ok &= (left == GPU_MILLI).sum(axis=1) >= g
         rows = np.flatnonzero(ok)
         if not len(rows):
             return None
-        left = left[rows]
+        left, usable = left[rows], usable[rows]
         cpu_left = np.rint(free.cpus[nodes[rows]] * 1000).astype(np.int64)
         model = self._model_of[nodes[rows]]  # type: ignore[index]
         before = measure(cpu_left, left, model)
@@ -117,7 +119,7 @@ class Fgd:
             after_left = np.repeat(left, w, axis=0).reshape(k, w, w)
             after_left[:, np.arange(w), np.arange(w)] -= share
             after = measure(np.repeat(cpu_after, w), after_left.reshape(k * w, w), np.repeat(model, w)).reshape(k, w)
-            scores = np.where(left >= share, _sigmoid_score(before[:, None] - after), -1)
+            scores = np.where(usable >= share, _sigmoid_score(before[:, None] - after), -1)
             gpus = np.argmax(scores, axis=1)  # the first GPU with the highest score
             best = int(np.argmax(scores[np.arange(k), gpus]))  # the first node among ties
             node = nodes.item(rows[best])

@@ -43,9 +43,8 @@ def fraction_find(job: JobSpec, nodes: np.ndarray, free: FreeResources, rule: st
     ``tight`` (the least free share on the GPU it would take, as best fit), ``loose``
     (the most) or ``first`` (index order); ties go to the lowest index. The GPU on that
     node is the engine's choice (``shapeshift.engine.fractions``)."""
-    milli = free.milli
-    assert milli is not None and job.gpu_milli
-    rows = milli[nodes]
+    assert free.milli is not None and job.gpu_milli
+    rows = free.usable_milli(nodes)
     share = job.gpu_milli
     fitting = np.where(rows >= share, rows, GPU_MILLI + 1).min(axis=1)
     candidates = np.flatnonzero(fitting <= GPU_MILLI)
@@ -56,7 +55,7 @@ def fraction_find(job: JobSpec, nodes: np.ndarray, free: FreeResources, rule: st
     for i in candidates.tolist():
         node = nodes.item(i)
         if host_fits(job, node, free):
-            (gpu,) = choose_gpus(milli[node].tolist(), 1, share) or ()
+            (gpu,) = choose_gpus(rows[i].tolist(), 1, share) or ()
             res = Resources(1, job.num_cpus, job.mem_gb)
             return Allocation(((node, res),), devices=((node, gpu),), gpu_milli=share)
     return None

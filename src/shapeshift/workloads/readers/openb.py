@@ -94,9 +94,9 @@ def openb_cluster(path: str | Path) -> ClusterSpec:
             nodes.names, nodes.cpu_milli, nodes.memory_mib, nodes.gpus, nodes.model, strict=True
         )
     )
-    # Every job holds at least one thousandth of a GPU, so at most MILLI share one: the
-    # per-GPU job limit never binds before the shares do.
-    return ClusterSpec(specs, gpu_share_limit=MILLI, gpu_fractions=True)
+    # No per-GPU job limit (gpu_share_limit 1 = not set on a fractional cluster): the shares
+    # bound a GPU, and policies that pair whole GPUs (gpu_share_limit >= 2) keep them whole.
+    return ClusterSpec(specs, gpu_fractions=True)
 
 
 def is_openb_node_list(path: str | Path) -> bool:
