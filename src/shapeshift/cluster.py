@@ -38,8 +38,9 @@ _SHORTHAND = re.compile(r"^\s*(\d{1,30})\s*[xX]\s*(\d{1,30})\s*$")
 
 
 def load_cluster(spec: str | Path) -> ClusterSpec:
-    """Accept ``NxG`` (e.g. ``8x8``), the path of a cluster YAML file or a ``slurm.conf``
-    (recognised by its ``NodeName=``/``PartitionName=`` lines), or the name of a bundled
+    """Accept ``NxG`` (e.g. ``8x8``), the path of a cluster YAML file, a ``slurm.conf``
+    (recognised by its ``NodeName=``/``PartitionName=`` lines) or an openb node list (a
+    CSV with its ``sn, cpu_milli, memory_mib, gpu, model`` header), or the name of a bundled
     cluster (``philly-vcs``, ``rubick-a800``; a path that exists wins)."""
     from shapeshift.datasets import DATASETS, lookup
 
@@ -57,6 +58,10 @@ def load_cluster(spec: str | Path) -> ClusterSpec:
         raise InputError(
             f"cluster {text!r} is neither NxG (e.g. 8x8), an existing YAML file nor a bundled cluster ({bundled})"
         )
+    from shapeshift.workloads.readers.openb import is_openb_node_list, openb_cluster
+
+    if is_openb_node_list(text):
+        return openb_cluster(text)
     from shapeshift.slurm.conf import looks_like_slurm_conf
 
     if looks_like_slurm_conf(text):

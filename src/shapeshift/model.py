@@ -2,15 +2,15 @@
 
 Everything here is a frozen dataclass that validates itself on construction, so a value that exists is a
 value that makes sense: no negative resources, no execution plan whose parallel sizes disagree with its GPU
-count. This module imports only ``shapeshift.invariants`` (``ModelError``) and ``shapeshift.job_kinds``
-(batch sizes and fused tuning trials, re-exported here), which import nothing else (dependencies point inward).
+count. This module imports only ``shapeshift.invariants`` (``ModelError``), ``shapeshift.job_kinds``
+(batch sizes and fused tuning trials) and ``shapeshift.plans`` (execution plans), re-exported
+here, which import nothing else (dependencies point inward).
 
 Units: time in seconds, memory in GB (10^9 bytes), bandwidth in GB/s.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,8 +19,9 @@ from typing import Any
 
 from shapeshift.invariants import ModelError, _require
 from shapeshift.job_kinds import BatchSpec, FusedTrials
+from shapeshift.plans import ExecutionPlan, ZeroMode
 
-__all__ = ["BatchSpec", "FusedTrials", "ModelError"]
+__all__ = ["BatchSpec", "ExecutionPlan", "FusedTrials", "ModelError", "ZeroMode"]
 
 
 def _frozen_mapping(value: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
@@ -60,6 +61,9 @@ class Resources:
     def is_zero(self) -> bool:
         return self.gpus == 0 and self.cpus == 0 and self.mem_gb == 0
 
+
+#: Thousandths of a GPU: the unit of fractional GPU requests (``JobSpec.gpu_milli``).
+GPU_MILLI = 1000
 
 #: Host resources per GPU of a node whose description gives none (``NxG`` clusters and
 #: YAML node groups without ``cpus``/``mem_gb``).
@@ -111,6 +115,11 @@ class ClusterSpec:
     #: 1 an allocation may name GPUs other jobs hold (``Allocation.devices``), within
     #: each GPU's memory (``NodeSpec.gpu_mem_gb``); see ``shapeshift.engine.sharing``.
     gpu_share_limit: int = 1
+    #: Whether jobs may ask for a fraction of one GPU (``JobSpec.gpu_milli``): the engine
+    #: then keeps the GPU ledger and packs fractional jobs on a GPU while their shares sum
+    #: to at most one GPU (``gpu_share_limit`` still caps the jobs per GPU where it is set
+    #: above 1). Its jobs are pods: a job no single node can hold is rejected on arrival.
+    gpu_fractions: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", tuple(self.nodes))
@@ -136,7 +145,8 @@ class ClusterSpec:
     def __reduce__(self) -> tuple[Any, ...]:
         # The read-only mapping proxies do not pickle; rebuild from plain dicts, so a
         # cluster can travel to worker processes with a run description.
-        return (ClusterSpec, (self.nodes, dict(self.partitions), dict(self.tenants), self.gpu_share_limit))
+        args = (self.nodes, dict(self.partitions), dict(self.tenants), self.gpu_share_limit, self.gpu_fractions)
+        return (ClusterSpec, args)
 
     @property
     def total_gpus(self) -> int:
@@ -157,92 +167,6 @@ class ClusterSpec:
         if rest:
             result[""] = rest
         return result
-
-
-class ZeroMode(enum.StrEnum):
-    """Which ZeRO stage the data-parallel group uses."""
-
-    NONE = "none"
-    DP = "dp"  # ZeRO-2: optimizer states and gradients partitioned over data-parallel ranks
-    OFFLOAD = "offload"  # ZeRO-Offload: states and the optimizer step live on the host CPU
-
-
-_PLAN_KEYS = {"dp", "tp", "pp", "zero", "ga", "gc", "mb"}
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionPlan:
-    """How a training job is parallelised on its GPUs.
-
-    ``dp * tp * pp`` is the number of GPUs. The global batch size is a property of the
-    job, not of the plan: a reconfiguration changes the plan but keeps
-    ``global batch = dp * micro-batch * grad_accum``.
-    """
-
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    zero: ZeroMode = ZeroMode.NONE
-    grad_accum: int = 1
-    grad_ckpt: bool = False
-    micro_batches: int = 1
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "zero", ZeroMode(self.zero))
-        for name in ("dp", "tp", "pp", "grad_accum", "micro_batches"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
-                raise ModelError(f"plan {name} must be an integer >= 1, got {value!r}")
-
-    @property
-    def gpus(self) -> int:
-        return self.dp * self.tp * self.pp
-
-    @property
-    def family(self) -> str:
-        """Coarse plan family, the unit in which profiling coverage is counted."""
-        if self.tp > 1 or self.pp > 1:
-            return "3d"
-        if self.zero is ZeroMode.OFFLOAD:
-            return "zero-offload"
-        if self.zero is ZeroMode.DP:
-            return "zero-dp"
-        if self.grad_ckpt:
-            return "gc"
-        return "ga" if self.grad_accum > 1 else "dp"
-
-    def __str__(self) -> str:
-        return (
-            f"dp={self.dp},tp={self.tp},pp={self.pp},zero={self.zero.value},"
-            f"ga={self.grad_accum},gc={int(self.grad_ckpt)},mb={self.micro_batches}"
-        )
-
-    @classmethod
-    def parse(cls, text: str) -> ExecutionPlan:
-        """Parse ``dp=2,tp=4,zero=offload,ga=2,gc=1`` (any subset of keys; the rest default)."""
-        values: dict[str, Any] = {}
-        for part in filter(None, (p.strip() for p in text.split(","))):
-            key, sep, raw = part.partition("=")
-            key = key.strip().lower()
-            _require(
-                bool(sep) and key in _PLAN_KEYS,
-                f"bad plan item {part!r}; expected key=value with keys {sorted(_PLAN_KEYS)}",
-            )
-            raw = raw.strip()
-            if key == "zero":
-                _require(raw in {z.value for z in ZeroMode}, f"bad zero mode {raw!r}; expected none, dp or offload")
-                values["zero"] = ZeroMode(raw)
-            elif key == "gc":
-                _require(raw in {"0", "1", "true", "false"}, f"bad gc value {raw!r}; expected 0 or 1")
-                values["grad_ckpt"] = raw in {"1", "true"}
-            else:
-                _require(raw.isdigit(), f"plan {key} must be a positive integer, got {raw!r}")
-                values[{"ga": "grad_accum", "mb": "micro_batches"}.get(key, key)] = int(raw)
-        return cls(**values)
-
-    @classmethod
-    def data_parallel(cls, gpus: int) -> ExecutionPlan:
-        return cls(dp=gpus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +202,12 @@ class JobSpec:
     tuning: FusedTrials | None = None  # set for fused-trial tuning jobs only
     time_limit: float | None = None  # wall-clock limit asked for (s; None = the partition's); planners use it
     qos: str = ""  # quality of service asked for (a Slurm QOS name; "" = none)
+    #: Share of one GPU in thousandths (1..999) for a job that needs less than a whole
+    #: GPU (``num_gpus`` then 1); 0 = whole GPUs. GPU-sharing clusters (openb) ask this
+    #: way; the engine packs such jobs while a GPU's shares sum to at most 1000.
+    gpu_milli: int = 0
+    #: GPU models the job may run on (empty = any): a type constraint, as openb's ``gpu_spec``.
+    gpu_types: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -307,7 +237,21 @@ class JobSpec:
             return "gpu_speed must give at least one GPU type a positive throughput"
         if self.plan is not None and self.plan.gpus != self.num_gpus:
             return f"plan uses {self.plan.gpus} GPU{'s' * (self.plan.gpus != 1)} but the job asks for {self.num_gpus}"
+        if self.gpu_milli:
+            if not (isinstance(self.gpu_milli, int) and 0 < self.gpu_milli < GPU_MILLI):
+                return f"gpu_milli must be a whole number 1..{GPU_MILLI - 1} (0 = whole GPUs), got {self.gpu_milli!r}"
+            if self.num_gpus != 1:
+                return f"a fraction of a GPU (gpu_milli {self.gpu_milli}) needs num_gpus 1, got {self.num_gpus}"
         return ""
+
+    @property
+    def gpu_fraction(self) -> float:
+        """GPUs asked for, counting a fractional job as its share of one GPU."""
+        return self.gpu_milli / GPU_MILLI if self.gpu_milli else float(self.num_gpus)
+
+    def allows(self, gpu_type: str) -> bool:
+        """Whether the job may run on GPUs of ``gpu_type`` (its type constraint)."""
+        return not self.gpu_types or gpu_type in self.gpu_types
 
     @property
     def requested(self) -> Resources:
@@ -333,6 +277,10 @@ class Allocation:
     #: GPU memory (GB) the job uses on each of its GPUs; ``None`` = the whole GPU, so
     #: nobody can join it. A job that declares less leaves room for partners.
     gpu_mem_gb: float | None = None
+    #: Share of each of its GPUs the job uses, in thousandths (1..999); ``None`` = whole
+    #: GPUs. On a cluster with ``gpu_fractions`` jobs join a GPU while the shares on it
+    #: sum to at most 1000.
+    gpu_milli: int | None = None
     #: Total GPUs, derived once: the engine and executors ask for it on every event.
     gpus: int = field(init=False, compare=False, repr=False, default=0)
 
@@ -360,6 +308,10 @@ class Allocation:
         if self.plan is not None and self.plan.gpus != gpus:
             uses = f"{self.plan.gpus} GPU{'s' * (self.plan.gpus != 1)}"
             raise ModelError(f"plan uses {uses} but the allocation holds {gpus}")
+        if self.gpu_milli is not None and not (
+            isinstance(self.gpu_milli, int) and 0 < self.gpu_milli < GPU_MILLI and gpus == 1
+        ):
+            raise ModelError(f"gpu_milli must be 1..{GPU_MILLI - 1} on a one-GPU allocation, got {self.gpu_milli!r}")
         if self.devices is not None or self.gpu_mem_gb is not None:
             self._check_sharing(placement)
 
@@ -385,7 +337,7 @@ class Allocation:
     @property
     def shares(self) -> bool:
         """Whether this allocation may sit on GPUs with other jobs (it names them or leaves memory)."""
-        return self.devices is not None or self.gpu_mem_gb is not None
+        return self.devices is not None or self.gpu_mem_gb is not None or self.gpu_milli is not None
 
     @property
     def total(self) -> Resources:

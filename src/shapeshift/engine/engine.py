@@ -19,7 +19,7 @@ from shapeshift.engine.batching import rebatch_only
 from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
-from shapeshift.engine.sharing import GpuLedger
+from shapeshift.engine.sharing import GpuLedger, never_fits_shaped
 from shapeshift.engine.state import FreeResources, JobState, JobStatus
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
@@ -63,7 +63,7 @@ class Engine:
         }
         self.free = FreeResources.of(cluster, self.partition_nodes)
         #: GPU identity and sharing; only on clusters that let jobs share GPUs.
-        self.sharing = GpuLedger(cluster) if cluster.gpu_share_limit > 1 else None
+        self.sharing = GpuLedger(cluster) if cluster.gpu_share_limit > 1 or cluster.gpu_fractions else None
         #: Running jobs whose GPU partners changed since their speed was last set.
         self._reshared: dict[str, None] = {}
         attach = getattr(executor, "use_sharing", None)
@@ -250,15 +250,23 @@ class Engine:
             return f"needs {count(spec.num_gpus, 'GPU')} but the cluster has {self.partition_gpus[partition]}{where}"
         if spec.num_cpus > self._partition_cpus[partition] or spec.mem_gb > self._partition_mem[partition]:
             return f"needs more CPUs or memory than the cluster has{where}"
+        if spec.gpu_types or spec.gpu_milli or self.cluster.gpu_fractions:
+            return never_fits_shaped(self.cluster, self.partition_nodes[partition], spec, where)
         return ""
 
     def _check(self, status: JobStatus, desired: Allocation) -> None:
-        for node, _ in desired.placement:
+        spec = status.spec
+        for node, res in desired.placement:
             if self._node_partition.get(node) != status.partition:
                 raise PolicyError(
                     f"{self.policy.name}: job {status.job_id} placed on node {node} outside its partition"
                 )
-        if desired.devices is not None:
+            if res.gpus and spec.gpu_types and not spec.allows(self.cluster.nodes[node].gpu_type):
+                raise PolicyError(
+                    f"{self.policy.name}: job {status.job_id} placed on {self.cluster.nodes[node].gpu_type} GPUs,"
+                    f" a type it excludes"
+                )
+        if desired.devices is not None or (desired.gpu_milli is not None and self.free.milli is not None):
             if self.sharing is None:
                 raise PolicyError(
                     f"{self.policy.name}: job {status.job_id} names GPUs but the cluster allows one job per GPU"
@@ -276,7 +284,7 @@ class Engine:
             self.free.take(alloc)
         else:
             newly, joined = self.sharing.take(status, alloc)
-            self.free.take(alloc, newly)
+            self.free.take(alloc, newly, self.sharing.devices[status.job_id])
             self._reshared.update(dict.fromkeys(joined))
             self._reshared[status.job_id] = None
         status.allocation = alloc
@@ -288,8 +296,9 @@ class Engine:
         if self.sharing is None:
             self.free.give(status.allocation)
         else:
+            devices = self.sharing.devices[status.job_id]
             emptied, left = self.sharing.give(status.job_id)
-            self.free.give(status.allocation, emptied)
+            self.free.give(status.allocation, emptied, devices)
             self._reshared.update(dict.fromkeys(left))
             status.share = None
         del self.allocations[status.job_id]

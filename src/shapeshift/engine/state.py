@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from shapeshift.engine.fractions import choose_gpus
 from shapeshift.engine.gpu_counts import GpuCounts
-from shapeshift.model import Allocation, ClusterSpec, JobSpec
+from shapeshift.model import GPU_MILLI, Allocation, ClusterSpec, JobSpec
 
 
 class JobState(enum.StrEnum):
@@ -155,23 +156,105 @@ class FreeResources:
     #: Nodes per free-GPU count in each partition (``GpuCounts``), kept by ``take`` and
     #: ``give``; ``None`` when no partitions were registered.
     counts: GpuCounts | None = field(default=None, repr=False)
+    #: GPU model of each node (``NodeSpec.gpu_type``), for jobs with a type constraint.
+    node_types: tuple[str, ...] = field(default=(), repr=False)
+    #: On clusters with ``gpu_fractions``: thousandths free on each GPU, one row per node
+    #: (-1 past a node's last GPU); ``gpus`` then counts the idle GPUs. ``None`` elsewhere.
+    milli: np.ndarray | None = field(default=None, repr=False)
+    #: With ``milli``: jobs on each GPU, and how many one GPU may hold (``gpu_share_limit``
+    #: where set above 1; else unbounded, as every job holds at least one thousandth).
+    jobs: np.ndarray | None = field(default=None, repr=False)
+    job_limit: int = GPU_MILLI
 
     @classmethod
     def of(cls, cluster: ClusterSpec, partitions: Mapping[str, np.ndarray] | None = None) -> FreeResources:
         """The cluster's resources, all free; with ``partitions`` (the engine's node arrays),
         counted per partition so placements answer without scanning every node."""
         gpus = np.array([n.gpus for n in cluster.nodes], dtype=np.int64)
+        milli = None
+        if cluster.gpu_fractions:
+            width = max(int(gpus.max()), 1)
+            milli = np.where(np.arange(width)[None, :] < gpus[:, None], GPU_MILLI, -1).astype(np.int64)
+        limit = cluster.gpu_share_limit if cluster.gpu_share_limit > 1 else GPU_MILLI
         return cls(
             gpus=gpus.copy(),
             cpus=np.array([n.cpus for n in cluster.nodes], dtype=np.float64),
             mem=np.array([n.mem_gb for n in cluster.nodes], dtype=np.float64),
             gpu_capacity=gpus,
             counts=None if partitions is None else GpuCounts.of(partitions, gpus, gpus),
+            node_types=tuple(n.gpu_type for n in cluster.nodes),
+            milli=milli,
+            jobs=None if milli is None else np.zeros_like(milli),
+            job_limit=limit,
         )
 
     def copy(self) -> FreeResources:
         counts = None if self.counts is None else self.counts.copy()
-        return FreeResources(self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.gpu_capacity, counts)
+        milli = None if self.milli is None else self.milli.copy()
+        jobs = None if self.jobs is None else self.jobs.copy()
+        return FreeResources(
+            self.gpus.copy(),
+            self.cpus.copy(),
+            self.mem.copy(),
+            self.gpu_capacity,
+            counts,
+            self.node_types,
+            milli,
+            jobs,
+            self.job_limit,
+        )
+
+    def usable_milli(self, nodes: np.ndarray | int) -> np.ndarray:
+        """Thousandths free per GPU of ``nodes`` that may take one more job (-1 where the
+        job limit is reached); needs ``milli``."""
+        assert self.milli is not None and self.jobs is not None
+        return np.where(self.jobs[nodes] < self.job_limit, self.milli[nodes], -1)
+
+    def gpus_for(self, alloc: Allocation) -> list[tuple[int, int]] | None:
+        """The GPUs ``alloc`` gets on a fractional cluster (named, or by the engine's rule,
+        ``shapeshift.engine.fractions``); ``None`` if they are not free."""
+        assert self.milli is not None
+        if alloc.devices is not None:
+            return list(alloc.devices)
+        devices: list[tuple[int, int]] = []
+        for n, r in alloc.placement:
+            if r.gpus:
+                chosen = choose_gpus(self.usable_milli(n).tolist(), r.gpus, alloc.gpu_milli)
+                if chosen is None:
+                    return None
+                devices.extend((n, g) for g in chosen)
+        return devices
+
+    def _move_milli(self, alloc: Allocation, devices: list[tuple[int, int]] | None, sign: int) -> dict[int, int]:
+        """Take (sign -1) or give back (+1) ``alloc``'s share of its GPUs; returns the idle
+        GPUs it takes or leaves per node."""
+        milli, jobs = self.milli, self.jobs
+        assert milli is not None and jobs is not None
+        share = alloc.gpu_milli if alloc.gpu_milli is not None else GPU_MILLI
+        if devices is None:
+            devices = self.gpus_for(alloc) if sign < 0 else self._held_by(alloc)
+        assert devices is not None, "the allocation's GPUs are not free"
+        idle: dict[int, int] = {}
+        for n, g in devices:
+            before = milli.item(n, g)
+            milli[n, g] = before + sign * share
+            jobs[n, g] -= sign
+            if GPU_MILLI in (before, before + sign * share):
+                idle[n] = idle.get(n, 0) + 1
+        return idle
+
+    def _held_by(self, alloc: Allocation) -> list[tuple[int, int]]:
+        """GPUs a device-less allocation may have held (a plan giving back what it does not
+        know the GPUs of): the fullest ones of its nodes that hold its share."""
+        assert self.milli is not None
+        share = alloc.gpu_milli if alloc.gpu_milli is not None else GPU_MILLI
+        devices: list[tuple[int, int]] = []
+        for n, r in alloc.placement:
+            row = self.milli[n].tolist()
+            held = [g for g, left in enumerate(row) if 0 <= left <= GPU_MILLI - share]
+            held.sort(key=lambda g: row[g])
+            devices.extend((n, g) for g in held[: r.gpus])
+        return devices
 
     def recount(self) -> None:
         """Bring the per-partition counts up to date after writing the arrays directly."""
@@ -225,6 +308,8 @@ class FreeResources:
     def fits(self, alloc: Allocation) -> bool:
         eps = 1e-9
         gpus, cpus, mem = self.gpus, self.cpus, self.mem
+        if self.milli is not None and alloc.gpu_milli is not None:
+            return self.fits_host(alloc) and self.gpus_for(alloc) is not None
         for n, r in alloc.placement:
             if not (gpus.item(n) >= r.gpus and cpus.item(n) + eps >= r.cpus and mem.item(n) + eps >= r.mem_gb):
                 return False
@@ -235,9 +320,18 @@ class FreeResources:
         eps = 1e-9
         return all(self.cpus[n] + eps >= r.cpus and self.mem[n] + eps >= r.mem_gb for n, r in alloc.placement)
 
-    def take(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
+    def take(
+        self,
+        alloc: Allocation,
+        gpus: Mapping[int, int] | None = None,
+        devices: list[tuple[int, int]] | tuple[tuple[int, int], ...] | None = None,
+    ) -> None:
         """Take ``alloc``; ``gpus`` (per node), when given, is how many *empty* GPUs it
-        occupies, for allocations that join GPUs other jobs hold."""
+        occupies, for allocations that join GPUs other jobs hold. On a fractional cluster
+        the shares of its GPUs (``devices``, else named or chosen by the engine's rule)
+        are taken too, and they say which GPUs stop being idle."""
+        if self.milli is not None:
+            gpus = self._move_milli(alloc, None if devices is None else list(devices), -1)
         counts, free, cpus, mem = self.counts, self.gpus, self.cpus, self.mem
         for n, r in alloc.placement:
             taken = r.gpus if gpus is None else gpus.get(n, 0)
@@ -249,7 +343,15 @@ class FreeResources:
             cpus[n] = cpus.item(n) - r.cpus
             mem[n] = mem.item(n) - r.mem_gb
 
-    def give(self, alloc: Allocation, gpus: Mapping[int, int] | None = None) -> None:
+    def give(
+        self,
+        alloc: Allocation,
+        gpus: Mapping[int, int] | None = None,
+        devices: list[tuple[int, int]] | tuple[tuple[int, int], ...] | None = None,
+    ) -> None:
+        if self.milli is not None:
+            named = devices if devices is not None else alloc.devices
+            gpus = self._move_milli(alloc, None if named is None else list(named), +1)
         counts, free, cpus, mem = self.counts, self.gpus, self.cpus, self.mem
         for n, r in alloc.placement:
             given = r.gpus if gpus is None else gpus.get(n, 0)

@@ -80,6 +80,12 @@ def typical_pods(pods: PodList, threshold: float = 95.0, include_cpu_pods: bool 
         if not include_cpu_pods and pods.num_gpu[i] == 0:
             continue
         counts[(int(cpu[i]), int(pods.gpu_milli[i]), int(pods.num_gpu[i]), pods.gpu_spec[i])] += 1
+    return typical_of_counts(counts, threshold)
+
+
+def typical_of_counts(counts: Counter[tuple[int, int, int, str]], threshold: float = 95.0) -> TypicalPods:
+    """The typical-pod set of pods counted by shape ``(scoring CPU milli, milli per GPU,
+    GPUs, gpu_spec)``, by ``GetTypicalPods``'s coverage rule (see ``typical_pods``)."""
     if not counts:
         raise ValueError("no pods to estimate the target workload from")
     total = sum(counts.values())
@@ -181,4 +187,12 @@ def node_frag_reference(cpu_left: int, left: list[int], model: str, typical: Typ
     return total
 
 
-__all__ = ["MILLI", "FragMeasure", "TypicalPods", "node_frag_reference", "scoring_cpu", "typical_pods"]
+__all__ = [
+    "MILLI",
+    "FragMeasure",
+    "TypicalPods",
+    "node_frag_reference",
+    "scoring_cpu",
+    "typical_of_counts",
+    "typical_pods",
+]

@@ -54,7 +54,9 @@ COLUMNS: dict[str, str] = {
 #: recorded queueing delay in seconds. A Slurm history (``sacct``) adds ``time_limit``
 #: (seconds, NaN = the partition's) and ``qos``, which do reach ``JobSpec`` (Slurm's
 #: scheduler plans with them), and ``attempts`` (1 + requeues) and the recorded
-#: ``priority``, which do not.
+#: ``priority``, which do not. A GPU-sharing trace (openb) adds ``gpu_milli`` (a share of
+#: one GPU in thousandths, 0 = whole GPUs) and ``gpu_types`` (the GPU models a job allows,
+#: ``|``-separated, empty = any), which reach ``JobSpec`` too.
 OPTIONAL_COLUMNS: dict[str, str] = {
     "state": "object",
     "start_time": "float64",
@@ -64,6 +66,8 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "qos": "object",
     "attempts": "Int64",
     "priority": "float64",
+    "gpu_milli": "int64",
+    "gpu_types": "object",
 }
 REQUIRED = ("job_id", "submit_time", "num_gpus", "duration")
 
@@ -229,6 +233,9 @@ class Workload:
         n = len(f)
         limits = f["time_limit"].tolist() if "time_limit" in f.columns else [math.nan] * n
         qoses = f["qos"].tolist() if "qos" in f.columns else [""] * n
+        millis = f["gpu_milli"].tolist() if "gpu_milli" in f.columns else [0] * n
+        allowed: dict[str, frozenset[str]] = {"": frozenset()}
+        type_texts = f["gpu_types"].tolist() if "gpu_types" in f.columns else [""] * n
         for row, values in enumerate(rows):
             job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan, d, it, batch, gs = values
             if plan not in plans:
@@ -237,6 +244,9 @@ class Workload:
                 speeds[gs] = parse_gpu_speed(gs)
             if batch not in batches:
                 batches[batch] = BatchSpec.parse(batch)
+            types = type_texts[row]
+            if types not in allowed:
+                allowed[types] = frozenset(p for p in types.split("|") if p)
             result.append(
                 JobSpec(
                     job_id=job_id,
@@ -257,6 +267,8 @@ class Workload:
                     gpu_speed=speeds[gs],
                     time_limit=None if limits[row] != limits[row] else float(limits[row]),
                     qos=qoses[row],
+                    gpu_milli=millis[row],
+                    gpu_types=allowed[types],
                 )
             )
         return result
@@ -304,4 +316,7 @@ def _frame_of(jobs: Sequence[JobSpec]) -> pd.DataFrame:
     if any(j.time_limit is not None or j.qos for j in jobs):
         frame["time_limit"] = [math.nan if j.time_limit is None else j.time_limit for j in jobs]
         frame["qos"] = [j.qos for j in jobs]
+    if any(j.gpu_milli or j.gpu_types for j in jobs):
+        frame["gpu_milli"] = [j.gpu_milli for j in jobs]
+        frame["gpu_types"] = ["|".join(sorted(j.gpu_types)) for j in jobs]
     return Workload.from_frame("", frame).frame

@@ -160,9 +160,11 @@ class Snapshot:
     partitions: tuple[tuple[str, tuple[str, ...]], ...]
     tenants: tuple[tuple[str, int], ...]
     gpu_share_limit: int = 1
+    gpu_fractions: bool = False
 
     def cluster(self) -> ClusterSpec:
-        return ClusterSpec(self.nodes, dict(self.partitions), dict(self.tenants), self.gpu_share_limit)
+        parts, tenants = dict(self.partitions), dict(self.tenants)
+        return ClusterSpec(self.nodes, parts, tenants, self.gpu_share_limit, self.gpu_fractions)
 
 
 def take_snapshot(view: ClusterView, admission: Admission, max_jobs: int) -> Snapshot:
@@ -210,6 +212,7 @@ def take_snapshot(view: ClusterView, admission: Admission, max_jobs: int) -> Sna
         partitions=tuple(sorted(cluster.partitions.items())),
         tenants=tuple(sorted(cluster.tenants.items())),
         gpu_share_limit=cluster.gpu_share_limit,
+        gpu_fractions=cluster.gpu_fractions,
     )
 
 

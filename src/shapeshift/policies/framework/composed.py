@@ -214,14 +214,16 @@ class ComposedPolicy:
             ranked = self.ordering.order(view, partition, self.admission.admit(view, partition))
         for job_id in ranked:
             spec = view.job(job_id).spec
-            alloc = self.placement.find(spec, nodes, free) if spec.num_gpus <= free_gpus else None
+            # A fraction of a GPU may join a GPU in use: idle GPUs do not bound it.
+            shared = spec.gpu_milli > 0 and free.milli is not None
+            alloc = self.placement.find(spec, nodes, free) if spec.num_gpus <= free_gpus or shared else None
             if alloc is not None:
                 changes[job_id] = alloc
                 free.take(alloc)
-                free_gpus -= alloc.gpus
+                free_gpus = free_gpus - alloc.gpus if alloc.gpu_milli is None else free.free_gpus_in(nodes)
                 continue
             reasons[job_id] = self._explain(view, partition, spec.num_gpus, free_gpus)
-            if self.head_of_line_blocking or free_gpus == 0:
+            if self.head_of_line_blocking or (free_gpus == 0 and free.milli is None):
                 break
 
     def _decide_preemptive(

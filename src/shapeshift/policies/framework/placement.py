@@ -3,6 +3,11 @@
 Each strategy answers one question, ``find(job, nodes, free)``, against a scratch copy
 of free resources, and returns an ``Allocation`` or ``None``. A job's CPUs and memory
 follow its GPUs: they are split over nodes in proportion to the GPUs on each node.
+
+Two rules hold for every strategy: a job with a GPU-type constraint (``JobSpec.gpu_types``)
+is placed only on nodes of the types it allows (``eligible``), and on a cluster with
+fractional GPUs (``FreeResources.milli``) a job asking for a fraction of one GPU goes to
+one GPU that still has that share free (``fraction_find``), idle or not.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import numpy as np
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Resources
+from shapeshift.policies.framework.fgd import Fgd
+from shapeshift.policies.framework.gpu_shapes import eligible, fraction_find, host_fits
 
 #: The placement strategies a policy parameter may name (see ``PLACEMENTS``).
-PlacementName = Literal["consolidated", "first-fit", "scattered", "yarn"]
+PlacementName = Literal["consolidated", "first-fit", "scattered", "yarn", "fgd"]
 
 
 class Placement(Protocol):
@@ -99,8 +106,7 @@ def _allocation_for(job: JobSpec, gpus_by_node: dict[int, int], free: FreeResour
     return Allocation(tuple(shares), plan)
 
 
-def _host_fits(job: JobSpec, node: int, free: FreeResources) -> bool:
-    return free.cpus.item(node) + 1e-9 >= job.num_cpus and free.mem.item(node) + 1e-9 >= job.mem_gb
+_host_fits = host_fits
 
 
 def _cpu_only(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
@@ -153,6 +159,9 @@ class Consolidated:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
+        nodes = eligible(job, nodes, free)
+        if job.gpu_milli and free.milli is not None:
+            return fraction_find(job, nodes, free, "tight")
         largest, uniform = partition_shape(nodes, free)
         if g <= largest:
             # Best fit: the node with the fewest free GPUs that still fit, lowest index on
@@ -210,6 +219,9 @@ class FirstFit:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
+        nodes = eligible(job, nodes, free)
+        if job.gpu_milli and free.milli is not None:
+            return fraction_find(job, nodes, free, "first")
         fg = free.gpus[nodes]
         for i in np.flatnonzero(fg >= g).tolist():
             node = int(nodes[i])
@@ -238,6 +250,9 @@ class Scattered:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
+        nodes = eligible(job, nodes, free)
+        if job.gpu_milli and free.milli is not None:
+            return fraction_find(job, nodes, free, "loose")
         fg = free.gpus[nodes].copy()
         if int(fg.sum()) < g:
             return None
@@ -276,6 +291,9 @@ class Yarn:
         g = job.num_gpus
         if g == 0:
             return _cpu_only(job, nodes, free)
+        nodes = eligible(job, nodes, free)
+        if job.gpu_milli and free.milli is not None:
+            return fraction_find(job, nodes, free, "first")
         fg = free.gpus[nodes]
         cap = free.gpu_capacity[nodes]
         per_node = int(cap.max())
@@ -304,4 +322,7 @@ PLACEMENTS: dict[str, Callable[[], Placement]] = {
     FirstFit.name: FirstFit,
     Scattered.name: Scattered,
     Yarn.name: Yarn,
+    # FGD (policies/framework/fgd.py) for GPU-sharing clusters; jobs wider than a node
+    # are consolidated.
+    Fgd.name: lambda: Fgd(fallback=Consolidated()),
 }

@@ -12,6 +12,7 @@ from pathlib import Path
 from shapeshift.errors import InputError
 from shapeshift.workloads.readers.generic import read_generic
 from shapeshift.workloads.readers.helios import HELIOS_COLUMNS, read_helios
+from shapeshift.workloads.readers.openb import OPENB_POD_COLUMNS, read_openb
 from shapeshift.workloads.readers.philly import PHILLY_COLUMNS, read_philly
 from shapeshift.workloads.readers.pollux import POLLUX_COLUMNS, read_pollux
 from shapeshift.workloads.readers.rubick import RUBICK_COLUMNS, read_rubick
@@ -28,6 +29,7 @@ READERS: dict[str, Callable[[str | Path], Workload]] = {
     "pollux": read_pollux,
     "synergy": read_synergy,
     "sacct": read_sacct,
+    "openb": read_openb,
 }
 
 
@@ -51,6 +53,7 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
     "pollux": POLLUX_COLUMNS,
     "synergy": SYNERGY_COLUMNS,
     "sacct": SACCT_COLUMNS,
+    "openb": OPENB_POD_COLUMNS,
 }
 
 

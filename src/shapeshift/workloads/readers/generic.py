@@ -17,8 +17,9 @@ from shapeshift.workloads.workload import REQUIRED, Workload, format_gpu_speed, 
 def read_generic(path: str | Path) -> Workload:
     """The generic format: ``job_id, submit_time, num_gpus, duration`` plus optional columns
     ``name, user, vc, tenant, guaranteed, model, num_cpus, mem_gb, iterations, plan,
-    batch, cpu_only`` and the trace-log columns ``state, start_time, end_time, queue``. This is
-    what ``Workload.write`` produces, so every reader's output reads back unchanged.
+    batch, cpu_only``, the GPU-sharing columns ``gpu_milli, gpu_types`` and the trace-log
+    columns ``state, start_time, end_time, queue``. This is what ``Workload.write``
+    produces, so every reader's output reads back unchanged.
     ``duration`` may be blank on a row that gives ``iterations``.
 
     Per-GPU-type throughputs (Gavel's input): one column per type, ``speed_<TYPE>``
@@ -70,6 +71,15 @@ def _generic(table: Table, name: str) -> Workload:
     speeds = _gpu_speeds(table)
     if speeds is not None:
         out["gpu_speed"] = speeds
+    if "gpu_milli" in table.frame.columns:
+        milli = table.numeric("gpu_milli", integer=True, required=False).fillna(0).astype("int64")
+        bad = (milli < 0) | (milli >= 1000) | ((milli > 0) & (out["num_gpus"] != 1))
+        if bad.any():
+            message = "must be 0 (whole GPUs) or 1..999 with num_gpus 1"
+            raise table.fail(table.first(bad.to_numpy()), "gpu_milli", message)
+        out["gpu_milli"] = milli
+    if "gpu_types" in table.frame.columns:
+        out["gpu_types"] = table.text("gpu_types")
     if "state" in table.frame.columns:
         out["state"] = table.text("state")
     for column in ("start_time", "end_time", "queue"):
