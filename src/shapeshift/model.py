@@ -3,14 +3,14 @@
 Everything here is a frozen dataclass that validates itself on construction, so a value that exists is a
 value that makes sense: no negative resources, no execution plan whose parallel sizes disagree with its GPU
 count. This module imports only ``shapeshift.invariants`` (``ModelError``) and ``shapeshift.job_kinds``
-(batch sizes and fused tuning trials, re-exported here), which import nothing else (dependencies point inward).
+(execution plans, batch sizes and fused tuning trials, re-exported here), which import nothing else
+(dependencies point inward).
 
 Units: time in seconds, memory in GB (10^9 bytes), bandwidth in GB/s.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,9 +18,9 @@ from types import MappingProxyType
 from typing import Any
 
 from shapeshift.invariants import ModelError, _require
-from shapeshift.job_kinds import BatchSpec, FusedTrials
+from shapeshift.job_kinds import BatchSpec, ExecutionPlan, FusedTrials, ZeroMode
 
-__all__ = ["BatchSpec", "FusedTrials", "ModelError"]
+__all__ = ["BatchSpec", "ExecutionPlan", "FusedTrials", "ModelError", "ZeroMode"]
 
 
 def _frozen_mapping(value: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
@@ -80,8 +80,12 @@ class NodeSpec:
     intra_bw_gb_s: float = 300.0
     inter_bw_gb_s: float = 12.5
     pcie_bw_gb_s: float = 32.0
+    #: Kubernetes node labels as sorted ``(key, value)`` pairs: what a Kueue
+    #: ResourceFlavor's ``nodeLabels`` select.
+    labels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", tuple(sorted(dict(self.labels).items())))
         _require(bool(self.name), "node name must not be empty")
         _require(self.gpus >= 0, f"node {self.name}: gpus must be >= 0")
         _require(self.cpus >= 0 and self.mem_gb >= 0, f"node {self.name}: cpus and mem_gb must be >= 0")
@@ -159,92 +163,6 @@ class ClusterSpec:
         return result
 
 
-class ZeroMode(enum.StrEnum):
-    """Which ZeRO stage the data-parallel group uses."""
-
-    NONE = "none"
-    DP = "dp"  # ZeRO-2: optimizer states and gradients partitioned over data-parallel ranks
-    OFFLOAD = "offload"  # ZeRO-Offload: states and the optimizer step live on the host CPU
-
-
-_PLAN_KEYS = {"dp", "tp", "pp", "zero", "ga", "gc", "mb"}
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionPlan:
-    """How a training job is parallelised on its GPUs.
-
-    ``dp * tp * pp`` is the number of GPUs. The global batch size is a property of the
-    job, not of the plan: a reconfiguration changes the plan but keeps
-    ``global batch = dp * micro-batch * grad_accum``.
-    """
-
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    zero: ZeroMode = ZeroMode.NONE
-    grad_accum: int = 1
-    grad_ckpt: bool = False
-    micro_batches: int = 1
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "zero", ZeroMode(self.zero))
-        for name in ("dp", "tp", "pp", "grad_accum", "micro_batches"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
-                raise ModelError(f"plan {name} must be an integer >= 1, got {value!r}")
-
-    @property
-    def gpus(self) -> int:
-        return self.dp * self.tp * self.pp
-
-    @property
-    def family(self) -> str:
-        """Coarse plan family, the unit in which profiling coverage is counted."""
-        if self.tp > 1 or self.pp > 1:
-            return "3d"
-        if self.zero is ZeroMode.OFFLOAD:
-            return "zero-offload"
-        if self.zero is ZeroMode.DP:
-            return "zero-dp"
-        if self.grad_ckpt:
-            return "gc"
-        return "ga" if self.grad_accum > 1 else "dp"
-
-    def __str__(self) -> str:
-        return (
-            f"dp={self.dp},tp={self.tp},pp={self.pp},zero={self.zero.value},"
-            f"ga={self.grad_accum},gc={int(self.grad_ckpt)},mb={self.micro_batches}"
-        )
-
-    @classmethod
-    def parse(cls, text: str) -> ExecutionPlan:
-        """Parse ``dp=2,tp=4,zero=offload,ga=2,gc=1`` (any subset of keys; the rest default)."""
-        values: dict[str, Any] = {}
-        for part in filter(None, (p.strip() for p in text.split(","))):
-            key, sep, raw = part.partition("=")
-            key = key.strip().lower()
-            _require(
-                bool(sep) and key in _PLAN_KEYS,
-                f"bad plan item {part!r}; expected key=value with keys {sorted(_PLAN_KEYS)}",
-            )
-            raw = raw.strip()
-            if key == "zero":
-                _require(raw in {z.value for z in ZeroMode}, f"bad zero mode {raw!r}; expected none, dp or offload")
-                values["zero"] = ZeroMode(raw)
-            elif key == "gc":
-                _require(raw in {"0", "1", "true", "false"}, f"bad gc value {raw!r}; expected 0 or 1")
-                values["grad_ckpt"] = raw in {"1", "true"}
-            else:
-                _require(raw.isdigit(), f"plan {key} must be a positive integer, got {raw!r}")
-                values[{"ga": "grad_accum", "mb": "micro_batches"}.get(key, key)] = int(raw)
-        return cls(**values)
-
-    @classmethod
-    def data_parallel(cls, gpus: int) -> ExecutionPlan:
-        return cls(dp=gpus)
-
-
 @dataclass(frozen=True, slots=True)
 class JobSpec:
     """What a user submitted. Immutable; runtime state lives in the engine's ``JobStatus``.
@@ -278,6 +196,14 @@ class JobSpec:
     tuning: FusedTrials | None = None  # set for fused-trial tuning jobs only
     time_limit: float | None = None  # wall-clock limit asked for (s; None = the partition's); planners use it
     qos: str = ""  # quality of service asked for (a Slurm QOS name; "" = none)
+    #: Kubernetes batch queueing (Kueue, KAI-Scheduler): the job's namespace, the queue it
+    #: is submitted to (a LocalQueue within the namespace for Kueue, a queue for KAI; ""
+    #: = none given), its priority class name and its gang size: ``pods`` pods of
+    #: ``num_gpus / pods`` GPUs each, started all together or not at all.
+    namespace: str = ""
+    queue_name: str = ""
+    priority_class: str = ""
+    pods: int = 1
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -301,6 +227,10 @@ class JobSpec:
             return "iterations must be >= 0"
         if self.time_limit is not None and not 0 < self.time_limit < math.inf:
             return "time_limit must be a finite number > 0"
+        if self.pods < 1:
+            return "pods must be >= 1"
+        if self.num_gpus % self.pods:
+            return f"num_gpus {self.num_gpus} is not a whole number of GPUs for each of {self.pods} pods"
         if self.gpu_speed and any(not (math.isfinite(v) and v >= 0) for _, v in self.gpu_speed):
             return "gpu_speed values must be finite and >= 0"
         if self.gpu_speed and max(v for _, v in self.gpu_speed) <= 0:
@@ -312,6 +242,10 @@ class JobSpec:
     @property
     def requested(self) -> Resources:
         return Resources(self.num_gpus, self.num_cpus, self.mem_gb)
+
+    @property
+    def gpus_per_pod(self) -> int:
+        return self.num_gpus // self.pods
 
 
 @dataclass(frozen=True, slots=True)

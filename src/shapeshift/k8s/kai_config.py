@@ -33,7 +33,11 @@ from pathlib import Path
 
 from shapeshift.k8s.documents import Doc, duration_s, mapping, quantity, read_documents, text
 
-KINDS = ("Queue", "SchedulingShard")
+KINDS = ("Queue", "SchedulingShard", "PriorityClass")
+#: The priority classes a KAI-Scheduler deployment comes with (docs/priority/README.md,
+#: "Priority Classes"); a ``PriorityClass`` document (scheduling.k8s.io/v1, ``value``)
+#: adds or overrides one. ``train`` is the default for a job naming none.
+PREDEFINED_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
 RESOURCES = ("gpu", "cpu", "memory")
 UNLIMITED = -1.0
 DEFAULT_PRIORITY = 100
@@ -73,6 +77,7 @@ class Fairness:
 class KaiConfig:
     queues: Mapping[str, Queue]
     fairness: Fairness = field(default_factory=Fairness)
+    priority_classes: Mapping[str, int] = field(default_factory=lambda: dict(PREDEFINED_CLASSES))
 
     def children(self, name: str | None) -> tuple[str, ...]:
         return tuple(q.name for q in self.queues.values() if q.parent == name)
@@ -95,6 +100,7 @@ def kai_from_documents(docs: Iterable[Doc]) -> KaiConfig:
     origin: dict[str, Doc] = {}
     fairness = Fairness()
     shard: Doc | None = None
+    classes = dict(PREDEFINED_CLASSES)
     for doc in docs:
         if doc.kind not in KINDS:
             raise doc.error("kind", f"unknown kind {doc.kind!r}; KAI-Scheduler configuration holds {', '.join(KINDS)}")
@@ -103,6 +109,12 @@ def kai_from_documents(docs: Iterable[Doc]) -> KaiConfig:
                 raise doc.error("kind", f"a second SchedulingShard (the first is {shard.where()})")
             shard = doc
             fairness = _fairness(doc)
+            continue
+        if doc.kind == "PriorityClass":
+            value = doc.body.get("value")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise doc.error("value", f"{value!r} must be an integer")
+            classes[doc.name] = value
             continue
         if doc.name in origin:
             raise doc.error("metadata.name", f"Queue {doc.name!r} is defined twice (also {origin[doc.name].where()})")
@@ -120,7 +132,7 @@ def kai_from_documents(docs: Iterable[Doc]) -> KaiConfig:
                 raise origin[name].error("spec.parentQueue", f"queues form a cycle: {' -> '.join(cycle)}")
             path.append(node)
             node = queues[node].parent
-    return KaiConfig(queues, fairness)
+    return KaiConfig(queues, fairness, classes)
 
 
 def _queue(doc: Doc) -> Queue:

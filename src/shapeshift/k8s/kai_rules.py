@@ -307,24 +307,26 @@ def _leveled(config: KaiConfig, a: str, b: str) -> tuple[str, str]:
 
 
 def _preempt_victims(config, capacity, running, job: Job) -> list[Running] | None:
+    """Victims in the job's own queue, lowest priority then newest first, until the job
+    fits the free capacity *and* its queue's limits (docs/priority/README.md: a queue
+    limited to 1 GPU whose train pod is preempted for a build pod)."""
     candidates = [
         r for r in running if r.job.queue == job.queue and r.job.preemptible and r.job.priority < job.priority
     ]
     candidates.sort(key=lambda r: (r.job.priority, -r.started))
+
+    def admits(after: list[Running]) -> bool:
+        if not _fits(_free(capacity, after), job) or not _within_limits(config, _allocated(config, after), job):
+            return False
+        if job.preemptible:
+            return True
+        return _within_deserved(config, _allocated(config, [r for r in after if not r.job.preemptible]), job)
+
     chosen: list[Running] = []
-    freed = _free(capacity, running)
+    after = list(running)
     for victim in candidates:
-        if _fits(freed, job):
-            break
         chosen.append(victim)
-        _add(freed, victim.job.request)
-    after = [r for r in running if all(r is not c for c in chosen)]
-    if not chosen or not _fits(_free(capacity, after), job):
-        return None
-    if not _within_limits(config, _allocated(config, after), job):
-        return None
-    if not job.preemptible:
-        alloc_np = _allocated(config, [r for r in after if not r.job.preemptible])
-        if not _within_deserved(config, alloc_np, job):
-            return None
-    return chosen
+        after = [r for r in after if r is not victim]
+        if admits(after):
+            return chosen
+    return None

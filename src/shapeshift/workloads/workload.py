@@ -54,7 +54,9 @@ COLUMNS: dict[str, str] = {
 #: recorded queueing delay in seconds. A Slurm history (``sacct``) adds ``time_limit``
 #: (seconds, NaN = the partition's) and ``qos``, which do reach ``JobSpec`` (Slurm's
 #: scheduler plans with them), and ``attempts`` (1 + requeues) and the recorded
-#: ``priority``, which do not.
+#: ``priority``, which do not. A Kubernetes job table adds ``namespace``,
+#: ``queue_name`` (the queue a job is submitted to: not ``queue``, which is the
+#: recorded delay), ``priority_class`` and ``pods`` (gang size), which reach ``JobSpec``.
 OPTIONAL_COLUMNS: dict[str, str] = {
     "state": "object",
     "start_time": "float64",
@@ -64,7 +66,14 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "qos": "object",
     "attempts": "Int64",
     "priority": "float64",
+    "namespace": "object",
+    "queue_name": "object",
+    "priority_class": "object",
+    "pods": "int64",
 }
+#: The Kubernetes batch-queueing columns (``K8S_COLUMNS``): kept when a trace gives them,
+#: and passed on to ``JobSpec`` (Kueue and KAI-Scheduler read them).
+K8S_COLUMNS = ("namespace", "queue_name", "priority_class", "pods")
 REQUIRED = ("job_id", "submit_time", "num_gpus", "duration")
 
 #: Most jobs a generated workload may have, wherever it is generated (``workload
@@ -229,6 +238,10 @@ class Workload:
         n = len(f)
         limits = f["time_limit"].tolist() if "time_limit" in f.columns else [math.nan] * n
         qoses = f["qos"].tolist() if "qos" in f.columns else [""] * n
+        k8s = {c: f[c].tolist() if c in f.columns else None for c in K8S_COLUMNS}
+        blank = [""] * n
+        namespaces, queue_names = k8s["namespace"] or blank, k8s["queue_name"] or blank
+        classes, pods = k8s["priority_class"] or blank, k8s["pods"] or [1] * n
         for row, values in enumerate(rows):
             job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan, d, it, batch, gs = values
             if plan not in plans:
@@ -257,6 +270,10 @@ class Workload:
                     gpu_speed=speeds[gs],
                     time_limit=None if limits[row] != limits[row] else float(limits[row]),
                     qos=qoses[row],
+                    namespace=namespaces[row],
+                    queue_name=queue_names[row],
+                    priority_class=classes[row],
+                    pods=pods[row],
                 )
             )
         return result
@@ -304,4 +321,7 @@ def _frame_of(jobs: Sequence[JobSpec]) -> pd.DataFrame:
     if any(j.time_limit is not None or j.qos for j in jobs):
         frame["time_limit"] = [math.nan if j.time_limit is None else j.time_limit for j in jobs]
         frame["qos"] = [j.qos for j in jobs]
+    if any(j.namespace or j.queue_name or j.priority_class or j.pods != 1 for j in jobs):
+        for column in K8S_COLUMNS:
+            frame[column] = [getattr(j, column) for j in jobs]
     return Workload.from_frame("", frame).frame
