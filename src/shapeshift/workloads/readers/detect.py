@@ -12,6 +12,7 @@ from pathlib import Path
 from shapeshift.errors import InputError
 from shapeshift.workloads.readers.generic import read_generic
 from shapeshift.workloads.readers.helios import HELIOS_COLUMNS, read_helios
+from shapeshift.workloads.readers.kubectl import looks_like_kubectl, read_kubectl
 from shapeshift.workloads.readers.philly import PHILLY_COLUMNS, read_philly
 from shapeshift.workloads.readers.pollux import POLLUX_COLUMNS, read_pollux
 from shapeshift.workloads.readers.rubick import RUBICK_COLUMNS, read_rubick
@@ -28,6 +29,7 @@ READERS: dict[str, Callable[[str | Path], Workload]] = {
     "pollux": read_pollux,
     "synergy": read_synergy,
     "sacct": read_sacct,
+    "kubectl": read_kubectl,
 }
 
 
@@ -64,10 +66,12 @@ _ALTERNATIVES: dict[str, tuple[tuple[str, ...], ...]] = {
 def detect_format(path: str | Path) -> str:
     """Pick a reader from the file's header; when several signatures match, the most
     specific (most columns) wins. Without a match, name the closest format and what it
-    lacks."""
+    lacks. A JSON file (``kubectl get ... -o json``) is told by its content."""
     path = Path(path)
     if not path.exists():
         raise InputError("workload file not found", path=str(path))
+    if not is_parquet(path) and looks_like_kubectl(path):
+        return "kubectl"
     try:
         header = set(_header(path))
     except (OSError, UnicodeDecodeError, ValueError, EOFError) as exc:
