@@ -30,6 +30,7 @@ that evicts its targets rather than a cycle later.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -39,9 +40,10 @@ from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
 from shapeshift.k8s import kai_rules, kueue_cycle, kueue_rules
 from shapeshift.k8s.documents import parse_documents
-from shapeshift.k8s.kai_config import KaiConfig, kai_from_documents, read_kai
+from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig, kai_from_documents, read_kai
 from shapeshift.k8s.kai_fairshare import decayed_usage, with_ancestors
 from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents, read_kueue
+from shapeshift.k8s.queue_metrics import QueueLedger
 from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.framework.registry import PolicyParams, register
@@ -150,6 +152,11 @@ class KueuePolicy:
         self._queue_of: dict[str, str] = {}
         self._workloads: dict[str, kueue_rules.Workload] = {}
         self._flavor_masks: dict[tuple[str, str], np.ndarray] = {}
+        self.ledger: QueueLedger | None = None
+
+    def summary_fields(self) -> dict:
+        """Per-ClusterQueue figures (``queue_metrics``) for ``summary.json``."""
+        return self.ledger.summary() if self.ledger is not None else {}
 
     def cluster_queue(self, job_id: str, name: str) -> str:
         if not self.params.config:
@@ -227,6 +234,16 @@ class KueuePolicy:
             gpus = sum(view.capacity_gpus(p) for p in view.partitions)
             text = DEFAULT_KUEUE % (self.params.gpu_resource, self.params.gpu_resource, gpus)
             self.config = kueue_from_documents(parse_documents(text, "<default>"))
+        if self.ledger is None:
+            gpu = self.params.gpu_resource
+            self.ledger = QueueLedger(
+                {
+                    name: sum(
+                        q.nominal for g in cq.resource_groups for f in g.flavors for q in f.resources if q.name == gpu
+                    )
+                    for name, cq in self.config.cluster_queues.items()
+                }
+            )
         running, pending = _all_jobs(view)
         for job_id in list(self.flavors):
             if job_id not in view.allocations:
@@ -252,6 +269,7 @@ class KueuePolicy:
         for a in outcome.admitted:
             if schedule.allocation(a.workload.name) is not None:
                 self.flavors[a.workload.name] = dict(a.flavors)
+        self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
         return schedule
 
 
@@ -267,6 +285,12 @@ class KaiPolicy:
         self.history: list[tuple[str, str, float, float, float]] = []
         self.open: dict[str, tuple[str, float, float]] = {}  # job -> (queue, gpus, start)
         self._jobs: dict[str, kai_rules.Job] = {}
+        quota = {q: config.queues[q].resource("gpu").quota for q in config.leaves}
+        self.ledger = QueueLedger({q: math.inf if v == UNLIMITED else v for q, v in quota.items()})
+
+    def summary_fields(self) -> dict:
+        """Per-queue figures (``queue_metrics``) for ``summary.json``."""
+        return self.ledger.summary()
 
     def _job(self, view: ClusterView, job_id: str) -> kai_rules.Job:
         found = self._jobs.get(job_id)
@@ -329,6 +353,7 @@ class KaiPolicy:
         for job_id, alloc in schedule.changes.items():
             if alloc is not None:
                 self.open[job_id] = (self._job(view, job_id).queue, float(alloc.gpus), view.now)
+        self.ledger.record(view, schedule, lambda j: self._jobs[j].queue)
         return schedule
 
 
