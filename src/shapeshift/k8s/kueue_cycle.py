@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shapeshift.k8s.kueue_config import KueueConfig
-from shapeshift.k8s.kueue_quota import QuotaTree, Usage, add_usage, dominant_share
+from shapeshift.k8s.kueue_quota import QuotaTree, Usage, charge, copy_usage, dominant_share
 from shapeshift.k8s.kueue_rules import (
     FIT,
     PREEMPT,
@@ -62,11 +62,10 @@ def _cycle(
             adm = Admitted(w, a.flavors, now)
             admitted.append(adm)
             new.append(adm)
-            for fr, value in adm.charges().items():
-                add_usage(tree, usage, ("cq", w.cluster_queue), fr, value)
+            charge(tree, usage, w.cluster_queue, adm.charges())
             continue
         if a.mode == PREEMPT and not preempted:
-            targets = preemption_targets(tree, admitted, w, a, options)
+            targets = preemption_targets(tree, admitted, w, a, options, usage)
             if targets:
                 preempted.extend(t.workload.name for t in targets)
                 continue
@@ -96,6 +95,7 @@ def run_cycles(
     options: Options = DEFAULT_OPTIONS,
     max_cycles: int | None = None,
     tree: QuotaTree | None = None,
+    usage: Usage | None = None,
 ) -> Outcome:
     """Cycles until nothing changes; evicted workloads return to the pending list but are
     not tried again in this call (Kueue requeues a preempted workload with a backoff), which
@@ -106,7 +106,11 @@ def run_cycles(
     released by an eviction, so the next one heads the queue; under StrictFIFO it stays
     and blocks. A workload equal to one set aside (same ClusterQueue, requests and
     priority) is set aside without being tried again: with no quota released, its outcome
-    is the same."""
+    is the same.
+
+    ``tree`` and ``usage`` (the usage of ``admitted``, left unchanged) spare a caller that
+    keeps them between calls from rebuilding them: a decision then costs what its queue
+    heads and their preemption searches cost, not a recount of every admitted workload."""
     tree = tree or QuotaTree(config)
     out = Outcome(list(admitted), [], [])
     queues: dict[str, list[Workload]] = {}
@@ -114,7 +118,7 @@ def run_cycles(
         queues.setdefault(w.cluster_queue, []).append(w)
     for q in queues.values():
         q.sort(key=lambda w: (-w.priority, w.created, w.name))
-    usage = _usage(tree, out.admitted)
+    usage = copy_usage(usage) if usage is not None else _usage(tree, out.admitted)
     skip: set[str] = set()
     blocked_keys: set[tuple] = set()
     requeued: list[Workload] = []
@@ -146,7 +150,8 @@ def run_cycles(
             out.admitted = [a for a in out.admitted if a.workload.name not in gone]
             out.preempted.extend(result.preempted)
             requeued.extend(a.workload for a in evicted)
-            usage = _usage(tree, out.admitted)
+            for a in evicted:
+                charge(tree, usage, a.workload.cluster_queue, a.charges(), -1.0)
             skip.clear()
             blocked_keys.clear()
             continue

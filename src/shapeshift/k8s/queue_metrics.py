@@ -38,7 +38,8 @@ class QueueLedger:
 
     def record(self, view: ClusterView, schedule: Schedule, queue_of: Callable[[str], str]) -> None:
         """What one decision changed: evictions close intervals, starts open them."""
-        for job_id in [j for j in self.open if j not in view.allocations]:
+        held = view.allocations
+        for job_id in [j for j in self.open if j not in held]:
             self._close(job_id, None)  # finished since the last decision
         for job_id, alloc in schedule.changes.items():
             if job_id in self.open:

@@ -43,6 +43,7 @@ from shapeshift.k8s.documents import parse_documents
 from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig, kai_from_documents, read_kai
 from shapeshift.k8s.kai_fairshare import decayed_usage, with_ancestors
 from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents, read_kueue
+from shapeshift.k8s.kueue_quota import QuotaTree, Usage, charge, empty_usage
 from shapeshift.k8s.queue_metrics import QueueLedger
 from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
@@ -148,7 +149,9 @@ class KueuePolicy:
                     field="priority_class",
                 )
             self.priority = classes[params.priority_class].value
-        self.flavors: dict[str, dict[str, str]] = {}
+        self.admitted: dict[str, kueue_rules.Admitted] = {}
+        self.tree: QuotaTree | None = None
+        self.usage: Usage = empty_usage()
         self._queue_of: dict[str, str] = {}
         self._workloads: dict[str, kueue_rules.Workload] = {}
         self._flavor_masks: dict[tuple[str, str], np.ndarray] = {}
@@ -229,6 +232,32 @@ class KueuePolicy:
             self._flavor_masks[key] = found
         return found
 
+    def _charge(self, admitted: kueue_rules.Admitted) -> None:
+        self.admitted[admitted.workload.name] = admitted
+        charge(self.tree, self.usage, admitted.workload.cluster_queue, admitted.charges())
+
+    def _release(self, job_id: str) -> None:
+        a = self.admitted.pop(job_id)
+        charge(self.tree, self.usage, a.workload.cluster_queue, a.charges(), -1.0)
+
+    def _sync(self, view: ClusterView) -> None:
+        """Bring the admitted set (and its quota usage) up to the engine's running jobs:
+        finished ones leave; ones started outside this policy are charged to their queue's
+        first flavors."""
+        if self.tree is None:
+            self.tree = QuotaTree(self.config)
+        held = view.allocations
+        for job_id in [j for j in self.admitted if j not in held]:
+            self._release(job_id)
+        if len(self.admitted) == len(held):
+            return
+        for job_id in held:
+            if job_id not in self.admitted:
+                w = self._workload(view, job_id)
+                cq = self.config.cluster_queues[w.cluster_queue]
+                flavors = {r: g.flavors[0].name for g in cq.resource_groups if g.flavors for r in g.covered_resources}
+                self._charge(kueue_rules.Admitted(w, flavors, view.now))
+
     def decide(self, view: ClusterView) -> Schedule:
         if self.config is None:
             gpus = sum(view.capacity_gpus(p) for p in view.partitions)
@@ -244,31 +273,32 @@ class KueuePolicy:
                     for name, cq in self.config.cluster_queues.items()
                 }
             )
-        running, pending = _all_jobs(view)
-        for job_id in list(self.flavors):
-            if job_id not in view.allocations:
-                del self.flavors[job_id]
-        admitted = []
-        for job_id in running:
-            w = self._workload(view, job_id)
-            flavors = self.flavors.get(job_id)
-            if flavors is None:  # started outside this policy: charge its queue's first flavors
-                cq = self.config.cluster_queues[w.cluster_queue]
-                flavors = {r: g.flavors[0].name for g in cq.resource_groups if g.flavors for r in g.covered_resources}
-            admitted.append(kueue_rules.Admitted(w, flavors))
+        self._sync(view)
+        pending = [j for p in view.partitions for j in view.pending(p)]
         waiting = [self._workload(view, j) for j in pending]
-        outcome = kueue_cycle.run_cycles(self.config, waiting, admitted, now=view.now, options=self.options)
-        evicted = [n for n in dict.fromkeys(outcome.preempted) if n in view.allocations]
-        started = [a.workload.name for a in outcome.admitted if a.workload.name not in view.allocations]
-        flavor_of = {a.workload.name: a.flavors.get(self.params.gpu_resource) for a in outcome.admitted}
+        outcome = kueue_cycle.run_cycles(
+            self.config,
+            waiting,
+            list(self.admitted.values()),
+            now=view.now,
+            options=self.options,
+            tree=self.tree,
+            usage=self.usage,
+        )
+        held = view.allocations
+        evicted = [n for n in dict.fromkeys(outcome.preempted) if n in held]
+        fresh = [a for a in outcome.admitted if a.workload.name not in held]
+        flavor_of = {a.workload.name: a.flavors.get(self.params.gpu_resource) for a in fresh}
 
         def nodes_of(job_id: str, partition: str, nodes: np.ndarray) -> np.ndarray:
             return self._flavor_nodes(view, flavor_of.get(job_id), partition, nodes)
 
-        schedule = _place(view, self.placement, started, evicted, nodes_of)
-        for a in outcome.admitted:
+        schedule = _place(view, self.placement, [a.workload.name for a in fresh], evicted, nodes_of)
+        for job_id in evicted:
+            self._release(job_id)
+        for a in fresh:
             if schedule.allocation(a.workload.name) is not None:
-                self.flavors[a.workload.name] = dict(a.flavors)
+                self._charge(kueue_rules.Admitted(a.workload, a.flavors, view.now))
         self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
         return schedule
 
