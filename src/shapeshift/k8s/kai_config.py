@@ -51,6 +51,9 @@ class QueueResource:
     limit: float = UNLIMITED  # -1 unlimited
 
 
+_UNSET = QueueResource()
+
+
 @dataclass(frozen=True)
 class Queue:
     name: str
@@ -59,7 +62,7 @@ class Queue:
     resources: Mapping[str, QueueResource] = field(default_factory=dict)
 
     def resource(self, name: str) -> QueueResource:
-        return self.resources.get(name, QueueResource())
+        return self.resources.get(name, _UNSET)
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,27 @@ class KaiConfig:
     priority_classes: Mapping[str, int] = field(default_factory=lambda: dict(PREDEFINED_CLASSES))
 
     def children(self, name: str | None) -> tuple[str, ...]:
-        return tuple(q.name for q in self.queues.values() if q.parent == name)
+        return self._children.get(name, ())
+
+    @cached_property
+    def _children(self) -> dict[str | None, tuple[str, ...]]:
+        out: dict[str | None, list[str]] = {}
+        for q in self.queues.values():
+            out.setdefault(q.parent, []).append(q.name)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def chains(self) -> dict[str, tuple[str, ...]]:
+        """Each queue and its ancestors, nearest first."""
+        out = {}
+        for name in self.queues:
+            chain: list[str] = []
+            node: str | None = name
+            while node is not None:
+                chain.append(node)
+                node = self.queues[node].parent
+            out[name] = tuple(chain)
+        return out
 
     @cached_property
     def leaves(self) -> frozenset[str]:

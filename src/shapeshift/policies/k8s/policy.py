@@ -315,6 +315,7 @@ class KaiPolicy:
         self.history: list[tuple[str, str, float, float, float]] = []
         self.open: dict[str, tuple[str, float, float]] = {}  # job -> (queue, gpus, start)
         self._jobs: dict[str, kai_rules.Job] = {}
+        self._running: dict[str, kai_rules.Running] = {}  # the engine's running jobs, as KAI sees them
         quota = {q: config.queues[q].resource("gpu").quota for q in config.leaves}
         self.ledger = QueueLedger({q: math.inf if v == UNLIMITED else v for q, v in quota.items()})
 
@@ -371,7 +372,12 @@ class KaiPolicy:
         running_ids, pending_ids = _all_jobs(view)
         capacity = float(sum(view.capacity_gpus(p) for p in view.partitions))
         usage = self._usage(view, capacity)
-        running = [kai_rules.Running(self._job(view, j), self.open.get(j, ("", 0.0, 0.0))[2]) for j in running_ids]
+        running = []
+        for j in running_ids:
+            found = self._running.get(j)
+            if found is None:
+                found = self._running[j] = kai_rules.Running(self._job(view, j), self.open.get(j, ("", 0.0, 0.0))[2])
+            running.append(found)
         pending = [self._job(view, j) for j in pending_ids]
         outcome = kai_rules.run_cycle(self.config, {"gpu": capacity}, pending, running, now=view.now, usage=usage)
         evicted = [n for n in outcome.evicted if n in view.allocations]
@@ -380,9 +386,13 @@ class KaiPolicy:
             if job_id in self.open:
                 queue, gpus, start = self.open.pop(job_id)
                 self.history.append((queue, "gpu", gpus, start, view.now))
+        held = view.allocations
+        for job_id in [j for j in self._running if j not in held or j in schedule.changes]:
+            del self._running[job_id]
         for job_id, alloc in schedule.changes.items():
             if alloc is not None:
                 self.open[job_id] = (self._job(view, job_id).queue, float(alloc.gpus), view.now)
+                self._running[job_id] = kai_rules.Running(self._job(view, job_id), view.now)
         self.ledger.record(view, schedule, lambda j: self._jobs[j].queue)
         return schedule
 
