@@ -7,6 +7,7 @@ v0.20.0-devel, site/content/en/docs/concepts/cluster_queue.md, "Queueing strateg
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -26,6 +27,10 @@ from shapeshift.k8s.kueue_rules import (
 )
 
 DEFAULT_OPTIONS = Options()
+
+
+def _queue_order(w: Workload) -> tuple:
+    return (-w.priority, w.created, w.name)
 
 
 def _key(w: Workload) -> tuple:
@@ -113,37 +118,29 @@ def run_cycles(
     heads and their preemption searches cost, not a recount of every admitted workload."""
     tree = tree or QuotaTree(config)
     out = Outcome(list(admitted), [], [])
-    queues: dict[str, list[Workload]] = {}
-    for w in pending:
-        queues.setdefault(w.cluster_queue, []).append(w)
-    for q in queues.values():
-        q.sort(key=lambda w: (-w.priority, w.created, w.name))
+    # Each ClusterQueue's workloads grouped by _key, each group in queue order: a head is
+    # the first of the groups not set aside, found without scanning the whole queue.
+    groups: dict[str, dict[tuple, deque[Workload]]] = {}
+    for w in sorted(pending, key=_queue_order):
+        groups.setdefault(w.cluster_queue, {}).setdefault(_key(w), deque()).append(w)
+    strict = {name: config.cluster_queues[name].queueing_strategy == "StrictFIFO" for name in groups}
     usage = copy_usage(usage) if usage is not None else _usage(tree, out.admitted)
-    skip: set[str] = set()
     blocked_keys: set[tuple] = set()
     requeued: list[Workload] = []
     cycles = 0
     while max_cycles is None or cycles < max_cycles:
         cycles += 1
         heads = []
-        for name, queue in queues.items():
-            strict = config.cluster_queues[name].queueing_strategy == "StrictFIFO"
-            for w in queue:
-                if strict:
-                    heads.append(w)
-                    break
-                if w.name in skip:
-                    continue
-                if _key(w) in blocked_keys:
-                    skip.add(w.name)
-                    continue
-                heads.append(w)
-                break
+        for name, by_key in groups.items():
+            fronts = [g[0] for k, g in by_key.items() if g and (strict[name] or k not in blocked_keys)]
+            if fronts:
+                heads.append(min(fronts, key=_queue_order))
         if not heads:
             break
         result = _cycle(tree, heads, out.admitted, usage, now, options)
         for adm in result.admitted:
-            queues[adm.workload.cluster_queue].remove(adm.workload)
+            w = adm.workload
+            groups[w.cluster_queue][_key(w)].popleft()  # a head is the front of its group
         if result.preempted:
             gone = set(result.preempted)
             evicted = [a for a in out.admitted if a.workload.name in gone]
@@ -152,17 +149,13 @@ def run_cycles(
             requeued.extend(a.workload for a in evicted)
             for a in evicted:
                 charge(tree, usage, a.workload.cluster_queue, a.charges(), -1.0)
-            skip.clear()
             blocked_keys.clear()
             continue
-        new_skip = set()
-        for name in result.blocked:
-            w = next(h for h in heads if h.name == name)
-            if config.cluster_queues[w.cluster_queue].queueing_strategy != "StrictFIFO":
-                new_skip.add(name)
-                blocked_keys.add(_key(w))
-        if not result.admitted and new_skip <= skip:
+        by_name = {h.name: h for h in heads}
+        new_blocked = {_key(by_name[n]) for n in result.blocked if not strict[by_name[n].cluster_queue]}
+        if not result.admitted and not new_blocked:
             break
-        skip |= new_skip
-    out.pending = [w for q in queues.values() for w in q] + requeued
+        blocked_keys |= new_blocked
+    left = sorted((w for by_key in groups.values() for g in by_key.values() for w in g), key=_queue_order)
+    out.pending = [*left, *requeued]
     return out

@@ -30,7 +30,7 @@ evictions to finish); ``kueue_cycle.run_cycles`` admits it in a later cycle, as 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shapeshift.k8s.kueue_config import ClusterQueue
 from shapeshift.k8s.kueue_quota import (
@@ -64,9 +64,15 @@ class Admitted:
     workload: Workload
     flavors: Mapping[str, str]  # resource -> flavor
     admitted_at: float = 0.0
+    #: What it holds per (flavor, resource), computed once: preemption searches ask often.
+    held: Mapping[FlavorResource, float] = field(init=False, compare=False, repr=False)
 
-    def charges(self) -> dict[FlavorResource, float]:
-        return {(self.flavors[r], r): v for r, v in self.workload.requests.items() if v > 0}
+    def __post_init__(self) -> None:
+        held = {(self.flavors[r], r): v for r, v in self.workload.requests.items() if v > 0}
+        object.__setattr__(self, "held", held)
+
+    def charges(self) -> Mapping[FlavorResource, float]:
+        return self.held
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,7 @@ def _candidates(tree, usage, admitted, workload, frs, borrows: bool) -> list[Adm
     out = []
     borrowing: dict[str, bool] = {}  # per ClusterQueue: in the cohort and borrowing on frs
     for a in admitted:
-        if not set(a.charges()) & frs:
+        if frs.isdisjoint(a.held):
             continue
         other = a.workload
         if other.cluster_queue == cq.name:
