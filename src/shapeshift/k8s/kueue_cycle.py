@@ -60,6 +60,8 @@ def _cycle(
     entries.sort(key=order)
     new: list[Admitted] = []
     preempted: list[str] = []
+    chosen: set[str] = set()
+    reserved: list[tuple[str, dict]] = []
     blocked: list[str] = []
     for w, _ in entries:
         a = assign_flavors(tree, usage, w, options.fair_sharing)
@@ -69,12 +71,20 @@ def _cycle(
             new.append(adm)
             charge(tree, usage, w.cluster_queue, adm.charges())
             continue
-        if a.mode == PREEMPT and not preempted:
+        if a.mode == PREEMPT:
             targets = preemption_targets(tree, admitted, w, a, options, usage)
-            if targets:
-                preempted.extend(t.workload.name for t in targets)
+            names = [t.workload.name for t in targets]
+            # scheduler.go: preemptions of several heads in one cycle, unless their targets
+            # overlap; a preemptor's usage counts for the rest of the cycle.
+            if targets and chosen.isdisjoint(names):
+                preempted.extend(names)
+                chosen.update(names)
+                reserved.append((w.cluster_queue, a.charges(w)))
+                charge(tree, usage, w.cluster_queue, reserved[-1][1])
                 continue
         blocked.append(w.name)
+    for cq, amounts in reserved:
+        charge(tree, usage, cq, amounts, -1.0)
     return CycleResult(tuple(new), tuple(preempted), tuple(blocked))
 
 

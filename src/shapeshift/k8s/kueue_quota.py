@@ -74,6 +74,7 @@ class QuotaTree:
             node: {fr: self.local_quota(node, fr) for fr in self.flavor_resources()} for node in self.parent
         }
         self._roots: dict[Node, Node] = {}
+        self._members: dict[Node, tuple[str, ...]] = {}
 
     def _subtree(self, node: Node) -> dict[FlavorResource, float]:
         if node in self.subtree:
@@ -93,6 +94,14 @@ class QuotaTree:
 
     def flavor_resources(self) -> set[FlavorResource]:
         return {fr for quotas in self.subtree.values() for fr in quotas}
+
+    def members(self, root: Node) -> tuple[str, ...]:
+        """The ClusterQueues under ``root`` (computed once per root)."""
+        found = self._members.get(root)
+        if found is None:
+            found = tuple(name for (kind, name) in self.parent if kind == "cq" and self.root(("cq", name)) == root)
+            self._members[root] = found
+        return found
 
     def root(self, node: Node) -> Node:
         found = self._roots.get(node)

@@ -246,25 +246,20 @@ def _candidates(tree, usage, admitted, workload, frs, borrows: bool) -> list[Adm
     policy = cq.preemption
     root = _cohort_root(tree, cq.name)
     out = []
-    borrowing: dict[str, bool] = {}  # per ClusterQueue: in the cohort and borrowing on frs
+    # the ClusterQueues whose workloads may be candidates: this one and, in its cohort, those borrowing
+    eligible = {cq.name}
+    if root is not None:
+        eligible.update(q for q in tree.members(root) if _is_borrowing(tree, usage, q, frs))
     for a in admitted:
-        if frs.isdisjoint(a.held):
-            continue
         other = a.workload
+        if other.cluster_queue not in eligible or frs.isdisjoint(a.held):
+            continue
         if other.cluster_queue == cq.name:
             w = policy.within_cluster_queue
             lower = other.priority < workload.priority
             newer_equal = other.priority == workload.priority and other.created > workload.created
             if (w == "LowerPriority" and lower) or (w == "LowerOrNewerEqualPriority" and (lower or newer_equal)):
                 out.append(a)
-            continue
-        if root is None:
-            continue
-        if other.cluster_queue not in borrowing:
-            borrowing[other.cluster_queue] = _cohort_root(tree, other.cluster_queue) == root and _is_borrowing(
-                tree, usage, other.cluster_queue, frs
-            )
-        if not borrowing[other.cluster_queue]:
             continue
         r = policy.reclaim_within_cohort
         if not (r == "Any" or (r == "LowerPriority" and other.priority < workload.priority)):

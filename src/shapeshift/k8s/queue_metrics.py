@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from shapeshift.engine.state import JobStatus
@@ -120,3 +120,31 @@ def _jain(values: list[float]) -> float | None:
         return None
     squares = sum(v * v for v in values)
     return (sum(values) ** 2) / (len(values) * squares) if squares > 0 else None
+
+
+def queue_fairness(jobs: Iterable[JobStatus], deserved: Mapping[str, float], queue_of=None) -> dict[str, Any]:
+    """The same per-queue view for any policy's finished simulation (the jobs' recorded
+    GPU-seconds: GPUs x seconds held; waits: first start - submit), so research policies
+    and the queueing replays are compared on one footing. ``queue_of(spec)`` names a
+    job's queue (default: its ``vc``); ``deserved``: GPUs per queue."""
+    queue_of = queue_of or (lambda spec: spec.vc)
+    gpu_s: dict[str, float] = defaultdict(float)
+    waits: dict[str, list[float]] = defaultdict(list)
+    for j in jobs:
+        queue = queue_of(j.spec)
+        gpu_s[queue] += j.spec.num_gpus * j.run_seconds
+        if j.first_start is not None:
+            waits[queue].append(j.first_start - j.spec.submit_time)
+    total = sum(gpu_s.values())
+    total_deserved = sum(deserved.values())
+    ratios = [
+        (gpu_s[q] / total) / (deserved[q] / total_deserved)
+        for q in waits
+        if total > 0 and deserved.get(q, 0) > 0
+    ]
+    means = {q: sum(w) / len(w) for q, w in waits.items() if w}
+    return {
+        "queues_jain_share_vs_deserved": _jain(ratios),
+        "queues_worst_mean_wait_s": max(means.values(), default=None),
+        "queue_mean_wait_s": means,
+    }
