@@ -61,6 +61,21 @@ class _NodeGroup(BaseModel):
     inter_node_bandwidth: float = 12.5
     pcie_bandwidth: float = 32.0
     name: str | None = None
+    #: Kubernetes node labels (what Kueue ResourceFlavors select with ``nodeLabels``).
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _label_text(cls, value: Any) -> Any:
+        # Kubernetes label values are strings; YAML would read ``true`` or ``8`` as others.
+        if not isinstance(value, dict):
+            raise ValueError("labels must be a mapping of label names to values")
+        out = {}
+        for key, item in value.items():
+            if isinstance(item, (dict, list)) or item is None:
+                raise ValueError(f"label {key!r} must have a text value, got {item!r}")
+            out[str(key)] = str(item).lower() if isinstance(item, bool) else str(item)
+        return out
 
     @field_validator("count", "gpus", "cpus", "mem_gb", "gpu_mem_gb", mode="before")
     @classmethod
@@ -150,6 +165,7 @@ def _build_cluster(parsed: _ClusterFile, path: str) -> ClusterSpec:
                     intra_bw_gb_s=group.intra_node_bandwidth,
                     inter_bw_gb_s=group.inter_node_bandwidth,
                     pcie_bw_gb_s=group.pcie_bandwidth,
+                    labels=tuple(group.labels.items()),
                 )
             )
     partitions: dict[str, tuple[str, ...]] = {}

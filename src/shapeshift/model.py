@@ -84,8 +84,12 @@ class NodeSpec:
     intra_bw_gb_s: float = 300.0
     inter_bw_gb_s: float = 12.5
     pcie_bw_gb_s: float = 32.0
+    #: Kubernetes node labels as sorted ``(key, value)`` pairs: what a Kueue
+    #: ResourceFlavor's ``nodeLabels`` select.
+    labels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", tuple(sorted(dict(self.labels).items())))
         _require(bool(self.name), "node name must not be empty")
         _require(self.gpus >= 0, f"node {self.name}: gpus must be >= 0")
         _require(self.cpus >= 0 and self.mem_gb >= 0, f"node {self.name}: cpus and mem_gb must be >= 0")
@@ -208,6 +212,14 @@ class JobSpec:
     gpu_milli: int = 0
     #: GPU models the job may run on (empty = any): a type constraint, as openb's ``gpu_spec``.
     gpu_types: frozenset[str] = frozenset()
+    #: Kubernetes batch queueing (Kueue, KAI-Scheduler): the job's namespace, the queue it
+    #: is submitted to (a LocalQueue within the namespace for Kueue, a queue for KAI; ""
+    #: = none given), its priority class name and its gang size: ``pods`` pods of
+    #: ``num_gpus / pods`` GPUs each, started all together or not at all.
+    namespace: str = ""
+    queue_name: str = ""
+    priority_class: str = ""
+    pods: int = 1
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -231,6 +243,10 @@ class JobSpec:
             return "iterations must be >= 0"
         if self.time_limit is not None and not 0 < self.time_limit < math.inf:
             return "time_limit must be a finite number > 0"
+        if self.pods < 1:
+            return "pods must be >= 1"
+        if self.num_gpus % self.pods:
+            return f"num_gpus {self.num_gpus} is not a whole number of GPUs for each of {self.pods} pods"
         if self.gpu_speed and any(not (math.isfinite(v) and v >= 0) for _, v in self.gpu_speed):
             return "gpu_speed values must be finite and >= 0"
         if self.gpu_speed and max(v for _, v in self.gpu_speed) <= 0:
@@ -256,6 +272,10 @@ class JobSpec:
     @property
     def requested(self) -> Resources:
         return Resources(self.num_gpus, self.num_cpus, self.mem_gb)
+
+    @property
+    def gpus_per_pod(self) -> int:
+        return self.num_gpus // self.pods
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,6 +135,28 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return table
 
 
+def queue_table(summary: dict[str, Any]) -> Table:
+    """Per-queue figures of a Kueue or KAI replay (``summary["queues"]``)."""
+    jain = summary.get("queues_jain_share_vs_deserved")
+    title = "per queue" + ("" if jain is None else f" (Jain over share / deserved: {jain:.3f})")
+    table = Table(title=title)
+    for column in ("queue", "admitted", "mean wait", "GPU-h", "borrowed GPU-h", "evicted", "share", "deserved"):
+        table.add_column(column, justify="left" if column == "queue" else "right")
+    for name, q in summary["queues"].items():
+        deserved = q["deserved_share"]
+        table.add_row(
+            name,
+            str(q["jobs_admitted"]),
+            _seconds(q["admission_wait_mean_s"]),
+            f"{q['gpu_hours']:,.1f}",
+            f"{q['borrowed_gpu_hours']:,.1f}",
+            str(q["preemptions_suffered"]),
+            f"{q['gpu_share'] * 100:.1f} %",
+            "-" if deserved is None else f"{deserved * 100:.1f} %",
+        )
+    return table
+
+
 @guarded
 def simulate_command(
     workload: WorkloadOption = None,
@@ -230,6 +252,8 @@ def simulate_command(
 
 def show_summary(summary: dict[str, Any], result: RunResult, out: Path | None) -> None:
     console.print(summary_table(summary))
+    if summary.get("queues"):
+        console.print(queue_table(summary))
     if summary.get("jobs_unfinished"):
         console.print(
             f"[yellow]{summary['jobs_unfinished']} job(s) never finished[/]: the averages cover completed jobs only "

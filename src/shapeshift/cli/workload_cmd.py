@@ -26,7 +26,7 @@ _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([smhd]?)\s*$")
 #: The trace formats the readers know (``shapeshift.workloads.readers.READERS``; a test
 #: keeps the two equal), spelled out so --help needs no reader.
-FORMATS = "generic, philly, helios, rubick, pollux, synergy, sacct"
+FORMATS = "generic, philly, helios, rubick, pollux, synergy, sacct, kubectl"
 
 
 def parse_seconds(text: str, option: str) -> float:

@@ -133,6 +133,20 @@ _SUFFIX = {
 }
 
 
+def parse_quantity(value: Any) -> float | None:
+    """A Kubernetes quantity (``9``, ``500m``, ``36Gi``) as a float in base units, or
+    ``None`` when ``value`` is not one (for callers that name the place themselves)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str) and (match := _QUANTITY.match(value.strip())):
+        number = float(match.group(1) + (match.group(2) or "")) * _SUFFIX.get(match.group(3) or "", 1.0)
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def quantity(value: Any, doc: Doc, field: str, *, allow_negative: bool = False) -> float:
     """A Kubernetes quantity (``9``, ``500m``, ``36Gi``) as a float in base units."""
     if isinstance(value, bool):

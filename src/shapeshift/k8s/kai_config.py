@@ -33,7 +33,11 @@ from pathlib import Path
 
 from shapeshift.k8s.documents import Doc, duration_s, mapping, quantity, read_documents, text
 
-KINDS = ("Queue", "SchedulingShard")
+KINDS = ("Queue", "SchedulingShard", "PriorityClass")
+#: The priority classes a KAI-Scheduler deployment comes with (docs/priority/README.md,
+#: "Priority Classes"); a ``PriorityClass`` document (scheduling.k8s.io/v1, ``value``)
+#: adds or overrides one. ``train`` is the default for a job naming none.
+PREDEFINED_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
 RESOURCES = ("gpu", "cpu", "memory")
 UNLIMITED = -1.0
 DEFAULT_PRIORITY = 100
@@ -47,6 +51,9 @@ class QueueResource:
     limit: float = UNLIMITED  # -1 unlimited
 
 
+_UNSET = QueueResource()
+
+
 @dataclass(frozen=True)
 class Queue:
     name: str
@@ -55,7 +62,7 @@ class Queue:
     resources: Mapping[str, QueueResource] = field(default_factory=dict)
 
     def resource(self, name: str) -> QueueResource:
-        return self.resources.get(name, QueueResource())
+        return self.resources.get(name, _UNSET)
 
 
 @dataclass(frozen=True)
@@ -73,9 +80,30 @@ class Fairness:
 class KaiConfig:
     queues: Mapping[str, Queue]
     fairness: Fairness = field(default_factory=Fairness)
+    priority_classes: Mapping[str, int] = field(default_factory=lambda: dict(PREDEFINED_CLASSES))
 
     def children(self, name: str | None) -> tuple[str, ...]:
-        return tuple(q.name for q in self.queues.values() if q.parent == name)
+        return self._children.get(name, ())
+
+    @cached_property
+    def _children(self) -> dict[str | None, tuple[str, ...]]:
+        out: dict[str | None, list[str]] = {}
+        for q in self.queues.values():
+            out.setdefault(q.parent, []).append(q.name)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def chains(self) -> dict[str, tuple[str, ...]]:
+        """Each queue and its ancestors, nearest first."""
+        out = {}
+        for name in self.queues:
+            chain: list[str] = []
+            node: str | None = name
+            while node is not None:
+                chain.append(node)
+                node = self.queues[node].parent
+            out[name] = tuple(chain)
+        return out
 
     @cached_property
     def leaves(self) -> frozenset[str]:
@@ -95,6 +123,7 @@ def kai_from_documents(docs: Iterable[Doc]) -> KaiConfig:
     origin: dict[str, Doc] = {}
     fairness = Fairness()
     shard: Doc | None = None
+    classes = dict(PREDEFINED_CLASSES)
     for doc in docs:
         if doc.kind not in KINDS:
             raise doc.error("kind", f"unknown kind {doc.kind!r}; KAI-Scheduler configuration holds {', '.join(KINDS)}")
@@ -103,6 +132,12 @@ def kai_from_documents(docs: Iterable[Doc]) -> KaiConfig:
                 raise doc.error("kind", f"a second SchedulingShard (the first is {shard.where()})")
             shard = doc
             fairness = _fairness(doc)
+            continue
+        if doc.kind == "PriorityClass":
+            value = doc.body.get("value")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise doc.error("value", f"{value!r} must be an integer")
+            classes[doc.name] = value
             continue
         if doc.name in origin:
             raise doc.error("metadata.name", f"Queue {doc.name!r} is defined twice (also {origin[doc.name].where()})")
@@ -120,7 +155,7 @@ def kai_from_documents(docs: Iterable[Doc]) -> KaiConfig:
                 raise origin[name].error("spec.parentQueue", f"queues form a cycle: {' -> '.join(cycle)}")
             path.append(node)
             node = queues[node].parent
-    return KaiConfig(queues, fairness)
+    return KaiConfig(queues, fairness, classes)
 
 
 def _queue(doc: Doc) -> Queue:

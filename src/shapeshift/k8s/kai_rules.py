@@ -50,13 +50,11 @@ class Job:
     created: float = 0.0
 
     request: Mapping[str, float] = field(init=False, compare=False, repr=False)
+    preemptible: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "request", {r: v * self.pods for r, v in self.per_pod.items() if v > 0})
-
-    @property
-    def preemptible(self) -> bool:
-        return self.priority < NON_PREEMPTIBLE
+        object.__setattr__(self, "preemptible", self.priority < NON_PREEMPTIBLE)
 
 
 @dataclass(frozen=True)
@@ -79,23 +77,25 @@ def _add(a: dict[str, float], b: Mapping[str, float], sign: float = 1.0) -> None
 
 
 def _allocated(config: KaiConfig, running: Sequence[Running]) -> dict[str, dict[str, float]]:
-    """Per queue (ancestors included) what its running jobs hold."""
-    out: dict[str, dict[str, float]] = {q: {} for q in config.queues}
+    """Per queue (ancestors included) what its running jobs hold: summed per leaf queue
+    first, then carried up its chain of ancestors once."""
+    per_leaf: dict[str, dict[str, float]] = {}
     for r in running:
-        node: str | None = r.job.queue
-        while node is not None:
-            _add(out[node], r.job.request)
-            node = config.queues[node].parent
+        _add(per_leaf.setdefault(r.job.queue, {}), r.job.request)
+    return _carried(config, per_leaf)
+
+
+def _carried(config: KaiConfig, per_leaf: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {q: {} for q in config.queues}
+    chains = config.chains
+    for leaf, amounts in per_leaf.items():
+        for node in chains[leaf]:
+            _add(out[node], amounts)
     return out
 
 
-def _ancestors(config: KaiConfig, queue: str) -> list[str]:
-    chain: list[str] = []
-    node: str | None = queue
-    while node is not None:
-        chain.append(node)
-        node = config.queues[node].parent
-    return chain
+def _ancestors(config: KaiConfig, queue: str) -> tuple[str, ...]:
+    return config.chains[queue]
 
 
 def _within_limits(config, allocated, job: Job) -> bool:
@@ -141,14 +141,23 @@ def run_cycle(
     for job in pending:
         if job.queue not in leaves:
             raise ValueError(f"job {job.name}: queue {job.queue!r} is not a leaf queue")
-    demand: dict[str, dict[str, float]] = {}
-    for item in [*pending, *(r.job for r in running)]:
+    # One pass over the running jobs: per leaf queue, all and non-preemptible holdings.
+    held: dict[str, dict[str, float]] = {}
+    held_np: dict[str, dict[str, float]] = {}
+    for r in running:
+        _add(held.setdefault(r.job.queue, {}), r.job.request)
+        if not r.job.preemptible:
+            _add(held_np.setdefault(r.job.queue, {}), r.job.request)
+    demand: dict[str, dict[str, float]] = {q: dict(a) for q, a in held.items()}
+    for item in pending:
         _add(demand.setdefault(item.queue, {}), item.request)
     shares = fair_shares(config, capacity, demand, usage)
     out = Outcome(running=list(running), shares=shares)
-    alloc = _allocated(config, out.running)
-    alloc_np = _allocated(config, [r for r in out.running if not r.job.preemptible])
-    free = _free(capacity, out.running)
+    alloc = _carried(config, held)
+    alloc_np = _carried(config, held_np)
+    free = dict(capacity)
+    for amounts in held.values():
+        _add(free, amounts, -1.0)
     by_queue: dict[str, list[Job]] = {}
     for job in sorted(pending, key=lambda j: (-j.priority, j.created, j.name)):
         by_queue.setdefault(job.queue, []).append(job)
@@ -229,9 +238,11 @@ def run_cycle(
 
 
 def _free(capacity, running) -> dict[str, float]:
-    free = dict(capacity)
+    used: dict[str, float] = {}
     for r in running:
-        _add(free, r.job.request, -1.0)
+        _add(used, r.job.request)
+    free = dict(capacity)
+    _add(free, used, -1.0)
     return free
 
 
@@ -307,24 +318,26 @@ def _leveled(config: KaiConfig, a: str, b: str) -> tuple[str, str]:
 
 
 def _preempt_victims(config, capacity, running, job: Job) -> list[Running] | None:
+    """Victims in the job's own queue, lowest priority then newest first, until the job
+    fits the free capacity *and* its queue's limits (docs/priority/README.md: a queue
+    limited to 1 GPU whose train pod is preempted for a build pod)."""
     candidates = [
         r for r in running if r.job.queue == job.queue and r.job.preemptible and r.job.priority < job.priority
     ]
     candidates.sort(key=lambda r: (r.job.priority, -r.started))
+
+    def admits(after: list[Running]) -> bool:
+        if not _fits(_free(capacity, after), job) or not _within_limits(config, _allocated(config, after), job):
+            return False
+        if job.preemptible:
+            return True
+        return _within_deserved(config, _allocated(config, [r for r in after if not r.job.preemptible]), job)
+
     chosen: list[Running] = []
-    freed = _free(capacity, running)
+    after = list(running)
     for victim in candidates:
-        if _fits(freed, job):
-            break
         chosen.append(victim)
-        _add(freed, victim.job.request)
-    after = [r for r in running if all(r is not c for c in chosen)]
-    if not chosen or not _fits(_free(capacity, after), job):
-        return None
-    if not _within_limits(config, _allocated(config, after), job):
-        return None
-    if not job.preemptible:
-        alloc_np = _allocated(config, [r for r in after if not r.job.preemptible])
-        if not _within_deserved(config, alloc_np, job):
-            return None
-    return chosen
+        after = [r for r in after if r is not victim]
+        if admits(after):
+            return chosen
+    return None

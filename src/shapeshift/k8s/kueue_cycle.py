@@ -7,11 +7,12 @@ v0.20.0-devel, site/content/en/docs/concepts/cluster_queue.md, "Queueing strateg
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shapeshift.k8s.kueue_config import KueueConfig
-from shapeshift.k8s.kueue_quota import QuotaTree, Usage, add_usage, dominant_share
+from shapeshift.k8s.kueue_quota import QuotaTree, Usage, charge, copy_usage, dominant_share
 from shapeshift.k8s.kueue_rules import (
     FIT,
     PREEMPT,
@@ -26,6 +27,10 @@ from shapeshift.k8s.kueue_rules import (
 )
 
 DEFAULT_OPTIONS = Options()
+
+
+def _queue_order(w: Workload) -> tuple:
+    return (-w.priority, w.created, w.name)
 
 
 def _key(w: Workload) -> tuple:
@@ -55,6 +60,8 @@ def _cycle(
     entries.sort(key=order)
     new: list[Admitted] = []
     preempted: list[str] = []
+    chosen: set[str] = set()
+    reserved: list[tuple[str, dict]] = []
     blocked: list[str] = []
     for w, _ in entries:
         a = assign_flavors(tree, usage, w, options.fair_sharing)
@@ -62,15 +69,22 @@ def _cycle(
             adm = Admitted(w, a.flavors, now)
             admitted.append(adm)
             new.append(adm)
-            for fr, value in adm.charges().items():
-                add_usage(tree, usage, ("cq", w.cluster_queue), fr, value)
+            charge(tree, usage, w.cluster_queue, adm.charges())
             continue
-        if a.mode == PREEMPT and not preempted:
-            targets = preemption_targets(tree, admitted, w, a, options)
-            if targets:
-                preempted.extend(t.workload.name for t in targets)
+        if a.mode == PREEMPT:
+            targets = preemption_targets(tree, admitted, w, a, options, usage)
+            names = [t.workload.name for t in targets]
+            # scheduler.go: preemptions of several heads in one cycle, unless their targets
+            # overlap; a preemptor's usage counts for the rest of the cycle.
+            if targets and chosen.isdisjoint(names):
+                preempted.extend(names)
+                chosen.update(names)
+                reserved.append((w.cluster_queue, a.charges(w)))
+                charge(tree, usage, w.cluster_queue, reserved[-1][1])
                 continue
         blocked.append(w.name)
+    for cq, amounts in reserved:
+        charge(tree, usage, cq, amounts, -1.0)
     return CycleResult(tuple(new), tuple(preempted), tuple(blocked))
 
 
@@ -96,6 +110,7 @@ def run_cycles(
     options: Options = DEFAULT_OPTIONS,
     max_cycles: int | None = None,
     tree: QuotaTree | None = None,
+    usage: Usage | None = None,
 ) -> Outcome:
     """Cycles until nothing changes; evicted workloads return to the pending list but are
     not tried again in this call (Kueue requeues a preempted workload with a backoff), which
@@ -106,58 +121,51 @@ def run_cycles(
     released by an eviction, so the next one heads the queue; under StrictFIFO it stays
     and blocks. A workload equal to one set aside (same ClusterQueue, requests and
     priority) is set aside without being tried again: with no quota released, its outcome
-    is the same."""
+    is the same.
+
+    ``tree`` and ``usage`` (the usage of ``admitted``, left unchanged) spare a caller that
+    keeps them between calls from rebuilding them: a decision then costs what its queue
+    heads and their preemption searches cost, not a recount of every admitted workload."""
     tree = tree or QuotaTree(config)
     out = Outcome(list(admitted), [], [])
-    queues: dict[str, list[Workload]] = {}
-    for w in pending:
-        queues.setdefault(w.cluster_queue, []).append(w)
-    for q in queues.values():
-        q.sort(key=lambda w: (-w.priority, w.created, w.name))
-    usage = _usage(tree, out.admitted)
-    skip: set[str] = set()
+    # Each ClusterQueue's workloads grouped by _key, each group in queue order: a head is
+    # the first of the groups not set aside, found without scanning the whole queue.
+    groups: dict[str, dict[tuple, deque[Workload]]] = {}
+    for w in sorted(pending, key=_queue_order):
+        groups.setdefault(w.cluster_queue, {}).setdefault(_key(w), deque()).append(w)
+    strict = {name: config.cluster_queues[name].queueing_strategy == "StrictFIFO" for name in groups}
+    usage = copy_usage(usage) if usage is not None else _usage(tree, out.admitted)
     blocked_keys: set[tuple] = set()
     requeued: list[Workload] = []
     cycles = 0
     while max_cycles is None or cycles < max_cycles:
         cycles += 1
         heads = []
-        for name, queue in queues.items():
-            strict = config.cluster_queues[name].queueing_strategy == "StrictFIFO"
-            for w in queue:
-                if strict:
-                    heads.append(w)
-                    break
-                if w.name in skip:
-                    continue
-                if _key(w) in blocked_keys:
-                    skip.add(w.name)
-                    continue
-                heads.append(w)
-                break
+        for name, by_key in groups.items():
+            fronts = [g[0] for k, g in by_key.items() if g and (strict[name] or k not in blocked_keys)]
+            if fronts:
+                heads.append(min(fronts, key=_queue_order))
         if not heads:
             break
         result = _cycle(tree, heads, out.admitted, usage, now, options)
         for adm in result.admitted:
-            queues[adm.workload.cluster_queue].remove(adm.workload)
+            w = adm.workload
+            groups[w.cluster_queue][_key(w)].popleft()  # a head is the front of its group
         if result.preempted:
             gone = set(result.preempted)
             evicted = [a for a in out.admitted if a.workload.name in gone]
             out.admitted = [a for a in out.admitted if a.workload.name not in gone]
             out.preempted.extend(result.preempted)
             requeued.extend(a.workload for a in evicted)
-            usage = _usage(tree, out.admitted)
-            skip.clear()
+            for a in evicted:
+                charge(tree, usage, a.workload.cluster_queue, a.charges(), -1.0)
             blocked_keys.clear()
             continue
-        new_skip = set()
-        for name in result.blocked:
-            w = next(h for h in heads if h.name == name)
-            if config.cluster_queues[w.cluster_queue].queueing_strategy != "StrictFIFO":
-                new_skip.add(name)
-                blocked_keys.add(_key(w))
-        if not result.admitted and new_skip <= skip:
+        by_name = {h.name: h for h in heads}
+        new_blocked = {_key(by_name[n]) for n in result.blocked if not strict[by_name[n].cluster_queue]}
+        if not result.admitted and not new_blocked:
             break
-        skip |= new_skip
-    out.pending = [w for q in queues.values() for w in q] + requeued
+        blocked_keys |= new_blocked
+    left = sorted((w for by_key in groups.values() for g in by_key.values() for w in g), key=_queue_order)
+    out.pending = [*left, *requeued]
     return out

@@ -69,6 +69,12 @@ class QuotaTree:
         self.subtree: dict[Node, dict[FlavorResource, float]] = {}
         for node in self.parent:
             self._subtree(node)
+        #: Local quota per node and flavor-resource, computed once (the tree is static).
+        self.local: dict[Node, dict[FlavorResource, float]] = {
+            node: {fr: self.local_quota(node, fr) for fr in self.flavor_resources()} for node in self.parent
+        }
+        self._roots: dict[Node, Node] = {}
+        self._members: dict[Node, tuple[str, ...]] = {}
 
     def _subtree(self, node: Node) -> dict[FlavorResource, float]:
         if node in self.subtree:
@@ -89,13 +95,26 @@ class QuotaTree:
     def flavor_resources(self) -> set[FlavorResource]:
         return {fr for quotas in self.subtree.values() for fr in quotas}
 
+    def members(self, root: Node) -> tuple[str, ...]:
+        """The ClusterQueues under ``root`` (computed once per root)."""
+        found = self._members.get(root)
+        if found is None:
+            found = tuple(name for (kind, name) in self.parent if kind == "cq" and self.root(("cq", name)) == root)
+            self._members[root] = found
+        return found
+
     def root(self, node: Node) -> Node:
-        while self.parent[node] is not None:
-            node = self.parent[node]  # type: ignore[assignment]
-        return node
+        found = self._roots.get(node)
+        if found is None:
+            found = node
+            while self.parent[found] is not None:
+                found = self.parent[found]  # type: ignore[assignment]
+            self._roots[node] = found
+        return found
 
 
 Usage = dict[Node, dict[FlavorResource, float]]
+_NO_LIMITS = Limits()
 
 
 def empty_usage() -> Usage:
@@ -103,12 +122,22 @@ def empty_usage() -> Usage:
 
 
 def add_usage(tree: QuotaTree, usage: Usage, node: Node, fr: FlavorResource, amount: float) -> None:
-    """Charge ``amount`` to ``node``; what exceeds its free local quota climbs to the parent."""
-    local_free = max(0.0, tree.local_quota(node, fr) - usage[node][fr])
-    usage[node][fr] += amount
-    parent = tree.parent[node]
-    if parent is not None and amount > local_free:
-        add_usage(tree, usage, parent, fr, amount - local_free)
+    """Charge ``amount`` to ``node`` (negative: release it); what exceeds its local quota
+    climbs to the parent. A node's usage in its parent is ``max(0, usage - local)``, a
+    function of its total alone, so charges and releases may come in any order."""
+    while True:
+        local = tree.local[node].get(fr, 0.0)
+        before = usage[node][fr]
+        usage[node][fr] = before + amount
+        parent = tree.parent[node]
+        if parent is None:
+            return
+        after = before + amount
+        if not (before >= local and after >= local):  # else all of it climbs, unchanged
+            amount = max(0.0, after - local) - max(0.0, before - local)
+        if amount == 0:
+            return
+        node = parent
 
 
 def usage_of(tree: QuotaTree, charges: Iterable[tuple[str, Mapping[FlavorResource, float]]]) -> Usage:
@@ -120,14 +149,28 @@ def usage_of(tree: QuotaTree, charges: Iterable[tuple[str, Mapping[FlavorResourc
     return usage
 
 
+def copy_usage(usage: Usage) -> Usage:
+    out = empty_usage()
+    for node, amounts in usage.items():
+        out[node].update(amounts)
+    return out
+
+
+def charge(tree: QuotaTree, usage: Usage, cq: str, charges: Mapping[FlavorResource, float], sign: float = 1.0) -> None:
+    """Add (``sign`` 1) or release (-1) one workload's charges to its ClusterQueue."""
+    node = ("cq", cq)
+    for fr, amount in charges.items():
+        add_usage(tree, usage, node, fr, sign * amount)
+
+
 def available(tree: QuotaTree, usage: Usage, node: Node, fr: FlavorResource) -> float:
     subtree = tree.subtree[node].get(fr, 0.0)
     parent = tree.parent[node]
     if parent is None:
         return subtree - usage[node][fr]
     from_parent = available(tree, usage, parent, fr)
-    limit = tree.limits[node].get(fr, Limits()).borrowing_limit
-    local = tree.local_quota(node, fr)
+    limit = tree.limits[node].get(fr, _NO_LIMITS).borrowing_limit
+    local = tree.local[node].get(fr, 0.0)
     if limit is not None:
         used_in_parent = max(0.0, usage[node][fr] - local)
         from_parent = min(subtree - local - used_in_parent + limit, from_parent)
@@ -138,8 +181,8 @@ def potential_available(tree: QuotaTree, node: Node, fr: FlavorResource) -> floa
     parent = tree.parent[node]
     if parent is None:
         return tree.subtree[node].get(fr, 0.0)
-    total = tree.local_quota(node, fr) + potential_available(tree, parent, fr)
-    limit = tree.limits[node].get(fr, Limits()).borrowing_limit
+    total = tree.local[node].get(fr, 0.0) + potential_available(tree, parent, fr)
+    limit = tree.limits[node].get(fr, _NO_LIMITS).borrowing_limit
     if limit is not None:
         total = min(tree.subtree[node].get(fr, 0.0) + limit, total)
     return total

@@ -30,7 +30,7 @@ evictions to finish); ``kueue_cycle.run_cycles`` admits it in a later cycle, as 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shapeshift.k8s.kueue_config import ClusterQueue
 from shapeshift.k8s.kueue_quota import (
@@ -38,6 +38,8 @@ from shapeshift.k8s.kueue_quota import (
     QuotaTree,
     Usage,
     available,
+    charge,
+    copy_usage,
     dominant_share,
     potential_available,
     usage_of,
@@ -62,9 +64,15 @@ class Admitted:
     workload: Workload
     flavors: Mapping[str, str]  # resource -> flavor
     admitted_at: float = 0.0
+    #: What it holds per (flavor, resource), computed once: preemption searches ask often.
+    held: Mapping[FlavorResource, float] = field(init=False, compare=False, repr=False)
 
-    def charges(self) -> dict[FlavorResource, float]:
-        return {(self.flavors[r], r): v for r, v in self.workload.requests.items() if v > 0}
+    def __post_init__(self) -> None:
+        held = {(self.flavors[r], r): v for r, v in self.workload.requests.items() if v > 0}
+        object.__setattr__(self, "held", held)
+
+    def charges(self) -> Mapping[FlavorResource, float]:
+        return self.held
 
 
 @dataclass(frozen=True)
@@ -191,14 +199,18 @@ def preemption_targets(
     workload: Workload,
     assignment: Assignment,
     options: Options = Options(),
+    usage: Usage | None = None,
 ) -> tuple[Admitted, ...]:
-    """The admitted workloads to evict so that ``workload`` fits (empty: it cannot)."""
+    """The admitted workloads to evict so that ``workload`` fits (empty: it cannot).
+    ``usage``: the usage of ``admitted`` where the caller has it (left unchanged); each
+    trial eviction is then a release from a copy, not a recount of every admitted workload."""
     cq = tree.config.cluster_queues[workload.cluster_queue]
     policy = cq.preemption
     in_cohort = policy.reclaim_within_cohort != "Never" and cq.cohort is not None
     if policy.within_cluster_queue == "Never" and not in_cohort:
         return ()  # no candidate can exist
-    usage = _usage(tree, admitted)
+    if usage is None:
+        usage = _usage(tree, admitted)
     charges = assignment.charges(workload)
     frs = set(charges)
     node = ("cq", cq.name)
@@ -207,26 +219,26 @@ def preemption_targets(
         # preemption.md, Classic: eligible only below nominal quota or with borrowWithinCohort
         cands = _candidates(tree, usage, admitted, workload, frs, assignment.borrows)
         same = [c for c in cands if c.workload.cluster_queue == cq.name]
-        return _greedy(tree, admitted, workload, charges, same, allow_borrow=True)
+        return _greedy(tree, usage, workload, charges, same, allow_borrow=True)
     candidates = _candidates(tree, usage, admitted, workload, frs, assignment.borrows and not options.fair_sharing)
     if not candidates:
         return ()
     if options.fair_sharing:
-        return _fair_targets(tree, admitted, workload, charges, candidates, options)
+        return _fair_targets(tree, usage, workload, charges, candidates, options)
     same = [c for c in candidates if c.workload.cluster_queue == cq.name]
     if len(same) == len(candidates):
-        found = _greedy(tree, admitted, workload, charges, candidates, allow_borrow=True)
+        found = _greedy(tree, usage, workload, charges, candidates, allow_borrow=True)
         if found:
             return found
     if policy.borrow_within_cohort != "Never":
-        found = _greedy(tree, admitted, workload, charges, candidates, allow_borrow=True)
+        found = _greedy(tree, usage, workload, charges, candidates, allow_borrow=True)
         if found:
             return found
     if not _is_borrowing(tree, usage, cq.name, frs):
-        found = _greedy(tree, admitted, workload, charges, candidates, allow_borrow=False)
+        found = _greedy(tree, usage, workload, charges, candidates, allow_borrow=False)
         if found:
             return found
-    return _greedy(tree, admitted, workload, charges, same, allow_borrow=True)
+    return _greedy(tree, usage, workload, charges, same, allow_borrow=True)
 
 
 def _candidates(tree, usage, admitted, workload, frs, borrows: bool) -> list[Admitted]:
@@ -234,25 +246,20 @@ def _candidates(tree, usage, admitted, workload, frs, borrows: bool) -> list[Adm
     policy = cq.preemption
     root = _cohort_root(tree, cq.name)
     out = []
-    borrowing: dict[str, bool] = {}  # per ClusterQueue: in the cohort and borrowing on frs
+    # the ClusterQueues whose workloads may be candidates: this one and, in its cohort, those borrowing
+    eligible = {cq.name}
+    if root is not None:
+        eligible.update(q for q in tree.members(root) if _is_borrowing(tree, usage, q, frs))
     for a in admitted:
-        if not set(a.charges()) & frs:
-            continue
         other = a.workload
+        if other.cluster_queue not in eligible or frs.isdisjoint(a.held):
+            continue
         if other.cluster_queue == cq.name:
             w = policy.within_cluster_queue
             lower = other.priority < workload.priority
             newer_equal = other.priority == workload.priority and other.created > workload.created
             if (w == "LowerPriority" and lower) or (w == "LowerOrNewerEqualPriority" and (lower or newer_equal)):
                 out.append(a)
-            continue
-        if root is None:
-            continue
-        if other.cluster_queue not in borrowing:
-            borrowing[other.cluster_queue] = _cohort_root(tree, other.cluster_queue) == root and _is_borrowing(
-                tree, usage, other.cluster_queue, frs
-            )
-        if not borrowing[other.cluster_queue]:
             continue
         r = policy.reclaim_within_cohort
         if not (r == "Any" or (r == "LowerPriority" and other.priority < workload.priority)):
@@ -269,51 +276,57 @@ def _candidates(tree, usage, admitted, workload, frs, borrows: bool) -> list[Adm
     return out
 
 
-def _greedy(tree, admitted, workload, charges, candidates, *, allow_borrow: bool) -> tuple[Admitted, ...]:
+def _release(tree: QuotaTree, usage: Usage, a: Admitted, sign: float = -1.0) -> None:
+    charge(tree, usage, a.workload.cluster_queue, a.charges(), sign)
+
+
+def _greedy(tree, usage, workload, charges, candidates, *, allow_borrow: bool) -> tuple[Admitted, ...]:
     cq = workload.cluster_queue
     targets: list[Admitted] = []
-    remaining = list(admitted)
+    remaining = copy_usage(usage)
     for c in candidates:
         targets.append(c)
-        remaining = [a for a in remaining if a is not c]
-        if _fits(tree, _usage(tree, remaining), cq, charges, allow_borrow):
-            return _minimize(tree, admitted, workload, charges, targets, allow_borrow)
+        _release(tree, remaining, c)
+        if _fits(tree, remaining, cq, charges, allow_borrow):
+            return _minimize(tree, remaining, workload, charges, targets, allow_borrow)
     return ()
 
 
-def _minimize(tree, admitted, workload, charges, targets, allow_borrow) -> tuple[Admitted, ...]:
-    """preemption.md: traverse the targets in reverse, dropping those the preemptor does not need."""
+def _minimize(tree, remaining, workload, charges, targets, allow_borrow) -> tuple[Admitted, ...]:
+    """preemption.md: traverse the targets in reverse, dropping those the preemptor does not
+    need. ``remaining``: the usage with every target evicted (changed in place)."""
     kept = list(targets)
     for t in reversed(targets):
-        trial = [k for k in kept if k is not t]
-        remaining = [a for a in admitted if all(a is not k for k in trial)]
-        if _fits(tree, _usage(tree, remaining), workload.cluster_queue, charges, allow_borrow):
-            kept = trial
+        _release(tree, remaining, t, 1.0)  # try keeping t
+        if _fits(tree, remaining, workload.cluster_queue, charges, allow_borrow):
+            kept = [k for k in kept if k is not t]
+        else:
+            _release(tree, remaining, t)
     return tuple(kept)
 
 
-def _fair_targets(tree, admitted, workload, charges, candidates, options) -> tuple[Admitted, ...]:
+def _fair_targets(tree, usage, workload, charges, candidates, options) -> tuple[Admitted, ...]:
     cq = workload.cluster_queue
     targets: list[Admitted] = []
-    remaining = list(admitted)
+    remaining = copy_usage(usage)
     for strategy in options.preemption_strategies:
         pool = [c for c in candidates if all(c is not t for t in targets)]
-        while pool and not _fits(tree, _usage(tree, remaining), cq, charges, True):
-            usage = _usage(tree, remaining)
-            shares = {q: dominant_share(tree, usage, ("cq", q)) for q in {c.workload.cluster_queue for c in pool}}
+        while pool and not _fits(tree, remaining, cq, charges, True):
+            shares = {q: dominant_share(tree, remaining, ("cq", q)) for q in {c.workload.cluster_queue for c in pool}}
             target_cq = max(sorted(shares), key=lambda q: shares[q])
             victim = next(c for c in pool if c.workload.cluster_queue == target_cq)
             pool = [c for c in pool if c is not victim]
             if target_cq != cq:
-                mine = dominant_share(tree, usage, ("cq", cq), charges)
-                after = [a for a in remaining if a is not victim]
-                theirs_after = dominant_share(tree, _usage(tree, after), ("cq", target_cq))
+                mine = dominant_share(tree, remaining, ("cq", cq), charges)
+                _release(tree, remaining, victim)
+                theirs_after = dominant_share(tree, remaining, ("cq", target_cq))
+                _release(tree, remaining, victim, 1.0)
                 ok = mine <= theirs_after if strategy == "LessThanOrEqualToFinalShare" else mine < shares[target_cq]
                 if not ok:
                     pool = [c for c in pool if c.workload.cluster_queue != target_cq]
                     continue
             targets.append(victim)
-            remaining = [a for a in remaining if a is not victim]
-    if not _fits(tree, _usage(tree, remaining), cq, charges, True):
+            _release(tree, remaining, victim)
+    if not _fits(tree, remaining, cq, charges, True):
         return ()
-    return _minimize(tree, admitted, workload, charges, targets, True)
+    return _minimize(tree, remaining, workload, charges, targets, True)

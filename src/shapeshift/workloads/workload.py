@@ -56,7 +56,9 @@ COLUMNS: dict[str, str] = {
 #: scheduler plans with them), and ``attempts`` (1 + requeues) and the recorded
 #: ``priority``, which do not. A GPU-sharing trace (openb) adds ``gpu_milli`` (a share of
 #: one GPU in thousandths, 0 = whole GPUs) and ``gpu_types`` (the GPU models a job allows,
-#: ``|``-separated, empty = any), which reach ``JobSpec`` too.
+#: ``|``-separated, empty = any), which reach ``JobSpec`` too. A Kubernetes job table adds ``namespace``,
+#: ``queue_name`` (the queue a job is submitted to: not ``queue``, which is the
+#: recorded delay), ``priority_class`` and ``pods`` (gang size), which reach ``JobSpec``.
 OPTIONAL_COLUMNS: dict[str, str] = {
     "state": "object",
     "start_time": "float64",
@@ -68,7 +70,14 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "priority": "float64",
     "gpu_milli": "int64",
     "gpu_types": "object",
+    "namespace": "object",
+    "queue_name": "object",
+    "priority_class": "object",
+    "pods": "int64",
 }
+#: The Kubernetes batch-queueing columns (``K8S_COLUMNS``): kept when a trace gives them,
+#: and passed on to ``JobSpec`` (Kueue and KAI-Scheduler read them).
+K8S_COLUMNS = ("namespace", "queue_name", "priority_class", "pods")
 REQUIRED = ("job_id", "submit_time", "num_gpus", "duration")
 
 #: Most jobs a generated workload may have, wherever it is generated (``workload
@@ -236,6 +245,10 @@ class Workload:
         millis = f["gpu_milli"].tolist() if "gpu_milli" in f.columns else [0] * n
         allowed: dict[str, frozenset[str]] = {"": frozenset()}
         type_texts = f["gpu_types"].tolist() if "gpu_types" in f.columns else [""] * n
+        k8s = {c: f[c].tolist() if c in f.columns else None for c in K8S_COLUMNS}
+        blank = [""] * n
+        namespaces, queue_names = k8s["namespace"] or blank, k8s["queue_name"] or blank
+        classes, pods = k8s["priority_class"] or blank, k8s["pods"] or [1] * n
         for row, values in enumerate(rows):
             job_id, submit, gpus, name, user, vc, tenant, guaranteed, model, cpus, mem, plan, d, it, batch, gs = values
             if plan not in plans:
@@ -269,6 +282,10 @@ class Workload:
                     qos=qoses[row],
                     gpu_milli=millis[row],
                     gpu_types=allowed[types],
+                    namespace=namespaces[row],
+                    queue_name=queue_names[row],
+                    priority_class=classes[row],
+                    pods=pods[row],
                 )
             )
         return result
@@ -319,4 +336,7 @@ def _frame_of(jobs: Sequence[JobSpec]) -> pd.DataFrame:
     if any(j.gpu_milli or j.gpu_types for j in jobs):
         frame["gpu_milli"] = [j.gpu_milli for j in jobs]
         frame["gpu_types"] = ["|".join(sorted(j.gpu_types)) for j in jobs]
+    if any(j.namespace or j.queue_name or j.priority_class or j.pods != 1 for j in jobs):
+        for column in K8S_COLUMNS:
+            frame[column] = [getattr(j, column) for j in jobs]
     return Workload.from_frame("", frame).frame

@@ -4,10 +4,15 @@ configuration (``--policy kueue --policy-arg config=FILE``).
 Each decision rebuilds the scheduler's view from the engine's (admitted = running jobs,
 pending = waiting jobs), asks the pure rules (``kueue_cycle.run_cycles``,
 ``kai_rules.run_cycle``) who is admitted and who is evicted, and places the admitted
-jobs on nodes. A job's queue is read from one of its fields (``queue_from``: ``vc`` by
-default, so a Philly-style trace maps its virtual clusters to queues); for Kueue the
-name is a LocalQueue (``namespace/name`` or a name unique across namespaces) or else a
-ClusterQueue. Without ``config`` every job goes to one queue owning the whole cluster
+jobs on nodes. A job's queue is read from one of its fields (``queue_from``): ``auto``
+(the default) takes the workload's ``queue`` column (with its ``namespace``) where a job
+gives one and its ``vc`` otherwise, so a Philly-style trace maps its virtual clusters to
+queues; for Kueue the name is a LocalQueue (``namespace/name`` or a name unique across
+namespaces) or else a ClusterQueue. A job's ``priority_class`` names a
+WorkloadPriorityClass (Kueue) or a PriorityClass (KAI, whose predefined classes are
+known); without one the ``priority`` parameter applies. A job of ``pods`` pods is one
+gang: Kueue admits the whole workload or none of it, KAI starts all pods of the
+PodGroup or none. Without ``config`` every job goes to one queue owning the whole cluster
 (Kueue: a ClusterQueue whose quota is the cluster's GPUs; KAI: a queue with unlimited
 quota), which makes the policy a plain priority-then-FIFO scheduler. GPUs are requested
 as ``gpu_resource`` (Kueue) or ``gpu`` (KAI); CPUs and memory (Kueue) only where the
@@ -16,28 +21,35 @@ ClusterQueue has quota for them.
 Differences from the real systems, all listed in docs/kueue-kai.md: placement is one of
 Shapeshift's placements (``scattered`` by default for Kueue, the nearest to
 kube-scheduler's default least-allocated scoring; ``consolidated`` for KAI, its
-bin-packing default); a ResourceFlavor's node labels do not restrict placement; every
-job has one priority (``priority``); a Kueue preemptor is admitted in the same decision
+bin-packing default); a ResourceFlavor's ``nodeLabels`` restrict a job admitted on it to
+the nodes carrying those labels (cluster YAML ``labels``) only when some node of the
+cluster carries labels at all, so that a configuration replays on an unlabelled
+cluster; a Kueue preemptor is admitted in the same decision
 that evicts its targets rather than a cycle later.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
+
+import numpy as np
 
 from shapeshift.engine.contract import ARRIVAL, COMPLETION
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
 from shapeshift.k8s import kai_rules, kueue_cycle, kueue_rules
 from shapeshift.k8s.documents import parse_documents
-from shapeshift.k8s.kai_config import KaiConfig, kai_from_documents, read_kai
+from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig, kai_from_documents, read_kai
 from shapeshift.k8s.kai_fairshare import decayed_usage, with_ancestors
 from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents, read_kueue
-from shapeshift.model import Allocation, Schedule
+from shapeshift.k8s.kueue_quota import QuotaTree, Usage, charge, empty_usage
+from shapeshift.k8s.queue_metrics import QueueLedger
+from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.framework.registry import PolicyParams, register
 
-QueueField = Literal["vc", "tenant", "user"]
+QueueField = Literal["auto", "queue", "vc", "tenant", "user"]
 
 
 #: Without ``config``: one ClusterQueue owning every GPU of the cluster, taking every job.
@@ -60,7 +72,7 @@ DEFAULT_KAI = "kind: Queue\nmetadata: {name: default}\nspec: {resources: {gpu: {
 
 class KueueParams(PolicyParams):
     config: str = ""
-    queue_from: QueueField = "vc"
+    queue_from: QueueField = "auto"
     gpu_resource: str = "nvidia.com/gpu"
     priority: int = 0
     priority_class: str = ""
@@ -70,9 +82,19 @@ class KueueParams(PolicyParams):
 
 class KaiParams(PolicyParams):
     config: str = ""
-    queue_from: QueueField = "vc"
+    queue_from: QueueField = "auto"
     priority: int = 50
     placement: PlacementName = "consolidated"
+
+
+def queue_of(spec: JobSpec, queue_from: str, namespaced: bool) -> str:
+    """The queue a job is submitted to, read from ``queue_from`` (``auto``: its queue
+    column where given, else its ``vc``); ``namespaced`` prefixes the namespace."""
+    if queue_from in ("auto", "queue") and (spec.queue_name or queue_from == "queue"):
+        if namespaced and spec.namespace:
+            return f"{spec.namespace}/{spec.queue_name}"
+        return spec.queue_name
+    return str(getattr(spec, "vc" if queue_from == "auto" else queue_from))
 
 
 def _all_jobs(view: ClusterView) -> tuple[list[str], list[str]]:
@@ -81,7 +103,7 @@ def _all_jobs(view: ClusterView) -> tuple[list[str], list[str]]:
     return running, pending
 
 
-def _place(view: ClusterView, placement, started: list[str], evicted: list[str]) -> Schedule:
+def _place(view: ClusterView, placement, started: list[str], evicted: list[str], nodes_of=None) -> Schedule:
     free = view.scratch()
     changes: dict[str, Allocation | None] = {}
     for job_id in evicted:
@@ -92,7 +114,10 @@ def _place(view: ClusterView, placement, started: list[str], evicted: list[str])
     reasons: dict[str, str] = {}
     for job_id in started:
         status = view.job(job_id)
-        alloc = placement.find(status.spec, view.partitions[status.partition], free)
+        nodes = view.partitions[status.partition]
+        if nodes_of is not None:
+            nodes = nodes_of(job_id, status.partition, nodes)
+        alloc = placement.find(status.spec, nodes, free) if len(nodes) else None
         if alloc is None:
             reasons[job_id] = "admitted, but no set of nodes has the GPUs free"
             continue
@@ -124,9 +149,17 @@ class KueuePolicy:
                     field="priority_class",
                 )
             self.priority = classes[params.priority_class].value
-        self.flavors: dict[str, dict[str, str]] = {}
+        self.admitted: dict[str, kueue_rules.Admitted] = {}
+        self.tree: QuotaTree | None = None
+        self.usage: Usage = empty_usage()
         self._queue_of: dict[str, str] = {}
         self._workloads: dict[str, kueue_rules.Workload] = {}
+        self._flavor_masks: dict[tuple[str, str], np.ndarray] = {}
+        self.ledger: QueueLedger | None = None
+
+    def summary_fields(self) -> dict:
+        """Per-ClusterQueue figures (``queue_metrics``) for ``summary.json``."""
+        return self.ledger.summary() if self.ledger is not None else {}
 
     def cluster_queue(self, job_id: str, name: str) -> str:
         if not self.params.config:
@@ -154,47 +187,119 @@ class KueuePolicy:
         self._queue_of[name] = found
         return found
 
+    def _priority(self, job_id: str, spec: JobSpec) -> int:
+        if not spec.priority_class:
+            return self.priority
+        found = self.config.priority_classes.get(spec.priority_class)
+        if found is None:
+            known = ", ".join(sorted(self.config.priority_classes)) or "none defined"
+            raise InputError(
+                f"job {job_id}: priority_class {spec.priority_class!r} is no WorkloadPriorityClass of "
+                f"{self.params.config or 'the default configuration'} ({known})",
+                field="priority_class",
+            )
+        return found.value
+
     def _workload(self, view: ClusterView, job_id: str) -> kueue_rules.Workload:
         found = self._workloads.get(job_id)
         if found is not None:
             return found
         spec = view.job(job_id).spec
-        cq = self.cluster_queue(job_id, str(getattr(spec, self.params.queue_from)))
+        cq = self.cluster_queue(job_id, queue_of(spec, self.params.queue_from, namespaced=True))
         covered = {r for g in self.config.cluster_queues[cq].resource_groups for r in g.covered_resources}
         requests = {self.params.gpu_resource: float(spec.num_gpus)}
         if "cpu" in covered and spec.num_cpus > 0:
             requests["cpu"] = float(spec.num_cpus)
         if "memory" in covered and spec.mem_gb > 0:
             requests["memory"] = float(spec.mem_gb) * 2**30
-        workload = kueue_rules.Workload(job_id, cq, requests, self.priority, spec.submit_time)
+        workload = kueue_rules.Workload(job_id, cq, requests, self._priority(job_id, spec), spec.submit_time)
         self._workloads[job_id] = workload
         return workload
+
+    def _flavor_nodes(self, view: ClusterView, flavor: str | None, partition: str, nodes: np.ndarray) -> np.ndarray:
+        """The nodes a job admitted on ``flavor`` may use: those carrying its ``nodeLabels``
+        (all of them when no node of the cluster carries labels)."""
+        if flavor is None or flavor not in self.config.flavors:
+            return nodes
+        wanted = self.config.flavors[flavor].node_labels
+        specs = view.cluster.nodes
+        if not wanted or not any(n.labels for n in specs):
+            return nodes
+        key = (flavor, partition)
+        found = self._flavor_masks.get(key)
+        if found is None:
+            found = np.array([i for i in nodes.tolist() if set(wanted) <= set(specs[i].labels)], dtype=nodes.dtype)
+            self._flavor_masks[key] = found
+        return found
+
+    def _charge(self, admitted: kueue_rules.Admitted) -> None:
+        self.admitted[admitted.workload.name] = admitted
+        charge(self.tree, self.usage, admitted.workload.cluster_queue, admitted.charges())
+
+    def _release(self, job_id: str) -> None:
+        a = self.admitted.pop(job_id)
+        charge(self.tree, self.usage, a.workload.cluster_queue, a.charges(), -1.0)
+
+    def _sync(self, view: ClusterView) -> None:
+        """Bring the admitted set (and its quota usage) up to the engine's running jobs:
+        finished ones leave; ones started outside this policy are charged to their queue's
+        first flavors."""
+        if self.tree is None:
+            self.tree = QuotaTree(self.config)
+        held = view.allocations
+        for job_id in [j for j in self.admitted if j not in held]:
+            self._release(job_id)
+        if len(self.admitted) == len(held):
+            return
+        for job_id in held:
+            if job_id not in self.admitted:
+                w = self._workload(view, job_id)
+                cq = self.config.cluster_queues[w.cluster_queue]
+                flavors = {r: g.flavors[0].name for g in cq.resource_groups if g.flavors for r in g.covered_resources}
+                self._charge(kueue_rules.Admitted(w, flavors, view.now))
 
     def decide(self, view: ClusterView) -> Schedule:
         if self.config is None:
             gpus = sum(view.capacity_gpus(p) for p in view.partitions)
             text = DEFAULT_KUEUE % (self.params.gpu_resource, self.params.gpu_resource, gpus)
             self.config = kueue_from_documents(parse_documents(text, "<default>"))
-        running, pending = _all_jobs(view)
-        for job_id in list(self.flavors):
-            if job_id not in view.allocations:
-                del self.flavors[job_id]
-        admitted = []
-        for job_id in running:
-            w = self._workload(view, job_id)
-            flavors = self.flavors.get(job_id)
-            if flavors is None:  # started outside this policy: charge its queue's first flavors
-                cq = self.config.cluster_queues[w.cluster_queue]
-                flavors = {r: g.flavors[0].name for g in cq.resource_groups if g.flavors for r in g.covered_resources}
-            admitted.append(kueue_rules.Admitted(w, flavors))
+        if self.ledger is None:
+            gpu = self.params.gpu_resource
+            self.ledger = QueueLedger(
+                {
+                    name: sum(
+                        q.nominal for g in cq.resource_groups for f in g.flavors for q in f.resources if q.name == gpu
+                    )
+                    for name, cq in self.config.cluster_queues.items()
+                }
+            )
+        self._sync(view)
+        pending = [j for p in view.partitions for j in view.pending(p)]
         waiting = [self._workload(view, j) for j in pending]
-        outcome = kueue_cycle.run_cycles(self.config, waiting, admitted, now=view.now, options=self.options)
-        evicted = [n for n in dict.fromkeys(outcome.preempted) if n in view.allocations]
-        started = [a.workload.name for a in outcome.admitted if a.workload.name not in view.allocations]
-        schedule = _place(view, self.placement, started, evicted)
-        for a in outcome.admitted:
+        outcome = kueue_cycle.run_cycles(
+            self.config,
+            waiting,
+            list(self.admitted.values()),
+            now=view.now,
+            options=self.options,
+            tree=self.tree,
+            usage=self.usage,
+        )
+        held = view.allocations
+        evicted = [n for n in dict.fromkeys(outcome.preempted) if n in held]
+        fresh = [a for a in outcome.admitted if a.workload.name not in held]
+        flavor_of = {a.workload.name: a.flavors.get(self.params.gpu_resource) for a in fresh}
+
+        def nodes_of(job_id: str, partition: str, nodes: np.ndarray) -> np.ndarray:
+            return self._flavor_nodes(view, flavor_of.get(job_id), partition, nodes)
+
+        schedule = _place(view, self.placement, [a.workload.name for a in fresh], evicted, nodes_of)
+        for job_id in evicted:
+            self._release(job_id)
+        for a in fresh:
             if schedule.allocation(a.workload.name) is not None:
-                self.flavors[a.workload.name] = dict(a.flavors)
+                self._charge(kueue_rules.Admitted(a.workload, a.flavors, view.now))
+        self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
         return schedule
 
 
@@ -210,13 +315,20 @@ class KaiPolicy:
         self.history: list[tuple[str, str, float, float, float]] = []
         self.open: dict[str, tuple[str, float, float]] = {}  # job -> (queue, gpus, start)
         self._jobs: dict[str, kai_rules.Job] = {}
+        self._running: dict[str, kai_rules.Running] = {}  # the engine's running jobs, as KAI sees them
+        quota = {q: config.queues[q].resource("gpu").quota for q in config.leaves}
+        self.ledger = QueueLedger({q: math.inf if v == UNLIMITED else v for q, v in quota.items()})
+
+    def summary_fields(self) -> dict:
+        """Per-queue figures (``queue_metrics``) for ``summary.json``."""
+        return self.ledger.summary()
 
     def _job(self, view: ClusterView, job_id: str) -> kai_rules.Job:
         found = self._jobs.get(job_id)
         if found is not None:
             return found
         spec = view.job(job_id).spec
-        queue = str(getattr(spec, self.params.queue_from)) if self.params.config else "default"
+        queue = queue_of(spec, self.params.queue_from, namespaced=False) if self.params.config else "default"
         if queue not in self.config.queues or not self.config.is_leaf(queue):
             leaves = sorted(q for q in self.config.queues if self.config.is_leaf(q))
             raise InputError(
@@ -224,7 +336,18 @@ class KaiPolicy:
                 f"{self.params.config}; leaf queues: {', '.join(leaves) or 'none'}",
                 field=self.params.queue_from,
             )
-        job = kai_rules.Job(job_id, queue, {"gpu": float(spec.num_gpus)}, 1, self.params.priority, spec.submit_time)
+        priority = self.params.priority
+        if spec.priority_class:
+            if spec.priority_class not in self.config.priority_classes:
+                known = ", ".join(sorted(self.config.priority_classes))
+                raise InputError(
+                    f"job {job_id}: priority_class {spec.priority_class!r} is no PriorityClass of "
+                    f"{self.params.config or 'the default configuration'} ({known})",
+                    field="priority_class",
+                )
+            priority = self.config.priority_classes[spec.priority_class]
+        per_pod = {"gpu": float(spec.gpus_per_pod)}
+        job = kai_rules.Job(job_id, queue, per_pod, spec.pods, priority, spec.submit_time)
         self._jobs[job_id] = job
         return job
 
@@ -249,7 +372,12 @@ class KaiPolicy:
         running_ids, pending_ids = _all_jobs(view)
         capacity = float(sum(view.capacity_gpus(p) for p in view.partitions))
         usage = self._usage(view, capacity)
-        running = [kai_rules.Running(self._job(view, j), self.open.get(j, ("", 0.0, 0.0))[2]) for j in running_ids]
+        running = []
+        for j in running_ids:
+            found = self._running.get(j)
+            if found is None:
+                found = self._running[j] = kai_rules.Running(self._job(view, j), self.open.get(j, ("", 0.0, 0.0))[2])
+            running.append(found)
         pending = [self._job(view, j) for j in pending_ids]
         outcome = kai_rules.run_cycle(self.config, {"gpu": capacity}, pending, running, now=view.now, usage=usage)
         evicted = [n for n in outcome.evicted if n in view.allocations]
@@ -258,9 +386,14 @@ class KaiPolicy:
             if job_id in self.open:
                 queue, gpus, start = self.open.pop(job_id)
                 self.history.append((queue, "gpu", gpus, start, view.now))
+        held = view.allocations
+        for job_id in [j for j in self._running if j not in held or j in schedule.changes]:
+            del self._running[job_id]
         for job_id, alloc in schedule.changes.items():
             if alloc is not None:
                 self.open[job_id] = (self._job(view, job_id).queue, float(alloc.gpus), view.now)
+                self._running[job_id] = kai_rules.Running(self._job(view, job_id), view.now)
+        self.ledger.record(view, schedule, lambda j: self._jobs[j].queue)
         return schedule
 
 

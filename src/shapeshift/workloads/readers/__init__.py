@@ -2,7 +2,8 @@
 exactly where the file is wrong (file, line, column).
 
 One module per trace format (``generic``, ``philly``, ``helios``, ``rubick``,
-``pollux``, ``synergy``, ``sacct``, ``openb``); ``table`` holds the checks they share and ``detect`` picks a
+``pollux``, ``synergy``, ``sacct``, ``openb``, and ``kubectl`` for Kubernetes Jobs dumped as
+JSON); ``table`` holds the checks they share and ``detect`` picks a
 format from a file's header. CSV files may be compressed (``.gz``, ``.zst``) or carry a
 byte-order mark; Parquet files are read directly.
 """
@@ -10,6 +11,7 @@ byte-order mark; Parquet files are read directly.
 from shapeshift.workloads.readers.detect import _SIGNATURES, READERS, detect_format, read_workload
 from shapeshift.workloads.readers.generic import read_generic, read_generic_frame
 from shapeshift.workloads.readers.helios import HELIOS_COLUMNS, HELIOS_STATES, read_helios
+from shapeshift.workloads.readers.kubectl import read_kubectl
 from shapeshift.workloads.readers.openb import OPENB_POD_COLUMNS, openb_cluster, read_openb
 from shapeshift.workloads.readers.philly import PHILLY_COLUMNS, read_philly
 from shapeshift.workloads.readers.pollux import POLLUX_COLUMNS, pollux_reference, read_pollux
@@ -51,6 +53,7 @@ __all__ = [
     "read_generic",
     "read_generic_frame",
     "read_helios",
+    "read_kubectl",
     "read_openb",
     "read_philly",
     "read_pollux",

@@ -12,6 +12,7 @@ from pathlib import Path
 from shapeshift.errors import InputError
 from shapeshift.workloads.readers.generic import read_generic
 from shapeshift.workloads.readers.helios import HELIOS_COLUMNS, read_helios
+from shapeshift.workloads.readers.kubectl import looks_like_kubectl, read_kubectl
 from shapeshift.workloads.readers.openb import OPENB_POD_COLUMNS, read_openb
 from shapeshift.workloads.readers.philly import PHILLY_COLUMNS, read_philly
 from shapeshift.workloads.readers.pollux import POLLUX_COLUMNS, read_pollux
@@ -30,6 +31,7 @@ READERS: dict[str, Callable[[str | Path], Workload]] = {
     "synergy": read_synergy,
     "sacct": read_sacct,
     "openb": read_openb,
+    "kubectl": read_kubectl,
 }
 
 
@@ -57,20 +59,30 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Other headers a format is recognised by: a Kubernetes job table in the generic format
+#: gives ``gpus_per_pod`` (and ``pods``) instead of ``num_gpus``.
+_ALTERNATIVES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "generic": (("job_id", "submit_time", "gpus_per_pod", "duration"),),
+}
+
+
 def detect_format(path: str | Path) -> str:
     """Pick a reader from the file's header; when several signatures match, the most
     specific (most columns) wins. Without a match, name the closest format and what it
-    lacks."""
+    lacks. A JSON file (``kubectl get ... -o json``) is told by its content."""
     path = Path(path)
     if not path.exists():
         raise InputError("workload file not found", path=str(path))
+    if not is_parquet(path) and looks_like_kubectl(path):
+        return "kubectl"
     try:
         header = set(_header(path))
     except (OSError, UnicodeDecodeError, ValueError, EOFError) as exc:
         raise InputError(f"cannot read the file header: {exc}", path=str(path)) from None
-    matches = [fmt for fmt, columns in _SIGNATURES.items() if set(columns) <= header]
+    signatures = [*_SIGNATURES.items(), *((f, c) for f, alts in _ALTERNATIVES.items() for c in alts)]
+    matches = [(fmt, columns) for fmt, columns in signatures if set(columns) <= header]
     if matches:
-        return max(matches, key=lambda fmt: len(_SIGNATURES[fmt]))
+        return max(matches, key=lambda match: len(match[1]))[0]
     closest = max(_SIGNATURES, key=lambda fmt: (len(set(_SIGNATURES[fmt]) & header), -len(_SIGNATURES[fmt])))
     missing = [c for c in _SIGNATURES[closest] if c not in header]
     if not set(_SIGNATURES[closest]) & header:

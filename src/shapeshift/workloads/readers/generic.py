@@ -22,6 +22,13 @@ def read_generic(path: str | Path) -> Workload:
     produces, so every reader's output reads back unchanged.
     ``duration`` may be blank on a row that gives ``iterations``.
 
+    Kubernetes batch queueing (Kueue, KAI-Scheduler) adds ``namespace``, ``queue`` (the
+    queue a job is submitted to), ``priority_class``, ``pods`` (gang size, default 1) and
+    ``gpus_per_pod``: a job's GPUs are ``pods x gpus_per_pod``, and ``num_gpus`` may then
+    be left out. A ``queue`` column of numbers only is the recorded queueing delay of a
+    datacenter log, as before; one with names is the queue (``queue_name`` names it
+    either way, for queues named by numbers).
+
     Per-GPU-type throughputs (Gavel's input): one column per type, ``speed_<TYPE>``
     (e.g. ``speed_V100``; blank or 0 = the job cannot run on that type), or one
     ``gpu_speed`` column as ``Workload.write`` writes it (``K80=1.8;V100=18``)."""
@@ -37,7 +44,9 @@ def read_generic_frame(frame: pd.DataFrame, name: str = "dataframe") -> Workload
 
 
 def _generic(table: Table, name: str) -> Workload:
-    table.require(REQUIRED, "generic")
+    columns = table.frame.columns
+    per_pod = "gpus_per_pod" in columns
+    table.require(tuple(c for c in REQUIRED if not (per_pod and c == "num_gpus")), "generic")
     ids = table.present("job_id").astype(str).str.strip()
     table.unique_ids(ids, "job_id")
     has_iterations = "iterations" in table.frame.columns
@@ -45,7 +54,7 @@ def _generic(table: Table, name: str) -> Workload:
         {
             "job_id": ids,
             "submit_time": table.times("submit_time"),
-            "num_gpus": table.numeric("num_gpus", integer=True).astype("int64"),
+            "num_gpus": _gpus(table),
             "duration": table.seconds("duration", required=not has_iterations),
         }
     )
@@ -82,10 +91,52 @@ def _generic(table: Table, name: str) -> Workload:
         out["gpu_types"] = table.text("gpu_types")
     if "state" in table.frame.columns:
         out["state"] = table.text("state")
+    queue_named = "queue" in columns and "queue_name" not in columns and _names(table.text("queue"))
     for column in ("start_time", "end_time", "queue"):
-        if column in table.frame.columns:
+        if column in columns and not (column == "queue" and queue_named):
             out[column] = table.numeric(column, required=False, minimum=-np.inf).astype(float)
+    k8s = {"namespace", "priority_class", "pods", "gpus_per_pod", "queue_name"} & set(columns)
+    if k8s or queue_named:
+        out["namespace"] = table.text("namespace")
+        out["queue_name"] = table.text("queue_name" if "queue_name" in columns else "queue" if queue_named else "")
+        out["priority_class"] = table.text("priority_class")
+        out["pods"] = _pods(table)
+        uneven = (out["num_gpus"] % out["pods"]) != 0
+        if uneven.any():
+            row = table.first(uneven.to_numpy())
+            raise table.fail(
+                row, "pods", f"num_gpus {out['num_gpus'].iat[row]} is not a whole number of GPUs per pod"
+            )
     return Workload.from_frame(name, out)
+
+
+def _names(values: pd.Series) -> bool:
+    """Whether a ``queue`` column holds queue names rather than delays in seconds."""
+    given = values[values != ""]
+    return bool(len(given)) and bool(pd.to_numeric(given, errors="coerce").isna().any())
+
+
+def _pods(table: Table) -> pd.Series:
+    if "pods" not in table.frame.columns:
+        return pd.Series(1, index=table.frame.index, dtype="int64")
+    return table.numeric("pods", integer=True, minimum=1, required=False).fillna(1).astype("int64")
+
+
+def _gpus(table: Table) -> pd.Series:
+    """``num_gpus``, or ``pods x gpus_per_pod`` (which must agree with ``num_gpus`` if both are given)."""
+    columns = table.frame.columns
+    if "gpus_per_pod" not in columns:
+        return table.numeric("num_gpus", integer=True).astype("int64")
+    total = _pods(table) * table.numeric("gpus_per_pod", integer=True).astype("int64")
+    if "num_gpus" in columns:
+        given = table.numeric("num_gpus", integer=True).astype("int64")
+        differ = given != total
+        if differ.any():
+            row = table.first(differ.to_numpy())
+            raise table.fail(
+                row, "num_gpus", f"num_gpus {given.iat[row]} differs from pods x gpus_per_pod = {total.iat[row]}"
+            )
+    return total.astype("int64")
 
 
 def _gpu_speeds(table: Table) -> pd.Series | None:
