@@ -133,3 +133,18 @@ def test_assoc_dump(tmp_path):
     with pytest.raises(InputError) as err:
         read_assoc(path)
     assert (err.value.line, err.value.field) == (2, "share")
+
+
+def test_slurm_cluster_sets_only_its_own_fields(tmp_path):
+    # The configuration rides on the cluster as ``slurm``; every other ClusterSpec field a
+    # slurm.conf does not set keeps its default (a positional argument once landed the
+    # configuration in a field added to ClusterSpec later, turning on GPU fractions).
+    import dataclasses
+
+    from shapeshift.model import ClusterSpec
+
+    cluster = load_cluster(_conf(tmp_path))
+    assert cluster.slurm is not None
+    for f in dataclasses.fields(ClusterSpec):
+        if f.name not in ("nodes", "partitions") and f.default is not dataclasses.MISSING:
+            assert getattr(cluster, f.name) == f.default, f.name

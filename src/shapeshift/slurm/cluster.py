@@ -30,7 +30,7 @@ class SlurmCluster(ClusterSpec):
 
 
 def _rebuild(nodes: Any, partitions: Any, tenants: Any, limit: int, conf: SlurmConf | None) -> SlurmCluster:
-    return SlurmCluster(nodes, partitions, tenants, limit, conf)
+    return SlurmCluster(nodes=nodes, partitions=partitions, tenants=tenants, gpu_share_limit=limit, slurm=conf)
 
 
 def cluster_of(conf: SlurmConf) -> SlurmCluster:
@@ -53,6 +53,7 @@ def cluster_of(conf: SlurmConf) -> SlurmCluster:
             owner[node] = part.name
     partitions = {p.name: p.nodes for p in conf.partitions if p.nodes}
     try:
-        return SlurmCluster(nodes, partitions, {}, 1, conf)
+        # Keywords: ClusterSpec may gain fields, and a positional configuration would land in one.
+        return SlurmCluster(nodes=nodes, partitions=partitions, tenants={}, gpu_share_limit=1, slurm=conf)
     except ModelError as exc:
         raise InputError(str(exc), path=conf.path) from None
