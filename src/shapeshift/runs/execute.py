@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shapeshift.analysis.metrics import summarize
-from shapeshift.engine.contract import AdaptsInterference, KeepsTimeline, Policy, ReportsSummary
+from shapeshift.engine.contract import AdaptsInterference, Policy, ReportsSummary
 from shapeshift.errors import InputError
 from shapeshift.policies.framework.registry import make_policy, policy_info
 from shapeshift.runs.backends import check_backend
@@ -149,7 +149,4 @@ def _policy_extra(spec: RunSpec, policy: Policy) -> dict[str, Any]:
         extra["setting"] = setting_summary(spec.setting)
     if isinstance(policy, ReportsSummary):
         extra.update(policy.summary_fields())
-    if isinstance(policy, KeepsTimeline):
-        extra["auto_switches"] = policy.switches
-        extra["auto_evaluations"] = len(policy.timeline)
     return extra
