@@ -102,14 +102,18 @@ def simulate(
     report_every = max(n // 200, 1)
     inf = math.inf
 
+    # Bound once: this loop runs once per event.
+    dues = tuple(source.due for source in sources)
+    fires = tuple(source.fire for source in sources)
+
     while True:
-        due = [source.due() for source in sources]
+        due = [d() for d in dues]
         now = min(due)
         if now == inf:
             break
-        for source, at in zip(sources, due, strict=True):
+        for fire, at in zip(fires, due, strict=True):
             if at == now:
-                events += source.fire(now)
+                events += fire(now)
         schedule = engine.step(now)
         if timer is not None:
             timer.passed(now)

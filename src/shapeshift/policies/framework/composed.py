@@ -118,7 +118,10 @@ class ComposedPolicy:
         self._wakes: dict[str, float] = {}
         self._prepare = self.ordering.prepare if isinstance(self.ordering, Prepares) else None
         self._ordering_traits = part_traits(self.ordering)
-        if self._ordering_traits.static_keys and part_traits(self.admission).admits_all:
+        #: The admission part whose traits ``_admission_traits`` holds (``auto`` may swap
+        #: the part; asking a protocol costs far more than a decision can afford).
+        self._traits_of_admission: tuple[Admission, PartTraits] | None = None
+        if self._ordering_traits.static_keys and self._admission_traits().admits_all:
             self._queues = {}
         placement = self.placement
         self._cannot_fit = placement.cannot_fit if isinstance(placement, SurelyFails) else None
@@ -159,6 +162,12 @@ class ComposedPolicy:
         """When the first lease keeping a newcomer waiting runs out, in any partition."""
         return min(self._wakes.values()) if self._wakes else None
 
+    def _admission_traits(self) -> PartTraits:
+        known = self._traits_of_admission
+        if known is None or known[0] is not self.admission:
+            known = self._traits_of_admission = (self.admission, part_traits(self.admission))
+        return known[1]
+
     def _queue(self, view: ClusterView, partition: str) -> StaticKeyQueue | None:
         """The partition's incremental waiting queue, synced; ``None`` when not in use."""
         if self._queues is None:
@@ -172,7 +181,7 @@ class ComposedPolicy:
     def _shape_queue(self, view: ClusterView, partition: str) -> ShapeQueue | None:
         """The partition's waiting jobs grouped by shape, synced, for backfill (every waiting
         job admitted, ranked in queue order or by a static key); ``None`` when not in use."""
-        if self.head_of_line_blocking or not part_traits(self.admission).admits_all:
+        if self.head_of_line_blocking or not self._admission_traits().admits_all:
             return None
         static = self._ordering_traits.static_keys
         if not static and not isinstance(self.ordering, FifoOrdering):
