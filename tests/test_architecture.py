@@ -6,7 +6,9 @@
 * the policies never import what runs them (the simulator, the run path, the live
   runtime, the CLI, the experiments): a policy that plans by simulating is handed the
   simulation (``shapeshift.engine.replay``);
-* the live runtime's HTTP layer and its controller do not import each other.
+* the live runtime's HTTP layer and its controller do not import each other;
+* nothing probes a policy, its parts, an executor or a throughput model with ``getattr``
+  or ``hasattr``: what they may also do is declared in ``shapeshift.engine.contract``.
 
 The graph is read with ``ast`` from the source files, nothing is imported.
 """
@@ -14,6 +16,7 @@ The graph is read with ``ast`` from the source files, nothing is imported.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -196,3 +199,45 @@ def test_modules_stay_small():
     """About 400 lines at most per module: one job each (a little slack for docstrings)."""
     sizes = {str(p.relative_to(SRC)): len(p.read_text().splitlines()) for p in (SRC / "shapeshift").rglob("*.py")}
     assert {path: n for path, n in sizes.items() if n > 450} == {}
+
+
+#: ``getattr``/``hasattr`` on a policy, its parts, an executor or a throughput model: an
+#: undeclared contract. What these objects may also do is declared in
+#: ``shapeshift.engine.contract`` (``PolicyTraits`` and the capability protocols).
+_PROBE = re.compile(
+    r"\b(?:getattr|hasattr)\(\s*(?:\w+\.)*(?:inner|policy|executor|throughput|ordering|admission|placement)\s*,"
+)
+#: Modules allowed to probe such objects (none: the contract says everything).
+PROBE_ALLOWED: frozenset[str] = frozenset()
+
+
+def probes(text: str) -> list[str]:
+    """The lines of ``text`` that probe a policy, part, executor or model for an attribute."""
+    return [line.strip() for line in text.splitlines() if _PROBE.search(line)]
+
+
+def test_no_module_probes_policies_executors_or_models_for_attributes():
+    found = {
+        str(p.relative_to(SRC)): probes(p.read_text())
+        for p in (SRC / "shapeshift").rglob("*.py")
+        if str(p.relative_to(SRC)) not in PROBE_ALLOWED
+    }
+    assert {path: lines for path, lines in found.items() if lines} == {}
+
+
+def test_the_probe_rule_sees_the_usual_spellings():
+    # Each of these reads an undeclared attribute of a policy-side object.
+    for line in (
+        'x = getattr(policy, "partition_local", False)',
+        'x = getattr(self.policy, "lease", 0.0)',
+        'x = hasattr(policy, "prepare")',
+        'x = getattr(self.inner.admission, "adopt", None)',
+        'x = getattr(executor, "use_sharing", None)',
+        'x = getattr(throughput, "rate_at", None)',
+        'x = getattr(self.ordering, "static_keys", False)',
+        'x = getattr(result.policy, "knowledge", None)',
+    ):
+        assert probes(line), line
+    # An argparse namespace or a module is not a policy.
+    assert not probes('x = getattr(args, "policy", None)')
+    assert not probes("x = getattr(importlib.import_module(home), name)")

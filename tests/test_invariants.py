@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shapeshift.cluster import shorthand_cluster
+from shapeshift.engine.contract import traits_of
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
 from shapeshift.model import JobSpec
@@ -25,6 +26,7 @@ class Checked:
         self.name = inner.name
         self.triggers = inner.triggers
         self.default_round = inner.default_round
+        self.traits = traits_of(inner)
         self.checks = 0
 
     def decide(self, view):

@@ -11,6 +11,7 @@ from shapeshift.cli.main import app
 from shapeshift.cluster import shorthand_cluster
 from shapeshift.energy.ces import CESConfig
 from shapeshift.energy.sim_component import CESPolicy, ces_config, ces_round, parse_energy_args
+from shapeshift.engine.contract import traits_of
 from shapeshift.errors import InputError
 from shapeshift.model import Allocation, Resources, Schedule
 from shapeshift.policies.framework.base import PolicyError
@@ -30,6 +31,7 @@ class Spy:
         self.name = inner.name
         self.triggers = inner.triggers
         self.default_round = inner.default_round
+        self.traits = traits_of(inner)
         self.ces: CESPolicy | None = None
         self.checks = 0
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from shapeshift.energy.ces import CESConfig, CESController
-from shapeshift.engine.contract import ROUND, Policy, PolicyError
+from shapeshift.engine.contract import ROUND, Policy, PolicyError, PolicyTraits, traits_of
 from shapeshift.engine.state import FreeResources
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
@@ -116,6 +116,8 @@ class CESPolicy:
         if inner_round and float(inner_round).is_integer() and float(period).is_integer():
             period = float(math.gcd(int(period), int(inner_round)))  # keep the inner policy's rounds too
         self.default_round: float | None = period
+        #: The inner policy's traits, except that powering nodes down reads every partition.
+        self.traits: PolicyTraits = dataclasses.replace(traits_of(inner), partition_local=False)
         n = len(cluster.nodes)
         self._cap_gpus = np.array([node.gpus for node in cluster.nodes], dtype=np.int64)
         self._cap_cpus = np.array([node.cpus for node in cluster.nodes], dtype=float)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shapeshift.engine.batching import rebatch_only
-from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError, TracksSharing
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.sharing import GpuLedger, never_fits_shaped
@@ -66,9 +66,12 @@ class Engine:
         self.sharing = GpuLedger(cluster) if cluster.gpu_share_limit > 1 or cluster.gpu_fractions else None
         #: Running jobs whose GPU partners changed since their speed was last set.
         self._reshared: dict[str, None] = {}
-        attach = getattr(executor, "use_sharing", None)
-        if self.sharing is not None and attach is not None:
-            attach(self.sharing)
+        #: The executor's ``sharing_changed``, where it models jobs slowing each other.
+        self._sharing_changed: Callable[[JobStatus, float], None] | None = None
+        if isinstance(executor, TracksSharing):
+            self._sharing_changed = executor.sharing_changed
+            if self.sharing is not None:
+                executor.use_sharing(self.sharing)
         self.jobs: dict[str, JobStatus] = {}
         # Insertion-ordered dicts used as ordered sets: O(1) add/remove, stable order. The
         # waiting queues are OrderedDicts: they lose jobs from the front (FIFO starts) and
@@ -197,7 +200,6 @@ class Engine:
                 self._release(status, keep_state=True)
                 moves.append((status, desired, current))
         for status, desired, previous in moves:
-            self._check(status, desired)
             self._hold(status, desired)
             if rebatch_only(previous, desired):
                 # Same GPUs, new batch size: adapted in place (AdaptDL), not a restart.
@@ -209,12 +211,11 @@ class Engine:
             status.version += 1
             self.executor.reconfigure(status, desired, now, self.overheads.restore(desired.gpus))
         for status, desired in launches:
-            self._check(status, desired)
+            self._hold(status, desired)
+            del self.pending[status.partition][status.job_id]
             pause = self.overheads.launch_delay
             if status.has_checkpoint:
                 pause += self.overheads.restore(desired.gpus)
-            del self.pending[status.partition][status.job_id]
-            self._hold(status, desired)
             status.state = JobState.RUNNING
             status.last_update = now
             status.started_at = now
@@ -254,9 +255,13 @@ class Engine:
             return never_fits_shaped(self.cluster, self.partition_nodes[partition], spec, where)
         return ""
 
-    def _check(self, status: JobStatus, desired: Allocation) -> None:
+    def _hold(self, status: JobStatus, alloc: Allocation) -> None:
+        """Give ``alloc`` to ``status``'s job, or raise ``PolicyError`` (nothing taken) if
+        it lies outside the job's partition, on a GPU type the job excludes, or
+        over-commits what is free. On clusters that share GPUs the ledger is asked here,
+        and only here and at ``_release``."""
         spec = status.spec
-        for node, res in desired.placement:
+        for node, res in alloc.placement:
             if self._node_partition.get(node) != status.partition:
                 raise PolicyError(
                     f"{self.policy.name}: job {status.job_id} placed on node {node} outside its partition"
@@ -266,23 +271,24 @@ class Engine:
                     f"{self.policy.name}: job {status.job_id} placed on {self.cluster.nodes[node].gpu_type} GPUs,"
                     f" a type it excludes"
                 )
-        if desired.devices is not None or (desired.gpu_milli is not None and self.free.milli is not None):
-            if self.sharing is None:
-                raise PolicyError(
-                    f"{self.policy.name}: job {status.job_id} names GPUs but the cluster allows one job per GPU"
-                    " (gpu_share_limit: 1)"
-                )
-            problem = self.sharing.problem(desired)
-            if problem or not self.free.fits_host(desired):
-                problem = problem or "over-allocates a node's CPUs or memory"
-                raise PolicyError(f"{self.policy.name}: allocation for job {status.job_id} {problem}")
-        elif not self.free.fits(desired):
-            raise PolicyError(f"{self.policy.name}: allocation for job {status.job_id} over-allocates a node")
-
-    def _hold(self, status: JobStatus, alloc: Allocation) -> None:
+        who = f"{self.policy.name}: allocation for job {status.job_id}"
+        shared = alloc.devices is not None or (alloc.gpu_milli is not None and self.free.milli is not None)
+        if shared and self.sharing is None:
+            raise PolicyError(
+                f"{self.policy.name}: job {status.job_id} names GPUs but the cluster allows one job per GPU"
+                " (gpu_share_limit: 1)"
+            )
+        if not shared and not self.free.fits(alloc):
+            raise PolicyError(f"{who} over-allocates a node")
         if self.sharing is None:
             self.free.take(alloc)
         else:
+            if shared:
+                problem = self.sharing.problem(alloc) or (
+                    "" if self.free.fits_host(alloc) else "over-allocates a node's CPUs or memory"
+                )
+                if problem:
+                    raise PolicyError(f"{who} {problem}")
             newly, joined = self.sharing.take(status, alloc)
             self.free.take(alloc, newly, self.sharing.devices[status.job_id])
             self._reshared.update(dict.fromkeys(joined))
@@ -312,7 +318,7 @@ class Engine:
         if not self._reshared:
             return
         assert self.sharing is not None
-        changed = self.executor_sharing_hook
+        changed = self._sharing_changed
         for job_id in self._reshared:
             status = self.jobs[job_id]
             if status.state is not JobState.RUNNING or status.allocation is None:
@@ -324,11 +330,6 @@ class Engine:
                 status.version += 1
                 changed(status, now)
         self._reshared.clear()
-
-    @property
-    def executor_sharing_hook(self) -> Callable[[JobStatus, float], None] | None:
-        """The executor's ``sharing_changed(job, now)``, if it models interference."""
-        return getattr(self.executor, "sharing_changed", None)
 
     def _preempt(self, status: JobStatus, now: float) -> None:
         status.advance(now)

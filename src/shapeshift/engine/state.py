@@ -46,7 +46,7 @@ class JobStatus:
     rate: float = 0.0
     last_update: float = 0.0
     stall_until: float = 0.0
-    #: GPU-seconds of allocation held so far (the "attained service" of LAS/Tiresias).
+    #: GPU-seconds of allocation held so far (the "attained service" some orderings rank by).
     attained: float = 0.0
     #: Seconds spent holding an allocation (restart pauses included).
     run_seconds: float = 0.0

@@ -24,7 +24,7 @@ Primo model instead of LightGBM:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from shapeshift.engine.state import JobStatus
 from shapeshift.predict.gbdt import FEATURES, GbdtEstimator
@@ -154,9 +154,26 @@ class PrimoEstimator(GbdtEstimator):
 EXPLAIN_COLUMNS = ("predicted_duration", "explain_1", "explain_2", "explain_3")
 
 
-def policy_estimator(policy: Any) -> PrimoEstimator | None:
+@runtime_checkable
+class _Composed(Protocol):
+    """A policy built from parts (``ComposedPolicy``), named by what is read of it here."""
+
+    @property
+    def ordering(self) -> object: ...
+
+
+@runtime_checkable
+class _Estimated(Protocol):
+    """An ordering that ranks by an estimator (``EstimatedOrdering``)."""
+
+    @property
+    def estimator(self) -> object: ...
+
+
+def policy_estimator(policy: object) -> PrimoEstimator | None:
     """The ``primo`` estimator a size-based policy orders by, if it has one."""
-    estimator = getattr(getattr(policy, "ordering", None), "estimator", None)
+    ordering = policy.ordering if isinstance(policy, _Composed) else None
+    estimator = ordering.estimator if isinstance(ordering, _Estimated) else None
     return estimator if isinstance(estimator, PrimoEstimator) else None
 
 

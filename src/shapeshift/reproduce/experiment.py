@@ -34,6 +34,7 @@ import numpy as np
 from shapeshift import datasets
 from shapeshift.cluster import load_cluster
 from shapeshift.datasets.catalog import RUBICK_SETTING
+from shapeshift.engine.contract import HasKnowledge
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.state import JobState
 from shapeshift.errors import InputError
@@ -169,7 +170,7 @@ def run_one(
         return float(np.mean(v)) / 3600 if v else None
 
     calls = result.throughput.stats.as_dict()["calls"]
-    knowledge = getattr(result.policy, "knowledge", None)
+    knowledge = result.policy.knowledge if isinstance(result.policy, HasKnowledge) else None
     return {
         "workload": workload,
         "variant": variant or workload,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shapeshift.analysis.metrics import summarize
-from shapeshift.engine.contract import Policy
+from shapeshift.engine.contract import AdaptsInterference, Policy, ReportsSummary
 from shapeshift.errors import InputError
 from shapeshift.policies.framework.registry import make_policy, policy_info
 from shapeshift.runs.backends import check_backend
@@ -93,9 +93,8 @@ def run(
         policy = recorder
     throughput = build_throughput(spec.throughput.kind, spec.throughput.path, spec.cluster)
     interference = build_interference(spec.interference, spec.seed)
-    adapt = getattr(inner, "interference_model", None)
-    if adapt is not None:  # a policy that changes how sharing jobs run (antman's GpuOpManager)
-        interference = adapt(interference)
+    if isinstance(inner, AdaptsInterference):  # a policy that changes how sharing jobs run
+        interference = inner.interference_model(interference)
     try:
         simulation = simulate(
             spec.workload.jobs(),
@@ -148,11 +147,6 @@ def _policy_extra(spec: RunSpec, policy: Policy) -> dict[str, Any]:
         from shapeshift.runs.setting import setting_summary
 
         extra["setting"] = setting_summary(spec.setting)
-    policy_fields = getattr(policy, "summary_fields", None)
-    if policy_fields is not None:
-        extra.update(policy_fields())
-    timeline = getattr(policy, "timeline", None)
-    if timeline is not None:
-        extra["auto_switches"] = getattr(policy, "switches", None)
-        extra["auto_evaluations"] = len(timeline)
+    if isinstance(policy, ReportsSummary):
+        extra.update(policy.summary_fields())
     return extra

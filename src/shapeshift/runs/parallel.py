@@ -49,7 +49,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from shapeshift.engine.contract import Policy
+from shapeshift.engine.contract import Policy, traits_of
 from shapeshift.engine.engine import Rejection
 from shapeshift.engine.state import JobState, JobStatus
 from shapeshift.model import JobSpec
@@ -77,13 +77,13 @@ def serial_reason(spec: RunSpec, policy: Policy) -> str:
         return "the policy needs a round"
     if rounds is not None and not float(rounds).is_integer():
         return "round instants are exact across partitions only for a round of whole seconds"
-    if not getattr(policy, "partition_local", False):
+    traits = traits_of(policy)
+    if not traits.partition_local:
         return (
             f"policy {spec.policy} with these parameters is not partition-local (it learns across partitions, "
             "decides something new at another partition's wake-up, or decides jointly)"
         )
-    lease = getattr(policy, "lease", 0.0)
-    if lease and spec.round_seconds is not None and spec.round_seconds != getattr(policy, "default_round", None):
+    if traits.lease and spec.round_seconds is not None and spec.round_seconds != policy.default_round:
         return "a lease wake-up falls on a round instant only with the policy's own round"
     return ""
 
@@ -100,6 +100,7 @@ class _DecisionClock:
         self.name = inner.name
         self.triggers = inner.triggers
         self.default_round = inner.default_round
+        self.traits = traits_of(inner)
         self.instants: Counter[float] = Counter()
 
     def decide(self, view: ClusterView) -> Schedule:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shapeshift.engine.contract import Policy
+from shapeshift.engine.contract import Policy, traits_of
 from shapeshift.engine.state import JobState
 from shapeshift.model import Schedule
 from shapeshift.sim.simulator import SimulationResult
@@ -41,6 +41,7 @@ class IntervalRecorder:
         self.name = inner.name
         self.triggers = inner.triggers
         self.default_round = inner.default_round
+        self.traits = traits_of(inner)
         self._open: dict[str, tuple[float, int]] = {}
         self.intervals: list[Interval] = []
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shapeshift.analysis.metrics import JOB_COLUMNS, job_rows, write_job_files
+from shapeshift.engine.contract import KeepsTimeline
 from shapeshift.engine.engine import Rejection
 from shapeshift.runs.recording import Interval, write_intervals
 from shapeshift.runs.result_columns import COMPARE_KEYS
@@ -73,7 +74,7 @@ class RunResult:
     @property
     def timeline(self) -> list[Any] | None:
         """The ``auto`` policy's evaluations (``None`` for other policies)."""
-        return getattr(self.policy, "timeline", None)
+        return self.policy.timeline if isinstance(self.policy, KeepsTimeline) else None
 
     def compare(self, *others: RunResult) -> Comparison:
         """This run and ``others`` side by side, labelled by policy name."""
@@ -92,9 +93,8 @@ class RunResult:
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         if self.intervals is not None:
             write_intervals(list(self.intervals), out / "intervals.csv")
-        write_timeline = getattr(self.policy, "write_timeline", None)
-        if self.timeline is not None and write_timeline is not None:
-            write_timeline(out / "auto_timeline.csv")
+        if isinstance(self.policy, KeepsTimeline):
+            self.policy.write_timeline(out / "auto_timeline.csv")
         return summary
 
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from shapeshift.engine.contract import HasKnowledge
 from shapeshift.model import Allocation
 
 
 def predicted_iter_time(policy: Any, model_name: str, alloc: Allocation | None) -> float | None:
     """Seconds per iteration the policy's model predicts, or None without a model."""
-    knowledge = getattr(policy, "knowledge", None)
+    knowledge = policy.knowledge if isinstance(policy, HasKnowledge) else None
     if knowledge is None or not model_name or alloc is None or alloc.plan is None:
         return None
     from shapeshift.perf.ground_truth import placement_key

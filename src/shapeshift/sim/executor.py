@@ -12,6 +12,7 @@ import heapq
 import math
 from collections.abc import Callable
 
+from shapeshift.engine.contract import RateBoundaries
 from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.state import JobStatus
 from shapeshift.model import Allocation
@@ -28,8 +29,8 @@ class CompletionQueue:
     """Min-heap of ``(time, seq, job_id, version)``; ``seq`` keeps ties deterministic.
 
     A preempted or reconfigured job leaves its old entry behind (lazy invalidation). Under
-    policies that restart jobs by the million (LAS and Gavel rotating a long queue through
-    the cluster) those dead entries outnumber the live ones by far, and each pop pays for
+    policies that restart jobs by the million (rotating a long queue through the cluster
+    by attained service or by round) those dead entries outnumber the live ones by far, and each pop pays for
     the heap's height. With ``is_live`` (``(job_id, version) -> bool``, which once False
     stays False: a job's version only grows), the heap drops its dead entries whenever
     it has grown to twice its live size. Nothing observable changes: a dead entry is
@@ -87,7 +88,7 @@ class CompletionQueue:
 class SimulatedExecutor:
     """Rates from the throughput model; on shared GPUs, times the interference model's speed.
 
-    A model with ``rate_at`` (progress-dependent goodput, :mod:`shapeshift.perf.pollux`)
+    A model with ``rate_at`` (``RateBoundaries``: progress-dependent goodput, :mod:`shapeshift.perf.pollux`)
     also says until which progress its rate holds; the executor then queues that instant as
     a *boundary* (not a completion) and recomputes the rate there (:meth:`crossed_boundary`),
     so progress stays exact.
@@ -107,7 +108,7 @@ class SimulatedExecutor:
         self.completions = completions
         self.interference = interference or UtilisationInterference()
         self.sharing: GpuLedger | None = None
-        self._rate_at = getattr(throughput, "rate_at", None)
+        self._rate_at = throughput.rate_at if isinstance(throughput, RateBoundaries) else None
         #: (time, progress) of the pending boundary event per job (absent: the queued event
         #: is a completion).
         self._boundary: dict[str, tuple[float, float]] = {}

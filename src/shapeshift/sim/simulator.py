@@ -1,10 +1,11 @@
 """Trace-driven, event-driven simulation.
 
-Time jumps from one event to the next: arrivals (pre-sorted, read by a cursor),
-completions (a heap), for round-based policies a round timer that only runs while there
-is work, and the exact instant a policy asked to decide again (``Schedule.wake_at``).
-Everything that happens at the same instant is applied first (completions, then
-arrivals, then the timer and the wake-up) and the policy decides once.
+Time jumps from one event to the next. The events come from four sources
+(``shapeshift.sim.sources``): arrivals, completions, for round-based policies a round
+timer that only runs while there is work, and the exact instant a policy asked to decide
+again (``Schedule.wake_at``). The loop takes the earliest instant, fires every source
+due then (completions, then arrivals, then the timer and the wake-up), and the policy
+decides once and the engine reconciles.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from shapeshift.model import ClusterSpec, JobSpec
 from shapeshift.perf.colocation import InterferenceModel
 from shapeshift.perf.throughput import ThroughputModel, TraceSpeedModel
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
+from shapeshift.sim.sources import Arrivals, Completions, EventSource, RoundTimer, WakeUp
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -47,8 +49,7 @@ class SimulationResult:
 
 #: Unchanged rounds with nothing running or arriving after which a run stops (the jobs
 #: left are reported unfinished). Large, because a waiting job can become worth starting
-#: only later: under Sia's restart factor age / (age + penalty), a never-started 1-GPU job
-#: is worth its GPU only once age > 4.75 x penalty (p = -0.5, lambda_n = 1.1).
+#: only later, when a policy weighs it by a factor that grows with its age.
 IDLE_ROUNDS_LIMIT = 1000
 
 
@@ -81,87 +82,59 @@ def simulate(
     sets the speed of jobs that share GPUs (clusters with ``gpu_share_limit`` above 1)."""
     started = time.perf_counter()
     hand_replay(policy)
-    completions = CompletionQueue()
-    executor = SimulatedExecutor(throughput or TraceSpeedModel(cluster), completions, interference)
+    queue = CompletionQueue()
+    executor = SimulatedExecutor(throughput or TraceSpeedModel(cluster), queue, interference)
     engine = Engine(cluster, policy, executor, overheads)
     statuses = engine.jobs
-    completions.is_live = lambda job_id, version: statuses[job_id].version == version
+    queue.is_live = lambda job_id, version: statuses[job_id].version == version
     period = round_length(policy, round_seconds)
-    arrivals = sorted(jobs, key=lambda j: j.submit_time)
-    n = len(arrivals)
-    cursor = 0
-    next_round = 0.0
+    completions = Completions(queue, engine, executor)
+    arrivals = Arrivals(jobs, engine)
+    timer = RoundTimer(period, engine, arrivals) if period is not None else None
+    wakeup = WakeUp(engine)
+    # Fired in this order when due at the same instant: the work (completions, then
+    # arrivals) before the clocks.
+    sources: tuple[EventSource, ...] = (completions, arrivals, *((timer,) if timer else ()), wakeup)
+    n = arrivals.total
     events = 0
-    finished = 0
     idle_rounds = 0
-    timer_instants: list[float] = []
-    wake_instants: list[float] = []
     stopped_idle = False
     report_every = max(n // 200, 1)
     inf = math.inf
+
     # Bound once: this loop runs once per event.
-    peek, pop = completions.peek_time, completions.pop
-    crossed_boundary, running = executor.crossed_boundary, JobState.RUNNING
+    dues = tuple(source.due for source in sources)
+    fires = tuple(source.fire for source in sources)
 
     while True:
-        t_arrival = arrivals[cursor].submit_time if cursor < n else inf
-        t_done = peek()
-        # Rounds run while there is work. Across an idle gap the timer jumps to the first
-        # boundary at or after the next arrival, so a job submitted on a boundary is
-        # scheduled in that round, as round-based simulators do.
-        if period is not None and not engine.has_work and next_round < t_arrival < inf:
-            next_round = math.ceil(t_arrival / period) * period
-        t_round = next_round if period is not None and (engine.has_work or t_arrival <= next_round) else inf
-        t_wake = engine.wake_at if engine.wake_at is not None else inf
-        now = min(t_arrival, t_done, t_round, t_wake)
+        due = [d() for d in dues]
+        now = min(due)
         if now == inf:
             break
-        while peek() <= now:
-            _, job_id, version = pop()
-            status = statuses[job_id]
-            if status.version == version and status.state is running:
-                if crossed_boundary(status, now):
-                    engine.progress_changed(job_id)
-                    continue
-                engine.complete(job_id, now)
-                finished += 1
-                events += 1
-        while cursor < n and arrivals[cursor].submit_time <= now:
-            if engine.submit(arrivals[cursor], now).state is JobState.REJECTED:
-                finished += 1
-            cursor += 1
-            events += 1
-        timer_only = (t_round == now or t_wake == now) and now < t_arrival and now < t_done
-        if t_round == now:
-            engine.fire_timer()
-            next_round = now + period  # type: ignore[operator]
-            events += 1
-            timer_instants.append(now)
-        if t_wake == now:
-            engine.fire_wakeup()
-            events += 1
-            wake_instants.append(now)
+        for fire, at in zip(fires, due, strict=True):
+            if at == now:
+                events += fire(now)
         schedule = engine.step(now)
-        if period is not None and next_round <= now:
-            next_round = (math.floor(now / period) + 1) * period
-        if timer_only and cursor >= n and completions.quiet_from(now):
-            # Nothing will complete (no job runs, or every running job is stuck at speed
-            # 0) and nothing will arrive: a policy that keeps its schedule unchanged
-            # would spin the timer forever. Some policies' choices move with time alone
-            # (Sia's restart factor grows with a waiting job's age), so give up only
+        if timer is not None:
+            timer.passed(now)
+        if due[0] > now and due[1] > now and arrivals.exhausted and queue.quiet_from(now):
+            # Only a clock fired, nothing will complete (no job runs, or every running job
+            # is stuck at speed 0) and nothing will arrive: a policy that keeps its
+            # schedule unchanged would spin the timer forever. Some policies' choices move
+            # with time alone (a waiting job's worth grows with its age), so give up only
             # after many unchanged rounds, not a few.
             idle_rounds = idle_rounds + 1 if schedule is None or not schedule.changes else 0
             if idle_rounds >= IDLE_ROUNDS_LIMIT:
                 stopped_idle = True
                 break
         if progress is not None and events % report_every == 0:
-            progress(finished, n)
+            progress(completions.completed + arrivals.rejected, n)
 
     for status in engine.jobs.values():
         if status.state in (JobState.PENDING, JobState.RUNNING):
             status.state = JobState.UNFINISHED
     if progress is not None:
-        progress(finished, n)
+        progress(completions.completed + arrivals.rejected, n)
     return SimulationResult(
         policy=policy.name,
         workload=workload_name,
@@ -171,8 +144,8 @@ def simulate(
         events=events,
         decisions=engine.decisions,
         wall_seconds=time.perf_counter() - started,
-        timer_instants=timer_instants,
-        wake_instants=wake_instants,
+        timer_instants=timer.instants if timer is not None else [],
+        wake_instants=wakeup.instants,
         stopped_idle=stopped_idle,
     )
 

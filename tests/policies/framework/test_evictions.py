@@ -12,10 +12,14 @@ import pytest
 from shapeshift.cluster import ClusterSpec, NodeSpec
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Resources
+from shapeshift.policies.framework.decisions import PartitionDecision
 from shapeshift.policies.framework.evictions import Evictions
 from shapeshift.policies.framework.placement import Consolidated, FirstFit, Yarn
 from shapeshift.policies.framework.registry import make_policy
 from tests.conftest import job, run
+
+#: What a consolidated placement answers before each try.
+SURE = Consolidated().cannot_fit
 
 
 def _free(gpus_per_node: list[int], free_gpus: list[int]) -> tuple[FreeResources, np.ndarray]:
@@ -79,7 +83,7 @@ def test_a_victim_is_given_back_only_when_a_placement_could_then_succeed():
     # on 8 free GPUs; with v evicted both nodes are whole, so it may, and v is given back.
     free, nodes = _free([8, 8], [8, 0])
     changes: dict[str, Allocation | None] = {}
-    evictions = Evictions(free, nodes, {"v": _alloc(1, 8)}, changes, whole_gpus=True, placement=Consolidated())
+    evictions = Evictions(free, nodes, {"v": _alloc(1, 8)}, changes, whole_gpus=True, cannot_fit=SURE)
     assert not evictions.ready_for(16)
     evictions.evict("v")
     assert int(free.gpus[1]) == 0 and changes == {}  # counted, not given back yet
@@ -97,7 +101,7 @@ def test_victims_counted_late_are_all_counted_on_their_nodes():
     free, nodes = _free([8, 8], [0, 3])
     changes: dict[str, Allocation | None] = {}
     current = {"a": _alloc(0, 4), "b": _alloc(0, 4), "c": _alloc(1, 3)}
-    evictions = Evictions(free, nodes, current, changes, whole_gpus=True, placement=Consolidated())
+    evictions = Evictions(free, nodes, current, changes, whole_gpus=True, cannot_fit=SURE)
     evictions.evict("a")
     assert not evictions.ready_for(8)
     evictions.evict("c")
@@ -113,7 +117,7 @@ def test_a_victim_that_cannot_help_stays_where_it_is():
     # never given back, and restoring leaves everything as it was.
     free, nodes = _free([8, 8], [4, 0])
     changes: dict[str, Allocation | None] = {}
-    evictions = Evictions(free, nodes, {"v": _alloc(1, 4)}, changes, whole_gpus=True, placement=Consolidated())
+    evictions = Evictions(free, nodes, {"v": _alloc(1, 4)}, changes, whole_gpus=True, cannot_fit=SURE)
     evictions.evict("v")
     assert evictions.free_count() == 8  # as if given back, for the waiting reason
     assert not evictions.ready_for(8)
@@ -121,9 +125,10 @@ def test_a_victim_that_cannot_help_stays_where_it_is():
     assert changes == {} and free.gpus.tolist() == [4, 0]
 
 
-def _evict_and_try_after_each_victim(self, view, partition, free, newcomers, victims, first_lease, changes, reasons):
+def _evict_and_try_after_each_victim(self, view, partition, free, newcomers, victims, first_lease):
     """The rule without shortcuts: give each victim back at once and try after each one
     (without sharing, only once enough GPUs are free in the partition)."""
+    changes, reasons = {}, {}
     nodes = view.partitions[partition]
     current = view.allocations
     evicted: list[str] = []
@@ -153,6 +158,7 @@ def _evict_and_try_after_each_victim(self, view, partition, free, newcomers, vic
         if free.fits(alloc):
             free.take(alloc)
             del changes[victim]
+    return PartitionDecision(changes, reasons)
 
 
 def _recorded(policy):

@@ -11,6 +11,7 @@ from shapeshift.engine.overheads import Overheads
 from shapeshift.errors import InputError
 from shapeshift.model import ClusterSpec, NodeSpec
 from shapeshift.policies.framework import estimators
+from shapeshift.policies.framework.base import PartTraits
 from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.estimators import OracleEstimator, make_estimator
 from shapeshift.policies.framework.placement import Consolidated
@@ -164,7 +165,7 @@ def test_unknown_estimator_is_an_input_error_listing_the_known_ones():
 
 
 class _AllButNotAll(AcceptAll):
-    admits_all = False  # forces the sort-every-decision path
+    traits = PartTraits(partition_local=True)  # not admits_all: forces the sort-every-decision path
 
 
 def _random_trace(seed: int, n: int = 60):

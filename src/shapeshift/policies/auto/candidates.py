@@ -20,7 +20,7 @@ import numpy as np
 
 from shapeshift.engine.state import JobState
 from shapeshift.model import ClusterSpec, JobSpec, NodeSpec, Schedule
-from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.base import ROUND, Adopts, Prepares
 from shapeshift.policies.framework.composed import ADMISSIONS, ORDERINGS, Admission, ComposedPolicy, Ordering
 from shapeshift.policies.framework.placement import PLACEMENTS
 
@@ -104,11 +104,11 @@ class _Pinned:
         self.name = inner.name
         self.preemptive = inner.preemptive
         self.pinned = pinned
+        self._prepare = inner.prepare if isinstance(inner, Prepares) else None
 
     def prepare(self, view: ClusterView) -> None:
-        prepare = getattr(self.inner, "prepare", None)
-        if prepare is not None:
-            prepare(view)
+        if self._prepare is not None:
+            self._prepare(view)
 
     def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
         jobs = list(jobs)
@@ -136,11 +136,10 @@ def hand_over(old: Admission, new: Admission, view: ClusterView) -> Admission:
     """Switch admission policies without forgetting who was let in (Blox counts demand over
     every active job): the waiting jobs ``old`` had admitted before now become active in
     ``new``; running jobs count as active in any admission."""
-    adopt = getattr(new, "adopt", None)
-    if adopt is not None:
+    if isinstance(new, Adopts):
         for partition in view.partitions:
             admitted = old.admit(view, partition)
-            adopt(view, [j for j in admitted if view.job(j).spec.submit_time < view.now])
+            new.adopt(view, [j for j in admitted if view.job(j).spec.submit_time < view.now])
     return new
 
 
@@ -233,9 +232,9 @@ class _Seeded:
             for job_id, gpu_seconds, seconds in snapshot.service:
                 status = view.job(job_id)
                 status.attained, status.run_seconds = gpu_seconds, seconds
-            adopt = getattr(self.inner.admission, "adopt", None)
-            if adopt is not None:
-                adopt(view, sorted(snapshot.admitted | snapshot.started))
+            admission = self.inner.admission
+            if isinstance(admission, Adopts):
+                admission.adopt(view, sorted(snapshot.admitted | snapshot.started))
         return self.inner.decide(view)
 
 

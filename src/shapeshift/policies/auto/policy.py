@@ -144,6 +144,10 @@ class AutoPolicy:
     def switches(self) -> int:
         return sum(1 for e in self.timeline if e.switched)
 
+    def summary_fields(self) -> dict[str, int]:
+        """How often the combination was evaluated and how often it changed."""
+        return {"auto_switches": self.switches, "auto_evaluations": len(self.timeline)}
+
     def decide(self, view: ClusterView) -> Schedule:
         if view.now >= self._next_eval and len(self.combinations) > 1 and self._has_waiting(view):
             self._evaluate(view)

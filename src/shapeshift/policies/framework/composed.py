@@ -14,7 +14,8 @@ first, and a running job whose eviction would not let any newcomer start (fragme
 keeps running.
 
 Orderings whose key for a *waiting* job never changes while it waits (SJF, SRTF, LAS)
-can say so (``static_keys = True`` plus a ``key(view, job_id)`` method); with an
+can say so (``traits = PartTraits(static_keys=True)`` plus a ``key(view, job_id)``
+method); with an
 admission that admits every waiting job, the waiting jobs are then kept in an
 incremental heap per partition (``StaticKeyQueue``) instead of being re-sorted at every
 event. Both paths give the same decisions.
@@ -29,9 +30,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.framework.base import EVENT_TRIGGERS, ROUND
+from shapeshift.policies.framework.base import EVENT_TRIGGERS, ROUND, PartTraits, PolicyTraits, Prepares, part_traits
+from shapeshift.policies.framework.decisions import NOTHING, PartitionDecision, decide_partitions
 from shapeshift.policies.framework.evictions import Evictions
-from shapeshift.policies.framework.placement import Placement
+from shapeshift.policies.framework.placement import Placement, SurelyFails
 from shapeshift.policies.framework.queues import ShapeQueue, StaticKeyQueue
 from shapeshift.wording import count
 
@@ -61,10 +63,8 @@ class AcceptAll:
     """Every waiting job is considered."""
 
     name = "accept-all"
-    #: Admits every waiting job, in queue order (lets static-key orderings use their heap).
-    admits_all = True
-    #: Reads only the partition it is asked about (see ``ComposedPolicy.partition_local``).
-    partition_local = True
+    #: Admits every waiting job, in queue order, reading only the partition asked about.
+    traits = PartTraits(partition_local=True, admits_all=True)
 
     def admit(self, view: ClusterView, partition: str) -> Iterable[str]:
         return view.pending(partition)
@@ -75,7 +75,7 @@ class FifoOrdering:
 
     name = "fifo"
     preemptive = False
-    partition_local = True
+    traits = PartTraits(partition_local=True)
 
     def order(self, view: ClusterView, partition: str, jobs: Iterable[str]) -> Iterable[str]:
         return jobs
@@ -116,44 +116,57 @@ class ComposedPolicy:
         #: partition's request stands until its next decision: a decision elsewhere must
         #: not drop it (the schedule's wake-up is one instant for the whole cluster).
         self._wakes: dict[str, float] = {}
-        self._prepare = getattr(self.ordering, "prepare", None)
-        if getattr(self.ordering, "static_keys", False) and getattr(self.admission, "admits_all", False):
+        self._prepare = self.ordering.prepare if isinstance(self.ordering, Prepares) else None
+        self._ordering_traits = part_traits(self.ordering)
+        #: The admission part whose traits ``_admission_traits`` holds (``auto`` may swap
+        #: the part; asking a protocol costs far more than a decision can afford).
+        self._traits_of_admission: tuple[Admission, PartTraits] | None = None
+        if self._ordering_traits.static_keys and self._admission_traits().admits_all:
             self._queues = {}
+        placement = self.placement
+        self._cannot_fit = placement.cannot_fit if isinstance(placement, SurelyFails) else None
 
     @property
-    def partition_local(self) -> bool:
-        """Whether the run can be simulated one partition at a time
+    def traits(self) -> PolicyTraits:
+        """The lease, and whether the run can be simulated one partition at a time
         (``shapeshift.runs.parallel``): the parts read only the partition they are asked
         about, and the cluster-wide timers change nothing where they were not due. Rounds
         never do (a round in a partition with no job decides nothing). A lease's wake-up
         decides every partition at an instant of its own, unless it falls on a round
         instant: with decisions at rounds only and a lease of whole rounds, every job
         starts on a round instant and its lease ends on one."""
-        if not (getattr(self.ordering, "partition_local", False) and getattr(self.admission, "partition_local", False)):
-            return False
-        if self.lease == 0:
-            return True
-        rounds = self.default_round
-        return self.triggers == frozenset({ROUND}) and rounds is not None and (self.lease / rounds).is_integer()
+        local = part_traits(self.ordering).partition_local and part_traits(self.admission).partition_local
+        if local and self.lease != 0:
+            rounds = self.default_round
+            local = self.triggers == frozenset({ROUND}) and rounds is not None and (self.lease / rounds).is_integer()
+        return PolicyTraits(partition_local=local, lease=self.lease)
 
     def decide(self, view: ClusterView) -> Schedule:
-        changes: dict[str, Allocation | None] = {}
-        reasons: dict[str, str] = {}
-        scratch: FreeResources | None = None
         if self._prepare is not None:
             self._prepare(view)
-        for partition in sorted(view.dirty_partitions):
+        scratch: list[FreeResources] = []  # one copy of the free resources, made when first needed
+
+        def decide_partition(partition: str) -> PartitionDecision:
             self._wakes.pop(partition, None)
             if view.pending_count(partition) == 0 and (not self.ordering.preemptive or not view.running(partition)):
-                continue  # nothing waits, or nothing at all: no decision can change anything
-            scratch = scratch if scratch is not None else view.scratch()
+                return NOTHING  # nothing waits, or nothing at all: no decision can change anything
+            if not scratch:
+                scratch.append(view.scratch())
             if self.ordering.preemptive:
-                self._decide_preemptive(view, partition, scratch, changes, reasons)
-            else:
-                self._decide_greedy(view, partition, scratch, changes, reasons)
-        default = "waiting behind higher-priority jobs"
-        wake = min(self._wakes.values()) if self._wakes else None
-        return Schedule(base=view.allocations, changes=changes, reasons=reasons, default_reason=default, wake_at=wake)
+                return self._decide_preemptive(view, partition, scratch[0])
+            return self._decide_greedy(view, partition, scratch[0])
+
+        return decide_partitions(view, decide_partition, "waiting behind higher-priority jobs", self._first_wake)
+
+    def _first_wake(self) -> float | None:
+        """When the first lease keeping a newcomer waiting runs out, in any partition."""
+        return min(self._wakes.values()) if self._wakes else None
+
+    def _admission_traits(self) -> PartTraits:
+        known = self._traits_of_admission
+        if known is None or known[0] is not self.admission:
+            known = self._traits_of_admission = (self.admission, part_traits(self.admission))
+        return known[1]
 
     def _queue(self, view: ClusterView, partition: str) -> StaticKeyQueue | None:
         """The partition's incremental waiting queue, synced; ``None`` when not in use."""
@@ -168,9 +181,9 @@ class ComposedPolicy:
     def _shape_queue(self, view: ClusterView, partition: str) -> ShapeQueue | None:
         """The partition's waiting jobs grouped by shape, synced, for backfill (every waiting
         job admitted, ranked in queue order or by a static key); ``None`` when not in use."""
-        if self.head_of_line_blocking or not getattr(self.admission, "admits_all", False):
+        if self.head_of_line_blocking or not self._admission_traits().admits_all:
             return None
-        static = getattr(self.ordering, "static_keys", False)
+        static = self._ordering_traits.static_keys
         if not static and not isinstance(self.ordering, FifoOrdering):
             return None
         if self._shapes is None:
@@ -182,14 +195,9 @@ class ComposedPolicy:
         shapes.sync(view)
         return shapes
 
-    def _decide_greedy(
-        self,
-        view: ClusterView,
-        partition: str,
-        free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    def _decide_greedy(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
         nodes = view.partitions[partition]
         free_gpus = free.free_gpus_in(nodes)
         shapes = self._shape_queue(view, partition)
@@ -206,7 +214,7 @@ class ComposedPolicy:
                 return True
 
             if shapes.backfill(view, free_gpus, try_start):
-                return
+                return PartitionDecision(changes, reasons)
         queue = self._queue(view, partition)
         if queue is not None:
             ranked: Iterable[str] = (job_id for _, job_id in queue.iterate(view))
@@ -225,15 +233,9 @@ class ComposedPolicy:
             reasons[job_id] = self._explain(view, partition, spec.num_gpus, free_gpus)
             if self.head_of_line_blocking or (free_gpus == 0 and free.milli is None):
                 break
+        return PartitionDecision(changes, reasons)
 
-    def _decide_preemptive(
-        self,
-        view: ClusterView,
-        partition: str,
-        free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    def _decide_preemptive(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
         queue = self._queue(view, partition)
         if self._waiting_fit_free(view, partition, free):
             ranked_waiting = (
@@ -241,8 +243,7 @@ class ComposedPolicy:
                 if queue is not None
                 else self.ordering.order(view, partition, self.admission.admit(view, partition))
             )
-            self._place_waiting(view, partition, free, ranked_waiting, changes, reasons)
-            return
+            return self._place_waiting(view, partition, free, ranked_waiting)
         capacity = view.capacity_gpus(partition)
         running = set(view.running(partition))
         if queue is not None:
@@ -257,6 +258,7 @@ class ComposedPolicy:
             ranked = list(self.ordering.order(view, partition, [*running, *self.admission.admit(view, partition)]))
             running_by_rank = [j for j in ranked if j in running]
         chosen: list[str] = []
+        reasons: dict[str, str] = {}
         for job_id in ranked:
             gpus = view.job(job_id).spec.num_gpus
             if gpus <= capacity:
@@ -266,7 +268,8 @@ class ComposedPolicy:
                 reasons[job_id] = left_behind(gpus, _where(view, partition), capacity)
             if capacity == 0 and queue is not None:
                 break  # nothing else fits; running jobs not chosen yet rank lower
-        self._place_preemptive(view, partition, free, chosen, running, running_by_rank, changes, reasons)
+        placed = self._place_preemptive(view, partition, free, chosen, running, running_by_rank)
+        return PartitionDecision(reasons=reasons).then(placed)
 
     @staticmethod
     def _waiting_fit_free(view: ClusterView, partition: str, free: FreeResources) -> bool:
@@ -291,12 +294,12 @@ class ComposedPolicy:
         partition: str,
         free: FreeResources,
         ranked: Iterable[str],
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    ) -> PartitionDecision:
         """Place ``ranked`` waiting jobs in order on what is free, skipping (never
         blocking on) a job that does not fit: what ``_place_preemptive`` does when no
         running job is a victim."""
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
         nodes = view.partitions[partition]
         for job_id in ranked:
             spec = view.job(job_id).spec
@@ -306,6 +309,7 @@ class ComposedPolicy:
                 continue
             changes[job_id] = alloc
             free.take(alloc)
+        return PartitionDecision(changes, reasons)
 
     def _place_preemptive(
         self,
@@ -315,9 +319,7 @@ class ComposedPolicy:
         chosen: list[str],
         running: set[str],
         running_by_rank: list[str],
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    ) -> PartitionDecision:
         """Place the chosen newcomers, evicting lower-ranked running jobs only as needed.
 
         Running jobs that were not chosen are eviction candidates, worst-ranked first
@@ -331,7 +333,7 @@ class ComposedPolicy:
             victims = [j for j in victims if expiry[j] <= view.now]
             first_lease = min(leased) if leased else None
         newcomers = [j for j in chosen if j not in running]
-        self._place_newcomers(view, partition, free, newcomers, victims, first_lease, changes, reasons)
+        return self._place_newcomers(view, partition, free, newcomers, victims, first_lease)
 
     def _place_newcomers(
         self,
@@ -341,15 +343,15 @@ class ComposedPolicy:
         newcomers: list[str],
         victims: Sequence[str],
         first_lease: float | None,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    ) -> PartitionDecision:
         """Place ``newcomers`` in order. One that does not fit evicts ``victims`` (worst
         first) one at a time until it does; a victim evicted for a newcomer that still
         could not be placed is restored at the end if its allocation is still free.
         ``first_lease``: when the first lease keeping another running job ends (a
         newcomer left waiting asks to decide again then). A placement is tried only when
         it could succeed (``Evictions.ready_for``)."""
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
         nodes = view.partitions[partition]
         evictions = Evictions(
             free,
@@ -357,7 +359,7 @@ class ComposedPolicy:
             view.allocations,
             changes,
             whole_gpus=view.sharing is None,
-            placement=self.placement,
+            cannot_fit=self._cannot_fit,
         )
         next_victim = 0
         for job_id in newcomers:
@@ -378,6 +380,7 @@ class ComposedPolicy:
             free.take(alloc)
             evictions.took(alloc)
         evictions.restore()
+        return PartitionDecision(changes, reasons)
 
     def _wake_when_lease_ends(self, partition: str, first_lease: float) -> None:
         """``partition`` asks to decide again at ``first_lease`` (a newcomer waits for it)."""

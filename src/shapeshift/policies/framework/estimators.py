@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from shapeshift.engine.state import JobStatus
 from shapeshift.errors import InputError
+from shapeshift.policies.framework.base import PartTraits
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
@@ -116,9 +117,8 @@ class EstimatedOrdering:
 
     def __init__(self, estimator: DurationEstimator):
         self.estimator = estimator
-        self.static_keys = estimator.static
         #: An estimator that learns from finished jobs learns from every partition's.
-        self.partition_local = not estimator.needs_history
+        self.traits = PartTraits(partition_local=not estimator.needs_history, static_keys=estimator.static)
 
     def prepare(self, view: ClusterView) -> None:
         """Feed the estimator the jobs that finished since the last decision, oldest end first."""

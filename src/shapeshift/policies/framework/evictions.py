@@ -25,14 +25,14 @@ import numpy as np
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
-from shapeshift.policies.framework.placement import Placement
+from shapeshift.policies.framework.placement import CannotFit
 
 
 class Evictions:
     """The victims of one partition's placements in one decision (see the module docstring).
 
-    ``placement``: the decision's placement; one that can tell a sure failure from the
-    counts of nodes by free GPUs (``placement.SurelyFails``) is asked before each try."""
+    ``cannot_fit``: the decision's placement's ``SurelyFails.cannot_fit`` where it can tell
+    a sure failure from the counts of nodes by free GPUs, asked before each try."""
 
     __slots__ = ("_adjusted", "_cannot_fit", "_changes", "_counted", "_current", "_free", "_given", "_nodes",
                  "_pending", "_pending_on", "_whole_gpus", "free_gpus")
@@ -44,14 +44,13 @@ class Evictions:
         current: Mapping[str, Allocation],
         changes: dict[str, Allocation | None],
         whole_gpus: bool,
-        placement: Placement,
+        cannot_fit: CannotFit | None,
     ):
         self._free = free
         self._nodes = nodes
         self._current = current
         self._changes = changes
         self._whole_gpus = whole_gpus
-        cannot_fit = getattr(placement, "cannot_fit", None)
         self._cannot_fit = cannot_fit if whole_gpus and free.histogram_in(nodes) is not None else None
         #: Free GPUs in the partition with every victim so far given back (without sharing).
         self.free_gpus = free.free_gpus_in(nodes)

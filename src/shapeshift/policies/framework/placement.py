@@ -13,7 +13,7 @@ one GPU that still has that share free (``fraction_find``), idle or not.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,6 +32,7 @@ class Placement(Protocol):
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None: ...
 
 
+@runtime_checkable
 class SurelyFails(Protocol):
     """What a placement may also answer: ``cannot_fit(gpus, histogram, nodes, free)`` is
     True only when ``find`` would surely return ``None`` for a job of ``gpus`` GPUs on
@@ -40,6 +41,10 @@ class SurelyFails(Protocol):
     handing evicted GPUs back (``evictions.Evictions``). False means it may fit."""
 
     def cannot_fit(self, gpus: int, histogram: list[int], nodes: np.ndarray, free: FreeResources) -> bool: ...
+
+
+#: ``SurelyFails.cannot_fit``, as handed to whoever asks it.
+CannotFit = Callable[[int, list[int], np.ndarray, FreeResources], bool]
 
 
 #: The largest node of a partition (GPUs) and whether every node is that large, by the

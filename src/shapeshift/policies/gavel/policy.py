@@ -47,7 +47,8 @@ from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Schedule
-from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, PolicyTraits
+from shapeshift.policies.framework.decisions import NOTHING, PartitionDecision, decide_partitions
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.framework.rounds import RoundOrFillPolicy
@@ -86,13 +87,13 @@ class GavelPolicy(RoundOrFillPolicy):
     waiting_reason = "waiting for a round"
 
     @property
-    def partition_local(self) -> bool:
-        """Whether runs split by partition exactly (``shapeshift.runs.parallel``): each
+    def traits(self) -> PolicyTraits:
+        """Runs split by partition exactly (``shapeshift.runs.parallel``): each
         partition has its own rounds, table, ledger and LP. With Gavel's rounds, another
         partition's round end decides this one mid-round, which only hands out free GPUs
         (``fill``, off by default); ranks are handed out across partitions, but only their
         order within a partition is read."""
-        return self._rounds == "grid" or not self._fill
+        return PolicyTraits(partition_local=self._rounds == "grid" or not self._fill)
 
     def __init__(
         self,
@@ -217,10 +218,9 @@ class GavelPolicy(RoundOrFillPolicy):
             schedule = super().decide(view)
             self._after_decision(view, schedule.changes)
             return schedule
-        changes: dict[str, Allocation | None] = {}
-        reasons: dict[str, str] = {}
         free = view.scratch()
-        for partition in sorted(view.dirty_partitions):
+
+        def decide_partition(partition: str) -> PartitionDecision:
             end = self._round_end.get(partition)
             busy = next(iter(view.running(partition)), None) is not None
             # Gavel's round ends at its end time, or earlier once every job of it has
@@ -230,15 +230,19 @@ class GavelPolicy(RoundOrFillPolicy):
             if end is None or view.now >= end or not busy:
                 self._round_end.pop(partition, None)
                 if busy or view.pending_count(partition):
-                    self.plan_round(view, partition, free, changes, reasons)
+                    planned = self.plan_round(view, partition, free)
                     self._round_end[partition] = round(view.now + self._round, 6)
+                    return planned
             elif view.pending_count(partition):
-                self.fill_free(view, partition, free, changes, reasons)
-        self._after_decision(view, changes)
-        wake = min(self._round_end.values(), default=None)
-        return Schedule(
-            base=view.allocations, changes=changes, reasons=reasons, default_reason=self.waiting_reason, wake_at=wake
-        )
+                return self.fill_free(view, partition, free)
+            return NOTHING
+
+        def first_round_end() -> float | None:
+            return min(self._round_end.values(), default=None)
+
+        schedule = decide_partitions(view, decide_partition, self.waiting_reason, first_round_end)
+        self._after_decision(view, schedule.changes)
+        return schedule
 
     def _solve(self, table: GavelJobs, types: GpuTypes, rows: np.ndarray) -> np.ndarray:
         self.solves += 1
@@ -308,20 +312,15 @@ class GavelPolicy(RoundOrFillPolicy):
             left[k] -= table.gpus[row]
         return rows, granted, np.array(sequence, dtype=np.int64)
 
-    def plan_round(
-        self,
-        view: ClusterView,
-        partition: str,
-        free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    def plan_round(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
         table = self._table(view, partition)
         table.credit_all(view, self._type_time(partition))
         types = self._types_of(view, partition)
         running = list(view.running(partition))
         if not running and not view.pending_count(partition):
-            return
+            return NOTHING
         run_rows = self._running_rows(view, table, types, running)
         if self._priority == "gavel":
             fresh = table.sight(view, self._ranks)
@@ -358,17 +357,13 @@ class GavelPolicy(RoundOrFillPolicy):
         not_granted = "not granted GPUs this round (max-min fair share)"
         reasons.update(dict.fromkeys([table.ids[r] for r in waiting.tolist()], not_granted))  # type: ignore[misc]
         table.release()
+        return PartitionDecision(changes, reasons)
 
-    def fill_free(
-        self,
-        view: ClusterView,
-        partition: str,
-        free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    def fill_free(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
         if not self._fill:
-            return
+            return NOTHING
         types = self._types_of(view, partition)
         nodes = view.partitions[partition]
         free_gpus = free.free_gpus_in(nodes)
@@ -395,6 +390,7 @@ class GavelPolicy(RoundOrFillPolicy):
                     break
             else:
                 reasons[job_id] = "no free GPUs of a usable type until the next round"
+        return PartitionDecision(changes, reasons)
 
 
 class GavelParams(PolicyParams):

@@ -37,6 +37,7 @@ from pydantic import Field
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation
 from shapeshift.perf.throughput import job_speedup
+from shapeshift.policies.framework.decisions import NOTHING, PartitionDecision
 from shapeshift.policies.framework.placement import Consolidated, allocation_for
 from shapeshift.policies.framework.queues import StaticKeyQueue
 from shapeshift.policies.framework.registry import PolicyParams, register
@@ -140,14 +141,8 @@ class OptimusPolicy(RoundOrFillPolicy):
         queue.sync(view)
         return [job_id for _, job_id in itertools.islice(queue.iterate(view), max(count, 0))]
 
-    def plan_round(
-        self,
-        view: ClusterView,
-        partition: str,
-        free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    def plan_round(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
+        changes: dict[str, Allocation | None] = {}
         nodes = view.partitions[partition]
         capacity = view.capacity_gpus(partition)
         running = self._order(view, list(view.running(partition)))
@@ -174,23 +169,18 @@ class OptimusPolicy(RoundOrFillPolicy):
             free.take(alloc)
             if alloc is not old:
                 changes[job_id] = alloc
-        self._start(view, [j for j in waiting if j in target], target, nodes, free, changes, reasons)
+        return PartitionDecision(changes).then(
+            self._start(view, [j for j in waiting if j in target], target, nodes, free)
+        )
 
-    def fill_free(
-        self,
-        view: ClusterView,
-        partition: str,
-        free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    def fill_free(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
         nodes = view.partitions[partition]
         pool = free.free_gpus_in(nodes)
         if pool == 0:
-            return
+            return NOTHING
         waiting = self._oldest_waiting(view, partition, pool)
         target = self.targets(view, waiting, pool, view.capacity_gpus(partition))
-        self._start(view, [j for j in waiting if j in target], target, nodes, free, changes, reasons)
+        return self._start(view, [j for j in waiting if j in target], target, nodes, free)
 
     def _start(
         self,
@@ -199,9 +189,10 @@ class OptimusPolicy(RoundOrFillPolicy):
         target: dict[str, int],
         nodes: np.ndarray,
         free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    ) -> PartitionDecision:
+        """Start ``jobs`` with their target GPUs, or fewer where the target is fragmented."""
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
         for job_id in jobs:
             for gpus in range(target[job_id], 0, -1):  # fragmentation: settle for fewer
                 alloc = self._place(view, job_id, gpus, nodes, free)
@@ -211,6 +202,7 @@ class OptimusPolicy(RoundOrFillPolicy):
                     break
             else:
                 reasons[job_id] = "no placement for even one GPU"
+        return PartitionDecision(changes, reasons)
 
 
 class OptimusParams(PolicyParams):

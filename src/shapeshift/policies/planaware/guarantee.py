@@ -30,6 +30,8 @@ class Guarantee(Ledger):
     knowledge: Knowledge
     _min_res: dict[str, MinRes]
     _pinned: set[str]
+    #: CPUs per GPU of the widest node of the partition being decided (set per decision).
+    _cpn_now: float = DEFAULT_CPUS_PER_GPU
 
     def _requested_thr(self, spec: JobSpec, gpn: int, curve: np.ndarray) -> float:
         if spec.plan is None or spec.num_gpus < 1:
@@ -42,10 +44,7 @@ class Guarantee(Ledger):
     def _cpus(self, spec: JobSpec, gpus: int) -> float:
         """The job's CPUs pro rata to ``gpus``: its request per GPU, or, when it asked for
         none, the node's proportional share (CPUs per GPU of the partition's widest node)."""
-        if spec.num_cpus > 0 and spec.num_gpus:
-            per = spec.num_cpus / spec.num_gpus
-        else:
-            per = getattr(self, "_cpn_now", DEFAULT_CPUS_PER_GPU)
+        per = spec.num_cpus / spec.num_gpus if spec.num_cpus > 0 and spec.num_gpus else self._cpn_now
         return per * gpus
 
     def _job_cpus(self, j: PlanJob, gpus: int) -> float:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from shapeshift.policies.framework.admission import AdmissionParams, make_admission
-from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.base import ROUND, PartTraits
 from shapeshift.policies.framework.composed import ComposedPolicy
 from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.framework.registry import register
@@ -50,8 +50,7 @@ class LeastAttainedService:
 
     name = "las"
     preemptive = True
-    static_keys = True
-    partition_local = True
+    traits = PartTraits(partition_local=True, static_keys=True)
 
     def __init__(self, gpu_time: bool = True):
         self.gpu_time = gpu_time

@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING
 from pydantic import Field, field_validator
 
 from shapeshift.engine.state import FreeResources, JobStatus
-from shapeshift.model import Allocation, Schedule
+from shapeshift.model import Schedule
 from shapeshift.policies.framework.admission import AdmissionParams, make_admission
 from shapeshift.policies.framework.composed import ComposedPolicy, _where, left_behind
+from shapeshift.policies.framework.decisions import NOTHING, PartitionDecision
 from shapeshift.policies.framework.estimators import (
     DurationEstimator,
     EstimatedOrdering,
@@ -106,24 +107,16 @@ class SrtfPolicy(ComposedPolicy):
             self._tables.sync(view)
         return super().decide(view)
 
-    def _decide_preemptive(
-        self,
-        view: ClusterView,
-        partition: str,
-        free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    def _decide_preemptive(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
         queue = self._queue(view, partition)
         ordering = self.ordering
         if queue is None or self._tables is None or not isinstance(ordering, ShortestRemainingFirst):
-            super()._decide_preemptive(view, partition, free, changes, reasons)
-            return
+            return super()._decide_preemptive(view, partition, free)
         if view.pending_count(partition) == 0:
-            return  # every running job fits its partition: nothing to start, nobody to evict
+            return NOTHING  # every running job fits its partition: nothing to start, nobody to evict
         if self._waiting_fit_free(view, partition, free):
-            self._place_waiting(view, partition, free, (j for _, j in queue.iterate(view)), changes, reasons)
-            return  # everyone fits: no running job needs ranking, nobody is evicted
+            # everyone fits: no running job needs ranking, nobody is evicted
+            return self._place_waiting(view, partition, free, (j for _, j in queue.iterate(view)))
         table = self._tables.of(view, partition)
         ranking = RunningRanking.of(table.ids, table.columns, view.now, table.hint)
         table.hint = ranking.order
@@ -132,12 +125,11 @@ class SrtfPolicy(ComposedPolicy):
             ranking, lambda bound: queue.iterate(view, bound), lambda j: ordering._facts(view, j)[3], capacity
         )
         where = _where(view, partition)
-        for job_id, gpus, left in choice.too_big:
-            reasons[job_id] = left_behind(gpus, where, left)
+        passed_over = PartitionDecision(reasons={j: left_behind(gpus, where, left) for j, gpus, left in choice.too_big})
         if not choice.newcomers:
-            return  # only running jobs chosen: nothing is placed, so nothing is evicted
+            return passed_over  # only running jobs chosen: nothing is placed, so nothing is evicted
         victims, first_lease = ranking.victims(choice.running, self.lease, view.now)
-        self._place_newcomers(view, partition, free, choice.newcomers, victims, first_lease, changes, reasons)
+        return passed_over.then(self._place_newcomers(view, partition, free, choice.newcomers, victims, first_lease))
 
 
 class SizeParams(AdmissionParams):

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from shapeshift.engine.state import FreeResources
-from shapeshift.model import Allocation
 from shapeshift.policies.framework.composed import ComposedPolicy, _where, left_behind
+from shapeshift.policies.framework.decisions import PartitionDecision
 from shapeshift.policies.size_based.srtf_rank import take_block
 from shapeshift.policies.themis.table import worst_order
 
@@ -63,14 +63,7 @@ class LeaseRound(ComposedPolicy):
     """``ComposedPolicy`` whose preemptive decision (Themis's lease round) runs on arrays
     when the partition's waiting table is up to date."""
 
-    def _decide_preemptive(
-        self,
-        view: ClusterView,
-        partition: str,
-        free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> None:
+    def _decide_preemptive(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
         ordering: RhoOrdering = self.ordering  # type: ignore[assignment]
         table = ordering.tables.get(partition)
         if (
@@ -78,8 +71,7 @@ class LeaseRound(ComposedPolicy):
             or len(table) != view.pending_count(partition)
             or self._waiting_fit_free(view, partition, free)
         ):
-            super()._decide_preemptive(view, partition, free, changes, reasons)
-            return
+            return super()._decide_preemptive(view, partition, free)
         capacity = view.capacity_gpus(partition)
         active = view.pending_count(partition) + len(view.running(partition))  # type: ignore[arg-type]
         contention = ordering.contention
@@ -104,8 +96,7 @@ class LeaseRound(ComposedPolicy):
                     gpus = all_gpus[ranked]
                     end, left = take_block(gpus, 0, ranked.size, capacity, taken)
         if ranked is None:  # ties go by job id: the generic path
-            super()._decide_preemptive(view, partition, free, changes, reasons)
-            return
+            return super()._decide_preemptive(view, partition, free)
 
         def job_at(position: int) -> str:
             """The job at ``position`` of the walk: running jobs come first in the arrays."""
@@ -116,11 +107,12 @@ class LeaseRound(ComposedPolicy):
 
         if left == 0:  # jobs asking for no GPUs still fit after the GPUs ran out
             taken.extend((end + np.flatnonzero(gpus[end:] == 0)).tolist())
-        self._explain_passed_over(view, partition, ranked, gpus, taken, end, capacity, n_running, job_at, reasons)
+        reasons = self._explain_passed_over(view, partition, ranked, gpus, taken, end, capacity, n_running, job_at)
         chosen = [job_at(p) for p in taken]
         running = set(running_ids)
         running_by_rank = [running_ids[int(i)] for i in ranked[ranked < n_running].tolist()]
-        self._place_preemptive(view, partition, free, chosen, running, running_by_rank, changes, reasons)
+        placed = self._place_preemptive(view, partition, free, chosen, running, running_by_rank)
+        return PartitionDecision(reasons=reasons).then(placed)
 
     @staticmethod
     def _explain_passed_over(
@@ -133,21 +125,22 @@ class LeaseRound(ComposedPolicy):
         capacity: int,
         n_running: int,
         job_at: Callable[[int], str],
-        reasons: dict[str, str],
-    ) -> None:
-        """Waiting jobs the walk passed over before ``end`` get the generic path's reason,
-        with the GPUs left when the walk reached them."""
+    ) -> dict[str, str]:
+        """The generic path's reason for each waiting job the walk passed over before
+        ``end``, with the GPUs left when the walk reached it."""
         was_taken = np.zeros(end, dtype=bool)
         early = [p for p in taken if p < end]
         was_taken[early] = True
         passed = np.flatnonzero(~was_taken & (ranked[:end] >= n_running))
         if passed.size == 0:
-            return
+            return {}
         used = np.where(was_taken, gpus[:end], 0)
         left_before = capacity - (np.cumsum(used) - used)
         where = _where(view, partition)
-        for p, need, left in zip(passed.tolist(), gpus[passed].tolist(), left_before[passed].tolist(), strict=True):
-            reasons[job_at(p)] = left_behind(need, where, left)
+        return {
+            job_at(p): left_behind(need, where, left)
+            for p, need, left in zip(passed.tolist(), gpus[passed].tolist(), left_before[passed].tolist(), strict=True)
+        }
 
 
 def lease_order(

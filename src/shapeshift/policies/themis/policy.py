@@ -37,8 +37,9 @@ from pydantic import Field
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, Schedule
-from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, ROUND
+from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, ROUND, PolicyTraits
 from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
+from shapeshift.policies.framework.decisions import NOTHING, PartitionDecision, decide_partitions
 from shapeshift.policies.framework.placement import PLACEMENTS, Placement, PlacementName
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.size_based.srtf_table import Facts, RunningTable, RunningTables, progress_row
@@ -223,7 +224,7 @@ class ThemisPolicy:
     #: Each partition's decisions read its own jobs and contention record; a round in a
     #: partition with no job changes nothing (its contention integral grows by 0 x the
     #: time), and nothing asks for wake-ups: runs split by partition exactly.
-    partition_local = True
+    traits = PolicyTraits(partition_local=True)
 
     def __init__(self, knob: float, placement: Placement, round_seconds: float, average_contention: bool = True):
         self.triggers = frozenset({ARRIVAL, COMPLETION, ROUND})
@@ -288,25 +289,22 @@ class ThemisPolicy:
 
     def _hand_out(self, view: ClusterView, counts: dict[str, tuple[float | None, int]]) -> Schedule:
         """Free GPUs to waiting jobs, largest rho first (``self._fill``'s decision)."""
-        changes: dict[str, Allocation | None] = {}
-        reasons: dict[str, str] = {}
-        free: FreeResources | None = None
-        for partition in sorted(view.dirty_partitions):
+        scratch: list[FreeResources] = []  # one copy of the free resources, made when first needed
+
+        def hand_out(partition: str) -> PartitionDecision:
             if view.pending_count(partition) == 0:
-                continue
-            free = free if free is not None else view.scratch()
+                return NOTHING
+            if not scratch:
+                scratch.append(view.scratch())
             table = self._tables[partition]
             integral, active = counts[partition]
-            if len(table) != view.pending_count(partition) or not self._hand_out_partition(
-                view, partition, table, integral, active, free, changes, reasons
-            ):
-                self._fill._decide_greedy(view, partition, free, changes, reasons)
-        return Schedule(
-            base=view.allocations,
-            changes=changes,
-            reasons=reasons,
-            default_reason="waiting behind higher-priority jobs",
-        )
+            if len(table) == view.pending_count(partition):
+                decided = self._hand_out_partition(view, partition, table, integral, active, scratch[0])
+                if decided is not None:
+                    return decided
+            return self._fill._decide_greedy(view, partition, scratch[0])
+
+        return decide_partitions(view, hand_out, "waiting behind higher-priority jobs")
 
     def _hand_out_partition(
         self,
@@ -316,22 +314,22 @@ class ThemisPolicy:
         integral: float | None,
         active: int,
         free: FreeResources,
-        changes: dict[str, Allocation | None],
-        reasons: dict[str, str],
-    ) -> bool:
-        """Hand the free GPUs out from the table; False, having done nothing, when a job
-        that fits asks for no GPUs (it may start after the GPUs ran out, which only the
+    ) -> PartitionDecision | None:
+        """Hand the free GPUs out from the table; ``None``, having done nothing, when a
+        job that fits asks for no GPUs (it may start after the GPUs ran out, which only the
         plain scan reproduces)."""
+        changes: dict[str, Allocation | None] = {}
+        reasons: dict[str, str] = {}
         nodes = view.partitions[partition]
         free_gpus = free.free_gpus_in(nodes)
         widths = np.array(table.shape_gpus, dtype=np.int64)
         # Shapes with a waiting job: those within the free GPUs are the rows' shapes.
         waiting = np.array(table.shape_rows, dtype=np.int64) > 0
         if (waiting & (widths == 0)).any():
-            return False
+            return None
         rows = table.rows_within(free_gpus)
         if rows.size == 0:
-            return True
+            return PartitionDecision(changes, reasons)
         rho = table.rho(rows, view.now, view.capacity_gpus(partition), integral, active)
         # A shape that failed to place since the last start would fail again, and one
         # wider than the free GPUs cannot fit: jobs of those shapes are passed over, in
@@ -357,15 +355,15 @@ class ThemisPolicy:
                     if not (allowed & waiting).any():
                         # no job left could be placed before another one starts (an allowed
                         # shape is within the free GPUs, so among the rows' shapes)
-                        return True
+                        return PartitionDecision(changes, reasons)
                     continue
                 changes[job_id] = alloc
                 free.take(alloc)
                 free_gpus -= alloc.gpus
                 if free_gpus == 0:
-                    return True
+                    return PartitionDecision(changes, reasons)
                 allowed = widths <= free_gpus
-        return True
+        return PartitionDecision(changes, reasons)
 
 
 class ThemisParams(PolicyParams):
