@@ -18,6 +18,7 @@ Replay: ``philly`` (its 11 virtual clusters, jobs of the 4 tiny others left out)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import time
 from pathlib import Path
@@ -31,7 +32,19 @@ from shapeshift.sim.simulator import simulate
 from shapeshift.workloads.readers.detect import read_workload
 
 ROOT = Path(__file__).resolve().parent.parent
-PHILLY_VCS = ("6214e9", "7f04ca", "11cb48", "b436b2", "ee9e8c", "e13805", "6c71a0", "2869ce", "ed69ec", "103959", "0e4a51")
+PHILLY_VCS = (
+    "6214e9",
+    "7f04ca",
+    "11cb48",
+    "b436b2",
+    "ee9e8c",
+    "e13805",
+    "6c71a0",
+    "2869ce",
+    "ed69ec",
+    "103959",
+    "0e4a51",
+)
 
 
 def kueue_config(queues: int, cohorts: int, quota: int) -> str:
@@ -52,7 +65,8 @@ def kai_config(queues: int, parents: int, quota: int) -> str:
         for j in range(parents)
     ]
     docs += [
-        f"kind: Queue\nmetadata: {{name: cq{i}}}\nspec: {{parentQueue: p{i % parents}, resources: {{gpu: {{quota: {quota}}}}}}}\n"
+        f"kind: Queue\nmetadata: {{name: cq{i}}}\n"
+        f"spec: {{parentQueue: p{i % parents}, resources: {{gpu: {{quota: {quota}}}}}}}\n"
         for i in range(queues)
     ]
     return "---\n".join(docs)
@@ -76,10 +90,8 @@ def decision_times(policy_name: str, config: Path, jobs: list[JobSpec], nodes: i
         return schedule
 
     policy.decide = timed
-    try:
+    with contextlib.suppress(Enough):
         simulate(jobs, shorthand_cluster(nodes, 8), policy)
-    except Enough:
-        pass
     return np.array(times) * 1000.0
 
 
