@@ -97,3 +97,17 @@ def test_shipped_philly_examples_are_the_generated_ones():
     examples = Path(__file__).resolve().parents[2] / "examples" / "k8s"
     assert (examples / "philly-kueue.yaml").read_text().split("\n", 1)[1] == kueue_yaml(cluster)
     assert (examples / "philly-kai.yaml").read_text().split("\n", 1)[1] == kai_yaml(cluster)
+
+
+def test_pending_queues_keep_queue_order():
+    # Groups by (queue, requests, priority); a workload added out of order (an evicted one
+    # coming back) still takes its place by priority, then creation time.
+    from shapeshift.k8s.kueue_cycle import PendingQueues
+
+    queued = PendingQueues()
+    for w in (wl("b", "a", 1, created=2.0), wl("c", "a", 1, created=3.0), wl("a", "a", 1, created=1.0)):
+        queued.add(w)
+    group = next(iter(queued.groups["a"].values()))
+    assert [w.name for w in group] == ["a", "b", "c"]
+    queued.pop_head(group[0])
+    assert [w.name for w in group] == ["b", "c"] and queued.names == {"b", "c"}

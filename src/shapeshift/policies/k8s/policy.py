@@ -150,6 +150,7 @@ class KueuePolicy:
                 )
             self.priority = classes[params.priority_class].value
         self.admitted: dict[str, kueue_rules.Admitted] = {}
+        self.queued = kueue_cycle.PendingQueues()  # the engine's waiting jobs, as Kueue orders them
         self.tree: QuotaTree | None = None
         self.usage: Usage = empty_usage()
         self._queue_of: dict[str, str] = {}
@@ -274,16 +275,20 @@ class KueuePolicy:
                 }
             )
         self._sync(view)
-        pending = [j for p in view.partitions for j in view.pending(p)]
-        waiting = [self._workload(view, j) for j in pending]
+        queued = self.queued
+        for p in view.partitions:
+            for j in view.pending(p):
+                if j not in queued.names:
+                    queued.add(self._workload(view, j))
         outcome = kueue_cycle.run_cycles(
             self.config,
-            waiting,
+            (),
             list(self.admitted.values()),
             now=view.now,
             options=self.options,
             tree=self.tree,
             usage=self.usage,
+            queues=queued,
         )
         held = view.allocations
         evicted = [n for n in dict.fromkeys(outcome.preempted) if n in held]
@@ -299,6 +304,8 @@ class KueuePolicy:
         for a in fresh:
             if schedule.allocation(a.workload.name) is not None:
                 self._charge(kueue_rules.Admitted(a.workload, a.flavors, view.now))
+            else:  # admitted but not placed: it waits on
+                queued.add(a.workload)
         self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
         return schedule
 
