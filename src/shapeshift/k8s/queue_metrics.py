@@ -145,9 +145,7 @@ def queue_fairness(jobs: Iterable[JobStatus], deserved: Mapping[str, float], que
     total = sum(gpu_s.values())
     total_deserved = sum(deserved.values())
     ratios = [
-        (gpu_s[q] / total) / (deserved[q] / total_deserved)
-        for q in waits
-        if total > 0 and deserved.get(q, 0) > 0
+        (gpu_s[q] / total) / (deserved[q] / total_deserved) for q in waits if total > 0 and deserved.get(q, 0) > 0
     ]
     means = {q: sum(w) / len(w) for q, w in waits.items() if w}
     return {

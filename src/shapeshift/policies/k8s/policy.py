@@ -97,6 +97,13 @@ def queue_of(spec: JobSpec, queue_from: str, namespaced: bool) -> str:
     return str(getattr(spec, "vc" if queue_from == "auto" else queue_from))
 
 
+def queue_field(spec: JobSpec, queue_from: str) -> str:
+    """The workload column a job's queue came from (for error messages)."""
+    if queue_from in ("auto", "queue") and (spec.queue_name or queue_from == "queue"):
+        return "queue"
+    return "vc" if queue_from == "auto" else queue_from
+
+
 def _all_jobs(view: ClusterView) -> tuple[list[str], list[str]]:
     running = list(view.allocations)
     pending = [j for p in view.partitions for j in view.pending(p)]
@@ -162,7 +169,7 @@ class KueuePolicy:
         """Per-ClusterQueue figures (``queue_metrics``) for ``summary.json``."""
         return self.ledger.summary() if self.ledger is not None else {}
 
-    def cluster_queue(self, job_id: str, name: str) -> str:
+    def cluster_queue(self, job_id: str, name: str, field: str = "queue") -> str:
         if not self.params.config:
             return "cluster-queue"
         found = self._queue_of.get(name)
@@ -181,9 +188,9 @@ class KueuePolicy:
         if found is None:
             known = sorted({f"{n}/{q}" for n, q in lqs} | set(self.config.cluster_queues))
             raise InputError(
-                f"job {job_id}: queue {name!r} ({self.params.queue_from}) names no single LocalQueue or "
+                f"job {job_id}: queue {name!r} ({field}) names no single LocalQueue or "
                 f"ClusterQueue of {self.params.config}; known: {', '.join(known) or 'none'}",
-                field=self.params.queue_from,
+                field=field,
             )
         self._queue_of[name] = found
         return found
@@ -206,7 +213,8 @@ class KueuePolicy:
         if found is not None:
             return found
         spec = view.job(job_id).spec
-        cq = self.cluster_queue(job_id, queue_of(spec, self.params.queue_from, namespaced=True))
+        source = self.params.queue_from
+        cq = self.cluster_queue(job_id, queue_of(spec, source, namespaced=True), queue_field(spec, source))
         covered = {r for g in self.config.cluster_queues[cq].resource_groups for r in g.covered_resources}
         requests = {self.params.gpu_resource: float(spec.num_gpus)}
         if "cpu" in covered and spec.num_cpus > 0:
@@ -339,9 +347,9 @@ class KaiPolicy:
         if queue not in self.config.queues or not self.config.is_leaf(queue):
             leaves = sorted(q for q in self.config.queues if self.config.is_leaf(q))
             raise InputError(
-                f"job {job_id}: queue {queue!r} ({self.params.queue_from}) is not a leaf Queue of "
+                f"job {job_id}: queue {queue!r} ({queue_field(spec, self.params.queue_from)}) is not a leaf Queue of "
                 f"{self.params.config}; leaf queues: {', '.join(leaves) or 'none'}",
-                field=self.params.queue_from,
+                field=queue_field(spec, self.params.queue_from),
             )
         priority = self.params.priority
         if spec.priority_class:
