@@ -203,3 +203,12 @@ def test_kai_build_class_preempts_train(tmp_path):
     ]
     result = by_id(run(jobs, "1x4", make_policy("kai", {"config": str(path)}), overheads=NO_COST))
     assert result["build-pod"].first_start == 10 and result["train-pod"].preemptions == 1
+
+
+@pytest.mark.parametrize(("kw", "field"), [({"queue_name": "nope"}, "queue"), ({"vc": "nope"}, "vc")])
+def test_unknown_queue_names_the_column_it_came_from(tmp_path, kw, field):
+    path = tmp_path / "kai.yaml"
+    path.write_text(KAI)
+    with pytest.raises(InputError, match=f"queue 'nope' \\({field}\\)") as err:
+        run([job("x", 0, 1, 10, **kw)], "1x4", make_policy("kai", {"config": str(path)}))
+    assert err.value.field == field

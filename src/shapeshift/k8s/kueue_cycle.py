@@ -111,6 +111,7 @@ def run_cycles(
     max_cycles: int | None = None,
     tree: QuotaTree | None = None,
     usage: Usage | None = None,
+    queues: PendingQueues | None = None,
 ) -> Outcome:
     """Cycles until nothing changes; evicted workloads return to the pending list but are
     not tried again in this call (Kueue requeues a preempted workload with a backoff), which
@@ -125,14 +126,18 @@ def run_cycles(
 
     ``tree`` and ``usage`` (the usage of ``admitted``, left unchanged) spare a caller that
     keeps them between calls from rebuilding them: a decision then costs what its queue
-    heads and their preemption searches cost, not a recount of every admitted workload."""
+    heads and their preemption searches cost, not a recount of every admitted workload.
+    ``queues`` likewise: the caller's ``PendingQueues`` used instead of ``pending`` (and
+    changed in place: admitted workloads leave it); ``Outcome.pending`` is then left empty."""
     tree = tree or QuotaTree(config)
     out = Outcome(list(admitted), [], [])
     # Each ClusterQueue's workloads grouped by _key, each group in queue order: a head is
     # the first of the groups not set aside, found without scanning the whole queue.
-    groups: dict[str, dict[tuple, deque[Workload]]] = {}
-    for w in sorted(pending, key=_queue_order):
-        groups.setdefault(w.cluster_queue, {}).setdefault(_key(w), deque()).append(w)
+    if queues is None:
+        built = PendingQueues()
+        for w in sorted(pending, key=_queue_order):
+            built.add(w)
+    groups = (queues or built).groups
     strict = {name: config.cluster_queues[name].queueing_strategy == "StrictFIFO" for name in groups}
     usage = copy_usage(usage) if usage is not None else _usage(tree, out.admitted)
     blocked_keys: set[tuple] = set()
@@ -149,8 +154,7 @@ def run_cycles(
             break
         result = _cycle(tree, heads, out.admitted, usage, now, options)
         for adm in result.admitted:
-            w = adm.workload
-            groups[w.cluster_queue][_key(w)].popleft()  # a head is the front of its group
+            (queues or built).pop_head(adm.workload)
         if result.preempted:
             gone = set(result.preempted)
             evicted = [a for a in out.admitted if a.workload.name in gone]
@@ -166,6 +170,36 @@ def run_cycles(
         if not result.admitted and not new_blocked:
             break
         blocked_keys |= new_blocked
-    left = sorted((w for by_key in groups.values() for g in by_key.values() for w in g), key=_queue_order)
-    out.pending = [*left, *requeued]
+    if queues is None:
+        left = sorted((w for by_key in groups.values() for g in by_key.values() for w in g), key=_queue_order)
+        out.pending = [*left, *requeued]
     return out
+
+
+class PendingQueues:
+    """Each ClusterQueue's pending workloads grouped by ``_key`` (requests and priority),
+    each group in queue order, kept between decisions by a caller so that a decision
+    does not sort every waiting workload again."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[tuple, deque[Workload]]] = {}
+        self.names: set[str] = set()
+
+    def add(self, w: Workload) -> None:
+        group = self.groups.setdefault(w.cluster_queue, {}).setdefault(_key(w), deque())
+        if group and _queue_order(w) < _queue_order(group[-1]):  # rare: out of order
+            items = sorted([*group, w], key=_queue_order)
+            group.clear()
+            group.extend(items)
+        else:
+            group.append(w)
+        self.names.add(w.name)
+
+    def pop_head(self, w: Workload) -> None:
+        self.groups[w.cluster_queue][_key(w)].popleft()  # a head is the front of its group
+        self.names.discard(w.name)
+
+    def discard(self, w: Workload) -> None:
+        if w.name in self.names:
+            self.groups[w.cluster_queue][_key(w)].remove(w)
+            self.names.discard(w.name)

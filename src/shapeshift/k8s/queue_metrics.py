@@ -126,25 +126,31 @@ def queue_fairness(jobs: Iterable[JobStatus], deserved: Mapping[str, float], que
     """The same per-queue view for any policy's finished simulation (the jobs' recorded
     GPU-seconds: GPUs x seconds held; waits: first start - submit), so research policies
     and the queueing replays are compared on one footing. ``queue_of(spec)`` names a
-    job's queue (default: its ``vc``); ``deserved``: GPUs per queue."""
+    job's queue (default: its ``vc``); ``deserved``: GPUs per queue.
+
+    When every job finishes, each queue's GPU time is its demand whatever the policy, so
+    the share-vs-deserved index only tells policies apart on a run cut short; Jain over
+    the queues' mean slowdown (JCT / time run) says whether the queues were served alike."""
     queue_of = queue_of or (lambda spec: spec.vc)
     gpu_s: dict[str, float] = defaultdict(float)
     waits: dict[str, list[float]] = defaultdict(list)
+    slowdowns: dict[str, list[float]] = defaultdict(list)
     for j in jobs:
         queue = queue_of(j.spec)
         gpu_s[queue] += j.spec.num_gpus * j.run_seconds
         if j.first_start is not None:
             waits[queue].append(j.first_start - j.spec.submit_time)
+        if j.end_time is not None and j.run_seconds > 0:
+            slowdowns[queue].append((j.end_time - j.spec.submit_time) / j.run_seconds)
     total = sum(gpu_s.values())
     total_deserved = sum(deserved.values())
     ratios = [
-        (gpu_s[q] / total) / (deserved[q] / total_deserved)
-        for q in waits
-        if total > 0 and deserved.get(q, 0) > 0
+        (gpu_s[q] / total) / (deserved[q] / total_deserved) for q in waits if total > 0 and deserved.get(q, 0) > 0
     ]
     means = {q: sum(w) / len(w) for q, w in waits.items() if w}
     return {
         "queues_jain_share_vs_deserved": _jain(ratios),
+        "queues_jain_slowdown": _jain([sum(s) / len(s) for s in slowdowns.values() if s]),
         "queues_worst_mean_wait_s": max(means.values(), default=None),
         "queue_mean_wait_s": means,
     }

@@ -23,9 +23,7 @@ from shapeshift.model import ClusterSpec
 def vc_gpus(cluster: ClusterSpec) -> dict[str, int]:
     """GPUs of each named partition."""
     return {
-        name: sum(cluster.nodes[i].gpus for i in members)
-        for name, members in cluster.partition_nodes().items()
-        if name
+        name: sum(cluster.nodes[i].gpus for i in members) for name, members in cluster.partition_nodes().items() if name
     }
 
 

@@ -97,6 +97,13 @@ def queue_of(spec: JobSpec, queue_from: str, namespaced: bool) -> str:
     return str(getattr(spec, "vc" if queue_from == "auto" else queue_from))
 
 
+def queue_field(spec: JobSpec, queue_from: str) -> str:
+    """The workload column a job's queue came from (for error messages)."""
+    if queue_from in ("auto", "queue") and (spec.queue_name or queue_from == "queue"):
+        return "queue"
+    return "vc" if queue_from == "auto" else queue_from
+
+
 def _all_jobs(view: ClusterView) -> tuple[list[str], list[str]]:
     running = list(view.allocations)
     pending = [j for p in view.partitions for j in view.pending(p)]
@@ -150,6 +157,7 @@ class KueuePolicy:
                 )
             self.priority = classes[params.priority_class].value
         self.admitted: dict[str, kueue_rules.Admitted] = {}
+        self.queued = kueue_cycle.PendingQueues()  # the engine's waiting jobs, as Kueue orders them
         self.tree: QuotaTree | None = None
         self.usage: Usage = empty_usage()
         self._queue_of: dict[str, str] = {}
@@ -161,7 +169,7 @@ class KueuePolicy:
         """Per-ClusterQueue figures (``queue_metrics``) for ``summary.json``."""
         return self.ledger.summary() if self.ledger is not None else {}
 
-    def cluster_queue(self, job_id: str, name: str) -> str:
+    def cluster_queue(self, job_id: str, name: str, field: str = "queue") -> str:
         if not self.params.config:
             return "cluster-queue"
         found = self._queue_of.get(name)
@@ -180,9 +188,9 @@ class KueuePolicy:
         if found is None:
             known = sorted({f"{n}/{q}" for n, q in lqs} | set(self.config.cluster_queues))
             raise InputError(
-                f"job {job_id}: queue {name!r} ({self.params.queue_from}) names no single LocalQueue or "
+                f"job {job_id}: queue {name!r} ({field}) names no single LocalQueue or "
                 f"ClusterQueue of {self.params.config}; known: {', '.join(known) or 'none'}",
-                field=self.params.queue_from,
+                field=field,
             )
         self._queue_of[name] = found
         return found
@@ -205,7 +213,8 @@ class KueuePolicy:
         if found is not None:
             return found
         spec = view.job(job_id).spec
-        cq = self.cluster_queue(job_id, queue_of(spec, self.params.queue_from, namespaced=True))
+        source = self.params.queue_from
+        cq = self.cluster_queue(job_id, queue_of(spec, source, namespaced=True), queue_field(spec, source))
         covered = {r for g in self.config.cluster_queues[cq].resource_groups for r in g.covered_resources}
         requests = {self.params.gpu_resource: float(spec.num_gpus)}
         if "cpu" in covered and spec.num_cpus > 0:
@@ -274,16 +283,20 @@ class KueuePolicy:
                 }
             )
         self._sync(view)
-        pending = [j for p in view.partitions for j in view.pending(p)]
-        waiting = [self._workload(view, j) for j in pending]
+        queued = self.queued
+        for p in view.partitions:
+            for j in view.pending(p):
+                if j not in queued.names:
+                    queued.add(self._workload(view, j))
         outcome = kueue_cycle.run_cycles(
             self.config,
-            waiting,
+            (),
             list(self.admitted.values()),
             now=view.now,
             options=self.options,
             tree=self.tree,
             usage=self.usage,
+            queues=queued,
         )
         held = view.allocations
         evicted = [n for n in dict.fromkeys(outcome.preempted) if n in held]
@@ -299,6 +312,8 @@ class KueuePolicy:
         for a in fresh:
             if schedule.allocation(a.workload.name) is not None:
                 self._charge(kueue_rules.Admitted(a.workload, a.flavors, view.now))
+            else:  # admitted but not placed: it waits on
+                queued.add(a.workload)
         self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
         return schedule
 
@@ -332,9 +347,9 @@ class KaiPolicy:
         if queue not in self.config.queues or not self.config.is_leaf(queue):
             leaves = sorted(q for q in self.config.queues if self.config.is_leaf(q))
             raise InputError(
-                f"job {job_id}: queue {queue!r} ({self.params.queue_from}) is not a leaf Queue of "
+                f"job {job_id}: queue {queue!r} ({queue_field(spec, self.params.queue_from)}) is not a leaf Queue of "
                 f"{self.params.config}; leaf queues: {', '.join(leaves) or 'none'}",
-                field=self.params.queue_from,
+                field=queue_field(spec, self.params.queue_from),
             )
         priority = self.params.priority
         if spec.priority_class:
