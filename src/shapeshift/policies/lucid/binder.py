@@ -98,4 +98,3 @@ class BinderMixin:
             return alloc
         node = alloc.placement[0][0]
         return Allocation(alloc.placement, alloc.plan, gpu_mem_gb=self._memory(view, spec.job_id, node))
-

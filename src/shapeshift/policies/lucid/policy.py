@@ -396,9 +396,10 @@ class Lucid(BinderMixin):
 
 @register(
     "lucid",
-    "Lucid (Hu et al. ASPLOS 2023): profiler partition (T_prof 200 s), PrDT sharing scores, affine pairs "
-    "(score sum <= 2, priority within 2x, same GPUs, one node), PrAM priority GPUs x predicted duration, "
-    "forecast-driven sharing switch. Pairs need gpu_share_limit >= 2.",
+    "Lucid (Hu et al. ASPLOS 2023): profiler partition (T_prof 200 s) in parallel with the main queue, "
+    "PrDT sharing scores, affine pairs (score sum <= 2, priority within 2x, same GPUs, one node), PrAM "
+    "priority GPUs x predicted duration; forecast sharing switch with sharing=adaptive. Pairs need "
+    "gpu_share_limit >= 2.",
     LucidParams,
 )
 def make_lucid(params: LucidParams) -> Lucid:
