@@ -37,24 +37,27 @@ class Completions:
     is not counted; an entry left behind by a preempted or changed job is skipped."""
 
     def __init__(self, queue: CompletionQueue, engine: Engine, executor: SimulatedExecutor):
+        # Bound once: fired once per completion instant.
         self.due = queue.peek_time
         self._pop = queue.pop
-        self._engine = engine
+        self._statuses = engine.jobs
+        self._complete = engine.complete
+        self._progress_changed = engine.progress_changed
         self._crossed = executor.crossed_boundary
         #: Jobs completed so far.
         self.completed = 0
 
     def fire(self, now: float) -> int:
-        peek, pop, engine, statuses, running = self.due, self._pop, self._engine, self._engine.jobs, JobState.RUNNING
+        peek, pop, statuses, running = self.due, self._pop, self._statuses, JobState.RUNNING
         completed = 0
         while peek() <= now:
             _, job_id, version = pop()
             status = statuses[job_id]
             if status.version == version and status.state is running:
                 if self._crossed(status, now):
-                    engine.progress_changed(job_id)
+                    self._progress_changed(job_id)
                     continue
-                engine.complete(job_id, now)
+                self._complete(job_id, now)
                 completed += 1
         self.completed += completed
         return completed
@@ -67,7 +70,7 @@ class Arrivals:
         self._jobs = sorted(jobs, key=lambda j: j.submit_time)
         self.total = len(self._jobs)
         self._cursor = 0
-        self._engine = engine
+        self._submit = engine.submit
         #: Jobs rejected on arrival so far (they can never run).
         self.rejected = 0
 
@@ -79,7 +82,7 @@ class Arrivals:
         return self._jobs[self._cursor].submit_time if self._cursor < self.total else _INF
 
     def fire(self, now: float) -> int:
-        jobs, n, cursor, submit = self._jobs, self.total, self._cursor, self._engine.submit
+        jobs, n, cursor, submit = self._jobs, self.total, self._cursor, self._submit
         start = cursor
         while cursor < n and jobs[cursor].submit_time <= now:
             if submit(jobs[cursor], now).state is JobState.REJECTED:

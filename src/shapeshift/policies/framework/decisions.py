@@ -51,13 +51,17 @@ def decide_partitions(
     """``decide`` every changed partition, in name order, and gather the results into a
     ``Schedule`` (``default_reason`` for jobs no step gave a reason; ``wake_at``, read after
     the last step, for when to decide again)."""
-    changes: dict[str, Allocation | None] = {}
-    reasons: dict[str, str] = {}
-    for partition in sorted(view.dirty_partitions):
-        decision = decide(partition)
-        if decision.changes:
-            changes.update(decision.changes)
-        if decision.reasons:
-            reasons.update(decision.reasons)
+    dirty = view.dirty_partitions
+    if len(dirty) == 1 and (decision := decide(next(iter(dirty)))) is not NOTHING:
+        # One partition (most decisions): its result is the schedule's, uncopied.
+        changes, reasons = decision.changes, decision.reasons
+    else:
+        changes, reasons = {}, {}
+        for partition in sorted(dirty) if len(dirty) > 1 else ():
+            decision = decide(partition)
+            if decision.changes:
+                changes.update(decision.changes)
+            if decision.reasons:
+                reasons.update(decision.reasons)
     wake = wake_at() if wake_at is not None else None
     return Schedule(view.allocations, changes, reasons, default_reason, wake)
