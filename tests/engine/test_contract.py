@@ -57,7 +57,7 @@ class Tripwire(Bare):
 #: capability protocols (``isinstance`` against a protocol asks for each of them).
 DECLARED = frozenset({
     "traits", "summary_fields", "timeline", "switches", "write_timeline", "prepare", "adopt",
-    "interference_model", "knowledge", "use_replay",
+    "interference_model", "knowledge", "use_replay", "never_placeable",
 })
 
 

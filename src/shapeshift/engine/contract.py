@@ -35,7 +35,7 @@ Failure semantics (what a caller may rely on):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from shapeshift.engine.sharing import GpuLedger
     from shapeshift.engine.state import JobStatus
     from shapeshift.engine.view import ClusterView
-    from shapeshift.model import Allocation, JobSpec
+    from shapeshift.model import Allocation, ClusterSpec, JobSpec
     from shapeshift.perf.colocation import InterferenceModel
 
 #: Trigger names: which events make the engine call ``Policy.decide``.
@@ -104,6 +104,19 @@ class DeclaresTraits(Protocol):
 def traits_of(policy: object) -> PolicyTraits:
     """``policy``'s declared traits, or the defaults where it declares none."""
     return policy.traits if isinstance(policy, DeclaresTraits) else DEFAULT_TRAITS
+
+
+@runtime_checkable
+class RefusesShapes(Protocol):
+    """A policy whose placement rule can never hold some jobs that the cluster's capacity
+    could (Slurm's equal per-node GPU share, for one). The engine asks it once per job, at
+    arrival, after its own checks, and rejects the job with the reason, as the real
+    scheduler refuses such a job at submission instead of letting it wait for ever."""
+
+    def never_placeable(self, spec: JobSpec, cluster: ClusterSpec, nodes: Sequence[int]) -> str:
+        """Why ``spec`` can never be placed on ``nodes`` (its partition's node indexes
+        into ``cluster.nodes``) under this policy's rule; '' when it can."""
+        ...
 
 
 @runtime_checkable

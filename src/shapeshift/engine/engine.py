@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shapeshift.engine.batching import rebatch_only
-from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError, TracksSharing
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError, RefusesShapes, TracksSharing
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.sharing import GpuLedger, never_fits_shaped
@@ -45,6 +45,8 @@ class Engine:
     ):
         self.cluster = cluster
         self.policy = policy
+        #: The policy's own "never placeable" rule, where it declares one (``RefusesShapes``).
+        self._refuses = policy.never_placeable if isinstance(policy, RefusesShapes) else None
         self.executor = executor
         self.overheads = overheads or Overheads()
         self.on_decision = on_decision
@@ -252,7 +254,11 @@ class Engine:
         if spec.num_cpus > self._partition_cpus[partition] or spec.mem_gb > self._partition_mem[partition]:
             return f"needs more CPUs or memory than the cluster has{where}"
         if spec.gpu_types or spec.gpu_milli or self.cluster.gpu_fractions:
-            return never_fits_shaped(self.cluster, self.partition_nodes[partition], spec, where)
+            reason = never_fits_shaped(self.cluster, self.partition_nodes[partition], spec, where)
+            if reason:
+                return reason
+        if self._refuses is not None:
+            return self._refuses(spec, self.cluster, [int(n) for n in self.partition_nodes[partition]])
         return ""
 
     def _hold(self, status: JobStatus, alloc: Allocation) -> None:

@@ -299,3 +299,19 @@ def test_qos_dump_bad_priority_names_line_and_field(tmp_path):
     with pytest.raises(InputError) as err:
         read_qos(tmp_path / "qos.txt")
     assert err.value.line == 2 and err.value.field == "Priority"
+
+
+def test_a_job_no_equal_split_can_hold_is_refused_not_left_blocking_its_partition():
+    # 2 nodes x 2 GPUs. A 3-GPU job spans ceil(3/2) = 2 nodes, but 3 GPUs do not divide
+    # over 2, so the per-node share falls to 1 GPU on 3 nodes: more nodes than the
+    # partition has. slurmctld refuses it at submission (ESLURM_REQUESTED_NODE_CONFIG_
+    # UNAVAILABLE); before, the replay left it at the head of the queue for ever, and the
+    # 1-GPU job behind it never started (the invariant test's Hypothesis case).
+    jobs = [job("three", 0, 3, 10), job("one", 0, 1, 10)]
+    result = run(jobs, "2x2", "slurm")
+    by = by_id(result)
+    assert by["three"].state.name == "REJECTED"
+    assert "Requested node configuration is not available" in by["three"].reject_reason
+    assert by["one"].first_start == 0 and by["one"].state.name == "COMPLETED"
+    # 4 GPUs split 2 + 2 over the two nodes, so the same cluster holds them.
+    assert by_id(run([job("four", 0, 4, 10)], "2x2", "slurm"))["four"].state.name == "COMPLETED"

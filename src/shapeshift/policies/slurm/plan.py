@@ -69,6 +69,33 @@ class Free:
 _EPS = 1e-9
 
 
+def node_span(gpus: int, largest: int) -> int:
+    """How many nodes a job of ``gpus`` GPUs spans where the largest node has ``largest``:
+    one if it fits on a node, else the fewest nodes over which its GPUs divide equally
+    (the per-node GRES request a whole-job GPU count becomes)."""
+    span = 1 if gpus <= largest or largest <= 0 else math.ceil(gpus / largest)
+    if span > 1 and gpus % span:
+        span = next((k for k in range(span, gpus + 1) if gpus % k == 0), gpus)
+    return span
+
+
+def never_placeable(gpus: int, node_gpus: list[int]) -> str:
+    """Why a job of ``gpus`` GPUs can never start on nodes with ``node_gpus`` GPUs under
+    ``fit``'s equal per-node share ('' if it can). slurmctld refuses such a job at
+    submission (``ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE``, ``src/slurmctld/job_mgr.c``) rather
+    than letting it hold the head of its partition's queue for ever."""
+    largest = max(node_gpus, default=0)
+    span = node_span(gpus, largest)
+    share = gpus // span
+    able = sum(1 for n in node_gpus if n >= share)
+    if span > able:
+        return (
+            f"Requested node configuration is not available: {gpus} GPUs as {span} nodes of {share}"
+            f" GPU(s) each, and the partition has {able} such node(s)"
+        )
+    return ""
+
+
 def fit(
     need: Need, groups: list[list[int]], free: Free, largest: int, excluded: set[int] | None = None
 ) -> list[tuple[int, Need]] | None:
@@ -80,9 +107,7 @@ def fit(
     ties), and in it a one-node job takes the node with the fewest free CPUs (the first
     on ties), a multi-node job the first nodes. A job with more GPUs than the largest
     node spans ``ceil(gpus / largest)`` nodes, an equal share on each (per-node GRES)."""
-    span = 1 if need.gpus <= largest or largest <= 0 else math.ceil(need.gpus / largest)
-    if span > 1 and need.gpus % span:
-        span = next((k for k in range(span, need.gpus + 1) if need.gpus % k == 0), need.gpus)
+    span = node_span(need.gpus, largest)
     share = Need(need.gpus // span, need.cpus / span, need.mem / span)
     allowed: list[int] = []
     for group in groups:

@@ -28,16 +28,17 @@ and the replay refuses it rather than replaying something else (see docs/slurm.m
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from pydantic import Field
 
 from shapeshift.engine.contract import ARRIVAL, COMPLETION
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
-from shapeshift.model import Allocation, JobSpec, Resources, Schedule
+from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.slurm.fairshare import FairShare
-from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit
+from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit, never_placeable
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
@@ -150,6 +151,11 @@ class SlurmPolicy:
         pairs = {(j.tenant or "root", j.user or "nobody") for j in jobs}
         tree = complete_tree(assocs, pairs)
         self.fairshare = FairShare(tree, self.conf.priority.decay_half_life, self.conf.priority.fair_tree)
+
+    def never_placeable(self, spec: JobSpec, cluster: ClusterSpec, nodes: Sequence[int]) -> str:
+        """``RefusesShapes``: a job whose GPUs cannot be split equally over the
+        partition's nodes is refused at arrival, as slurmctld refuses it at submission."""
+        return never_placeable(spec.num_gpus, [cluster.nodes[i].gpus for i in nodes])
 
     # -- facts about jobs -------------------------------------------------------------
     def partition_of(self, spec: JobSpec) -> SlurmPartition | None:
