@@ -35,7 +35,7 @@ Failure semantics (what a caller may rely on):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -74,6 +74,13 @@ class PolicyTraits:
     #: Seconds a running job keeps its GPUs before it may be evicted (0: no lease). A
     #: lease's wake-ups fall on round instants only with the policy's own round.
     lease: float = 0.0
+    #: The policy's own rule for jobs its placement can never hold although the cluster's
+    #: capacity could (Slurm's equal per-node GPU share, for one): given a job, the
+    #: cluster and its partition's node indexes, the reason it can never be placed, or
+    #: ''. The engine asks it once per job at arrival, after its own checks, and rejects
+    #: such a job with the reason, as the real scheduler refuses it at submission. A
+    #: field of the traits, so that wrappers forwarding the traits keep it.
+    refuses: Callable[[JobSpec, ClusterSpec, Sequence[int]], str] | None = None
 
 
 #: What a policy that declares nothing gets.
@@ -104,19 +111,6 @@ class DeclaresTraits(Protocol):
 def traits_of(policy: object) -> PolicyTraits:
     """``policy``'s declared traits, or the defaults where it declares none."""
     return policy.traits if isinstance(policy, DeclaresTraits) else DEFAULT_TRAITS
-
-
-@runtime_checkable
-class RefusesShapes(Protocol):
-    """A policy whose placement rule can never hold some jobs that the cluster's capacity
-    could (Slurm's equal per-node GPU share, for one). The engine asks it once per job, at
-    arrival, after its own checks, and rejects the job with the reason, as the real
-    scheduler refuses such a job at submission instead of letting it wait for ever."""
-
-    def never_placeable(self, spec: JobSpec, cluster: ClusterSpec, nodes: Sequence[int]) -> str:
-        """Why ``spec`` can never be placed on ``nodes`` (its partition's node indexes
-        into ``cluster.nodes``) under this policy's rule; '' when it can."""
-        ...
 
 
 @runtime_checkable

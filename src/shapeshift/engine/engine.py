@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shapeshift.engine.batching import rebatch_only
-from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError, RefusesShapes, TracksSharing
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError, TracksSharing, traits_of
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.sharing import GpuLedger, never_fits_shaped
@@ -45,8 +45,8 @@ class Engine:
     ):
         self.cluster = cluster
         self.policy = policy
-        #: The policy's own "never placeable" rule, where it declares one (``RefusesShapes``).
-        self._refuses = policy.never_placeable if isinstance(policy, RefusesShapes) else None
+        #: The policy's own "never placeable" rule, where its traits declare one.
+        self._refuses = traits_of(policy).refuses
         self.executor = executor
         self.overheads = overheads or Overheads()
         self.on_decision = on_decision

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from shapeshift.engine.contract import ARRIVAL, COMPLETION
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
@@ -85,6 +85,7 @@ class SlurmPolicy:
 
     def __init__(self, params: SlurmParams):
         self.params = params
+        self.traits = PolicyTraits(refuses=self.never_placeable)
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
         self.qos = _qos_table(params.qos_priority, read_qos(params.qos) if params.qos else ())
         self._ready = False
@@ -153,7 +154,7 @@ class SlurmPolicy:
         self.fairshare = FairShare(tree, self.conf.priority.decay_half_life, self.conf.priority.fair_tree)
 
     def never_placeable(self, spec: JobSpec, cluster: ClusterSpec, nodes: Sequence[int]) -> str:
-        """``RefusesShapes``: a job whose GPUs cannot be split equally over the
+        """``PolicyTraits.refuses``: a job whose GPUs cannot be split equally over the
         partition's nodes is refused at arrival, as slurmctld refuses it at submission."""
         return never_placeable(spec.num_gpus, [cluster.nodes[i].gpus for i in nodes])
 
