@@ -100,3 +100,15 @@ def test_shares_and_types_read_back_from_the_generic_format(tmp_path):
     bad.write_text("job_id,submit_time,num_gpus,duration,gpu_milli\nj,0,2,5,500\n")
     with pytest.raises(InputError, match=r"bad.csv:2, field .gpu_milli."):
         read_workload(bad)
+
+
+def test_describe_counts_a_share_of_a_gpu_as_that_share(tmp_path):
+    from shapeshift.workloads.describe import describe
+
+    # p0: half a GPU for 3600 s = 0.5 GPU-hours; p1: 2 GPUs for 1800 s = 1 GPU-hour.
+    pods = write(
+        tmp_path / "pods.csv",
+        POD_HEADER,
+        ["p0,1000,10,1,500,,LS,Running,0,3600,0", "p1,1000,10,2,1000,,LS,Running,0,1800,0"],
+    )
+    assert describe(read_workload(pods))["total_gpu_hours"] == 1.5

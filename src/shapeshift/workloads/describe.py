@@ -7,7 +7,8 @@ a fraction of a second. The result is a plain JSON-ready dict.
 
 Definitions: span = last - first submission; arrival rate = (jobs - 1) / span in hours
 (the gaps between arrivals per hour; ``None`` for fewer than two jobs or a zero span);
-GPU-hours = GPUs x duration / 3600 (jobs without a duration count 0 and are counted in
+GPU-hours = GPUs (a share of one GPU counts as that share) x duration / 3600 (jobs
+without a duration count 0 and are counted in
 ``jobs_without_duration``); job sizes are grouped in power-of-two buckets (1, 2, 3-4,
 5-8, ...; 0 = CPU-only); percentiles are linear-interpolated over jobs with a duration.
 """
@@ -79,7 +80,10 @@ def describe(workload: Workload) -> dict[str, Any]:
     gpus = frame["num_gpus"].to_numpy(dtype=np.int64)
     duration = frame["duration"].to_numpy(dtype=float)
     known = np.isfinite(duration)
-    gpu_hours = np.where(known, gpus * np.nan_to_num(duration), 0.0) / 3600.0
+    # A job holding a share of one GPU (``gpu_milli``, GPU-sharing traces) counts that share.
+    milli = frame["gpu_milli"].to_numpy(dtype=np.int64) if "gpu_milli" in frame.columns else np.zeros(n, np.int64)
+    held = np.where(milli > 0, milli / 1000.0, gpus)
+    gpu_hours = np.where(known, held * np.nan_to_num(duration), 0.0) / 3600.0
     submit = frame["submit_time"].to_numpy(dtype=float)
     first = float(submit.min()) if n else None
     last = float(submit.max()) if n else None
