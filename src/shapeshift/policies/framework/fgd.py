@@ -21,7 +21,7 @@ advance; a scheduler does not):
   once), rebuilt whenever that count has grown by ``REBUILD_GROWTH`` since the last build;
 * node ties go to the lowest node index (the simulator's seeded name order is a replay
   artefact);
-* a job wider than every node is placed by the ``fallback`` placement (openb has none).
+* a job wider than every node is placed by the ``fallback`` (another placement's ``find``) (openb has none).
 
 Node state is read from the engine's free resources (``FreeResources.milli`` on a cluster
 of fractional GPUs; elsewhere each idle GPU counts 1000 thousandths free).
@@ -30,6 +30,7 @@ of fractional GPUs; elsewhere each idle GPU counts 1000 thousandths free).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from shapeshift.engine.state import FreeResources
 from shapeshift.gpushare.frag import FragMeasure, scoring_cpu, typical_of_counts
 from shapeshift.model import GPU_MILLI, Allocation, JobSpec, Resources
 from shapeshift.policies.framework.gpu_shapes import eligible
+
+#: Another placement's ``find``, for the jobs FGD does not place.
+Find = Callable[[JobSpec, np.ndarray, FreeResources], "Allocation | None"]
 
 #: Rebuild M once the jobs seen have grown by this factor since the last build (1%: a
 #: few hundred rebuilds over a trace of thousands of jobs, each a millisecond or so).
@@ -55,7 +59,7 @@ class Fgd:
 
     name = "fgd"
 
-    def __init__(self, fallback: object | None = None) -> None:
+    def __init__(self, fallback: Find | None = None) -> None:
         self.fallback = fallback
         self._seen: set[str] = set()
         self._counts: Counter[tuple[int, int, int, str]] = Counter()
@@ -95,8 +99,7 @@ class Fgd:
         g = job.num_gpus
         nodes = eligible(job, nodes, free)
         if g > int(free.gpu_capacity.max(initial=0)):
-            find = getattr(self.fallback, "find", None)
-            return None if find is None else find(job, nodes, free)
+            return None if self.fallback is None else self.fallback(job, nodes, free)
         share = job.gpu_milli if job.gpu_milli and free.milli is not None else 0
         left = self._left(free, nodes)
         # Where a GPU may take one more job (its job limit), for a fraction.

@@ -12,8 +12,9 @@ one GPU that still has that share free (``fraction_find``), idle or not.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -121,6 +122,30 @@ def _cpu_only(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocatio
     return None
 
 
+_Find = Callable[[Any, JobSpec, np.ndarray, FreeResources], "Allocation | None"]
+
+
+def _shared_rules(fraction_rule: str) -> Callable[[_Find], _Find]:
+    """The rules every strategy applies before its own whole-GPU search (the module's
+    two rules): a job without GPUs takes the first node whose host fits it; the others
+    see only the nodes of the types they allow; a share of one GPU is placed by
+    ``fraction_find`` under ``fraction_rule``. The decorated ``find`` handles whole GPUs."""
+
+    def wrap(find_whole: _Find) -> _Find:
+        @functools.wraps(find_whole)
+        def find(self: Any, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
+            if job.num_gpus == 0:
+                return _cpu_only(job, nodes, free)
+            nodes = eligible(job, nodes, free)
+            if job.gpu_milli and free.milli is not None:
+                return fraction_find(job, nodes, free, fraction_rule)
+            return find_whole(self, job, nodes, free)
+
+        return find
+
+    return wrap
+
+
 class Consolidated:
     """Fewest nodes, best fit (the Helios / Tiresias consolidation rule).
 
@@ -160,13 +185,9 @@ class Consolidated:
         fewest = free.smallest_fit(nodes, rest)
         return fewest is None or fewest == largest
 
+    @_shared_rules("tight")
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         g = job.num_gpus
-        if g == 0:
-            return _cpu_only(job, nodes, free)
-        nodes = eligible(job, nodes, free)
-        if job.gpu_milli and free.milli is not None:
-            return fraction_find(job, nodes, free, "tight")
         largest, uniform = partition_shape(nodes, free)
         if g <= largest:
             # Best fit: the node with the fewest free GPUs that still fit, lowest index on
@@ -220,13 +241,9 @@ class FirstFit:
         """No node with the GPUs free, for a job that fits one (see ``SurelyFails``)."""
         return _no_node_with(histogram, gpus, partition_shape(nodes, free)[0])
 
+    @_shared_rules("first")
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         g = job.num_gpus
-        if g == 0:
-            return _cpu_only(job, nodes, free)
-        nodes = eligible(job, nodes, free)
-        if job.gpu_milli and free.milli is not None:
-            return fraction_find(job, nodes, free, "first")
         fg = free.gpus[nodes]
         for i in np.flatnonzero(fg >= g).tolist():
             node = int(nodes[i])
@@ -251,13 +268,9 @@ class Scattered:
 
     name = "scattered"
 
+    @_shared_rules("loose")
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         g = job.num_gpus
-        if g == 0:
-            return _cpu_only(job, nodes, free)
-        nodes = eligible(job, nodes, free)
-        if job.gpu_milli and free.milli is not None:
-            return fraction_find(job, nodes, free, "loose")
         fg = free.gpus[nodes].copy()
         if int(fg.sum()) < g:
             return None
@@ -292,13 +305,9 @@ class Yarn:
             return True
         return rest > 0 and sum(histogram[rest:]) - full <= 0
 
+    @_shared_rules("first")
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         g = job.num_gpus
-        if g == 0:
-            return _cpu_only(job, nodes, free)
-        nodes = eligible(job, nodes, free)
-        if job.gpu_milli and free.milli is not None:
-            return fraction_find(job, nodes, free, "first")
         fg = free.gpus[nodes]
         cap = free.gpu_capacity[nodes]
         per_node = int(cap.max())
@@ -329,5 +338,5 @@ PLACEMENTS: dict[str, Callable[[], Placement]] = {
     Yarn.name: Yarn,
     # FGD (policies/framework/fgd.py) for GPU-sharing clusters; jobs wider than a node
     # are consolidated.
-    Fgd.name: lambda: Fgd(fallback=Consolidated()),
+    Fgd.name: lambda: Fgd(fallback=Consolidated().find),
 }
