@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shapeshift.errors import InputError
+from shapeshift.slurm.parsable import read_parsable, require_fields
 
 #: ``Share`` of an association that uses its parent's (``SLURMDB_FS_USE_PARENT``).
 USE_PARENT = -1
@@ -39,33 +40,12 @@ def assoc_key(account: str, user: str) -> str:
 
 
 def read_assoc(path: str | Path) -> tuple[Assoc, ...]:
-    path = Path(path)
-    try:
-        lines = [line.rstrip("\r\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except FileNotFoundError:
-        raise InputError("association file not found", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", path=str(path)) from None
-    if not lines:
-        raise InputError("file is empty", path=str(path))
-    header = [h.strip().lower() for h in lines[0].split("|")]
+    header, rows = read_parsable(path, "association file")
     share_col = "share" if "share" in header else "fairshare"
-    for needed in ("account", "user", share_col):
-        if needed not in header:
-            raise InputError(
-                f"missing field {needed!r}; export with sacctmgr show assoc -P format=account,user,share,parentname",
-                path=str(path),
-                line=1,
-                field=needed,
-            )
+    hint = "export with sacctmgr show assoc -P format=account,user,share,parentname"
+    require_fields(header, ("account", "user", share_col), path, hint)
     result = []
-    for number, line in enumerate(lines[1:], start=2):
-        fields = [f.strip() for f in line.split("|")]
-        if fields and fields[-1] == "" and len(fields) == len(header) + 1:
-            fields = fields[:-1]
-        if len(fields) != len(header):
-            raise InputError(f"expected {len(header)} fields, got {len(fields)}", path=str(path), line=number)
-        row = dict(zip(header, fields, strict=True))
+    for number, row in rows:
         account = row["account"]
         if not account:
             raise InputError("Account is empty", path=str(path), line=number, field="Account")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shapeshift.errors import InputError
+from shapeshift.slurm.parsable import read_parsable, require_fields
 
 
 @dataclass(frozen=True)
@@ -24,29 +25,10 @@ class Qos:
 
 
 def read_qos(path: str | Path) -> tuple[Qos, ...]:
-    path = Path(path)
-    try:
-        lines = [line.rstrip("\r\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except FileNotFoundError:
-        raise InputError("QOS file not found", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", path=str(path)) from None
-    if not lines:
-        raise InputError("file is empty", path=str(path))
-    header = [h.strip().lower() for h in lines[0].split("|")]
-    for needed in ("name", "priority"):
-        if needed not in header:
-            raise InputError(
-                f"missing field {needed!r}; export with sacctmgr show qos -P", path=str(path), line=1, field=needed
-            )
+    header, rows = read_parsable(path, "QOS file")
+    require_fields(header, ("name", "priority"), path, "export with sacctmgr show qos -P")
     result: list[Qos] = []
-    for number, line in enumerate(lines[1:], start=2):
-        fields = [f.strip() for f in line.split("|")]
-        if fields and fields[-1] == "" and len(fields) == len(header) + 1:
-            fields = fields[:-1]
-        if len(fields) != len(header):
-            raise InputError(f"expected {len(header)} fields, got {len(fields)}", path=str(path), line=number)
-        row = dict(zip(header, fields, strict=True))
+    for number, row in rows:
         if not row["name"]:
             raise InputError("Name is empty", path=str(path), line=number, field="Name")
         text = row["priority"] or "0"
