@@ -64,6 +64,11 @@ class Engine:
             p: float(sum(cluster.nodes[n].mem_gb for n in nodes)) for p, nodes in self.partition_nodes.items()
         }
         self.free = FreeResources.of(cluster, self.partition_nodes)
+        #: Each partition's node indexes as the policy's refusal rule is handed them: the
+        #: same tuple at every arrival, built once.
+        self._refusal_nodes = (
+            {p: tuple(int(n) for n in nodes) for p, nodes in self.partition_nodes.items()} if self._refuses else {}
+        )
         #: GPU identity and sharing; only on clusters that let jobs share GPUs.
         self.sharing = GpuLedger(cluster) if cluster.gpu_share_limit > 1 or cluster.gpu_fractions else None
         #: Running jobs whose GPU partners changed since their speed was last set.
@@ -258,7 +263,7 @@ class Engine:
             if reason:
                 return reason
         if self._refuses is not None:
-            return self._refuses(spec, self.cluster, [int(n) for n in self.partition_nodes[partition]])
+            return self._refuses(spec, self.cluster, self._refusal_nodes[partition])
         return ""
 
     def _hold(self, status: JobStatus, alloc: Allocation) -> None:

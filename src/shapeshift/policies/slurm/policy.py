@@ -86,6 +86,8 @@ class SlurmPolicy:
     def __init__(self, params: SlurmParams):
         self.params = params
         self.traits = PolicyTraits(refuses=self.never_placeable)
+        #: GPUs per node of each node list ``never_placeable`` was handed, by its identity.
+        self._node_gpus: dict[int, tuple[Sequence[int], list[int]]] = {}
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
         self.qos = _qos_table(params.qos_priority, read_qos(params.qos) if params.qos else ())
         self._ready = False
@@ -156,7 +158,10 @@ class SlurmPolicy:
     def never_placeable(self, spec: JobSpec, cluster: ClusterSpec, nodes: Sequence[int]) -> str:
         """``PolicyTraits.refuses``: a job whose GPUs cannot be split equally over the
         partition's nodes is refused at arrival, as slurmctld refuses it at submission."""
-        return never_placeable(spec.num_gpus, [cluster.nodes[i].gpus for i in nodes])
+        hit = self._node_gpus.get(id(nodes))
+        if hit is None or hit[0] is not nodes:  # the engine hands the same tuple each time
+            hit = self._node_gpus[id(nodes)] = (nodes, [cluster.nodes[i].gpus for i in nodes])
+        return never_placeable(spec.num_gpus, hit[1])
 
     # -- facts about jobs -------------------------------------------------------------
     def partition_of(self, spec: JobSpec) -> SlurmPartition | None:
