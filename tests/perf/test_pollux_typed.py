@@ -140,6 +140,7 @@ def test_gavel_with_profiles_rates_pollux_jobs_per_type(tmp_path):
 
     root = str(_profiles(tmp_path).resolve())
     job = _job(32)
-    assert GavelPolicy(360.0, profiles=root)._speed(job, "fast", 2) == pytest.approx(640.0)
+    # In steps/s, the artifact's predict_xput unit: 640 examples/s at batch 32 = 20 steps/s.
+    assert GavelPolicy(360.0, profiles=root)._speed(job, "fast", 2) == pytest.approx(20.0)
     # Without profiles: the job's own or the catalog's speed (no per-type profile).
-    assert GavelPolicy(360.0)._speed(job, "fast", 2) != pytest.approx(640.0)
+    assert GavelPolicy(360.0)._speed(job, "fast", 2) != pytest.approx(20.0)

@@ -7,6 +7,7 @@ import pytest
 
 from shapeshift.model import ClusterSpec, NodeSpec
 from shapeshift.policies.framework.registry import make_policy
+from shapeshift.policies.gavel.lp import max_sum_throughput_allocation
 from shapeshift.policies.gavel.policy import max_min_allocation
 from tests.conftest import by_id, jcts, job, run
 
@@ -67,6 +68,42 @@ def test_gavel_lp_is_max_min_fair_over_proportional_throughput():
     assert old[0, 1] == pytest.approx(0.622, abs=2e-3) and old[1, 0] == pytest.approx(0.622, abs=2e-3)
 
 
+def test_max_sum_throughput_lp_is_gavels_throughput_sum():
+    # Gavel's ThroughputSumWithPerf (max_sum_throughput_perf): maximise sum T X under the
+    # base constraints. Types (K80, V100), one GPU each, resnet50 (1, 7.10), a3c (1, 2.09):
+    # an assignment problem; res->V100 + a3c->K80 = 8.10 beats res->K80 + a3c->V100 =
+    # 3.09, so X = [[0, 1], [1, 0]] (max-min gave 0.5 everywhere, the test above).
+    speed = np.array([[1.0, 7.10], [1.0, 2.09]])
+    x = max_sum_throughput_allocation(speed, np.array([1.0, 1.0]), np.array([1, 1]))
+    assert x == pytest.approx(np.array([[0.0, 1.0], [1.0, 0.0]]), abs=1e-6)
+    # One type of 4 GPUs: a 4-GPU job at 10 steps/s (2.5 per GPU) and three 1-GPU jobs at 3
+    # (3 per GPU). The LP fills GPUs best throughput per GPU first: the 1-GPU jobs all
+    # their time (3 GPUs, 9 steps/s), the 4-GPU job the last GPU: X = 1/4 (2.5 steps/s).
+    # No scale factor in the objective: the unit of T decides.
+    one = max_sum_throughput_allocation(
+        np.array([[10.0], [3.0], [3.0], [3.0]]), np.array([4.0, 1, 1, 1]), np.array([4])
+    )
+    assert one[:, 0] == pytest.approx([0.25, 1.0, 1.0, 1.0], abs=1e-6)
+    # A job that runs on no type present gets nothing.
+    none = max_sum_throughput_allocation(np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([1.0, 1.0]), np.array([1, 1]))
+    assert none[0] == pytest.approx([0.0, 0.0])
+
+
+def test_gavel_max_sum_throughput_objective_puts_the_fastest_gain_on_the_fast_type():
+    # One V100 (node 0) and one K80 (node 1). "big" gains 4x from the V100, "small" 1.5x;
+    # the total 4 + 1 beats 1 + 1.5, so the first round grants big the V100 and small the
+    # K80 (max-min on the same speeds: coefficients big (0.4, 1.6), small (0.8, 1.2); a
+    # tilt of e towards either job's V100 hurts the other, so X = 0.5 each there).
+    cluster = _v100_k80()
+    policy = Recorder(make_policy("gavel", {"objective": "max-sum-throughput"}))
+    trace = [
+        job("small", 0, 1, 100, gpu_speed=(("K80", 1.0), ("V100", 1.5))),
+        job("big", 0, 1, 100, gpu_speed=(("K80", 1.0), ("V100", 4.0))),
+    ]
+    run(trace, cluster, policy)
+    assert policy.first["big"].nodes == (0,) and policy.first["small"].nodes == (1,)
+
+
 def test_gavel_gives_jobs_of_different_sizes_equal_gpu_time_on_one_type():
     # Replaces the "equal fractions" test: Gavel multiplies each job's throughput by its
     # scale factor (GPUs), so on one type demand_j * X_j is the same for every job. 4 GPUs,
@@ -96,4 +133,3 @@ def test_gavel_time_shares_an_overloaded_cluster_in_rounds():
     # received nothing (priority infinite) and takes over.
     result = run([job("a", 0, 1, 1000), job("b", 0, 1, 1000)], "1x1", "gavel")
     assert by_id(result)["b"].first_start == 360 and by_id(result)["a"].preemptions >= 1
-

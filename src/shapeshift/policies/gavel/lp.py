@@ -1,11 +1,13 @@
-"""The LP behind ``gavel``: Gavel's max-min fairness over GPU-type time fractions, and the
-per-job throughputs it reads.
+"""The LPs behind ``gavel``: Gavel's max-min fairness and total throughput over GPU-type
+time fractions, and the per-job throughputs they read.
 
 Gavel (Narayanan et al., OSDI 2020, Sec. 4.1) solves, over ``X[j, k]`` (the fraction of
 time job ``j`` spends on GPU type ``k``), ``MaxMinFairnessPolicyWithPerf``
 (``scheduler/policies/max_min_fairness.py``, with ``ProportionalPolicy`` in
-``proportional.py``); ``max_min_allocation`` has the formulation. Solved with
-``scipy.optimize.linprog`` (HiGHS), closed-form on one GPU type.
+``proportional.py``; ``max_min_allocation``) or, as the Sia artifact runs its Gavel
+baseline, ``max_sum_throughput_perf`` (``ThroughputSumWithPerf`` in
+``scheduler/policies/max_sum_throughput.py``; ``max_sum_throughput_allocation``). Solved
+with ``scipy.optimize.linprog`` (HiGHS), max-min closed-form on one GPU type.
 """
 
 from __future__ import annotations
@@ -104,4 +106,38 @@ def max_min_allocation(
     if not result.success:  # pragma: no cover - the LP is always feasible (X = 0)
         return x
     x[runnable] = np.clip(result.x[:n].reshape(m, types), 0.0, 1.0)
+    return x
+
+
+def max_sum_throughput_allocation(speed: np.ndarray, demand: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Solve Gavel's ``ThroughputSumWithPerf`` (``max_sum_throughput_perf``).
+
+    maximise ``sum_j sum_k speed[j, k] X[j, k]`` subject to Gavel's base constraints
+    (``Policy.get_base_constraints``): ``X >= 0``, ``sum_k X[j, k] <= 1`` and
+    ``sum_j demand_j X[j, k] <= capacity_k``. The throughputs enter as they are (no scale
+    factor, no normalisation), so the unit matters: Gavel's are steps per second. Where
+    several optima exist Gavel returns ECOS's interior point and this HiGHS's vertex."""
+    from scipy.optimize import linprog
+
+    jobs, types = speed.shape
+    x = np.zeros((jobs, types))
+    runnable = np.flatnonzero(speed.max(axis=1) > 0) if jobs else np.zeros(0, dtype=np.int64)
+    if runnable.size == 0:
+        return x
+    s = speed[runnable]
+    d = demand[runnable].astype(float)
+    m = runnable.size
+    n = m * types
+    rows = np.arange(m)
+    a = np.zeros((m + types, n))
+    # sum_k X[j,k] <= 1
+    a[rows[:, None], rows[:, None] * types + np.arange(types)] = 1.0
+    # sum_j demand_j X[j,k] <= G_k
+    a[m + np.arange(types)[None, :], rows[:, None] * types + np.arange(types)] = d[:, None]
+    b = np.concatenate([np.ones(m), capacity.astype(float)])
+    bounds = [(0.0, 1.0 if v > 0 else 0.0) for v in s.ravel()]
+    result = linprog(-s.ravel(), A_ub=a, b_ub=b, bounds=bounds, method="highs")
+    if not result.success:  # pragma: no cover - the LP is always feasible (X = 0)
+        return x
+    x[runnable] = np.clip(result.x.reshape(m, types), 0.0, 1.0)
     return x

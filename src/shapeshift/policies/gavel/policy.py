@@ -9,7 +9,12 @@ over an *allocation* ``X[j, k]``: the fraction of time job ``j`` spends on GPU t
     s.t.      sum_k X[j, k] <= 1, sum_j s_j X[j, k] <= G_k, X >= 0
 
 with ``s_j`` the job's GPU count and ``T_prop`` its throughput under the
-heterogeneity-agnostic split. Throughputs: a job's own ``gpu_speed`` (a column per GPU
+heterogeneity-agnostic split. ``objective=max-sum-throughput`` solves Gavel's
+``max_sum_throughput_perf`` instead (``lp.max_sum_throughput_allocation``: the total
+``sum T X`` under the same constraints), the objective the Sia artifact runs its Gavel
+baseline with (``sia-simulator/simulator_config.py``, ``gavel_default_policy``); with
+catalog speeds (K80 = 1 per model) it weighs every model's relative speed alike, where
+Gavel weighs steps per second, so it is meant for ``profiles``. Throughputs: a job's own ``gpu_speed`` (a column per GPU
 type in the workload, 0 = it cannot run there) when it gives one, else the model catalog
 (Gavel's measured throughputs for the models they cover), else the catalog-wide mean
 speed of each type.
@@ -52,7 +57,7 @@ from shapeshift.policies.framework.decisions import NOTHING, PartitionDecision, 
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.framework.rounds import RoundOrFillPolicy
-from shapeshift.policies.gavel.lp import job_speed, max_min_allocation, type_speed
+from shapeshift.policies.gavel.lp import job_speed, max_min_allocation, max_sum_throughput_allocation, type_speed
 from shapeshift.policies.gavel.profiled import profiled_speed, profiles_root
 from shapeshift.policies.gavel.rounds import GAVEL_RESET_INTERVAL, GavelLedger, grant_greedily
 from shapeshift.policies.gavel.table import GavelJobs, GpuTypes
@@ -247,6 +252,8 @@ class GavelPolicy(RoundOrFillPolicy):
     def _solve(self, table: GavelJobs, types: GpuTypes, rows: np.ndarray) -> np.ndarray:
         self.solves += 1
         demand = table.gpus[rows].astype(float)
+        if self._objective == "max-sum-throughput":
+            return max_sum_throughput_allocation(table.speed[rows], demand, types.gpus)
         return max_min_allocation(
             table.speed[rows], demand, types.gpus, fill_spare=self._fill_spare, objective=self._objective
         )
@@ -406,8 +413,10 @@ class GavelParams(PolicyParams):
     )
     fill: bool = Field(False, description="hand free GPUs to waiting jobs between rounds (ours)")
     fill_spare: bool = Field(False, description="LP tie-break: maximise total normalised throughput (ours)")
-    objective: Literal["gavel", "best-type"] = Field(
-        "gavel", description="gavel: MaxMinFairnessPolicyWithPerf; best-type: our earlier objective"
+    objective: Literal["gavel", "max-sum-throughput", "best-type"] = Field(
+        "gavel",
+        description="gavel: MaxMinFairnessPolicyWithPerf; max-sum-throughput: Gavel's max_sum_throughput_perf "
+        "(the Sia artifact's Gavel baseline); best-type: our earlier objective",
     )
     profiles: str | None = Field(
         None,
@@ -434,4 +443,3 @@ def make_gavel(params: GavelParams) -> GavelPolicy:
         reset_interval=params.reset_interval,
         profiles=profiles_root(params.profiles),
     )
-

@@ -25,12 +25,14 @@ def profiles_root(name: str | None) -> str | None:
 
 
 def profiled_speed(root: str, spec: JobSpec, gpu_type: str, per_node: int) -> float | None:
-    """Examples/s of a Pollux job on ``gpu_type`` at its GPU count and batch; None for
-    jobs the profiles do not cover."""
+    """Steps/s of a Pollux job on ``gpu_type`` at its GPU count and batch (the artifact's
+    ``predict_xput`` unit, which ``max_sum_throughput_perf`` adds up; the max-min objective
+    is indifferent to a per-job unit); None for jobs the profiles do not cover."""
     from shapeshift.perf.pollux.profiles import app_name, load_profiles
     from shapeshift.perf.pollux.reference import fixed_batch_throughput
 
     app = app_name(spec.model)
     if spec.batch is None or app not in load_profiles(root):
         return None
-    return fixed_batch_throughput(root, app, gpu_type, spec.num_gpus, per_node, spec.batch.size)
+    size = spec.batch.size
+    return fixed_batch_throughput(root, app, gpu_type, spec.num_gpus, per_node, size) / size
