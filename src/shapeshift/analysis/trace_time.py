@@ -204,5 +204,3 @@ def utilization(
     curves["utilization"] = curve
     curves["utilization_method"] = method
     curves["capacity"] = capacity
-
-

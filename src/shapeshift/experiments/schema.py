@@ -131,5 +131,3 @@ def _build(path: Path, text: str, raw: dict[str, Any]) -> Experiment:
             }
         ),
     )
-
-

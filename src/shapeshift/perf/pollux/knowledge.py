@@ -51,6 +51,17 @@ def fitted_params(root: str, app: str, gpu_type: str | None = None) -> PerfParam
 
 
 @functools.cache
+def merged_params(root: str, app: str, gpu_types: tuple[str, ...]) -> PerfParams:
+    """One throughput model fitted on the rows of every listed type's profile together:
+    the Sia artifact's heterogeneity-unaware Pollux merges a job's observations across
+    types (``job.py``, ``h_unaware``). Types without their own profile add the untyped
+    one's rows (once)."""
+    profiles = {load_profile(root, app, t) for t in gpu_types} or {load_profile(root, app, None)}
+    rows = [row for profile in sorted(profiles, key=lambda p: p.gpu_type or "") for row in profile.rows]  # type: ignore[union-attr]
+    return fit_perf_params(rows)
+
+
+@functools.cache
 def single_gpu_throughput(root: str, app: str, gpu_type: str | None) -> float:
     """Examples/s of one GPU of ``gpu_type`` as the Sia artifact rates a type
     (``cluster.py``, ``compute_throughputs``): the largest measured local batch over the
@@ -109,15 +120,23 @@ class GoodputKnowledge:
         self.root = str(found.resolve()) if found is not None and found.is_dir() else None
         self.apps: dict[str, ApplicationProfile] = load_profiles(self.root) if self.root else {}
 
-    def job(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str | None = None) -> JobGoodput:
+    def job(
+        self,
+        spec: JobSpec,
+        batch_now: int | None,
+        progress: float,
+        gpu_type: str | None = None,
+        merged: tuple[str, ...] | None = None,
+    ) -> JobGoodput:
         """``spec``'s goodput table at ``progress`` (examples at its initial batch) on
         ``gpu_type``, with the noise it reports at ``batch_now`` (its current batch; its own
-        size when not running)."""
+        size when not running). ``merged``: one model over these types' profiles together
+        (:func:`merged_params`) with the untyped batch limits, for a policy blind to types."""
         app = self.apps.get(app_name(spec.model))
         batch = spec.batch or BatchSpec(1)
         if app is None or spec.batch is None or self.root is None:
             return JobGoodput(None, (0.0, 0.0), BatchLimits(1, 1, 1, 1), False)
-        typed = load_profile(self.root, app.name, gpu_type) or app
+        typed = load_profile(self.root, app.name, None if merged else gpu_type) or app
         size = batch_now or batch.size
         epoch = app.epoch_of(progress / app.init_batch + 1e-9)
         grad = app.grad_stats(size, epoch)
@@ -128,7 +147,11 @@ class GoodputKnowledge:
             limits = BatchLimits(batch.initial, batch.max_size, min_local, max_local)
         else:  # a fixed job evaluates its own batch only
             limits = BatchLimits(batch.size, batch.size, 1, max_local)
-        return JobGoodput(fitted_params(self.root, app.name, typed.gpu_type), grad, limits, batch.adaptive)
+        if merged:
+            params = merged_params(self.root, app.name, tuple(sorted(merged)))
+        else:
+            params = fitted_params(self.root, app.name, typed.gpu_type)
+        return JobGoodput(params, grad, limits, batch.adaptive)
 
     def type_ratio(self, spec: JobSpec, gpu_type: str | None, source: str | None) -> float:
         """1-GPU throughput of ``spec``'s application on ``gpu_type`` over that on
@@ -136,6 +159,4 @@ class GoodputKnowledge:
         app = self.apps.get(app_name(spec.model))
         if app is None or self.root is None:
             return 1.0
-        return single_gpu_throughput(self.root, app.name, gpu_type) / single_gpu_throughput(
-            self.root, app.name, source
-        )
+        return single_gpu_throughput(self.root, app.name, gpu_type) / single_gpu_throughput(self.root, app.name, source)

@@ -30,6 +30,10 @@ is that of packed placement (``ceil(r / GPUs per node)``), so a knapsack over GP
 and packs the rest largest first, one distributed job per node; a job that does not fit
 takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` checks the result
 against brute force over every allocation matrix on small clusters.
+
+``unaware=true`` runs the Sia paper's heterogeneity-unaware baseline on a cluster of
+several GPU types (:mod:`.unaware`); off, as in the Pollux artifact, whose clusters have
+one type.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
+from shapeshift.policies.goodput.unaware import majority_type, to_real, to_virtual, virtual_nodes
 
 EPS = 1e-3
 
@@ -59,6 +64,12 @@ class PolluxParams(PolicyParams):
     restart_delay: float = Field(30.0, ge=0)
     explore: bool = True
     max_replicas: int = Field(64, ge=1)
+    unaware: bool = Field(
+        False,
+        description="the Sia paper's heterogeneity-unaware Pollux baseline as its artifact runs it: virtual "
+        "nodes of the smallest node's GPU count, one model over all types' profiles, a mixed-type "
+        "allocation reduced to its majority type (sia-simulator/cluster_unaware.py)",
+    )
 
 
 def power_utility(x: np.ndarray, p: float) -> np.ndarray:
@@ -114,11 +125,13 @@ class PolluxPolicy:
         self.knowledge = GoodputKnowledge(params.profiles)
         #: Largest replica count each job has run on (the exploration limit).
         self._seen: dict[str, int] = {}
+        #: ``unaware``: each job's allocation and the virtual placement it was given as.
+        self._virtual: dict[str, tuple[Allocation, dict[int, int]]] = {}
 
     def decide(self, view: ClusterView) -> Schedule:
         return decide_partitions(view, self._decide_partition, self._seen)
 
-    def _jobs(self, view: ClusterView, part: str, total: int) -> list[_Job]:
+    def _jobs(self, view: ClusterView, part: str, total: int, merged: tuple[str, ...] | None = None) -> list[_Job]:
         ids = list(view.running(part)) + list(view.pending(part))
         # The artifact orders jobs by attained service, then submission (PolluxPolicy.optimize).
         ids.sort(key=lambda j: (view.attained(j), view.job(j).spec.submit_time, j))
@@ -128,7 +141,11 @@ class PolluxPolicy:
             spec = status.spec
             current = status.allocation
             batch_now = current.batch_size if current is not None else None
-            table = self.knowledge.job(spec, batch_now, status.progress_at(view.now))
+            progress = status.progress_at(view.now)
+            if merged:
+                table = self.knowledge.job(spec, batch_now, progress, merged=merged)
+            else:
+                table = self.knowledge.job(spec, batch_now, progress)
             cap = min(self.params.max_replicas, total)
             if self.params.explore:
                 cap = min(cap, max(2 * self._seen.get(job_id, 0), 1))
@@ -171,19 +188,36 @@ class PolluxPolicy:
     ) -> None:
         nodes = [int(n) for n in view.partitions[part]]
         caps = {n: view.cluster.nodes[n].gpus for n in nodes}
-        gpn = max(caps.values())
-        total = sum(caps.values())
-        jobs = self._jobs(view, part, total)
+        vnodes = virtual_nodes(caps) if self.params.unaware else None
+        merged = tuple(sorted({view.cluster.nodes[n].gpu_type for n in nodes})) if vnodes is not None else None
+        if vnodes is not None:  # the optimisation sees virtual nodes only
+            size = min(caps.values())
+            caps_seen = dict.fromkeys(vnodes, size)
+        else:
+            caps_seen = caps
+        gpn = max(caps_seen.values())
+        total = sum(caps_seen.values())
+        jobs = self._jobs(view, part, total, merged)
         if not jobs:
             return
-        counts = solve(self.utilities(jobs, total, len(nodes), gpn), total)
-        wanted = {job.job_id: (r, job.current) for job, r in zip(jobs, counts, strict=True)}
+        counts = solve(self.utilities(jobs, total, len(caps_seen), gpn), total)
+        current = {j.job_id: j.current for j in jobs}
+        if vnodes is not None:
+            current = self._as_virtual(current, vnodes, size)
+        wanted = {job.job_id: (r, current[job.job_id]) for job, r in zip(jobs, counts, strict=True)}
         rigid = frozenset(j.job_id for j in jobs if j.rigid)
-        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps, rigid)
+        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps_seen, rigid)
         tables = {j.job_id: j.table for j in jobs}
         for job in jobs:
             desired.pop(job.job_id, None)
+            self._virtual.pop(job.job_id, None)
             place = placed.get(job.job_id)
+            vplace: dict[int, int] = {}
+            if place and vnodes is not None:
+                kept = majority_type(place, vnodes, {n: view.cluster.nodes[n].gpu_type for n in nodes})
+                if job.rigid and sum(kept.values()) < sum(place.values()):
+                    kept = {}
+                vplace, place = kept, to_real(kept, vnodes)
             if not place:
                 reasons[job.job_id] = "no GPUs in this round's goodput optimisation"
                 continue
@@ -197,6 +231,41 @@ class PolluxPolicy:
                 batch_size=int(batch[0]) if adaptive else None,
             )
             desired[job.job_id] = job.current if alloc == job.current else alloc
+            if vnodes is not None:
+                self._virtual[job.job_id] = (desired[job.job_id], vplace)
+
+    def _as_virtual(
+        self, current: dict[str, Allocation | None], vnodes: dict[int, int], size: int
+    ) -> dict[str, Allocation | None]:
+        """Current allocations on virtual nodes: the virtual placement a job was given
+        when its allocation is still that one, else its GPUs laid on its nodes' virtual
+        nodes around those already held."""
+        result: dict[str, Allocation | None] = {}
+        taken: dict[int, int] = {}
+        later = []
+        for job_id, alloc in current.items():
+            known = self._virtual.get(job_id)
+            if alloc is None:
+                result[job_id] = None
+            elif known is not None and known[0] == alloc:
+                result[job_id] = _virtual_allocation(known[1])
+                for v, g in known[1].items():
+                    taken[v] = taken.get(v, 0) + g
+            else:
+                later.append(job_id)
+        for job_id in later:
+            alloc = current[job_id]
+            assert alloc is not None
+            place = to_virtual({n: r.gpus for n, r in alloc.placement}, vnodes, size, taken)
+            for v, g in place.items():
+                taken[v] = taken.get(v, 0) + g
+            result[job_id] = _virtual_allocation(place)
+        return result
+
+
+def _virtual_allocation(place: dict[int, int]) -> Allocation:
+    """A placement on virtual node ids, in the shape ``keep_or_pack`` reads."""
+    return Allocation(tuple((v, Resources(g, 0.0, 0.0)) for v, g in sorted(place.items())))
 
 
 @register(

@@ -167,4 +167,3 @@ class Growth(Guarantee):
             return float(get_arch(j.spec.model).global_batch)
         except KeyError:
             return 1.0
-

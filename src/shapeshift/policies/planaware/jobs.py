@@ -72,5 +72,3 @@ class PlanJob:
     @property
     def g(self) -> int:
         return sum(self.nodes.values())
-
-

@@ -50,4 +50,3 @@ class Ledger:
             self._release(w)
         else:
             self._move(w, node, -min(w.unit, w.nodes[node]))
-

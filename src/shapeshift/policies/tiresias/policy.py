@@ -391,4 +391,3 @@ def make_tiresias(params: TiresiasParams) -> TiresiasPolicy:
         gpu_time=params.service == "gpu-time",
         starvation=params.starvation,
     )
-

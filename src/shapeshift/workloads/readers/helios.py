@@ -66,5 +66,3 @@ def read_helios(path: str | Path) -> Workload:
         }
     )
     return Workload.from_frame(Path(path).stem, out)
-
-

@@ -30,5 +30,3 @@ def read_philly(path: str | Path) -> Workload:
         }
     )
     return Workload.from_frame(Path(path).stem, out)
-
-

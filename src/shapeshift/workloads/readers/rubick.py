@@ -89,5 +89,3 @@ def read_rubick(path: str | Path) -> Workload:
         }
     )
     return Workload.from_frame(Path(path).stem, out)
-
-

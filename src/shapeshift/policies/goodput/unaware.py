@@ -1,0 +1,94 @@
+"""The Sia paper's heterogeneity-unaware Pollux baseline, as its artifact runs it.
+
+Sia (Jayaram Subramanya et al., SOSP 2023) compares against Pollux run on a
+heterogeneous cluster as if it were one type (siasosp23/artifacts, ``sia-simulator/``:
+``multi_simulator_unaware.py`` with ``cluster_unaware.py`` and ``pollux_unaware.py``).
+Three rules make Pollux run there, and ``pollux``'s ``unaware`` parameter applies them:
+
+* **virtual nodes** (``ClusterUnaware.__init__``, ``vnode_cluster_node_id_map``): every
+  node is split into ``gpus // smallest`` virtual nodes of ``smallest`` GPUs, the
+  smallest GPU count of any node (an 8-GPU node becomes two 4-GPU ones beside 4-GPU
+  nodes); Pollux's optimisation and its one-distributed-job-per-node rule see only these;
+* **one model across types** (``job.py``, ``h_unaware``): a job's throughput model is
+  fitted on observations from whichever types it ran on, merged; here, as for every
+  goodput policy in Shapeshift, it is fitted offline, on the rows of every type's profile
+  present in the partition together (:meth:`GoodputKnowledge.job`, ``merged``);
+* **majority type** (``fix_allocations_by_dropping``): an allocation that spans GPU types
+  keeps only the GPUs of the type holding most of them (ties to the artifact's order of
+  types, then by name) and drops the rest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+#: The artifact's tie-break between types holding equal GPU counts of one allocation
+#: (``fix_allocations_by_dropping``, ``prio_order``): the first listed is kept.
+ARTIFACT_TYPE_ORDER = ("dgx-ext", "azure", "quad", "rtx", "aws")
+
+
+def virtual_nodes(capacity: Mapping[int, int]) -> dict[int, int]:
+    """Virtual node id -> real node, each virtual node holding ``min(capacity)`` GPUs.
+
+    A node contributes ``gpus // smallest`` virtual nodes (the artifact's
+    ``int(num_gpus / min(num_gpus))``; GPUs beyond a multiple are left out, as there).
+    Ids run over the real nodes in index order."""
+    if not capacity:
+        return {}
+    size = min(capacity.values())
+    result: dict[int, int] = {}
+    for node in sorted(capacity):
+        for _ in range(capacity[node] // size if size > 0 else 0):
+            result[len(result)] = node
+    return result
+
+
+def to_virtual(
+    real: Mapping[int, int], vnodes: Mapping[int, int], size: int, taken: Mapping[int, int]
+) -> dict[int, int]:
+    """A real placement (GPUs per node) laid on virtual nodes: each node's GPUs fill its
+    virtual nodes in id order, skipping GPUs ``taken`` already holds there (a job whose
+    virtual placement is not remembered)."""
+    left = {v: size - taken.get(v, 0) for v in vnodes}
+    place: dict[int, int] = {}
+    for node, gpus in sorted(real.items()):
+        need = gpus
+        for v in sorted(v for v, n in vnodes.items() if n == node):
+            if need == 0:
+                break
+            take = min(need, max(left[v], 0))
+            if take:
+                place[v] = take
+                left[v] -= take
+                need -= take
+        if need:  # more than the virtual nodes hold: put the rest on the node's first
+            first = min(v for v, n in vnodes.items() if n == node)
+            place[first] = place.get(first, 0) + need
+    return place
+
+
+def majority_type(place: Mapping[int, int], vnodes: Mapping[int, int], gpu_type: Mapping[int, str]) -> dict[int, int]:
+    """``place`` (GPUs per virtual node) reduced to the GPUs of one type: the type with
+    most of them, ties to the artifact's order (:data:`ARTIFACT_TYPE_ORDER`, unknown types
+    after it by name)."""
+    counts: Counter[str] = Counter()
+    for v, gpus in place.items():
+        counts[gpu_type[vnodes[v]]] += gpus
+    if len(counts) <= 1:
+        return dict(place)
+
+    def rank(name: str) -> tuple[int, int, str]:
+        order = ARTIFACT_TYPE_ORDER.index(name) if name in ARTIFACT_TYPE_ORDER else len(ARTIFACT_TYPE_ORDER)
+        return (-counts[name], order, name)
+
+    keep = min(counts, key=rank)
+    return {v: g for v, g in place.items() if gpu_type[vnodes[v]] == keep}
+
+
+def to_real(place: Mapping[int, int], vnodes: Mapping[int, int]) -> dict[int, int]:
+    """GPUs per real node of a virtual placement."""
+    real: Counter[int] = Counter()
+    for v, gpus in place.items():
+        real[vnodes[v]] += gpus
+    return dict(real)
