@@ -28,7 +28,8 @@ earlier fixed timer). Jobs arriving mid-round wait for the next round. The alloc
 recomputed, the time received reset and deficits updated only when the job set changed
 and ``reset_interval`` seconds (1,920) passed since the last reset; the grant order is
 Gavel's per-type priority ``X / fraction of the type's time received`` with types visited
-fastest first (``rounds``). ``priority=age`` is our earlier rule (time received
+fastest first (``rounds``). ``priority=sia-artifact`` is the round mechanism the Sia
+artifact runs its Gavel baseline with (:mod:`.artifact_rounds`). ``priority=age`` is our earlier rule (time received
 since submission, one global order, LP re-solved at every change of the job set). A job
 granted the type it runs on keeps its GPUs; the others are preempted at the round
 boundary and the granted ones placed, largest first, consolidated.
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -57,9 +58,10 @@ from shapeshift.policies.framework.decisions import NOTHING, PartitionDecision, 
 from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.framework.rounds import RoundOrFillPolicy
+from shapeshift.policies.gavel.artifact_rounds import ArtifactLedger
 from shapeshift.policies.gavel.lp import job_speed, max_min_allocation, max_sum_throughput_allocation, type_speed
 from shapeshift.policies.gavel.profiled import profiled_speed, profiles_root
-from shapeshift.policies.gavel.rounds import GAVEL_RESET_INTERVAL, GavelLedger, grant_greedily
+from shapeshift.policies.gavel.rounds import GAVEL_RESET_INTERVAL, GavelLedger, fastest_first, grant_greedily
 from shapeshift.policies.gavel.table import GavelJobs, GpuTypes
 
 if TYPE_CHECKING:
@@ -68,23 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["GavelPolicy", "job_speed", "max_min_allocation", "type_speed"]
 
 _EPS = 1e-6
-
-
-#: Gavel visits GPU types in this fixed order (``_schedule_jobs_on_workers``).
-_GAVEL_TYPE_ORDER = ("V100", "P100", "K80")
-
-
-def _fastest_first(names: Sequence[str]) -> list[int]:
-    """Type indexes in Gavel's order: V100, P100, K80, then other types by the catalog's
-    mean speed, fastest first (our extension: Gavel knows only these three)."""
-
-    def key(k: int) -> tuple[int, float, str]:
-        name = names[k]
-        if name.upper() in _GAVEL_TYPE_ORDER:
-            return (_GAVEL_TYPE_ORDER.index(name.upper()), 0.0, name)
-        return (len(_GAVEL_TYPE_ORDER), -type_speed("", name), name)
-
-    return sorted(range(len(names)), key=key)
 
 
 class GavelPolicy(RoundOrFillPolicy):
@@ -141,6 +126,8 @@ class GavelPolicy(RoundOrFillPolicy):
         self._ranks = itertools.count()
         #: per partition: when the current round ends (rounds=gavel)
         self._round_end: dict[str, float] = {}
+        #: per partition: the Sia artifact's time received (priority=sia-artifact)
+        self._artifact: dict[str, ArtifactLedger] = {}
 
     # ------------------------------------------------------------------ helpers
     def _types_of(self, view: ClusterView, partition: str) -> GpuTypes:
@@ -276,7 +263,7 @@ class GavelPolicy(RoundOrFillPolicy):
             ledger.keep_only({*running, *view.pending(partition)})
         rows = ledger.rows()
         ledger.maybe_reset(view.now, rows, lambda rows: self._solve(table, types, rows))
-        orders = ledger.grant_order(rows, _fastest_first(types.names))
+        orders = ledger.grant_order(rows, fastest_first(types.names))
         return rows, *grant_greedily(orders, table.gpus, types.gpus.copy(), table.size)
 
     def _grants_by_age(
@@ -319,6 +306,16 @@ class GavelPolicy(RoundOrFillPolicy):
             left[k] -= table.gpus[row]
         return rows, granted, np.array(sequence, dtype=np.int64)
 
+    def _grants_artifact(
+        self, view: ClusterView, partition: str, table: GavelJobs, types: GpuTypes, running: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The Sia artifact's rounds (``priority=sia-artifact``)."""
+        ledger = self._artifact.get(partition)
+        if ledger is None:
+            ledger = self._artifact[partition] = ArtifactLedger(len(types.names), self._round)
+        rows = ledger.rows(view, partition, table, running, self._ranks)
+        return rows, *ledger.grant_rows(table, rows, self._solve(table, types, rows), types.gpus)
+
     def plan_round(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
@@ -332,6 +329,8 @@ class GavelPolicy(RoundOrFillPolicy):
         if self._priority == "gavel":
             fresh = table.sight(view, self._ranks)
             rows, granted, grant_sequence = self._grants_gavel(view, partition, table, types, fresh, running)
+        elif self._priority == "sia-artifact":
+            rows, granted, grant_sequence = self._grants_artifact(view, partition, table, types, running)
         else:
             rows, granted, grant_sequence = self._grants_by_age(view, partition, table, types, running)
         current = view.allocations
@@ -405,8 +404,10 @@ class GavelParams(PolicyParams):
     rounds: Literal["gavel", "grid"] = Field(
         "gavel", description="gavel: a round ends early once all its jobs finished; grid: a fixed timer (ours)"
     )
-    priority: Literal["gavel", "age"] = Field(
-        "gavel", description="gavel: time per type since the last reset, types fastest first; age: ours"
+    priority: Literal["gavel", "age", "sia-artifact"] = Field(
+        "gavel",
+        description="gavel: time per type since the last reset, types fastest first; age: ours; sia-artifact: "
+        "the Sia artifact's Gavel baseline (LP every round, one order of all job-type pairs; with rounds=grid)",
     )
     reset_interval: float = Field(
         GAVEL_RESET_INTERVAL, ge=0, description="least seconds between allocation recomputations (priority=gavel)"

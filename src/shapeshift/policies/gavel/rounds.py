@@ -33,7 +33,25 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from shapeshift.policies.gavel.lp import type_speed
 from shapeshift.policies.gavel.table import GavelJobs, add_in_order
+
+#: Gavel visits GPU types in this fixed order (``_schedule_jobs_on_workers``).
+_GAVEL_TYPE_ORDER = ("V100", "P100", "K80")
+
+
+def fastest_first(names: Sequence[str]) -> list[int]:
+    """Type indexes in Gavel's order: V100, P100, K80, then other types by the catalog's
+    mean speed, fastest first (our extension: Gavel knows only these three)."""
+
+    def key(k: int) -> tuple[int, float, str]:
+        name = names[k]
+        if name.upper() in _GAVEL_TYPE_ORDER:
+            return (_GAVEL_TYPE_ORDER.index(name.upper()), 0.0, name)
+        return (len(_GAVEL_TYPE_ORDER), -type_speed("", name), name)
+
+    return sorted(range(len(names)), key=key)
+
 
 #: Gavel's ``minimum_time_between_allocation_resets`` default (``scheduler.py``).
 GAVEL_RESET_INTERVAL = 1920.0
