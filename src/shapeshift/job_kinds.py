@@ -62,7 +62,6 @@ class BatchSpec:
 @dataclass(frozen=True, slots=True)
 class FusedTrials:
     """Fused-trial tuning job (``shapeshift.tune.squeeze``): trial_rate = one trial's steps/s on a GPU."""
-
     trials: int
     fused: int
     steps: int

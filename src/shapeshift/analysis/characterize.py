@@ -105,3 +105,5 @@ def characterize(
     status(stats, curves, frame, gpus, gpu_time, omitted)
     users(stats, curves, frame, gpu_time, timing, omitted)
     return Characterization(stats, curves)
+
+

@@ -115,3 +115,5 @@ def busy_curve(
         edges = np.append(edges, edges[-1] + step)
     at_edges = np.interp(edges, times, integral)
     return edges[:-1], np.diff(at_edges) / step
+
+

@@ -204,3 +204,5 @@ def utilization(
     curves["utilization"] = curve
     curves["utilization_method"] = method
     curves["capacity"] = capacity
+
+

@@ -65,8 +65,6 @@ def parse_window(text: str | None, jobs: int) -> tuple[int, int] | None:
     if window[0] >= jobs:
         raise InputError(f"--window {text} starts after the last job (the workload has {jobs})", field="--window")
     return window
-
-
 AllowUnfinishedOption = Annotated[
     bool,
     typer.Option(

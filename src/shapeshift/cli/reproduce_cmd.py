@@ -15,12 +15,13 @@ from shapeshift.errors import InputError
 @guarded
 def command(
     data: Annotated[
-        Path | None,
-        typer.Option(
+        Path | None, typer.Option(
             help="A Rubick artifact data directory with traces/ and workloads/ (default: the bundled data sets)."
-        ),
+        )
     ] = None,
-    cluster: Annotated[Path | None, typer.Option(help="Cluster YAML (default: the bundled rubick-a800).")] = None,
+    cluster: Annotated[
+        Path | None, typer.Option(help="Cluster YAML (default: the bundled rubick-a800).")
+    ] = None,
     out: Annotated[
         Path, typer.Option(help="Output directory: results.csv and results.md (sweeps: sweep-KIND.csv and .md).")
     ] = Path("results/rubick"),

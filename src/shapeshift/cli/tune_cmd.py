@@ -12,9 +12,8 @@ from shapeshift.cli.common import console, guarded, output_dir, progress_bar, sh
 from shapeshift.errors import InputError
 from shapeshift.tune import DEFAULT_SCALE
 
-app = typer.Typer(
-    help="Surrogate-based hyper-parameter tuning: shrink, fuse, search, transfer (Hydro).", no_args_is_help=True
-)
+app = typer.Typer(help="Surrogate-based hyper-parameter tuning: shrink, fuse, search, transfer (Hydro).",
+                  no_args_is_help=True)
 
 
 def _fusion(value: str) -> int | None:
@@ -41,26 +40,18 @@ def run_cmd(
     space_file: Annotated[Path, typer.Argument(help="Search-space file (YAML).")],
     model: Annotated[str, typer.Option(help="Model to tune: tiny-lm or tiny-lm-small.")],
     trials: Annotated[int, typer.Option(help="Number of surrogate trials.")],
-    scale: Annotated[
-        int, typer.Option(help="Shrink hidden widths by this factor (1 = fusion only); Hydro's default is 8.")
-    ] = DEFAULT_SCALE,
-    torch_init: Annotated[
-        bool,
-        typer.Option(
-            "--torch-init",
-            help="Keep PyTorch's default initialisation of the readout and the biases instead of "
-            "Hydro's zeros (ours; off by default).",
-        ),
-    ] = False,
+    scale: Annotated[int, typer.Option(help="Shrink hidden widths by this factor (1 = fusion only); "
+                                            "Hydro's default is 8.")] = DEFAULT_SCALE,
+    torch_init: Annotated[bool, typer.Option(
+        "--torch-init", help="Keep PyTorch's default initialisation of the readout and the biases instead of "
+        "Hydro's zeros (ours; off by default).")] = False,
     fusion: Annotated[str, typer.Option(help="Trials per fused group: 'auto' (planner) or a number.")] = "auto",
     slots: Annotated[int, typer.Option(help="Device slots to spread fused groups over.")] = 1,
     memory_gb: Annotated[float, typer.Option(help="Device memory for --fusion auto, GiB.")] = 16.0,
-    state: Annotated[
-        str | None, typer.Option(help="Controller state directory: submit there instead of running in this process.")
-    ] = None,
+    state: Annotated[str | None, typer.Option(help="Controller state directory: submit there instead of "
+                                                   "running in this process.")] = None,
     out: Annotated[Path, typer.Option(help="Directory for results.csv, summary.json and search.png.")] = Path(
-        "tune-out"
-    ),
+        "tune-out"),
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
 ) -> None:
     """Tune hyper-parameters on a muP surrogate with fused trials and eager transfer."""
@@ -113,17 +104,8 @@ def run_cmd(
     )
 
 
-def _submit(
-    space_file: Path,
-    model: str,
-    trials: int,
-    scale: int,
-    fusion: int,
-    slots: int,
-    out: Path,
-    state: str,
-    torch_init: bool = False,
-) -> None:
+def _submit(space_file: Path, model: str, trials: int, scale: int, fusion: int, slots: int, out: Path,
+            state: str, torch_init: bool = False) -> None:
     """Send the tuning job to the controller as one job of ``slots`` GPUs."""
     from shapeshift.runtime.jobfile import parse_job
     from shapeshift.runtime.remote import ControllerClient
@@ -133,30 +115,14 @@ def _submit(
     console.print(f"submitted tuning job {job_id}; results will be in {out}", highlight=False)
 
 
-def tuning_job(
-    space_file: Path, model: str, trials: int, scale: int, fusion: int, slots: int, out: Path, torch_init: bool = False
-) -> dict:
+def tuning_job(space_file: Path, model: str, trials: int, scale: int, fusion: int, slots: int, out: Path,
+               torch_init: bool = False) -> dict:
     """The job document of a tuning run: the worker command, one GPU per slot, one
     iteration per trial (so ``shapeshift queue`` shows trials done)."""
-    args = [
-        "--space",
-        str(space_file.resolve()),
-        "--model",
-        model,
-        "--trials",
-        str(trials),
-        "--scale",
-        str(scale),
-        "--fusion",
-        str(fusion),
-        "--slots",
-        str(slots),
-        "--out",
-        str(out.resolve()),
-    ]
+    args = ["--space", str(space_file.resolve()), "--model", model, "--trials", str(trials), "--scale", str(scale),
+            "--fusion", str(fusion), "--slots", str(slots), "--out", str(out.resolve())]
     if torch_init:
         args.append("--torch-init")
-    command = "{python} -m shapeshift.tune.worker " + " ".join(
-        shlex.quote(a).replace("{", "{{").replace("}", "}}") for a in args
-    )
+    command = "{python} -m shapeshift.tune.worker " + " ".join(shlex.quote(a).replace("{", "{{").replace("}", "}}")
+                                                               for a in args)
     return {"name": f"tune-{model}", "command": command, "resources": {"gpus": slots}, "iterations": trials}

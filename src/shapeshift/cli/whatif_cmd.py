@@ -49,7 +49,9 @@ def command(
     assoc: Annotated[
         Path | None, typer.Option("--assoc", help="sacctmgr show assoc -P dump (the fair-share tree).")
     ] = None,
-    qos: Annotated[Path | None, typer.Option("--qos", help="sacctmgr show qos -P dump (the QOS priorities).")] = None,
+    qos: Annotated[
+        Path | None, typer.Option("--qos", help="sacctmgr show qos -P dump (the QOS priorities).")
+    ] = None,
     policy_arg: Annotated[
         list[str] | None, typer.Option("--policy-arg", help="POLICY:key=value, a parameter of one policy (repeatable).")
     ] = None,

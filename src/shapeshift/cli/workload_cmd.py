@@ -76,7 +76,9 @@ def parse_feasible(items: list[str]) -> dict[str, tuple[int, ...]]:
                 raise ValueError
             result[model.strip()] = values
         except ValueError:
-            raise InputError(f"expected MODEL=1,2,4,8 with GPU counts >= 1, got {item!r}", field="--feasible") from None
+            raise InputError(
+                f"expected MODEL=1,2,4,8 with GPU counts >= 1, got {item!r}", field="--feasible"
+            ) from None
     return result
 
 

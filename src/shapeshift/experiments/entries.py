@@ -95,6 +95,8 @@ AXIS_FORMS = "workload.<parameter or transformation>, policy.<parameter>, round,
 )
 
 
+
+
 def unique(names: Sequence[str], section: str) -> None:
     seen: set[str] = set()
     for i, name in enumerate(names):
@@ -123,7 +125,9 @@ def workload_entry(base: Path, i: int, entry: Mapping[str, Any]) -> WorkloadEntr
             )
         fmt = entry.get("format")
         if fmt is not None and fmt not in READERS:
-            raise SchemaError((*loc, "format"), f"unknown workload format {fmt!r}; known: {', '.join(sorted(READERS))}")
+            raise SchemaError(
+                (*loc, "format"), f"unknown workload format {fmt!r}; known: {', '.join(sorted(READERS))}"
+            )
         text = str(entry["file"])
         file = Path(text) if Path(text).is_absolute() else base / text
         if not file.exists():
@@ -258,7 +262,6 @@ def check_workload_value(loc: Loc, entry: WorkloadEntry, param: str, value: Any)
             GENERATORS[entry.generator].params.model_validate({**entry.params, param: value})
     except ValidationError as exc:
         raise SchemaError(loc, f"value {value!r}: {pydantic_problem(exc).message}") from None
-
 
 def throughput_entry(base: Path, item: ThroughputItem) -> ThroughputSpec:
     path = item.path

@@ -116,7 +116,6 @@ class ExperimentFile(Strict):
             return [{"policy": v} if isinstance(v, str) else v for v in value]
         return value
 
-
 def dotted(loc: Loc) -> str:
     out = ""
     for part in loc:
@@ -133,3 +132,5 @@ def pydantic_problem(exc: ValidationError, prefix: Loc = ()) -> SchemaError:
     if err["type"] == "missing":
         return SchemaError(loc, "required key is missing")
     return SchemaError(loc, err["msg"].removeprefix("Value error, "))
+
+

@@ -204,3 +204,5 @@ def auto_timeline(out: Path, frame: pd.DataFrame, run_id: str) -> ReportFigure |
     switches = int(timeline["switched"].sum())
     caption = f"{len(timeline)} evaluations, {switches} switches."
     return ReportFigure(f"auto-timeline-{run_id}", f"auto timeline, run {run_id}", caption, _png(fig))
+
+

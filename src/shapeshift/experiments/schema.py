@@ -131,3 +131,5 @@ def _build(path: Path, text: str, raw: dict[str, Any]) -> Experiment:
             }
         ),
     )
+
+

@@ -149,14 +149,8 @@ def _simulate_part(spec: RunSpec, policy_args: dict[str, Any]) -> _Part:
     fields = attrgetter(*_STATE_FIELDS)
     states = [(s.job_id, s.partition, s.state.value, *fields(s)) for s in result.jobs]
     return _Part(
-        states,
-        result.rejections,
-        result.events,
-        clock.instants,
-        result.policy,
-        result.timer_instants,
-        result.wake_instants,
-        result.stopped_idle,
+        states, result.rejections, result.events, clock.instants, result.policy,
+        result.timer_instants, result.wake_instants, result.stopped_idle,
     )
 
 

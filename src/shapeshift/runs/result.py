@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from shapeshift.runs.spec import RunSpec
 
 
+
 @dataclass(frozen=True)
 class RunResult:
     """The outcome of :func:`shapeshift.runs.run`.

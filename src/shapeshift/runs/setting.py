@@ -144,10 +144,8 @@ def settle(workload: Any, given: Given, *, fmt: str | None = None, seed: int = 0
 
     def pick(key: str, value: Any, from_setting: Any, default: Any, shown: Any = None) -> Any:
         """The value and its source, recorded as ``key`` (``shown`` labels it)."""
-        chosen, source = (
-            (value, "flag")
-            if value is not None
-            else ((from_setting, "dataset") if from_setting is not None else (default, "default"))
+        chosen, source = (value, "flag") if value is not None else (
+            (from_setting, "dataset") if from_setting is not None else (default, "default")
         )
         origins.append((key, shown(chosen) if shown else chosen, source))
         return chosen

@@ -25,6 +25,8 @@ def ensure_token(state_dir: Path) -> str:
     return token
 
 
+
+
 def prepare_state_dir(state_dir: Path) -> None:
     """Create the state directory private to its owner (0700) and the database file 0600
     before SQLite opens it, so the WAL and shared-memory files SQLite creates next to it

@@ -48,11 +48,8 @@ def activation_l1(module: nn.Module, inputs: tuple) -> dict[str, float]:
     hooks = []
     for name, layer in module.named_modules():
         if isinstance(layer, SCALABLE):
-            hooks.append(
-                layer.register_forward_hook(
-                    lambda _m, _i, out, name=name: found.__setitem__(name, float(out.detach().abs().mean()))
-                )
-            )
+            hooks.append(layer.register_forward_hook(
+                lambda _m, _i, out, name=name: found.__setitem__(name, float(out.detach().abs().mean()))))
     try:
         with torch.no_grad():
             module(*inputs)
@@ -62,19 +59,10 @@ def activation_l1(module: nn.Module, inputs: tuple) -> dict[str, float]:
     return found
 
 
-def coord_check(
-    model: nn.Module,
-    example_inputs: tuple,
-    batches: Callable[[int], tuple[Any, Any]],
-    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    *,
-    scales: Sequence[int] = (1, 2, 4, 8),
-    steps: int = 3,
-    lr: float = 1e-2,
-    optimizer: str = "adam",
-    seed: int = 0,
-    torch_init: bool = False,
-) -> tuple[CoordRecord, ...]:
+def coord_check(model: nn.Module, example_inputs: tuple, batches: Callable[[int], tuple[Any, Any]],
+                loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], *, scales: Sequence[int] = (1, 2, 4, 8),
+                steps: int = 3, lr: float = 1e-2, optimizer: str = "adam", seed: int = 0,
+                torch_init: bool = False) -> tuple[CoordRecord, ...]:
     """Train the surrogate of ``model`` at each scale for ``steps`` steps and record every
     layer's mean |output| on the step's batch before its update (``batches(step)`` gives the
     same ``(x, y)`` to every width, as in mup's check)."""
@@ -84,10 +72,8 @@ def coord_check(
     for scale in scales:
         surrogate = shrink(model, example_inputs, scale, seed=seed, torch_init=torch_init)
         module = surrogate.module
-        groups = scaled_groups(
-            param_groups(module, lr_multipliers(surrogate, optimizer), weight_decay_multipliers(surrogate, optimizer)),
-            lr,
-        )
+        groups = scaled_groups(param_groups(module, lr_multipliers(surrogate, optimizer),
+                                            weight_decay_multipliers(surrogate, optimizer)), lr)
         opt = torch.optim.Adam(groups) if optimizer == "adam" else torch.optim.SGD(groups)
         for step in range(steps):
             x, y = batches(step)

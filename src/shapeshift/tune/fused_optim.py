@@ -72,14 +72,8 @@ class _FusedOptimizer(torch.optim.Optimizer):
 class FusedSGD(_FusedOptimizer):
     """torch.optim.SGD per trial (momentum, dampening 0, no Nesterov)."""
 
-    def __init__(
-        self,
-        params: Iterable,
-        trials: int,
-        lr: float | Sequence[float],
-        momentum: float | Sequence[float] = 0.0,
-        weight_decay: float | Sequence[float] = 0.0,
-    ):
+    def __init__(self, params: Iterable, trials: int, lr: float | Sequence[float],
+                 momentum: float | Sequence[float] = 0.0, weight_decay: float | Sequence[float] = 0.0):
         super().__init__(params, trials, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
 
     @torch.no_grad()
@@ -104,16 +98,9 @@ class FusedSGD(_FusedOptimizer):
 class FusedAdam(_FusedOptimizer):
     """torch.optim.Adam per trial (L2 weight decay as in Adam, not AdamW)."""
 
-    def __init__(
-        self,
-        params: Iterable,
-        trials: int,
-        lr: float | Sequence[float],
-        beta1: float | Sequence[float] = 0.9,
-        beta2: float | Sequence[float] = 0.999,
-        eps: float = 1e-8,
-        weight_decay: float | Sequence[float] = 0.0,
-    ):
+    def __init__(self, params: Iterable, trials: int, lr: float | Sequence[float],
+                 beta1: float | Sequence[float] = 0.9, beta2: float | Sequence[float] = 0.999,
+                 eps: float = 1e-8, weight_decay: float | Sequence[float] = 0.0):
         super().__init__(params, trials, {"lr": lr, "beta1": beta1, "beta2": beta2, "weight_decay": weight_decay})
         self.eps = eps
         self.steps = 0

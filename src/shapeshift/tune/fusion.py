@@ -116,12 +116,8 @@ def fuse_batches(batches: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.cat(list(batches), dim=0)
 
 
-def trial_losses(
-    output: torch.Tensor,
-    target: torch.Tensor,
-    trials: int,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-) -> torch.Tensor:
+def trial_losses(output: torch.Tensor, target: torch.Tensor, trials: int,
+                 loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
     """One loss per trial, shape ``[F]``: ``loss_fn`` applied to each trial's slice.
 
     Sum it before ``backward()``: each trial's parameters then receive exactly the

@@ -51,7 +51,7 @@ class Corpus:
         """``batch`` random windows of ``context`` tokens and their next-token targets."""
         stream = self.train if split == "train" else self.valid
         starts = torch.randint(0, len(stream) - context - 1, (batch,), generator=generator)
-        rows = torch.stack([stream[s : s + context + 1] for s in starts.tolist()])
+        rows = torch.stack([stream[s:s + context + 1] for s in starts.tolist()])
         return rows[:, :-1], rows[:, 1:]
 
 
@@ -82,7 +82,8 @@ class Block(nn.Module):
 class TinyLM(nn.Module):
     """Character-level GPT: token and position embeddings, blocks, final norm, readout."""
 
-    def __init__(self, width: int = 128, layers: int = 2, heads: int = 4, context: int = 64, vocab: int = len(VOCAB)):
+    def __init__(self, width: int = 128, layers: int = 2, heads: int = 4, context: int = 64,
+                 vocab: int = len(VOCAB)):
         super().__init__()
         self.tokens = nn.Embedding(vocab, width)
         self.positions = nn.Embedding(context, width)
@@ -142,20 +143,9 @@ def _lm_example() -> tuple:
 
 
 MODELS: dict[str, TuneModel] = {
-    "tiny-lm": TuneModel(
-        "tiny-lm",
-        lambda: TinyLM(),
-        _lm_example,
-        lambda: LMData(Corpus.load(), 64),
-        lm_loss,
-        "2-layer character transformer, width 128, 4 heads, context 64, on pydoc topics",
-    ),
-    "tiny-lm-small": TuneModel(
-        "tiny-lm-small",
-        lambda: TinyLM(width=64, context=32),
-        _lm_example,
-        lambda: LMData(Corpus.load(max_chars=200_000), 32),
-        lm_loss,
-        "2-layer character transformer, width 64, context 32 (quick runs and tests)",
-    ),
+    "tiny-lm": TuneModel("tiny-lm", lambda: TinyLM(), _lm_example, lambda: LMData(Corpus.load(), 64), lm_loss,
+                         "2-layer character transformer, width 128, 4 heads, context 64, on pydoc topics"),
+    "tiny-lm-small": TuneModel("tiny-lm-small", lambda: TinyLM(width=64, context=32), _lm_example,
+                               lambda: LMData(Corpus.load(max_chars=200_000), 32), lm_loss,
+                               "2-layer character transformer, width 64, context 32 (quick runs and tests)"),
 }

@@ -56,9 +56,8 @@ def weight_decay_multipliers(surrogate: Surrogate, optimizer: str) -> dict[str, 
     return out
 
 
-def param_groups(
-    module: nn.Module, lr_mult: dict[str, float] | None = None, wd_mult: dict[str, float] | None = None
-) -> list[dict]:
+def param_groups(module: nn.Module, lr_mult: dict[str, float] | None = None,
+                 wd_mult: dict[str, float] | None = None) -> list[dict]:
     """Parameters grouped by (lr multiplier, weight-decay multiplier), in a stable order.
 
     Each group carries ``lr_scale`` and ``wd_scale``; the fused optimisers (and
@@ -74,6 +73,5 @@ def param_groups(
 
 def scaled_groups(groups: Iterable[dict], lr: float, weight_decay: float = 0.0) -> list[dict]:
     """Param groups with absolute ``lr``/``weight_decay`` for a plain torch optimiser."""
-    return [
-        {"params": g["params"], "lr": lr * g["lr_scale"], "weight_decay": weight_decay * g["wd_scale"]} for g in groups
-    ]
+    return [{"params": g["params"], "lr": lr * g["lr_scale"], "weight_decay": weight_decay * g["wd_scale"]}
+            for g in groups]

@@ -31,9 +31,8 @@ def _tensor_bytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def step_memory_bytes(
-    model: nn.Module, inputs: tuple, loss: Callable[[torch.Tensor], torch.Tensor], state_copies: int = 2
-) -> int:
+def step_memory_bytes(model: nn.Module, inputs: tuple, loss: Callable[[torch.Tensor], torch.Tensor],
+                      state_copies: int = 2) -> int:
     """Bytes one training step needs: measured on CUDA, counted on CPU (see module doc)."""
     params = list(model.parameters())
     if params and params[0].is_cuda:
@@ -69,8 +68,7 @@ def max_fusion(memory_one: float, memory_two: float, capacity: float) -> int:
     per_trial = memory_two - memory_one
     if per_trial <= 0:
         raise PlanError(
-            f"memory did not grow from F=1 ({memory_one:.3g}) to F=2 ({memory_two:.3g}); cannot extrapolate"
-        )
+            f"memory did not grow from F=1 ({memory_one:.3g}) to F=2 ({memory_two:.3g}); cannot extrapolate")
     return max(1, math.floor((capacity - memory_one) / per_trial) + 1)
 
 

@@ -32,40 +32,19 @@ def write_results(result: TuneResult, spec: TuneSpec, out: Path) -> dict[str, Pa
         writer = csv.writer(handle)
         writer.writerow(["trial", "group", "slot", *names, "surrogate_metric", "state", "target_metric"])
         for row in result.rows:
-            writer.writerow(
-                [
-                    row.trial,
-                    row.group,
-                    row.slot,
-                    *(_number(row.params.get(n)) for n in names),
-                    _number(row.surrogate_metric),
-                    row.state,
-                    _number(row.target_metric),
-                ]
-            )
+            writer.writerow([row.trial, row.group, row.slot, *(_number(row.params.get(n)) for n in names),
+                             _number(row.surrogate_metric), row.state, _number(row.target_metric)])
     summary = {
-        "model": spec.model,
-        "trials": spec.trials,
-        "scale": spec.scale,
-        "fusion": result.fusion,
-        "groups": result.groups,
-        "slots": spec.slots,
-        "sampler": spec.space.sampler,
-        "optimizer": spec.space.optimizer,
-        "steps": spec.space.steps,
-        "seed": spec.space.seed,
-        "best_params": result.best_params,
-        "target_metric": result.target_metric,
-        "target_restarts": result.target_restarts,
-        "target_steps_wasted": result.target_steps_wasted,
-        "surrogate_flops": result.surrogate_flops,
-        "target_flops": result.target_flops,
+        "model": spec.model, "trials": spec.trials, "scale": spec.scale, "fusion": result.fusion,
+        "groups": result.groups, "slots": spec.slots, "sampler": spec.space.sampler,
+        "optimizer": spec.space.optimizer, "steps": spec.space.steps, "seed": spec.space.seed,
+        "best_params": result.best_params, "target_metric": result.target_metric,
+        "target_restarts": result.target_restarts, "target_steps_wasted": result.target_steps_wasted,
+        "surrogate_flops": result.surrogate_flops, "target_flops": result.target_flops,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    timing = {
-        "surrogate_seconds": round(result.surrogate_seconds, 3),
-        "target_seconds": round(result.target_seconds, 3),
-    }
+    timing = {"surrogate_seconds": round(result.surrogate_seconds, 3),
+              "target_seconds": round(result.target_seconds, 3)}
     (out / "timing.json").write_text(json.dumps(timing, indent=2) + "\n")
     plot = out / "search.png"
     _plot(result, spec, plot)
@@ -93,21 +72,11 @@ def _plot(result: TuneResult, spec: TuneSpec, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     ax = axes[1]
-    ax.scatter(
-        [r.params["lr"] for r in finite],
-        [r.surrogate_metric for r in finite],
-        s=18,
-        label=f"surrogate (width/{spec.scale})",
-    )
+    ax.scatter([r.params["lr"] for r in finite], [r.surrogate_metric for r in finite], s=18,
+               label=f"surrogate (width/{spec.scale})")
     targets = [r for r in result.rows if r.target_metric is not None]
-    ax.scatter(
-        [r.params["lr"] for r in targets],
-        [r.target_metric for r in targets],
-        marker="*",
-        s=120,
-        color="C3",
-        label="target (full model)",
-    )
+    ax.scatter([r.params["lr"] for r in targets], [r.target_metric for r in targets], marker="*", s=120,
+               color="C3", label="target (full model)")
     ax.set_xscale("log")
     ax.set_xlabel("learning rate")
     ax.set_ylabel("validation loss")

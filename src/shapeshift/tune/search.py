@@ -80,11 +80,8 @@ def _sampler(space: SearchSpace) -> optuna.samplers.BaseSampler:
 
 
 def _pruner(space: SearchSpace) -> optuna.pruners.BasePruner:
-    return {
-        "none": optuna.pruners.NopPruner(),
-        "median": optuna.pruners.MedianPruner(),
-        "asha": optuna.pruners.SuccessiveHalvingPruner(),
-    }[space.pruner]
+    return {"none": optuna.pruners.NopPruner(), "median": optuna.pruners.MedianPruner(),
+            "asha": optuna.pruners.SuccessiveHalvingPruner()}[space.pruner]
 
 
 def _suggest(trial: optuna.Trial, space: SearchSpace) -> dict[str, float]:
@@ -115,15 +112,8 @@ class _Target:
             self.restarts += 1
             self.wasted += self.run.steps_done
         space = self.spec.space
-        self.run = FusedRun(
-            self.full,
-            [params],
-            optimizer=space.optimizer,
-            data=self.data,
-            loss=self.model.loss,
-            batch_size=int(params.get("batch_size", space.batch_size)),
-            seed=space.seed,
-        )
+        self.run = FusedRun(self.full, [params], optimizer=space.optimizer, data=self.data, loss=self.model.loss,
+                            batch_size=int(params.get("batch_size", space.batch_size)), seed=space.seed)
         self.params, self.trial = dict(params), trial
 
     def advance(self, steps: int) -> None:
@@ -176,17 +166,9 @@ def run_tuning(spec: TuneSpec, progress: Callable[[int, int], None] | None = Non
         by_number = {t.number: t for t in asked}
         batch_sizes = {n: int(p.get("batch_size", space.batch_size)) for n, p in params.items()}
         for group in plan_groups(batch_sizes, spec.fusion, spec.slots):
-            run = FusedRun(
-                surrogate.module,
-                [params[n] for n in group.trials],
-                optimizer=space.optimizer,
-                data=data,
-                loss=model.loss,
-                batch_size=group.batch_size,
-                seed=space.seed,
-                lr_mult=lr_mult,
-                wd_mult=wd_mult,
-            )
+            run = FusedRun(surrogate.module, [params[n] for n in group.trials], optimizer=space.optimizer,
+                           data=data, loss=model.loss, batch_size=group.batch_size, seed=space.seed,
+                           lr_mult=lr_mult, wd_mult=wd_mult)
             pruned: set[int] = set()
             checkpoints = 4 if space.pruner != "none" else 1
             begin = time.perf_counter()
@@ -224,21 +206,12 @@ def run_tuning(spec: TuneSpec, progress: Callable[[int, int], None] | None = Non
         target.start(study.best_trial.number, study.best_trial.params)
     target.advance(target.goal)
     target_metric = target.run.evaluate(space.eval_batches)[0]
-    rows = [TrialRow(**{**r.__dict__, "target_metric": target_metric}) if r.trial == target.trial else r for r in rows]
+    rows = [TrialRow(**{**r.__dict__, "target_metric": target_metric}) if r.trial == target.trial else r
+            for r in rows]
     target_flops = 6.0 * target.run.params * target.run.tokens_per_step() * target.steps_total
-    return TuneResult(
-        tuple(sorted(rows, key=lambda r: r.trial)),
-        dict(study.best_trial.params),
-        target_metric,
-        target.restarts,
-        target.wasted,
-        seconds,
-        target.seconds,
-        flops,
-        target_flops,
-        spec.fusion,
-        group_index,
-    )
+    return TuneResult(tuple(sorted(rows, key=lambda r: r.trial)), dict(study.best_trial.params), target_metric,
+                      target.restarts, target.wasted, seconds, target.seconds, flops, target_flops, spec.fusion,
+                      group_index)
 
 
 #: Device memory the planner fits trials into when none is given: 16 GiB, a V100-16GB
@@ -246,15 +219,8 @@ def run_tuning(spec: TuneSpec, progress: Callable[[int, int], None] | None = Non
 DEFAULT_DEVICE_MEMORY = 16 * 2**30
 
 
-def auto_fusion(
-    model_name: str,
-    space: SearchSpace,
-    scale: int,
-    trials: int,
-    capacity: float = DEFAULT_DEVICE_MEMORY,
-    *,
-    torch_init: bool = False,
-) -> int:
+def auto_fusion(model_name: str, space: SearchSpace, scale: int, trials: int,
+                capacity: float = DEFAULT_DEVICE_MEMORY, *, torch_init: bool = False) -> int:
     """Hydro's planner: measure one fused step of the surrogate at F=1 and F=2 (largest
     batch size searched) and take the largest F that fits ``capacity``, at most ``trials``."""
     from shapeshift.tune.planner import max_fusion, step_memory_bytes
@@ -267,22 +233,10 @@ def auto_fusion(
     states = 1 if space.optimizer == "sgd" else 2
     memory = []
     for fused in (1, 2):
-        run = FusedRun(
-            surrogate.module,
-            [{"lr": 0.0}] * fused,
-            optimizer=space.optimizer,
-            data=data,
-            loss=model.loss,
-            batch_size=batch,
-            seed=space.seed,
-        )
+        run = FusedRun(surrogate.module, [{"lr": 0.0}] * fused, optimizer=space.optimizer, data=data,
+                       loss=model.loss, batch_size=batch, seed=space.seed)
         x, y = data.batch(torch.Generator().manual_seed(0), batch)
-        memory.append(
-            step_memory_bytes(
-                run.model,
-                (x.repeat(fused, *[1] * (x.dim() - 1)),),
-                lambda out, y=y, f=fused: model.loss(out, y.repeat(f, *[1] * (y.dim() - 1))),
-                states,
-            )
-        )
+        memory.append(step_memory_bytes(
+            run.model, (x.repeat(fused, *[1] * (x.dim() - 1)),),
+            lambda out, y=y, f=fused: model.loss(out, y.repeat(f, *[1] * (y.dim() - 1))), states))
     return min(trials, max_fusion(memory[0], memory[1], capacity))

@@ -191,29 +191,19 @@ def _narrow(value: int, scale: int, name: str, what: str, min_width: int) -> int
 
 def _rebuild(name: str, module: nn.Module, role: LayerRole, scale: int, min_width: int) -> nn.Module:
     """A narrower module of the same type at PyTorch's default initialisation."""
-
     def w(value: int, what: str, scales: bool) -> int:
         return _narrow(value, scale, name, what, min_width) if scales else value
 
     if isinstance(module, nn.Linear):
-        return nn.Linear(
-            w(module.in_features, "in_features", role.in_scales),
-            w(module.out_features, "out_features", role.out_scales),
-            bias=module.bias is not None,
-        )
+        return nn.Linear(w(module.in_features, "in_features", role.in_scales),
+                         w(module.out_features, "out_features", role.out_scales), bias=module.bias is not None)
     if isinstance(module, nn.Conv2d):
         if module.groups != 1:
             raise ShrinkError(f"layer '{name}' is a grouped convolution (groups={module.groups}); not supported")
-        return nn.Conv2d(
-            w(module.in_channels, "in_channels", role.in_scales),
-            w(module.out_channels, "out_channels", role.out_scales),
-            module.kernel_size,
-            stride=module.stride,
-            padding=module.padding,
-            dilation=module.dilation,
-            bias=module.bias is not None,
-            padding_mode=module.padding_mode,
-        )
+        return nn.Conv2d(w(module.in_channels, "in_channels", role.in_scales),
+                         w(module.out_channels, "out_channels", role.out_scales), module.kernel_size,
+                         stride=module.stride, padding=module.padding, dilation=module.dilation,
+                         bias=module.bias is not None, padding_mode=module.padding_mode)
     if isinstance(module, nn.Embedding):
         if module.max_norm is not None or module.padding_idx is not None:
             raise ShrinkError(f"layer '{name}' Embedding with max_norm or padding_idx is not supported")
@@ -221,28 +211,16 @@ def _rebuild(name: str, module: nn.Module, role: LayerRole, scale: int, min_widt
     assert isinstance(module, nn.LayerNorm)
     if len(module.normalized_shape) != 1:
         raise ShrinkError(
-            f"layer '{name}' LayerNorm over {len(module.normalized_shape)} dims; only the last is supported"
-        )
-    return nn.LayerNorm(
-        w(module.normalized_shape[0], "normalized_shape", True),
-        eps=module.eps,
-        elementwise_affine=module.elementwise_affine,
-        bias=module.bias is not None,
-    )
+            f"layer '{name}' LayerNorm over {len(module.normalized_shape)} dims; only the last is supported")
+    return nn.LayerNorm(w(module.normalized_shape[0], "normalized_shape", True), eps=module.eps,
+                        elementwise_affine=module.elementwise_affine, bias=module.bias is not None)
 
 
 def mup_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, *, base_head_dim):
     """F.scaled_dot_product_attention with muP's 1/d scale, equal to 1/sqrt(d) at the base width."""
     del scale
-    return F.scaled_dot_product_attention(
-        query,
-        key,
-        value,
-        attn_mask=attn_mask,
-        dropout_p=dropout_p,
-        is_causal=is_causal,
-        scale=math.sqrt(base_head_dim) / query.shape[-1],
-    )
+    return F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                                          is_causal=is_causal, scale=math.sqrt(base_head_dim) / query.shape[-1])
 
 
 def _set(gm: fx.GraphModule, target: str, module: nn.Module) -> None:
@@ -259,16 +237,9 @@ def _width_dims(module: nn.Module, role: LayerRole) -> dict[str, int]:
     return dims
 
 
-def shrink(
-    model: nn.Module,
-    example_inputs: tuple,
-    scale: int,
-    *,
-    seed: int = 0,
-    min_width: int = DEFAULT_MIN_WIDTH,
-    allow_custom_init: bool = False,
-    torch_init: bool = False,
-) -> Surrogate:
+def shrink(model: nn.Module, example_inputs: tuple, scale: int, *, seed: int = 0,
+           min_width: int = DEFAULT_MIN_WIDTH, allow_custom_init: bool = False,
+           torch_init: bool = False) -> Surrogate:
     """Return the muP surrogate of ``model`` with hidden widths divided by ``scale``.
 
     Initialisation follows Hydro (thesis §3.4.1; ``reinitialize_model`` in

@@ -31,20 +31,11 @@ from shapeshift.errors import InputError
 from shapeshift.yaml_lines import line_of, safe_load
 
 #: Hyper-parameters the tuner can vary, with what each must be.
-HYPER = {"lr": "positive", "momentum": "unit", "weight_decay": "nonnegative", "beta1": "unit", "batch_size": "count"}
+HYPER = {"lr": "positive", "momentum": "unit", "weight_decay": "nonnegative", "beta1": "unit",
+         "batch_size": "count"}
 KINDS = ("uniform", "loguniform", "choice", "grid")
-TOP_KEYS = {
-    "optimizer",
-    "steps",
-    "target_steps",
-    "batch_size",
-    "sampler",
-    "pruner",
-    "eager_transfer",
-    "seed",
-    "eval_batches",
-    "space",
-}
+TOP_KEYS = {"optimizer", "steps", "target_steps", "batch_size", "sampler", "pruner", "eager_transfer", "seed",
+            "eval_batches", "space"}
 
 
 @dataclass(frozen=True)
@@ -93,13 +84,9 @@ def _number(value: Any, rule: str, text: str, path: str, key: tuple) -> float:
     value = float(value)
     if not math.isfinite(value):
         raise _fail(f"must be finite, got {value}", text, path, key)
-    checks = {
-        "positive": (value > 0, "positive"),
-        "nonnegative": (value >= 0, "at least 0"),
-        "unit": (0 <= value < 1, "in [0, 1)"),
-        "count": (value >= 1 and value == int(value), "an integer >= 1"),
-        "fraction": (0 < value <= 1, "in (0, 1]"),
-    }
+    checks = {"positive": (value > 0, "positive"), "nonnegative": (value >= 0, "at least 0"),
+              "unit": (0 <= value < 1, "in [0, 1)"), "count": (value >= 1 and value == int(value), "an integer >= 1"),
+              "fraction": (0 < value <= 1, "in (0, 1]")}
     ok, wording = checks[rule]
     if not ok:
         raise _fail(f"must be {wording}, got {value:g}", text, path, key)
@@ -157,7 +144,8 @@ def parse_space(text: str, path: str = "<space>") -> SearchSpace:
     params = tuple(_param(str(name), raw, text, path) for name, raw in space.items())
     if "lr" not in space:
         raise _fail("the learning rate 'lr' must be searched (it is what muP transfers)", text, path, ("space",))
-    choices = {"optimizer": ("adam", "sgd"), "sampler": ("grid", "tpe", "random"), "pruner": ("none", "median", "asha")}
+    choices = {"optimizer": ("adam", "sgd"), "sampler": ("grid", "tpe", "random"),
+               "pruner": ("none", "median", "asha")}
     settings: dict[str, Any] = {}
     for key, allowed in choices.items():
         if key in doc:
@@ -177,9 +165,8 @@ def parse_space(text: str, path: str = "<space>") -> SearchSpace:
     if result.sampler == "grid" and result.grid() is None:
         raise _fail("the grid sampler needs every parameter as type grid or choice", text, path, ("sampler",))
     if "momentum" in space and result.optimizer != "sgd":
-        raise _fail(
-            "momentum is searched only with optimizer: sgd (Adam's is beta1)", text, path, ("space", "momentum")
-        )
+        raise _fail("momentum is searched only with optimizer: sgd (Adam's is beta1)", text, path,
+                    ("space", "momentum"))
     return result
 
 

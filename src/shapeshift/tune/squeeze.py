@@ -124,26 +124,18 @@ class BubbleSqueeze:
                 if spec.tuning is None or schedule.allocation(job_id) is not None:
                     continue
                 node, gpu = guests.pop(0)
-                changes[job_id] = Allocation(
-                    ((node, Resources(1, spec.num_cpus, spec.mem_gb)),),
-                    devices=((node, gpu),),
-                    gpu_mem_gb=self.tuning_mem_gb,
-                )
+                changes[job_id] = Allocation(((node, Resources(1, spec.num_cpus, spec.mem_gb)),),
+                                             devices=((node, gpu),), gpu_mem_gb=self.tuning_mem_gb)
                 self.squeezed += 1
         promoted = self._promote(view, ledger, changes) if self.promote else False
         waiting_tuning = (launched_host or promoted) and any(
-            view.job(j).spec.tuning is not None and j not in changes for p in view.partitions for j in view.pending(p)
-        )
+            view.job(j).spec.tuning is not None and j not in changes
+            for p in view.partitions for j in view.pending(p))
         wake = schedule.wake_at
         if waiting_tuning:  # new hosts get their GPUs when applied: look again an instant later
             wake = view.now if wake is None else min(wake, view.now)
-        return Schedule(
-            base=schedule.base,
-            changes=changes,
-            reasons=schedule.reasons,
-            default_reason=schedule.default_reason,
-            wake_at=wake,
-        )
+        return Schedule(base=schedule.base, changes=changes, reasons=schedule.reasons,
+                        default_reason=schedule.default_reason, wake_at=wake)
 
     def _promote(self, view, ledger, changes: dict[str, Allocation | None]) -> bool:
         """Move squeezed tuning jobs onto whole GPUs the inner policy left empty."""

@@ -27,19 +27,9 @@ DEFAULTS = {"momentum": 0.0, "weight_decay": 0.0, "beta1": 0.9}
 class FusedRun:
     """F trials of one model being trained together."""
 
-    def __init__(
-        self,
-        template: nn.Module,
-        configs: Sequence[Mapping[str, float]],
-        *,
-        optimizer: str,
-        data: Any,
-        loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-        batch_size: int,
-        seed: int,
-        lr_mult: Mapping[str, float] | None = None,
-        wd_mult: Mapping[str, float] | None = None,
-    ):
+    def __init__(self, template: nn.Module, configs: Sequence[Mapping[str, float]], *, optimizer: str, data: Any,
+                 loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], batch_size: int, seed: int,
+                 lr_mult: Mapping[str, float] | None = None, wd_mult: Mapping[str, float] | None = None):
         self.trials = len(configs)
         self.model = fuse([copy.deepcopy(template) for _ in configs])
         groups = param_groups(self.model.graph_module, dict(lr_mult or {}), dict(wd_mult or {}))

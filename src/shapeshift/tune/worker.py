@@ -32,15 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     from shapeshift.tune.space import load_space
 
     try:
-        spec = TuneSpec(
-            args.model,
-            load_space(args.space),
-            args.trials,
-            args.scale,
-            args.fusion,
-            args.slots,
-            torch_init=args.torch_init,
-        )
+        spec = TuneSpec(args.model, load_space(args.space), args.trials, args.scale, args.fusion, args.slots,
+                        torch_init=args.torch_init)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

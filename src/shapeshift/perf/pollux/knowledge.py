@@ -57,7 +57,8 @@ def merged_params(root: str, app: str, gpu_types: tuple[str, ...]) -> PerfParams
     types (``job.py``, ``h_unaware``). Types without their own profile add the untyped
     one's rows (once)."""
     profiles = {load_profile(root, app, t) for t in gpu_types} or {load_profile(root, app, None)}
-    rows = [row for profile in sorted(profiles, key=lambda p: p.gpu_type or "") for row in profile.rows]  # type: ignore[union-attr]
+    ordered = sorted(profiles, key=lambda p: p.gpu_type or "")  # type: ignore[union-attr]
+    rows = [row for profile in ordered for row in profile.rows]  # type: ignore[union-attr]
     return fit_perf_params(rows)
 
 
@@ -159,4 +160,6 @@ class GoodputKnowledge:
         app = self.apps.get(app_name(spec.model))
         if app is None or self.root is None:
             return 1.0
-        return single_gpu_throughput(self.root, app.name, gpu_type) / single_gpu_throughput(self.root, app.name, source)
+        return single_gpu_throughput(self.root, app.name, gpu_type) / single_gpu_throughput(
+            self.root, app.name, source
+        )

@@ -34,20 +34,8 @@ class Evictions:
     ``cannot_fit``: the decision's placement's ``SurelyFails.cannot_fit`` where it can tell
     a sure failure from the counts of nodes by free GPUs, asked before each try."""
 
-    __slots__ = (
-        "_adjusted",
-        "_cannot_fit",
-        "_changes",
-        "_counted",
-        "_current",
-        "_free",
-        "_given",
-        "_nodes",
-        "_pending",
-        "_pending_on",
-        "_whole_gpus",
-        "free_gpus",
-    )
+    __slots__ = ("_adjusted", "_cannot_fit", "_changes", "_counted", "_current", "_free", "_given", "_nodes",
+                 "_pending", "_pending_on", "_whole_gpus", "free_gpus")
 
     def __init__(
         self,

@@ -112,11 +112,8 @@ class AntManScheduler(PlanAwareScheduler):
         self.evictions = 0
         self.shared_cluster = False
         self.packer = OpportunisticPacker(
-            self.params.min_idle_share,
-            self.params.idle_slots,
-            self.params.seed,
-            max_gpu_util=self.params.max_gpu_util,
-            max_used_gpu_mem_gb=self.params.max_used_gpu_mem_gb,
+            self.params.min_idle_share, self.params.idle_slots, self.params.seed,
+            max_gpu_util=self.params.max_gpu_util, max_used_gpu_mem_gb=self.params.max_used_gpu_mem_gb,
             guaranteed_only_util_limit=self.params.guaranteed_only_util_limit,
             prefer_empty_gpus=self.params.prefer_empty_gpus,
         )

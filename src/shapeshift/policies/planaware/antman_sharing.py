@@ -118,17 +118,9 @@ class OpportunisticPacker:
     room. It returns the final desired allocations, the jobs it packed and the evicted.
     """
 
-    def __init__(
-        self,
-        min_idle_share: float,
-        idle_slots: bool,
-        seed: int = 0,
-        *,
-        max_gpu_util: float = MAX_GPU_UTIL,
-        max_used_gpu_mem_gb: float | None = MAX_USED_GPU_MEM_GB,
-        guaranteed_only_util_limit: bool = False,
-        prefer_empty_gpus: bool = False,
-    ):
+    def __init__(self, min_idle_share: float, idle_slots: bool, seed: int = 0, *,
+                 max_gpu_util: float = MAX_GPU_UTIL, max_used_gpu_mem_gb: float | None = MAX_USED_GPU_MEM_GB,
+                 guaranteed_only_util_limit: bool = False, prefer_empty_gpus: bool = False):
         self.min_idle_share = min_idle_share
         self.idle_slots = idle_slots
         self.seed = seed
@@ -236,10 +228,8 @@ class OpportunisticPacker:
                     continue
                 if not self.guaranteed_only_util_limit and not self._takes_guest(device):
                     continue
-                if (
-                    self.guaranteed_only_util_limit
-                    and self.idle_slots
-                    and any(g and 1.0 - u < self.min_idle_share - _EPS for u, g in map(self._util, here))
+                if self.guaranteed_only_util_limit and self.idle_slots and any(
+                    g and 1.0 - u < self.min_idle_share - _EPS for u, g in map(self._util, here)
                 ):
                     continue
                 free = self.cluster.nodes[node].gpu_mem_gb - self._memory_used(device)

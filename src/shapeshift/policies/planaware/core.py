@@ -271,3 +271,4 @@ class PlanAwareScheduler(Materialise):
 
         # -- 3. plans, CPUs and host memory
         self._materialise(view, nodes, jobs, desired, reasons)
+

@@ -167,3 +167,4 @@ class Growth(Guarantee):
             return float(get_arch(j.spec.model).global_batch)
         except KeyError:
             return 1.0
+

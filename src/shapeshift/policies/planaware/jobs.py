@@ -72,3 +72,5 @@ class PlanJob:
     @property
     def g(self) -> int:
         return sum(self.nodes.values())
+
+

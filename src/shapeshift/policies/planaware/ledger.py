@@ -50,3 +50,4 @@ class Ledger:
             self._release(w)
         else:
             self._move(w, node, -min(w.unit, w.nodes[node]))
+

@@ -74,15 +74,8 @@ class RunningRanking:
             remaining, submit = left[order], submit[order]
             tied = (remaining[1:] == remaining[:-1]) & (submit[1:] == submit[:-1])
             if tied.any():  # rare: equal keys, ranked by job id as tuples would be
-                keyed = sorted(
-                    zip(
-                        remaining.tolist(),
-                        submit.tolist(),
-                        [row_ids[i] for i in order.tolist()],
-                        order.tolist(),
-                        strict=True,
-                    )
-                )
+                keyed = sorted(zip(remaining.tolist(), submit.tolist(), [row_ids[i] for i in order.tolist()],
+                                   order.tolist(), strict=True))
                 order = np.array([k[3] for k in keyed], dtype=np.int64)
                 remaining = np.array([k[0] for k in keyed])
                 submit = np.array([k[1] for k in keyed])

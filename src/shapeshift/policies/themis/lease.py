@@ -143,7 +143,9 @@ class LeaseRound(ComposedPolicy):
         }
 
 
-def lease_order(rho: np.ndarray, submit: np.ndarray, n_running: int, offered: int, whole: bool) -> np.ndarray | None:
+def lease_order(
+    rho: np.ndarray, submit: np.ndarray, n_running: int, offered: int, whole: bool
+) -> np.ndarray | None:
     """Positions of the active jobs (the running ones first in the arrays) in the lease
     round's order: the ``offered`` worst by (-rho, submission), then the other running
     jobs, then the other waiting ones, each by the same key; ``None`` when two jobs tie on

@@ -183,10 +183,7 @@ def worst_first_blocks(
         ranked = rows[order]
         if tied:  # rare: equal keys, by id
             keyed = zip(
-                neg[order].tolist(),
-                submit[order].tolist(),
-                [ids[r] for r in ranked.tolist()],
-                ranked.tolist(),
+                neg[order].tolist(), submit[order].tolist(), [ids[r] for r in ranked.tolist()], ranked.tolist(),
                 strict=True,
             )
             ranked = np.array([t[3] for t in sorted(keyed)], dtype=np.int64)

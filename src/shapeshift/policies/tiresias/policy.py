@@ -391,3 +391,4 @@ def make_tiresias(params: TiresiasParams) -> TiresiasPolicy:
         gpu_time=params.service == "gpu-time",
         starvation=params.starvation,
     )
+

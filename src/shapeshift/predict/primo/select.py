@@ -152,26 +152,17 @@ def _fit_budget(kind: str, params: dict[str, Any], limit: float | None) -> dict[
     return {**params, "max_bins": max(3, min(params["max_bins"], int(limit // max(1, params["interactions"]))))}
 
 
-def _prune_to_budget(
-    model: PrimoModel,
-    params: dict[str, Any],
-    limit: float,
-    refit: Callable[[dict[str, Any]], PrimoModel],
-    x: np.ndarray,
-    y: np.ndarray,
-    seed: int,
-) -> tuple[PrimoModel, dict[str, Any]]:
+def _prune_to_budget(model: PrimoModel, params: dict[str, Any], limit: float,
+                     refit: Callable[[dict[str, Any]], PrimoModel], x: np.ndarray, y: np.ndarray,
+                     seed: int) -> tuple[PrimoModel, dict[str, Any]]:
     """Prune a fully grown PrDT further, to the smallest ``ccp_alpha`` on its cost-complexity
     path (scikit-learn's ``cost_complexity_pruning_path`` on the training rows) whose tree
     is within ``limit``. Pruning only removes subtrees, so leaves and depth, hence the
     complexity, do not grow with alpha, and a bisection over the path finds it."""
     if model.complexity() <= limit:
         return model, params
-    alphas = [
-        float(a)
-        for a in model._tree_class()(random_state=seed).cost_complexity_pruning_path(x, y).ccp_alphas
-        if a > params["ccp_alpha"]
-    ]
+    alphas = [float(a) for a in model._tree_class()(random_state=seed).cost_complexity_pruning_path(x, y).ccp_alphas
+              if a > params["ccp_alpha"]]
     lo, hi = 0, len(alphas) - 1
     best: tuple[PrimoModel, dict[str, Any]] | None = None
     while lo <= hi:

@@ -104,7 +104,9 @@ def _generic(table: Table, name: str) -> Workload:
         uneven = (out["num_gpus"] % out["pods"]) != 0
         if uneven.any():
             row = table.first(uneven.to_numpy())
-            raise table.fail(row, "pods", f"num_gpus {out['num_gpus'].iat[row]} is not a whole number of GPUs per pod")
+            raise table.fail(
+                row, "pods", f"num_gpus {out['num_gpus'].iat[row]} is not a whole number of GPUs per pod"
+            )
     return Workload.from_frame(name, out)
 
 
@@ -183,6 +185,8 @@ def _plans(table: Table, gpus: pd.Series) -> pd.Series:
             raise table.fail(row, "plan", f"plan uses {count(plan.gpus, 'GPU')} but num_gpus is {g}")
         result.append(str(plan))
     return pd.Series(result, dtype=object, index=texts.index)
+
+
 
 
 def _batches(table: Table) -> pd.Series:

@@ -66,3 +66,5 @@ def read_helios(path: str | Path) -> Workload:
         }
     )
     return Workload.from_frame(Path(path).stem, out)
+
+

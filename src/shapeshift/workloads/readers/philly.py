@@ -30,3 +30,5 @@ def read_philly(path: str | Path) -> Workload:
         }
     )
     return Workload.from_frame(Path(path).stem, out)
+
+

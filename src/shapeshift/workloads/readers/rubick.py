@@ -89,3 +89,5 @@ def read_rubick(path: str | Path) -> Workload:
         }
     )
     return Workload.from_frame(Path(path).stem, out)
+
+

@@ -71,3 +71,5 @@ def read_synergy(path: str | Path, seconds_per_iteration: float | Mapping[str, f
         }
     )
     return Workload.from_frame(Path(path).stem, out)
+
+
