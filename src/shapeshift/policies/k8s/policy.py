@@ -159,7 +159,9 @@ class KueuePolicy:
         self.admitted: dict[str, kueue_rules.Admitted] = {}
         self.queued = kueue_cycle.PendingQueues()  # the engine's waiting jobs, as Kueue orders them
         self.tree: QuotaTree | None = None
+        self.memo: kueue_cycle.FlavorMemo | None = None
         self.usage: Usage = empty_usage()
+        self._seq: dict[str, int] = {}  # admission order, in which releases are applied
         self._queue_of: dict[str, str] = {}
         self._workloads: dict[str, kueue_rules.Workload] = {}
         self._flavor_masks: dict[tuple[str, str], np.ndarray] = {}
@@ -243,10 +245,12 @@ class KueuePolicy:
 
     def _charge(self, admitted: kueue_rules.Admitted) -> None:
         self.admitted[admitted.workload.name] = admitted
+        self._seq[admitted.workload.name] = len(self._seq)
         charge(self.tree, self.usage, admitted.workload.cluster_queue, admitted.charges())
 
     def _release(self, job_id: str) -> None:
         a = self.admitted.pop(job_id)
+        del self._seq[job_id]
         charge(self.tree, self.usage, a.workload.cluster_queue, a.charges(), -1.0)
 
     def _sync(self, view: ClusterView) -> None:
@@ -255,7 +259,14 @@ class KueuePolicy:
         first flavors."""
         if self.tree is None:
             self.tree = QuotaTree(self.config)
+            self.memo = kueue_cycle.FlavorMemo(self.tree, self.options.fair_sharing)
         held = view.allocations
+        # a job that stopped running is among the touched ones; released in admission order
+        gone = sorted((j for j in view.touched if j in self.admitted and j not in held), key=self._seq.__getitem__)
+        for job_id in gone:
+            self._release(job_id)
+        if len(self.admitted) == len(held):
+            return
         for job_id in [j for j in self.admitted if j not in held]:
             self._release(job_id)
         if len(self.admitted) == len(held):
@@ -284,10 +295,7 @@ class KueuePolicy:
             )
         self._sync(view)
         queued = self.queued
-        for p in view.partitions:
-            for j in view.pending(p):
-                if j not in queued.names:
-                    queued.add(self._workload(view, j))
+        queued.sync(view, lambda j: self._workload(view, j))
         outcome = kueue_cycle.run_cycles(
             self.config,
             (),
@@ -297,9 +305,13 @@ class KueuePolicy:
             tree=self.tree,
             usage=self.usage,
             queues=queued,
+            memo=self.memo,
         )
         held = view.allocations
         evicted = [n for n in dict.fromkeys(outcome.preempted) if n in held]
+        for n in outcome.preempted:  # admitted, then evicted within this decision: still waiting
+            if n not in held and n not in queued.names:
+                queued.add(self._workloads[n])
         fresh = [a for a in outcome.admitted if a.workload.name not in held]
         flavor_of = {a.workload.name: a.flavors.get(self.params.gpu_resource) for a in fresh}
 
