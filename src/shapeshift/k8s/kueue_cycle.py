@@ -141,6 +141,8 @@ class Outcome:
     admitted: list[Admitted] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
     pending: list[Workload] = field(default_factory=list)
+    #: The workloads this call admitted and did not evict again, in admission order.
+    new: list[Admitted] = field(default_factory=list)
 
     def names(self) -> list[str]:
         return sorted(a.workload.name for a in self.admitted)
@@ -210,10 +212,12 @@ def run_cycles(
         result = _cycle(tree, heads, out.admitted, usage, now, options, memo)
         for adm in result.admitted:
             (queues or built).pop_head(adm.workload)
+        out.new.extend(result.admitted)
         if result.preempted:
             gone = set(result.preempted)
             evicted = [a for a in out.admitted if a.workload.name in gone]
             out.admitted = [a for a in out.admitted if a.workload.name not in gone]
+            out.new = [a for a in out.new if a.workload.name not in gone]
             out.preempted.extend(result.preempted)
             requeued.extend(a.workload for a in evicted)
             for a in evicted:

@@ -162,6 +162,7 @@ class KueuePolicy:
         self.memo: kueue_cycle.FlavorMemo | None = None
         self.usage: Usage = empty_usage()
         self._seq: dict[str, int] = {}  # admission order, in which releases are applied
+        self._admissions = 0
         self._queue_of: dict[str, str] = {}
         self._workloads: dict[str, kueue_rules.Workload] = {}
         self._flavor_masks: dict[tuple[str, str], np.ndarray] = {}
@@ -245,7 +246,8 @@ class KueuePolicy:
 
     def _charge(self, admitted: kueue_rules.Admitted) -> None:
         self.admitted[admitted.workload.name] = admitted
-        self._seq[admitted.workload.name] = len(self._seq)
+        self._seq[admitted.workload.name] = self._admissions
+        self._admissions += 1
         charge(self.tree, self.usage, admitted.workload.cluster_queue, admitted.charges())
 
     def _release(self, job_id: str) -> None:
@@ -312,7 +314,11 @@ class KueuePolicy:
         for n in outcome.preempted:  # admitted, then evicted within this decision: still waiting
             if n not in held and n not in queued.names:
                 queued.add(self._workloads[n])
-        fresh = [a for a in outcome.admitted if a.workload.name not in held]
+        fresh = [a for a in outcome.new if a.workload.name not in held]
+        if not fresh and not evicted:  # nothing to place
+            schedule = Schedule(base=held, changes={}, reasons={}, default_reason="waiting in its queue")
+            self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
+            return schedule
         flavor_of = {a.workload.name: a.flavors.get(self.params.gpu_resource) for a in fresh}
 
         def nodes_of(job_id: str, partition: str, nodes: np.ndarray) -> np.ndarray:
