@@ -7,7 +7,7 @@ v0.20.0-devel, site/content/en/docs/concepts/cluster_queue.md, "Queueing strateg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from shapeshift.k8s.kueue_config import KueueConfig
@@ -154,7 +154,7 @@ class Outcome:
 def run_cycles(
     config: KueueConfig,
     pending: Sequence[Workload],
-    admitted: Sequence[Admitted] = (),
+    admitted: Iterable[Admitted] = (),
     *,
     now: float = 0.0,
     options: Options = DEFAULT_OPTIONS,

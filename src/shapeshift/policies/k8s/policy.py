@@ -280,6 +280,12 @@ class KueuePolicy:
                 flavors = {r: g.flavors[0].name for g in cq.resource_groups if g.flavors for r in g.covered_resources}
                 self._charge(kueue_rules.Admitted(w, flavors, view.now))
 
+    def _unchanged(self, view: ClusterView) -> Schedule:
+        """The schedule of a decision that starts and evicts nothing."""
+        schedule = Schedule(base=view.allocations, changes={}, reasons={}, default_reason="waiting in its queue")
+        self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
+        return schedule
+
     def decide(self, view: ClusterView) -> Schedule:
         if self.config is None:
             gpus = sum(view.capacity_gpus(p) for p in view.partitions)
@@ -298,10 +304,12 @@ class KueuePolicy:
         self._sync(view)
         queued = self.queued
         queued.sync(view, lambda j: self._workload(view, j))
+        if not queued.names:  # no head in any queue: no cycle would run
+            return self._unchanged(view)
         outcome = kueue_cycle.run_cycles(
             self.config,
             (),
-            list(self.admitted.values()),
+            self.admitted.values(),
             now=view.now,
             options=self.options,
             tree=self.tree,
@@ -315,10 +323,8 @@ class KueuePolicy:
             if n not in held and n not in queued.names:
                 queued.add(self._workloads[n])
         fresh = [a for a in outcome.new if a.workload.name not in held]
-        if not fresh and not evicted:  # nothing to place
-            schedule = Schedule(base=held, changes={}, reasons={}, default_reason="waiting in its queue")
-            self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
-            return schedule
+        if not fresh and not evicted:
+            return self._unchanged(view)
         flavor_of = {a.workload.name: a.flavors.get(self.params.gpu_resource) for a in fresh}
 
         def nodes_of(job_id: str, partition: str, nodes: np.ndarray) -> np.ndarray:
