@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from shapeshift.k8s.kueue_config import KueueConfig
 from shapeshift.k8s.kueue_pending import PendingQueues
-from shapeshift.k8s.kueue_pending import group_key as _key
 from shapeshift.k8s.kueue_pending import queue_order as _queue_order
 from shapeshift.k8s.kueue_quota import FlavorResource, Node, QuotaTree, Usage, charge, copy_usage, dominant_share
 from shapeshift.k8s.kueue_rules import (
@@ -31,6 +31,7 @@ from shapeshift.k8s.kueue_rules import (
 )
 
 DEFAULT_OPTIONS = Options()
+_ORDER = attrgetter("order")
 
 __all__ = ["FlavorMemo", "Outcome", "PendingQueues", "run_cycles"]
 
@@ -71,7 +72,7 @@ class FlavorMemo:
     def assign(self, usage: Usage, w: Workload) -> Assignment:
         cq = w.cluster_queue
         reads = self._reads.get(cq) or self._reads_of(cq)
-        key = (cq, tuple(w.requests.items()), *[usage[n][fr] for n, fr in reads])
+        key = (cq, w.key[1], *[usage[n][fr] for n, fr in reads])
         found = self._answers.get(key)
         if found is None:
             if len(self._answers) >= self.LIMIT:
@@ -188,7 +189,7 @@ def run_cycles(
     elif memo.tree is not tree or memo.fair_sharing != options.fair_sharing:
         raise ValueError("run_cycles: the memo was made for another tree or fair-sharing setting")
     out = Outcome(list(admitted), [], [])
-    # Each ClusterQueue's workloads grouped by _key, each group in queue order: a head is
+    # Each ClusterQueue's workloads grouped by group_key, each group in queue order: a head is
     # the first of the groups not set aside, found without scanning the whole queue.
     if queues is None:
         built = PendingQueues()
@@ -204,9 +205,14 @@ def run_cycles(
         cycles += 1
         heads = []
         for name, by_key in groups.items():
-            fronts = [g[0] for k, g in by_key.items() if g and (strict[name] or k not in blocked_keys)]
+            if not by_key:
+                continue
+            if strict[name]:
+                fronts = [g[0] for g in by_key.values()]
+            else:
+                fronts = [g[0] for k, g in by_key.items() if k not in blocked_keys]
             if fronts:
-                heads.append(min(fronts, key=_queue_order))
+                heads.append(min(fronts, key=_ORDER))
         if not heads:
             break
         result = _cycle(tree, heads, out.admitted, usage, now, options, memo)
@@ -225,7 +231,7 @@ def run_cycles(
             blocked_keys.clear()
             continue
         by_name = {h.name: h for h in heads}
-        new_blocked = {_key(by_name[n]) for n in result.blocked if not strict[by_name[n].cluster_queue]}
+        new_blocked = {by_name[n].key for n in result.blocked if not strict[by_name[n].cluster_queue]}
         if not result.admitted and not new_blocked:
             break
         blocked_keys |= new_blocked

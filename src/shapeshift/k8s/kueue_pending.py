@@ -27,12 +27,12 @@ from shapeshift.k8s.kueue_rules import Workload
 
 def queue_order(w: Workload) -> tuple:
     """Kueue's order within a ClusterQueue: higher priority first, then older (name breaks ties)."""
-    return (-w.priority, w.created, w.name)
+    return w.order
 
 
 def group_key(w: Workload) -> tuple:
     """Workloads with the same key (queue, requests, priority) fare alike against quota."""
-    return (w.cluster_queue, tuple(sorted(w.requests.items())), w.priority)
+    return w.key
 
 
 class PendingQueues:
@@ -45,8 +45,8 @@ class PendingQueues:
         self.names: set[str] = set()
 
     def add(self, w: Workload) -> None:
-        group = self.groups.setdefault(w.cluster_queue, {}).setdefault(group_key(w), deque())
-        if group and queue_order(w) < queue_order(group[-1]):  # rare: out of order
+        group = self.groups.setdefault(w.cluster_queue, {}).setdefault(w.key, deque())
+        if group and w.order < group[-1].order:  # rare: out of order
             items = sorted([*group, w], key=queue_order)
             group.clear()
             group.extend(items)
@@ -56,7 +56,7 @@ class PendingQueues:
 
     def pop_head(self, w: Workload) -> None:
         by_key = self.groups[w.cluster_queue]
-        key = group_key(w)
+        key = w.key
         group = by_key[key]
         group.popleft()  # a head is the front of its group
         if not group:
