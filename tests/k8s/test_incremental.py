@@ -111,3 +111,51 @@ def test_pending_queues_keep_queue_order():
     assert [w.name for w in group] == ["a", "b", "c"]
     queued.pop_head(group[0])
     assert [w.name for w in group] == ["b", "c"] and queued.names == {"b", "c"}
+
+
+class _Waiting:
+    """The parts of a ClusterView that ``PendingQueues.sync`` reads: one waiting queue."""
+
+    def __init__(self, waiting, touched=(), gone=()):
+        from collections import OrderedDict
+        from types import SimpleNamespace
+
+        from shapeshift.engine.state import JobState
+
+        self.partitions = {"": None}
+        self._waiting = OrderedDict.fromkeys(waiting)
+        self.touched = tuple(touched)
+        self.allocations = {}
+        self._states = {
+            j: SimpleNamespace(state=JobState.COMPLETED if j in gone else JobState.PENDING) for j in touched
+        }
+
+    def pending(self, partition):
+        return self._waiting.keys()
+
+    def pending_count(self, partition):
+        return len(self._waiting)
+
+    def job(self, job_id):
+        return self._states[job_id]
+
+
+def test_pending_queues_follow_the_waiting_queue_by_its_tail():
+    # The engine appends every job entering its waiting queue, so the new jobs are the tail
+    # after the last one held; a job withdrawn from the queue is among the touched jobs; and
+    # a job held nowhere that is not in the tail (one admitted and evicted again within a
+    # decision) is caught by the count of waiting jobs (3 waiting, 2 held) and added.
+    from shapeshift.k8s.kueue_cycle import PendingQueues
+
+    made = {n: wl(n, "a", 1, created=i) for i, n in enumerate("abcde")}
+    queued = PendingQueues()
+    queued.sync(_Waiting("ab"), made.__getitem__)
+    assert queued.names == {"a", "b"}
+    queued.pop_head(made["a"])  # admitted and started: it leaves the engine's queue too
+    queued.sync(_Waiting("bc"), made.__getitem__)
+    assert queued.names == {"b", "c"}
+    queued.sync(_Waiting("b", touched="c", gone="c"), made.__getitem__)  # c withdrawn
+    assert queued.names == {"b"}
+    queued.sync(_Waiting("dbe"), made.__getitem__)  # d not in the tail after b
+    assert queued.names == {"b", "d", "e"}
+    assert [w.name for g in queued.groups["a"].values() for w in g] == ["b", "d", "e"]

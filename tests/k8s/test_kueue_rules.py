@@ -351,3 +351,16 @@ def test_fair_sharing_preempts_the_highest_share():
     held = [running(wl("b1", "b", 6), at=1), running(wl("b2", "b", 6), at=2), running(wl("c1", "c", 6), at=1)]
     out = run_cycles(cfg, [wl("a1", "a", 6)], held, options=Options(fair_sharing=True))
     assert out.preempted == ["b2"] and out.names() == ["a1", "b1", "c1"]
+
+
+def test_fair_sharing_orders_a_head_that_fits_no_flavor():
+    # preemption.md, "Fair Sharing": heads are ordered by their queue's share. A head that
+    # no flavor can ever hold (22 CPUs > the cohort's 9 + 12 = 21, its potential available)
+    # has no assignment to add to its share; it stays pending, and the other queue's head
+    # (12 CPUs, team-b-cq's nominal quota) is admitted in the same cycle.
+    out = run_cycles(
+        config(*BORROW),
+        [wl("a", "team-a-cq", 22, created=1), wl("b", "team-b-cq", 12, created=2)],
+        options=Options(fair_sharing=True),
+    )
+    assert out.names() == ["b"] and [w.name for w in out.pending] == ["a"]

@@ -117,8 +117,12 @@ Usage = dict[Node, dict[FlavorResource, float]]
 _NO_LIMITS = Limits()
 
 
+def _node_usage() -> defaultdict[FlavorResource, float]:
+    return defaultdict(float)
+
+
 def empty_usage() -> Usage:
-    return defaultdict(lambda: defaultdict(float))
+    return defaultdict(_node_usage)
 
 
 def add_usage(tree: QuotaTree, usage: Usage, node: Node, fr: FlavorResource, amount: float) -> None:
@@ -152,7 +156,7 @@ def usage_of(tree: QuotaTree, charges: Iterable[tuple[str, Mapping[FlavorResourc
 def copy_usage(usage: Usage) -> Usage:
     out = empty_usage()
     for node, amounts in usage.items():
-        out[node].update(amounts)
+        out[node] = defaultdict(float, amounts)
     return out
 
 

@@ -57,6 +57,15 @@ class Workload:
     requests: Mapping[str, float]
     priority: int = 0
     created: float = 0.0
+    #: Its place in its queue (higher priority, then older, then name) and the group of
+    #: workloads that fare alike (queue, requests, priority): computed once, since every
+    #: scheduling cycle asks.
+    order: tuple = field(init=False, compare=False, repr=False)
+    key: tuple = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "order", (-self.priority, self.created, self.name))
+        object.__setattr__(self, "key", (self.cluster_queue, tuple(sorted(self.requests.items())), self.priority))
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,16 @@ class QueueLedger:
         self.open: dict[str, tuple[str, float, float, JobStatus]] = {}
         self.waits: dict[str, tuple[str, float]] = {}  # job -> (queue, first start - submit)
         self.evictions: dict[str, int] = defaultdict(int)
+        self._opened: dict[str, int] = {}  # job -> the count of intervals opened before it
+        self._count = 0
 
     def record(self, view: ClusterView, schedule: Schedule, queue_of: Callable[[str], str]) -> None:
         """What one decision changed: evictions close intervals, starts open them."""
         held = view.allocations
-        for job_id in [j for j in self.open if j not in held]:
-            self._close(job_id, None)  # finished since the last decision
+        # finished since the last decision: among the view's touched jobs; closed in the order opened
+        ended = sorted((j for j in view.touched if j in self.open and j not in held), key=self._opened.__getitem__)
+        for job_id in ended:
+            self._close(job_id, None)
         for job_id, alloc in schedule.changes.items():
             if job_id in self.open:
                 queue = self.open[job_id][0]
@@ -52,10 +56,13 @@ class QueueLedger:
             status = view.job(job_id)
             queue = queue_of(job_id)
             self.open[job_id] = (queue, float(alloc.gpus), view.now, status)
+            self._opened[job_id] = self._count
+            self._count += 1
             self.waits.setdefault(job_id, (queue, view.now - status.spec.submit_time))
 
     def _close(self, job_id: str, now: float | None) -> None:
         queue, gpus, start, status = self.open.pop(job_id)
+        del self._opened[job_id]
         end = now if now is not None else status.end_time
         if end is not None and end > start:
             self.intervals.append((queue, gpus, start, end))

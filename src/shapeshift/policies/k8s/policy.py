@@ -159,7 +159,10 @@ class KueuePolicy:
         self.admitted: dict[str, kueue_rules.Admitted] = {}
         self.queued = kueue_cycle.PendingQueues()  # the engine's waiting jobs, as Kueue orders them
         self.tree: QuotaTree | None = None
+        self.memo: kueue_cycle.FlavorMemo | None = None
         self.usage: Usage = empty_usage()
+        self._seq: dict[str, int] = {}  # admission order, in which releases are applied
+        self._admissions = 0
         self._queue_of: dict[str, str] = {}
         self._workloads: dict[str, kueue_rules.Workload] = {}
         self._flavor_masks: dict[tuple[str, str], np.ndarray] = {}
@@ -243,10 +246,13 @@ class KueuePolicy:
 
     def _charge(self, admitted: kueue_rules.Admitted) -> None:
         self.admitted[admitted.workload.name] = admitted
+        self._seq[admitted.workload.name] = self._admissions
+        self._admissions += 1
         charge(self.tree, self.usage, admitted.workload.cluster_queue, admitted.charges())
 
     def _release(self, job_id: str) -> None:
         a = self.admitted.pop(job_id)
+        del self._seq[job_id]
         charge(self.tree, self.usage, a.workload.cluster_queue, a.charges(), -1.0)
 
     def _sync(self, view: ClusterView) -> None:
@@ -255,7 +261,14 @@ class KueuePolicy:
         first flavors."""
         if self.tree is None:
             self.tree = QuotaTree(self.config)
+            self.memo = kueue_cycle.FlavorMemo(self.tree, self.options.fair_sharing)
         held = view.allocations
+        # a job that stopped running is among the touched ones; released in admission order
+        gone = sorted((j for j in view.touched if j in self.admitted and j not in held), key=self._seq.__getitem__)
+        for job_id in gone:
+            self._release(job_id)
+        if len(self.admitted) == len(held):
+            return
         for job_id in [j for j in self.admitted if j not in held]:
             self._release(job_id)
         if len(self.admitted) == len(held):
@@ -266,6 +279,12 @@ class KueuePolicy:
                 cq = self.config.cluster_queues[w.cluster_queue]
                 flavors = {r: g.flavors[0].name for g in cq.resource_groups if g.flavors for r in g.covered_resources}
                 self._charge(kueue_rules.Admitted(w, flavors, view.now))
+
+    def _unchanged(self, view: ClusterView) -> Schedule:
+        """The schedule of a decision that starts and evicts nothing."""
+        schedule = Schedule(base=view.allocations, changes={}, reasons={}, default_reason="waiting in its queue")
+        self.ledger.record(view, schedule, lambda j: self._workloads[j].cluster_queue)
+        return schedule
 
     def decide(self, view: ClusterView) -> Schedule:
         if self.config is None:
@@ -284,23 +303,28 @@ class KueuePolicy:
             )
         self._sync(view)
         queued = self.queued
-        for p in view.partitions:
-            for j in view.pending(p):
-                if j not in queued.names:
-                    queued.add(self._workload(view, j))
+        queued.sync(view, lambda j: self._workload(view, j))
+        if not queued.names:  # no head in any queue: no cycle would run
+            return self._unchanged(view)
         outcome = kueue_cycle.run_cycles(
             self.config,
             (),
-            list(self.admitted.values()),
+            self.admitted.values(),
             now=view.now,
             options=self.options,
             tree=self.tree,
             usage=self.usage,
             queues=queued,
+            memo=self.memo,
         )
         held = view.allocations
         evicted = [n for n in dict.fromkeys(outcome.preempted) if n in held]
-        fresh = [a for a in outcome.admitted if a.workload.name not in held]
+        for n in outcome.preempted:  # admitted, then evicted within this decision: still waiting
+            if n not in held and n not in queued.names:
+                queued.add(self._workloads[n])
+        fresh = [a for a in outcome.new if a.workload.name not in held]
+        if not fresh and not evicted:
+            return self._unchanged(view)
         flavor_of = {a.workload.name: a.flavors.get(self.params.gpu_resource) for a in fresh}
 
         def nodes_of(job_id: str, partition: str, nodes: np.ndarray) -> np.ndarray:
