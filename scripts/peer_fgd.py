@@ -10,10 +10,16 @@ committed ``experiments/analysis/expected_results/analysis_allo_discrete.csv``. 
         --reference REPO --workload openb_pod_list_default --seeds 10 --out /tmp/peer-fgd
 
 ``REPO`` is a checkout or bare git directory of the reference (read with ``git show``), or
-the CSV itself. ``--simulator CHECKOUT`` instead builds the Go simulator there (outside this
-repository; Debian ``golang-go``, ``go build -mod=vendor``), runs one placement and seed with
-the authors' scripts and bins its log with their analysis: the same-input, same-seed peer
-run, and the speed reference of ``benchmarks/bench_fgd.py``. One run takes about 40 minutes.
+the CSV itself.
+
+``--simulator DIR`` instead builds the Go simulator in ``DIR`` (outside this repository; its
+tree is taken from ``--reference`` when ``DIR`` is empty; Debian ``golang-go``, vendored
+dependencies) and runs it on our ``--data`` files for the first placement and ``--seed``, as
+its experiments/README.md runs one experiment (``shapeshift.gpushare.reference``). It writes
+the run's curve, compares it with the committed curve of the same seed (does the build
+reproduce the authors' results?), with our fill of the same seed and with our median over
+``--seeds`` seeds, and records its wall and CPU seconds for ``benchmarks/bench_fgd.py``. One
+run of the default trace at 1.3x takes tens of minutes; without ``go`` it prints why and exits 0.
 """
 
 from __future__ import annotations
@@ -23,34 +29,17 @@ import io
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from shapeshift.gpushare import reference as ref
 from shapeshift.gpushare.fill import run_fill
 from shapeshift.gpushare.openb import read_nodes, read_pods
-from shapeshift.gpushare.report import run_curve
+from shapeshift.gpushare.report import curve, run_curve
 
-#: The reference's directory names (experiments/run_scripts/generate_run_scripts.py) for ours.
-REFERENCE_NAMES = {
-    "random": "01-Random",
-    "dot-product": "02-DotProd",
-    "gpu-clustering": "03-GpuClustering",
-    "gpu-packing": "04-GpuPacking",
-    "best-fit": "05-BestFit",
-    "fgd": "06-FGD",
-}
-#: Their score-plugin flag per placement, and the extra flags their run script passes.
-REFERENCE_FLAGS = {
-    "random": "-Random 1000 -gpusel random",
-    "dot-product": "-DotProd 1000 -gpusel best -dimext merge -norm max",
-    "gpu-clustering": "-GpuClustering 1000",
-    "gpu-packing": "-GpuPacking 1000",
-    "best-fit": "-BestFit 1000",
-    "fgd": "-FGD 1000 -gpusel FGD -dimext share -norm max",
-}
+REFERENCE_NAMES = ref.REFERENCE_NAMES
 EXPECTED = "experiments/analysis/expected_results/analysis_allo_discrete.csv"
 EXPECTED_FRAG = "experiments/analysis/expected_results/analysis_frag_ratio_discrete.csv"
 POINTS = list(range(50, 131))
@@ -116,23 +105,76 @@ def compare(ours: pd.DataFrame, theirs: pd.DataFrame) -> dict:
     }
 
 
-def run_simulator(checkout: Path, placement: str, workload: str, seed: int) -> float:
-    """Build and run the authors' simulator for one placement and seed (their README's
-    steps); returns the wall-clock seconds of the run."""
-    subprocess.run(["go", "build", "-mod=vendor", "-o", "bin/simon", "./cmd"], cwd=checkout, check=True)
-    subprocess.run(["bash", "prepare_input.sh"], cwd=checkout / "data", check=True)
-    exp = f"experiments/peer/{workload}/{REFERENCE_NAMES[placement]}/1.3/{seed}"
-    cmd = (
-        f"mkdir -p {exp} && python3 scripts/generate_config_and_run.py -d {exp} -e -b -f data/{workload} "
-        f"{REFERENCE_FLAGS[placement]} -tune 1.3 -tuneseed {seed} --shuffle-pod=true -z {exp}/snapshot/ds01 "
-        f"&& python3 scripts/analysis.py -f -g {exp}"
-    )
-    started = time.perf_counter()
-    subprocess.run(["bash", "-c", cmd], cwd=checkout, check=True)
-    return time.perf_counter() - started
+def reference_seed_row(table: pd.DataFrame, workload: str, placement: str, seed: int) -> list[float] | None:
+    """The committed curve of one seed, or None where the table has no such row."""
+    rows = table[(table.workload == workload) & (table.sc_policy == REFERENCE_NAMES[placement]) & (table.seed == seed)]
+    return None if rows.empty else [float(rows.iloc[0][str(p)]) for p in POINTS]
 
 
-def main() -> None:
+def max_gap(a: list[float], b: list[float]) -> tuple[float, int]:
+    gaps = [abs(x - y) for x, y in zip(a, b, strict=True)]
+    worst = int(np.nanargmax(gaps))
+    return round(float(gaps[worst]), 3), POINTS[worst]
+
+
+def simulator_peer(args: argparse.Namespace, placement: str) -> int:
+    """Build and run the reference on our input for one placement and seed; compare its curve."""
+    reason = ref.go_missing_reason()
+    if reason is not None:
+        print(f"skipped: {reason}")
+        return 0
+    checkout = args.simulator
+    ref.check_outside(checkout, Path(__file__).resolve().parents[1])
+    if not (checkout / "go.mod").exists():
+        if args.reference is None or args.reference.is_file():
+            print(f"{checkout} holds no reference tree; pass --reference with its git directory", file=sys.stderr)
+            return 2
+        ref.extract(args.reference, checkout)
+    workload = args.workload.split(",")[0]
+    ref.build(checkout, nice=args.nice)
+    ref.prepare_input(checkout, args.data / f"{workload}.csv", args.data / ref.NODE_CSV)
+    theirs = ref.run(checkout, workload, placement, args.seed, inflate=args.inflate, nice=args.nice, reuse=args.reuse)
+    last = round(args.inflate * 100)
+    go_rows = {r["arrived_pct"]: r["allocated_pct"] for r in curve(theirs.events, theirs.total_gpus, last)}
+    go_curve = [go_rows.get(p, np.nan) for p in POINTS]
+    nodes = read_nodes(args.data / ref.NODE_CSV)
+    pods = read_pods(args.data / f"{workload}.csv")
+    ours_run = run_fill(nodes, pods, placement, inflate=args.inflate, seed=args.seed)
+    ours_rows = {r["arrived_pct"]: r["allocated_pct"] for r in run_curve(ours_run)}
+    result = {
+        "workload": workload,
+        "placement": placement,
+        "seed": args.seed,
+        "reference_events": len(theirs.events),
+        "reference_dropped": int((~theirs.events.placed).sum()),
+        "reference_wall_seconds": round(theirs.wall_seconds, 1),
+        "reference_cpu_seconds": round(theirs.cpu_seconds, 1),
+        "reference_log": str(theirs.log),
+        "ours_events": len(ours_run.events),
+        "ours_wall_seconds": round(ours_run.seconds, 2),
+        "reference_at_130": go_rows.get(130),
+        "ours_same_seed_at_130": ours_rows.get(130),
+    }
+    gap, at = max_gap(go_curve, [ours_rows.get(p, np.nan) for p in POINTS])
+    result["max_abs_diff_vs_ours_same_seed_pp"], result["at_percent_vs_ours_same_seed"] = gap, at
+    if args.reference is not None:
+        committed = reference_seed_row(reference_table(args.reference), workload, placement, args.seed)
+        if committed is not None:
+            gap, at = max_gap(go_curve, committed)
+            result["max_abs_diff_vs_committed_same_seed_pp"], result["at_percent_vs_committed"] = gap, at
+    if args.seeds > 1:
+        ours, _, _, _ = our_medians(args.data, workload, [placement], list(range(42, 42 + args.seeds)), args.inflate)
+        gap, at = max_gap(go_curve, [float(ours.loc[placement, p]) for p in POINTS])
+        result[f"max_abs_diff_vs_our_{args.seeds}_seed_median_pp"], result["at_percent_vs_our_median"] = gap, at
+    pd.DataFrame(
+        {"reference": go_curve, "ours_same_seed": [ours_rows.get(p, np.nan) for p in POINTS]}, index=POINTS
+    ).to_csv(args.out / f"simulator-{workload}-{placement}-{args.seed}-curve.csv", index_label="arrived_pct")
+    (args.out / f"simulator-{workload}-{placement}-{args.seed}.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True, help="directory of the openb CSVs")
     ap.add_argument("--reference", type=Path, help="reference checkout / git dir, or its analysis_allo_discrete.csv")
@@ -141,14 +183,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10, help="seeds 42.. (the reference uses 42..51)")
     ap.add_argument("--inflate", type=float, default=1.3)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--simulator", type=Path, help="build and run the Go simulator in this checkout instead")
+    ap.add_argument("--simulator", type=Path, help="build and run the Go simulator in this directory instead")
+    ap.add_argument("--seed", type=int, default=42, help="the --simulator run's seed")
+    ap.add_argument("--nice", type=int, default=19, help="niceness of the --simulator build and run")
+    ap.add_argument("--reuse", action="store_true", help="--simulator: read a finished run instead of running again")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     placements = [p for p in args.placements.split(",") if p]
     if args.simulator is not None:
-        seconds = run_simulator(args.simulator, placements[0], args.workload, 42)
-        print(json.dumps({"placement": placements[0], "seed": 42, "reference_seconds": seconds}))
-        return
+        return simulator_peer(args, placements[0])
     if args.reference is None:
         ap.error("--reference is required unless --simulator is given")
     seeds = list(range(42, 42 + args.seeds))
@@ -177,7 +220,8 @@ def main() -> None:
         print(json.dumps(result, indent=2))
         summary[workload] = result
     (args.out / "compare.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
