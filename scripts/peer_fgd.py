@@ -102,7 +102,60 @@ def compare(ours: pd.DataFrame, theirs: pd.DataFrame) -> dict:
         "ranking_ours": rank_ours,
         "ranking_reference": rank_theirs,
         "same_ranking": rank_ours == rank_theirs,
+        "swapped_at_130": swapped_pairs(ours[130], theirs.loc[ours.index][130]),
     }
+
+
+def swapped_pairs(ours: pd.Series, theirs: pd.Series) -> list[dict]:
+    """Pairs of placements ranked one way by us and the other by the reference, with both gaps (pp)."""
+    out = []
+    names = list(ours.index)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if (ours[a] - ours[b]) * (theirs[a] - theirs[b]) < 0:
+                out.append(
+                    {
+                        "pair": [a, b],
+                        "ours_gap": round(float(ours[a] - ours[b]), 3),
+                        "reference_gap": round(float(theirs[a] - theirs[b]), 3),
+                    }
+                )
+    return out
+
+
+SHORT = {"random": "random", "dot-product": "dot", "gpu-clustering": "clustering", "gpu-packing": "packing"}
+
+
+def summarize(out: Path, workloads: list[str], placements: list[str]) -> str:
+    """A markdown table of finished comparisons in ``out`` (the per-seed and median CSVs)."""
+    head = "| trace | " + " | ".join(SHORT.get(p, p) for p in placements) + " | ranking at 130% |"
+    lines = [head, "|" + "---|" * (len(placements) + 2)]
+    for w in workloads:
+        ours = pd.read_csv(out / f"{w}-ours-median.csv", index_col=0)
+        theirs = pd.read_csv(out / f"{w}-reference-median.csv", index_col=0)
+        ours.columns = theirs.columns = [int(c) for c in ours.columns]
+        ours, theirs = ours.loc[placements], theirs.loc[placements]
+        result = compare(ours, theirs)
+        cells = [f"{result['max_abs_diff_pp'][p]:.2f} ({result['at_percent'][p]})" for p in placements]
+        swaps = result["swapped_at_130"]
+        rank = (
+            "same"
+            if not swaps
+            else "; ".join(
+                f"{SHORT.get(s['pair'][0], s['pair'][0])}/{SHORT.get(s['pair'][1], s['pair'][1])}: "
+                f"ours {s['ours_gap']:+.2f}, ref {s['reference_gap']:+.2f}"
+                for s in swaps
+            )
+        )
+        spreads = []
+        for p in placements:
+            per_seed = out / f"{w}-{p}-per-seed.csv"
+            if per_seed.exists():
+                spreads.append(pd.read_csv(per_seed, index_col=0)["130"].std())
+        if swaps and spreads:
+            rank += f" (per-seed sd at 130%: {min(spreads):.2f}-{max(spreads):.2f})"
+        lines.append(f"| {w.removeprefix('openb_pod_list_')} | " + " | ".join(cells) + f" | {rank} |")
+    return "\n".join(lines)
 
 
 def reference_seed_row(table: pd.DataFrame, workload: str, placement: str, seed: int) -> list[float] | None:
@@ -176,7 +229,7 @@ def simulator_peer(args: argparse.Namespace, placement: str) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True, help="directory of the openb CSVs")
+    ap.add_argument("--data", type=Path, help="directory of the openb CSVs")
     ap.add_argument("--reference", type=Path, help="reference checkout / git dir, or its analysis_allo_discrete.csv")
     ap.add_argument("--workload", default="openb_pod_list_default", help="one or more, comma-separated")
     ap.add_argument("--placements", default=",".join(REFERENCE_NAMES))
@@ -187,9 +240,15 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=42, help="the --simulator run's seed")
     ap.add_argument("--nice", type=int, default=19, help="niceness of the --simulator build and run")
     ap.add_argument("--reuse", action="store_true", help="--simulator: read a finished run instead of running again")
+    ap.add_argument("--summarize", action="store_true", help="print a markdown table of the finished runs in --out")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     placements = [p for p in args.placements.split(",") if p]
+    if args.summarize:
+        print(summarize(args.out, [w for w in args.workload.split(",") if w], placements))
+        return 0
+    if args.data is None:
+        ap.error("--data is required")
     if args.simulator is not None:
         return simulator_peer(args, placements[0])
     if args.reference is None:
