@@ -9,7 +9,8 @@ trace. The ratio against the authors' simulator (hkust-adsl/kubernetes-scheduler
 
 - ``--simulator DIR``: builds it in ``DIR`` (outside this repository) and runs it on the same
   trace, placement and seed first (``shapeshift.gpushare.reference``; tens of minutes), then
-  prints the measured ratio for that placement, CPU to CPU and wall to wall. ``--reuse`` reads
+  prints the measured ratio for that placement per pod event, CPU to CPU and wall to wall (the
+  two random streams give runs of different lengths; a stopped run counts its prefix). ``--reuse`` reads
   a finished run there instead. Where ``go`` is absent it says so and falls back;
 - ``--reference-run JSON``: the record ``scripts/peer_fgd.py --simulator`` wrote;
 - otherwise the reference is assumed at 10 pod events per second (the fast end of the 6-10
@@ -74,9 +75,11 @@ def main() -> int:
         reference = args.reference_seconds or events / REFERENCE_EVENTS_PER_SECOND
         ratio_wall, ratio_cpu = reference / run.seconds, reference / cpu
         if measured is not None and measured["placement"] == name and measured["seed"] == args.seed:
-            ratio_wall, ratio_cpu = measured["wall"] / run.seconds, measured["cpu"] / cpu
-            reference = measured["cpu"]
-            print(f"  measured: x{ratio_cpu:.0f} on CPU time, x{ratio_wall:.0f} on wall time, same trace and seed")
+            # Per event: the two streams differ in length, and a stopped reference run covers a prefix.
+            scale = events / measured["events"]
+            ratio_wall, ratio_cpu = measured["wall"] * scale / run.seconds, measured["cpu"] * scale / cpu
+            reference = measured["cpu"] * scale
+            print(f"  measured, per event: x{ratio_cpu:.0f} on CPU time, x{ratio_wall:.0f} on wall time, same seed")
         worst_ratio = min(worst_ratio, ratio_cpu)
         print(
             f"{name:15s} {events:6d} events  wall {run.seconds:6.2f} s  cpu {cpu:6.2f} s  "

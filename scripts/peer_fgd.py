@@ -158,16 +158,19 @@ def summarize(out: Path, workloads: list[str], placements: list[str]) -> str:
     return "\n".join(lines)
 
 
-def reference_seed_row(table: pd.DataFrame, workload: str, placement: str, seed: int) -> list[float] | None:
-    """The committed curve of one seed, or None where the table has no such row."""
+def reference_seed_row(table: pd.DataFrame, workload: str, placement: str, seed: int, points: list[int]) -> list:
+    """The committed curve of one seed at ``points``, or None where the table has no such row."""
     rows = table[(table.workload == workload) & (table.sc_policy == REFERENCE_NAMES[placement]) & (table.seed == seed)]
-    return None if rows.empty else [float(rows.iloc[0][str(p)]) for p in POINTS]
+    return None if rows.empty else [float(rows.iloc[0].get(str(p), np.nan)) for p in points]
 
 
-def max_gap(a: list[float], b: list[float]) -> tuple[float, int]:
-    gaps = [abs(x - y) for x, y in zip(a, b, strict=True)]
-    worst = int(np.nanargmax(gaps))
-    return round(float(gaps[worst]), 3), POINTS[worst]
+def max_gap(a: list[float], b: list[float], points: list[int]) -> tuple[float | None, int | None]:
+    """Largest absolute difference over the points where both curves have a value."""
+    gaps = [(abs(x - y), p) for x, y, p in zip(a, b, points, strict=True) if not (np.isnan(x) or np.isnan(y))]
+    if not gaps:
+        return None, None
+    gap, at = max(gaps)
+    return round(float(gap), 3), at
 
 
 def simulator_peer(args: argparse.Namespace, placement: str) -> int:
@@ -189,7 +192,11 @@ def simulator_peer(args: argparse.Namespace, placement: str) -> int:
     theirs = ref.run(checkout, workload, placement, args.seed, inflate=args.inflate, nice=args.nice, reuse=args.reuse)
     last = round(args.inflate * 100)
     go_rows = {r["arrived_pct"]: r["allocated_pct"] for r in curve(theirs.events, theirs.total_gpus, last)}
-    go_curve = [go_rows.get(p, np.nan) for p in POINTS]
+    reached = max(go_rows)
+    if reached < last:  # a stopped run: its last two percents may hold only part of their events
+        go_rows = {k: v for k, v in go_rows.items() if k < reached - 1}
+    points = list(range(last + 1))
+    go_curve = [go_rows.get(p, np.nan) for p in points]
     nodes = read_nodes(args.data / ref.NODE_CSV)
     pods = read_pods(args.data / f"{workload}.csv")
     ours_run = run_fill(nodes, pods, placement, inflate=args.inflate, seed=args.seed)
@@ -205,22 +212,23 @@ def simulator_peer(args: argparse.Namespace, placement: str) -> int:
         "reference_log": str(theirs.log),
         "ours_events": len(ours_run.events),
         "ours_wall_seconds": round(ours_run.seconds, 2),
+        "reference_reached_pct": reached,
         "reference_at_130": go_rows.get(130),
         "ours_same_seed_at_130": ours_rows.get(130),
     }
-    gap, at = max_gap(go_curve, [ours_rows.get(p, np.nan) for p in POINTS])
+    gap, at = max_gap(go_curve, [ours_rows.get(p, np.nan) for p in points], points)
     result["max_abs_diff_vs_ours_same_seed_pp"], result["at_percent_vs_ours_same_seed"] = gap, at
     if args.reference is not None:
-        committed = reference_seed_row(reference_table(args.reference), workload, placement, args.seed)
+        committed = reference_seed_row(reference_table(args.reference), workload, placement, args.seed, points)
         if committed is not None:
-            gap, at = max_gap(go_curve, committed)
+            gap, at = max_gap(go_curve, committed, points)
             result["max_abs_diff_vs_committed_same_seed_pp"], result["at_percent_vs_committed"] = gap, at
     if args.seeds > 1:
         ours, _, _, _ = our_medians(args.data, workload, [placement], list(range(42, 42 + args.seeds)), args.inflate)
-        gap, at = max_gap(go_curve, [float(ours.loc[placement, p]) for p in POINTS])
+        gap, at = max_gap(go_curve, [float(ours.loc[placement, p]) if p in POINTS else np.nan for p in points], points)
         result[f"max_abs_diff_vs_our_{args.seeds}_seed_median_pp"], result["at_percent_vs_our_median"] = gap, at
     pd.DataFrame(
-        {"reference": go_curve, "ours_same_seed": [ours_rows.get(p, np.nan) for p in POINTS]}, index=POINTS
+        {"reference": go_curve, "ours_same_seed": [ours_rows.get(p, np.nan) for p in points]}, index=points
     ).to_csv(args.out / f"simulator-{workload}-{placement}-{args.seed}-curve.csv", index_label="arrived_pct")
     (args.out / f"simulator-{workload}-{placement}-{args.seed}.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
