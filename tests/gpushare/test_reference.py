@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,20 @@ def test_without_go_the_peer_script_says_why_and_skips(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("skipped: go is not on PATH")
+
+
+def _peer_script():
+    spec = importlib.util.spec_from_file_location("peer_fgd", ROOT / "scripts" / "peer_fgd.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_stopped_reference_run_is_compared_over_the_percents_it_reached():
+    # A run stopped at 18% has no values from 17% on: the gap is taken over the points both
+    # curves have (here |1.0 - 1.5| at 1%), and a curve with no common point gives no gap
+    # instead of failing on an all-NaN slice.
+    peer = _peer_script()
+    nan = float("nan")
+    assert peer.max_gap([0.25, 1.0, nan], [0.25, 1.5, 2.0], [0, 1, 2]) == (0.5, 1)
+    assert peer.max_gap([nan, nan], [1.0, 2.0], [50, 51]) == (None, None)
