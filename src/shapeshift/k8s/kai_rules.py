@@ -27,9 +27,8 @@ demand or the historical usage changed. ``run_cycle`` is the same cycle on lists
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
-
-from sortedcontainers import SortedList
 
 from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig
 from shapeshift.k8s.kai_fairshare import fair_shares
@@ -58,13 +57,13 @@ class KaiState:
         self.config = config
         self.capacity = dict(capacity)
         self.pending: dict[str, Job] = {}
-        self._groups: dict[GroupKey, SortedList] = {}  # (created, name) of the group's jobs
+        self._groups: dict[GroupKey, list[tuple[float, str]]] = {}  # (created, name) of the group's jobs, sorted
         self._queue_groups: dict[str, dict[GroupKey, None]] = {}  # leaf -> its non-empty groups
         self.running: dict[str, Running] = {}  # in the order they started
         self._seq: dict[str, int] = {}
         self._next_seq = 0
         #: per leaf queue, its preemptible running jobs in victim order (kai_victims.VictimKey)
-        self.victims: dict[str, SortedList] = {}
+        self.victims: dict[str, list[tuple[int, float, int, str]]] = {}
         self.victim_resources: dict[str, dict[str, int]] = {}
         self.alloc: dict[str, dict[str, float]] = {q: {} for q in config.queues}
         self.alloc_np: dict[str, dict[str, float]] = {q: {} for q in config.queues}
@@ -83,8 +82,8 @@ class KaiState:
         self.pending[job.name] = job
         group = self._groups.get(job.group)
         if group is None:
-            group = self._groups[job.group] = SortedList()
-        group.add((job.created, job.name))
+            group = self._groups[job.group] = []
+        insort(group, (job.created, job.name))  # arrivals come last: an append
         self._queue_groups.setdefault(job.queue, {})[job.group] = None
         add(self._pending_demand.setdefault(job.queue, {}), job.request)
         self._pending_count[job.queue] = self._pending_count.get(job.queue, 0) + 1
@@ -92,7 +91,7 @@ class KaiState:
     def remove_pending(self, name: str) -> Job:
         job = self.pending.pop(name)
         group = self._groups[job.group]
-        group.remove((job.created, job.name))
+        del group[bisect_left(group, (job.created, job.name))]
         if not group:
             del self._groups[job.group]
             del self._queue_groups[job.queue][job.group]
@@ -119,8 +118,8 @@ class KaiState:
         if job.preemptible:
             keys = self.victims.get(job.queue)
             if keys is None:
-                keys = self.victims[job.queue] = SortedList()
-            keys.add((job.priority, -run.started, seq, job.name))
+                keys = self.victims[job.queue] = []
+            insort(keys, (job.priority, -run.started, seq, job.name))
             names = self.victim_resources.setdefault(job.queue, {})
             for r in job.request:
                 names[r] = names.get(r, 0) + 1
@@ -143,10 +142,11 @@ class KaiState:
                 else:
                     self.alloc_np[q] = {}
         if not self.running:
-            self.free = dict(self.capacity)
+            self.free.clear()
+            self.free.update(self.capacity)
         if job.preemptible:
             keys = self.victims[job.queue]
-            keys.remove((job.priority, -run.started, seq, job.name))
+            del keys[bisect_left(keys, (job.priority, -run.started, seq, job.name))]
             if not keys:
                 del self.victims[job.queue]
             names = self.victim_resources[job.queue]
@@ -202,7 +202,10 @@ class KaiState:
     def _allocate(self, now: float, shares, out: Outcome) -> None:
         """The most starved queue's first job that fits, again and again."""
         config, alloc, alloc_np = self.config, self.alloc, self.alloc_np
-        while self.pending and any(v > EPS for v in self.free.values()):
+        free = self.free
+        while self.pending and any(v > EPS for v in free.values()):
+            if not any(all(free.get(r, 0.0) + EPS >= v for r, v in g[1]) for g in self._groups):
+                return  # no waiting job fits what is free
             order = []
             for q, groups in self._queue_groups.items():
                 if not groups:
@@ -285,7 +288,7 @@ class KaiState:
                 elif -g[2] < rank[0]:
                     continue
                 else:
-                    at = jobs.bisect_right(rank[1:])
+                    at = bisect_right(jobs, rank[1:])
                 if at < len(jobs):
                     heapq.heappush(heap, ((-g[2], *jobs[at]), g))
             resting = []

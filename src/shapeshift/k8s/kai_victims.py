@@ -24,9 +24,7 @@ order (lowest priority, then newest, then the order they started in).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping
-
-from sortedcontainers import SortedList
+from collections.abc import Iterator, Mapping, Sequence
 
 from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig
 from shapeshift.k8s.kai_jobs import EPS, Job, Running, add, fits, leveled, saturation, within_deserved, within_limits
@@ -43,7 +41,7 @@ def reclaim_victims(
     alloc: Amounts,
     alloc_np: Amounts,
     free: Mapping[str, float],
-    victims: Mapping[str, SortedList],
+    victims: Mapping[str, Sequence[VictimKey]],
     resources: Mapping[str, Mapping[str, int]],
     running: Mapping[str, Running],
     job: Job,
@@ -140,7 +138,7 @@ def preempt_victims(
     alloc: Amounts,
     alloc_np: Amounts,
     free: Mapping[str, float],
-    victims: Mapping[str, SortedList],
+    victims: Mapping[str, Sequence[VictimKey]],
     running: Mapping[str, Running],
     job: Job,
 ) -> list[Running] | None:
