@@ -1,8 +1,8 @@
 """``kueue`` and ``kai``: Shapeshift policies that replay a site's own Kueue or KAI-Scheduler
 configuration (``--policy kueue --policy-arg config=FILE``).
 
-Each decision rebuilds the scheduler's view from the engine's (admitted = running jobs,
-pending = waiting jobs), asks the pure rules (``kueue_cycle.run_cycles``,
+Each decision brings the scheduler's view up to the engine's (admitted = running jobs,
+pending = waiting jobs), asks the rules (``kueue_cycle.run_cycles``,
 ``kai_rules.run_cycle``) who is admitted and who is evicted, and places the admitted
 jobs on nodes. A job's queue is read from one of its fields (``queue_from``): ``auto``
 (the default) takes the workload's ``queue`` column (with its ``namespace``) where a job
@@ -41,14 +41,13 @@ from shapeshift.errors import InputError
 from shapeshift.k8s import kai_rules, kueue_cycle, kueue_rules
 from shapeshift.k8s.documents import parse_documents
 from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig, kai_from_documents, read_kai
-from shapeshift.k8s.kai_fairshare import with_ancestors
-from shapeshift.k8s.kai_usage import UsageAccumulator
 from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents, read_kueue
 from shapeshift.k8s.kueue_quota import QuotaTree, Usage, charge, empty_usage
 from shapeshift.k8s.queue_metrics import QueueLedger
 from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.k8s.kai_tracker import KaiTracker
 
 QueueField = Literal["auto", "queue", "vc", "tenant", "user"]
 
@@ -103,12 +102,6 @@ def queue_field(spec: JobSpec, queue_from: str) -> str:
     if queue_from in ("auto", "queue") and (spec.queue_name or queue_from == "queue"):
         return "queue"
     return "vc" if queue_from == "auto" else queue_from
-
-
-def _all_jobs(view: ClusterView) -> tuple[list[str], list[str]]:
-    running = list(view.allocations)
-    pending = [j for p in view.partitions for j in view.pending(p)]
-    return running, pending
 
 
 def _place(view: ClusterView, placement, started: list[str], evicted: list[str], nodes_of=None) -> Schedule:
@@ -329,12 +322,7 @@ class KaiPolicy:
         self.params = params
         self.placement = PLACEMENTS[params.placement]()
         self._jobs: dict[str, kai_rules.Job] = {}
-        self.state: kai_rules.KaiState | None = None  # sized at the first decision
-        self.capacity = 0.0
-        fairness = config.fairness
-        self.usage = UsageAccumulator(fairness.half_life_s, fairness.window_s) if fairness.time_based else None
-        self._held: dict[str, tuple[str, float]] = {}  # running job -> (queue, GPUs) as usage counts it
-        self._waiting: dict[str, int] = {}  # per partition, the engine's waiting jobs the state holds
+        self.tracker = KaiTracker(config, self._job)
         quota = {q: config.queues[q].resource("gpu").quota for q in config.leaves}
         self.ledger = QueueLedger({q: math.inf if v == UNLIMITED else v for q, v in quota.items()})
 
@@ -370,111 +358,14 @@ class KaiPolicy:
         self._jobs[job_id] = job
         return job
 
-    def _wait(self, view: ClusterView, job_id: str) -> None:
-        assert self.state is not None
-        self.state.add_pending(self._job(view, job_id))
-        partition = view.job(job_id).partition
-        self._waiting[partition] = self._waiting.get(partition, 0) + 1
-
-    def _unwait(self, view: ClusterView, job_id: str) -> None:
-        assert self.state is not None
-        self.state.remove_pending(job_id)
-        self._waiting[view.job(job_id).partition] -= 1
-
-    def _run(self, view: ClusterView, job_id: str, started: float, gpus: float) -> None:
-        assert self.state is not None
-        job = self._job(view, job_id)
-        self.state.add_running(kai_rules.Running(job, started))
-        self._held[job_id] = (job.queue, gpus)
-        if self.usage is not None:
-            self.usage.start(job.queue, gpus, view.now)
-
-    def _stop(self, view: ClusterView, job_id: str) -> None:
-        assert self.state is not None
-        self.state.remove_running(job_id)
-        queue, gpus = self._held.pop(job_id)
-        if self.usage is not None:
-            self.usage.stop(queue, gpus, view.now)
-
-    def _sync(self, view: ClusterView) -> None:
-        """Bring the state up to the engine's: the jobs whose state changed since the last
-        decision (``view.touched``: finished, withdrawn, started or stopped elsewhere) and
-        the arrivals, which the engine appends to its queues, so they are found from the
-        end of each queue without walking the jobs that were already waiting."""
-        state = self.state
-        assert state is not None
-        held = view.allocations
-        for job_id in view.touched:
-            alloc = held.get(job_id)
-            if alloc is not None:
-                if job_id in state.pending:
-                    self._unwait(view, job_id)
-                if job_id not in state.running:
-                    self._run(view, job_id, 0.0, float(alloc.gpus))
-                continue
-            if job_id in state.running:
-                self._stop(view, job_id)
-            status = view.job(job_id)
-            waiting = job_id in view.pending(status.partition)
-            if waiting and job_id not in state.pending:
-                self._wait(view, job_id)
-            elif not waiting and job_id in state.pending:
-                self._unwait(view, job_id)
-        for partition in view.partitions:
-            missing = view.pending_count(partition) - self._waiting.get(partition, 0)
-            if missing <= 0:
-                continue
-            queue = view.pending(partition)
-            try:
-                newest_first = reversed(queue)  # type: ignore[call-overload]
-            except TypeError:
-                newest_first = list(queue)
-            for job_id in newest_first:
-                if job_id not in state.pending:
-                    self._wait(view, job_id)
-                    missing -= 1
-                    if not missing:
-                        break
-
     def decide(self, view: ClusterView) -> Schedule:
-        if self.state is None:
-            self.capacity = float(sum(view.capacity_gpus(p) for p in view.partitions))
-            self.state = kai_rules.KaiState(self.config, {"gpu": self.capacity})
-            running_ids, _ = _all_jobs(view)
-            for job_id in running_ids:
-                self._run(view, job_id, 0.0, float(view.allocations[job_id].gpus))
-        self._sync(view)
-        usage = None
-        if self.usage is not None:
-            usage = with_ancestors(
-                self.config, {q: {"gpu": u} for q, u in self.usage.usage(self.capacity, view.now).items()}
-            )
-        outcome = self.state.cycle(view.now, usage)
-        state = self.state
+        tracker = self.tracker
+        state = tracker.sync(view)
+        outcome = state.cycle(view.now, tracker.historical_usage(view.now))
         held = view.allocations
         evicted = [n for n in outcome.evicted if n in held]
         schedule = _place(view, self.placement, [n for n in outcome.started if n not in held], evicted)
-        # the cycle ran its started jobs and queued its evicted ones: the engine runs the placed ones
-        for job_id in evicted:
-            queue, gpus = self._held.pop(job_id)
-            if self.usage is not None:
-                self.usage.stop(queue, gpus, view.now)
-            self._waiting[view.job(job_id).partition] += 1
-        for job_id in outcome.started:
-            alloc = schedule.allocation(job_id)
-            partition = view.job(job_id).partition
-            if alloc is None:
-                if job_id in state.running:
-                    state.remove_running(job_id)
-                    state.add_pending(self._jobs[job_id])
-                continue
-            if job_id in state.pending:  # started, then evicted in the same cycle
-                state.remove_pending(job_id)
-                state.add_running(kai_rules.Running(self._jobs[job_id], view.now))
-            self._waiting[partition] -= 1
-            self._held[job_id] = (self._jobs[job_id].queue, float(alloc.gpus))
-            if self.usage is not None:
-                self.usage.start(self._jobs[job_id].queue, float(alloc.gpus), view.now)
+        tracker.settle(view, outcome, evicted, schedule)
         self.ledger.record(view, schedule, lambda j: self._jobs[j].queue)
         return schedule
 
