@@ -1,130 +1,297 @@
-"""KAI-Scheduler's scheduling cycle as pure functions: allocate, reclaim, preempt.
+"""KAI-Scheduler's scheduling cycle: allocate, reclaim, preempt.
 
 Sources, kai-scheduler/KAI-Scheduler v0.17.0-9 (commit d5bc503):
 
 * docs/scheduling-deep-dive/README.md, "The Scheduling Cycle": Allocate (no evictions),
-  then Reclaim (between queues), then Preempt (within a queue); "Workload Priority":
-  priority below 100 is preemptible, 100 and above is not, and a non-preemptible
-  workload only uses in-quota resources; preemption needs the same queue, a preemptible
-  victim of strictly lower priority; "Reclaim": different queues, preemptible victims,
-  the reclaimer below its fair share or deserved quota, the victim's queue above it.
-* pkg/scheduler/plugins/proportion/reclaimable/reclaimable.go and strategies/strategies.go:
-  a reclaimer's queue may reclaim when its allocation plus the job stays within its fair
-  share; each victim's queue must keep more than its fair share
-  (``MaintainFairShare``) or, with the reclaimer within deserved quota, more than its
-  deserved quota (``GuaranteeDeservedQuota``); afterwards, at every level, the
-  reclaimer's saturation (allocated / fair share) times ``reclaimerUtilizationMultiplier``
-  must stay below each sibling's when above 1.
-* capacity_policy/max_allowed_check.go: a queue (and each ancestor) never exceeds its
-  ``limit``.
-* Gang scheduling (docs/batch/README.md, PodGroup ``minMember``): a job's pods start
-  together or not at all; here the job's total request must fit the free capacity.
+  then Reclaim (between queues), then Preempt (within a queue); "Reclaim": different
+  queues, preemptible victims, the reclaimer below its fair share or deserved quota, the
+  victim's queue above it (``kai_victims``).
+* Queue order in Allocate follows pkg/scheduler/plugins/proportion/queue_order/queue_order.go
+  on GPUs: queues within their fair share first, then those staying within deserved
+  quota with their next job, then higher queue priority, then the smaller (allocated +
+  next job) / fair share, then name; jobs within a queue by priority, then age.
+* Fair shares: ``kai_fairshare`` (resource_division.go).
 
 Capacity is counted per resource over the whole cluster (placement on nodes is the
-engine's business). Queue order in Allocate follows
-pkg/scheduler/plugins/proportion/queue_order/queue_order.go on GPUs: queues within their
-fair share first, then those staying within deserved quota with their next job, then
-higher queue priority, then the smaller (allocated + next job) / fair share, then name;
-jobs within a queue by priority, then age.
+engine's business).
+
+``KaiState`` keeps what a cycle needs between cycles, so that a cycle costs what
+changed rather than the number of jobs: the waiting jobs of each queue in groups of
+jobs the cycle cannot tell apart (same request and priority), each group in job order,
+so a queue's first job that fits is the first head among its groups that fits; the
+running jobs, the allocation per queue (ancestors included) and the free capacity, kept
+as jobs start and stop; and the fair shares, computed again only when the queues'
+demand or the historical usage changed. ``run_cycle`` is the same cycle on lists.
 """
 
 from __future__ import annotations
 
-import math
+import heapq
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig
 from shapeshift.k8s.kai_fairshare import fair_shares
+from shapeshift.k8s.kai_jobs import (
+    EPS,
+    NON_PREEMPTIBLE,
+    GroupKey,
+    Job,
+    Outcome,
+    Running,
+    add,
+    fits,
+    saturation,
+    within_deserved,
+    within_limits,
+)
+from shapeshift.k8s.kai_victims import preempt_victims, reclaim_victims
 
-NON_PREEMPTIBLE = 100  # priority at and above which a workload is not preemptible
-
-
-@dataclass(frozen=True)
-class Job:
-    name: str
-    queue: str
-    per_pod: Mapping[str, float]
-    pods: int = 1
-    priority: int = 50  # KAI's default "train" class
-    created: float = 0.0
-
-    request: Mapping[str, float] = field(init=False, compare=False, repr=False)
-    preemptible: bool = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "request", {r: v * self.pods for r, v in self.per_pod.items() if v > 0})
-        object.__setattr__(self, "preemptible", self.priority < NON_PREEMPTIBLE)
+__all__ = ["NON_PREEMPTIBLE", "Job", "KaiState", "Outcome", "Running", "run_cycle"]
 
 
-@dataclass(frozen=True)
-class Running:
-    job: Job
-    started: float = 0.0
+class KaiState:
+    """The scheduler's view between cycles: waiting and running jobs and what they hold."""
 
+    def __init__(self, config: KaiConfig, capacity: Mapping[str, float]):
+        self.config = config
+        self.capacity = dict(capacity)
+        self.pending: dict[str, Job] = {}
+        self._groups: dict[GroupKey, list[tuple[float, str]]] = {}  # (created, name) of the group's jobs, sorted
+        self._queue_groups: dict[str, dict[GroupKey, None]] = {}  # leaf -> its non-empty groups
+        self.running: dict[str, Running] = {}  # in the order they started
+        self._seq: dict[str, int] = {}
+        self._next_seq = 0
+        #: per leaf queue, its preemptible running jobs in victim order (kai_victims.VictimKey)
+        self.victims: dict[str, list[tuple[int, float, int, str]]] = {}
+        self.victim_resources: dict[str, dict[str, int]] = {}
+        self.alloc: dict[str, dict[str, float]] = {q: {} for q in config.queues}
+        self.alloc_np: dict[str, dict[str, float]] = {q: {} for q in config.queues}
+        self._count = dict.fromkeys(config.queues, 0)  # running jobs under each queue
+        self._count_np = dict.fromkeys(config.queues, 0)
+        self.free = dict(capacity)
+        self._pending_demand: dict[str, dict[str, float]] = {}
+        self._pending_count: dict[str, int] = {}
+        self._shares: dict[str, dict[str, float]] | None = None
+        self._shares_for: tuple | None = None
 
-@dataclass
-class Outcome:
-    started: list[str] = field(default_factory=list)
-    evicted: list[str] = field(default_factory=list)
-    running: list[Running] = field(default_factory=list)
-    shares: dict[str, dict[str, float]] = field(default_factory=dict)
+    # ------------------------------------------------------------ bookkeeping
+    def add_pending(self, job: Job) -> None:
+        if job.queue not in self.config.leaves:
+            raise ValueError(f"job {job.name}: queue {job.queue!r} is not a leaf queue")
+        self.pending[job.name] = job
+        group = self._groups.get(job.group)
+        if group is None:
+            group = self._groups[job.group] = []
+        insort(group, (job.created, job.name))  # arrivals come last: an append
+        self._queue_groups.setdefault(job.queue, {})[job.group] = None
+        add(self._pending_demand.setdefault(job.queue, {}), job.request)
+        self._pending_count[job.queue] = self._pending_count.get(job.queue, 0) + 1
 
+    def remove_pending(self, name: str) -> Job:
+        job = self.pending.pop(name)
+        group = self._groups[job.group]
+        del group[bisect_left(group, (job.created, job.name))]
+        if not group:
+            del self._groups[job.group]
+            del self._queue_groups[job.queue][job.group]
+        left = self._pending_count[job.queue] - 1
+        self._pending_count[job.queue] = left
+        if left:
+            add(self._pending_demand[job.queue], job.request, -1.0)
+        else:
+            del self._pending_demand[job.queue]
+        return job
 
-def _add(a: dict[str, float], b: Mapping[str, float], sign: float = 1.0) -> None:
-    for r, v in b.items():
-        a[r] = a.get(r, 0.0) + sign * v
+    def add_running(self, run: Running) -> None:
+        job = run.job
+        self.running[job.name] = run
+        seq = self._seq[job.name] = self._next_seq
+        self._next_seq += 1
+        add(self.free, job.request, -1.0)
+        for q in self.config.chains[job.queue]:
+            add(self.alloc[q], job.request)
+            self._count[q] += 1
+            if not job.preemptible:
+                add(self.alloc_np[q], job.request)
+                self._count_np[q] += 1
+        if job.preemptible:
+            keys = self.victims.get(job.queue)
+            if keys is None:
+                keys = self.victims[job.queue] = []
+            insort(keys, (job.priority, -run.started, seq, job.name))
+            names = self.victim_resources.setdefault(job.queue, {})
+            for r in job.request:
+                names[r] = names.get(r, 0) + 1
 
+    def remove_running(self, name: str) -> Running:
+        run = self.running.pop(name)
+        job = run.job
+        seq = self._seq.pop(name)
+        add(self.free, job.request)
+        for q in self.config.chains[job.queue]:
+            self._count[q] -= 1
+            if self._count[q]:
+                add(self.alloc[q], job.request, -1.0)
+            else:
+                self.alloc[q] = {}
+            if not job.preemptible:
+                self._count_np[q] -= 1
+                if self._count_np[q]:
+                    add(self.alloc_np[q], job.request, -1.0)
+                else:
+                    self.alloc_np[q] = {}
+        if not self.running:
+            self.free.clear()
+            self.free.update(self.capacity)
+        if job.preemptible:
+            keys = self.victims[job.queue]
+            del keys[bisect_left(keys, (job.priority, -run.started, seq, job.name))]
+            if not keys:
+                del self.victims[job.queue]
+            names = self.victim_resources[job.queue]
+            for r in job.request:
+                names[r] -= 1
+                if not names[r]:
+                    del names[r]
+        return run
 
-def _allocated(config: KaiConfig, running: Sequence[Running]) -> dict[str, dict[str, float]]:
-    """Per queue (ancestors included) what its running jobs hold: summed per leaf queue
-    first, then carried up its chain of ancestors once."""
-    per_leaf: dict[str, dict[str, float]] = {}
-    for r in running:
-        _add(per_leaf.setdefault(r.job.queue, {}), r.job.request)
-    return _carried(config, per_leaf)
+    def demand(self) -> dict[str, dict[str, float]]:
+        """Per leaf queue, what its running and waiting jobs request."""
+        out: dict[str, dict[str, float]] = {}
+        for q in self.config.leaves:
+            held = self.alloc[q] if self._count[q] else None
+            waiting = self._pending_demand.get(q)
+            if held is None and waiting is None:
+                continue
+            total = dict(held) if held is not None else {}
+            if waiting is not None:
+                add(total, waiting)
+            out[q] = total
+        return out
 
+    def fair_shares(self, usage: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, dict[str, float]]:
+        demand = self.demand()
+        key = (demand, usage)
+        if self._shares is None or self._shares_for != key:
+            self._shares = fair_shares(self.config, self.capacity, demand, usage)
+            self._shares_for = key
+        return self._shares
 
-def _carried(config: KaiConfig, per_leaf: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {q: {} for q in config.queues}
-    chains = config.chains
-    for leaf, amounts in per_leaf.items():
-        for node in chains[leaf]:
-            _add(out[node], amounts)
-    return out
+    # ------------------------------------------------------------------ cycle
+    def cycle(self, now: float = 0.0, usage: Mapping[str, Mapping[str, float]] | None = None) -> Outcome:
+        """One cycle: Allocate, then Reclaim, then Preempt, for the jobs that still wait.
+        Started jobs run and evicted ones wait again when it returns."""
+        shares = self.fair_shares(usage)
+        out = Outcome(shares=shares)
+        evicted: list[Job] = []
+        self._allocate(now, shares, out)
+        self._reclaim_and_preempt(now, shares, out, evicted)
+        for job in evicted:
+            self.add_pending(job)
+        return out
 
+    def _start(self, name: str, now: float, out: Outcome) -> None:
+        self.add_running(Running(self.remove_pending(name), now))
+        out.started.append(name)
 
-def _ancestors(config: KaiConfig, queue: str) -> tuple[str, ...]:
-    return config.chains[queue]
+    def _head(self, queue: str) -> tuple:
+        """The job order key (-priority, created, name) of the queue's first waiting job."""
+        return min((-g[2], *self._groups[g][0]) for g in self._queue_groups[queue])
 
+    def _allocate(self, now: float, shares, out: Outcome) -> None:
+        """The most starved queue's first job that fits, again and again."""
+        config, alloc, alloc_np = self.config, self.alloc, self.alloc_np
+        free = self.free
+        while self.pending and any(v > EPS for v in free.values()):
+            if not any(all(free.get(r, 0.0) + EPS >= v for r, v in g[1]) for g in self._groups):
+                return  # no waiting job fits what is free
+            order = []
+            for q, groups in self._queue_groups.items():
+                if not groups:
+                    continue
+                head = self.pending[self._head(q)[2]].request.get("gpu", 0.0)
+                held, fair = alloc[q].get("gpu", 0.0), shares[q].get("gpu", 0.0)
+                quota = config.queues[q].resource("gpu").quota
+                starved = quota == UNLIMITED or held + head <= quota + EPS
+                key = (held > fair + EPS, not starved, -config.queues[q].priority, saturation(held + head, fair), q)
+                order.append(key)
+            order.sort()
+            for key in order:
+                q = key[-1]
+                best = None
+                for g in self._queue_groups[q]:
+                    created, name = self._groups[g][0]
+                    job = self.pending[name]
+                    if (
+                        fits(self.free, job)
+                        and within_limits(config, alloc, job)
+                        and (job.preemptible or within_deserved(config, alloc_np, job))
+                    ):
+                        rank = (-g[2], created, name)
+                        if best is None or rank < best:
+                            best = rank
+                if best is not None:
+                    self._start(best[2], now, out)
+                    break
+            else:
+                return
 
-def _within_limits(config, allocated, job: Job) -> bool:
-    for q in _ancestors(config, job.queue):
-        for r, v in job.request.items():
-            limit = config.queues[q].resource(r).limit
-            if limit != UNLIMITED and allocated[q].get(r, 0.0) + v > limit + 1e-9:
-                return False
-    return True
-
-
-def _within_deserved(config, allocated_np, job: Job) -> bool:
-    """A non-preemptible job keeps its queue's non-preemptible allocation within quota."""
-    for q in _ancestors(config, job.queue):
-        for r, v in job.request.items():
-            quota = config.queues[q].resource(r).quota
-            if quota != UNLIMITED and allocated_np[q].get(r, 0.0) + v > quota + 1e-9:
-                return False
-    return True
-
-
-def _fits(free: Mapping[str, float], job: Job) -> bool:
-    return all(free.get(r, 0.0) + 1e-9 >= v for r, v in job.request.items())
-
-
-def _saturation(alloc: float, fair: float) -> float:
-    if fair <= 0:
-        return math.inf if alloc > 0 else 0.0
-    return alloc / fair
+    def _reclaim_and_preempt(self, now: float, shares, out: Outcome, evicted: list[Job]) -> None:
+        """The waiting jobs one at a time by priority and age: reclaim for it, else preempt.
+        When a job finds no victims, neither do the later ones of its group until some
+        job does (what they could take is the same), so its group sits out until then."""
+        config = self.config
+        groups = self._groups
+        heap = [((-g[2], *jobs[0]), g) for g, jobs in groups.items()]
+        heapq.heapify(heap)
+        resting: list[GroupKey] = []
+        while heap:
+            rank, g = heapq.heappop(heap)
+            job = self.pending[rank[2]]
+            q = job.queue
+            may_reclaim = all(
+                self.alloc[q].get(r, 0.0) + v <= shares[q].get(r, 0.0) + EPS for r, v in job.request.items()
+            )
+            keys = self.victims.get(q)
+            may_preempt = (keys[0][0] if keys else NON_PREEMPTIBLE) < job.priority
+            victims = None
+            if may_reclaim:
+                victims = reclaim_victims(
+                    config,
+                    shares,
+                    self.alloc,
+                    self.alloc_np,
+                    self.free,
+                    self.victims,
+                    self.victim_resources,
+                    self.running,
+                    job,
+                )
+            if victims is None and may_preempt:
+                victims = preempt_victims(config, self.alloc, self.alloc_np, self.free, self.victims, self.running, job)
+            if victims is None:
+                resting.append(g)
+                continue
+            for v in victims:
+                self.remove_running(v.job.name)
+                evicted.append(v.job)
+                out.evicted.append(v.job.name)
+            self._start(job.name, now, out)
+            resting.append(g)
+            for g in resting:  # every group may try again, from the jobs after this one
+                jobs = groups.get(g)
+                if not jobs:
+                    continue
+                if -g[2] > rank[0]:
+                    at = 0
+                elif -g[2] < rank[0]:
+                    continue
+                else:
+                    at = bisect_right(jobs, rank[1:])
+                if at < len(jobs):
+                    heapq.heappush(heap, ((-g[2], *jobs[at]), g))
+            resting = []
 
 
 def run_cycle(
@@ -136,208 +303,15 @@ def run_cycle(
     now: float = 0.0,
     usage: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Outcome:
-    """One cycle: Allocate, then Reclaim, then Preempt, for the jobs that still wait."""
-    leaves = config.leaves
+    """One cycle over ``pending`` and ``running`` (in the order they started)."""
+    state = KaiState(config, capacity)
     for job in pending:
-        if job.queue not in leaves:
+        if job.queue not in config.leaves:
             raise ValueError(f"job {job.name}: queue {job.queue!r} is not a leaf queue")
-    # One pass over the running jobs: per leaf queue, all and non-preemptible holdings.
-    held: dict[str, dict[str, float]] = {}
-    held_np: dict[str, dict[str, float]] = {}
-    for r in running:
-        _add(held.setdefault(r.job.queue, {}), r.job.request)
-        if not r.job.preemptible:
-            _add(held_np.setdefault(r.job.queue, {}), r.job.request)
-    demand: dict[str, dict[str, float]] = {q: dict(a) for q, a in held.items()}
-    for item in pending:
-        _add(demand.setdefault(item.queue, {}), item.request)
-    shares = fair_shares(config, capacity, demand, usage)
-    out = Outcome(running=list(running), shares=shares)
-    alloc = _carried(config, held)
-    alloc_np = _carried(config, held_np)
-    free = dict(capacity)
-    for amounts in held.values():
-        _add(free, amounts, -1.0)
-    by_queue: dict[str, list[Job]] = {}
-    for job in sorted(pending, key=lambda j: (-j.priority, j.created, j.name)):
-        by_queue.setdefault(job.queue, []).append(job)
-
-    def start(job: Job) -> None:
-        out.running.append(Running(job, now))
-        out.started.append(job.name)
-        by_queue[job.queue].remove(job)
-        _add(free, job.request, -1.0)
-        for q in _ancestors(config, job.queue):
-            _add(alloc[q], job.request)
-            if not job.preemptible:
-                _add(alloc_np[q], job.request)
-
-    def queue_order(q: str) -> tuple:
-        """queue_order.go: under fair share first, then under deserved quota with the head
-        job, then queue priority, then the smaller share with the head job (GPUs)."""
-        head = by_queue[q][0].request.get("gpu", 0.0) if by_queue[q] else 0.0
-        held, fair = alloc[q].get("gpu", 0.0), shares[q].get("gpu", 0.0)
-        quota = config.queues[q].resource("gpu").quota
-        starved = quota == UNLIMITED or held + head <= quota + 1e-9
-        return (held > fair + 1e-9, not starved, -config.queues[q].priority, _saturation(held + head, fair), q)
-
-    # Allocate: the most starved queue's first job that fits, again and again
-    progress = True
-    while progress and any(v > 1e-9 for v in free.values()):
-        progress = False
-        for q in sorted(by_queue, key=queue_order):
-            job = next(
-                (
-                    j
-                    for j in by_queue[q]
-                    if _fits(free, j)
-                    and _within_limits(config, alloc, j)
-                    and (j.preemptible or _within_deserved(config, alloc_np, j))
-                ),
-                None,
-            )
-            if job is not None:
-                start(job)
-                progress = True
-                break
-    # Reclaim, then Preempt, one job at a time by priority and age
-    failed: set[tuple] = set()  # (queue, request, priority) found impossible since the last change
-    lowest: dict[str, int] = {}
-    for r in out.running:
-        if r.job.preemptible:
-            lowest[r.job.queue] = min(lowest.get(r.job.queue, NON_PREEMPTIBLE), r.job.priority)
-    for job in sorted((j for jobs in by_queue.values() for j in jobs), key=lambda j: (-j.priority, j.created, j.name)):
-        key = (job.queue, tuple(sorted(job.request.items())), job.priority)
-        if key in failed:
-            continue
-        may_reclaim = all(
-            alloc[job.queue].get(r, 0.0) + v <= shares[job.queue].get(r, 0.0) + 1e-9 for r, v in job.request.items()
-        )
-        may_preempt = lowest.get(job.queue, NON_PREEMPTIBLE) < job.priority
-        victims = _reclaim_victims(config, capacity, shares, out.running, job) if may_reclaim else None
-        if victims is None and may_preempt:
-            victims = _preempt_victims(config, capacity, out.running, job)
-        if victims is None:
-            failed.add(key)
-            continue
-        out.running = [r for r in out.running if all(r is not v for v in victims)]
-        out.evicted.extend(v.job.name for v in victims)
-        for v in victims:
-            _add(free, v.job.request)
-            for q in _ancestors(config, v.job.queue):
-                _add(alloc[q], v.job.request, -1.0)
-                if not v.job.preemptible:
-                    _add(alloc_np[q], v.job.request, -1.0)
-        start(job)
-        failed.clear()
-        lowest = {}
-        for r in out.running:
-            if r.job.preemptible:
-                lowest[r.job.queue] = min(lowest.get(r.job.queue, NON_PREEMPTIBLE), r.job.priority)
+    for run in running:
+        state.add_running(run)
+    for job in pending:
+        state.add_pending(job)
+    out = state.cycle(now, usage)
+    out.running = list(state.running.values())
     return out
-
-
-def _free(capacity, running) -> dict[str, float]:
-    used: dict[str, float] = {}
-    for r in running:
-        _add(used, r.job.request)
-    free = dict(capacity)
-    _add(free, used, -1.0)
-    return free
-
-
-def _reclaim_victims(config, capacity, shares, running, job: Job) -> list[Running] | None:
-    alloc = _allocated(config, running)
-    alloc_np = _allocated(config, [r for r in running if not r.job.preemptible])
-    if not _within_limits(config, alloc, job):
-        return None
-    # CanReclaimResources: allocated + job within fair share (and deserved if non-preemptible)
-    for r, v in job.request.items():
-        if alloc[job.queue].get(r, 0.0) + v > shares[job.queue].get(r, 0.0) + 1e-9:
-            return None
-    if not job.preemptible and not _within_deserved(config, alloc_np, job):
-        return None
-    within_deserved = all(
-        config.queues[job.queue].resource(r).quota == UNLIMITED
-        or alloc[job.queue].get(r, 0.0) + v <= config.queues[job.queue].resource(r).quota + 1e-9
-        for r, v in job.request.items()
-    )
-    candidates = [r for r in running if r.job.queue != job.queue and r.job.preemptible]
-    candidates.sort(
-        key=lambda r: (
-            -_saturation(alloc[r.job.queue].get("gpu", 0.0), shares[r.job.queue].get("gpu", 0.0)),
-            r.job.priority,
-            -r.started,
-        )
-    )
-    remaining = {q: dict(a) for q, a in alloc.items()}
-    chosen: list[Running] = []
-    freed = _free(capacity, running)
-    for victim in candidates:
-        if _fits(freed, job):
-            break
-        level = _leveled(config, job.queue, victim.job.queue)[1]
-        rem = remaining[level]
-        over_fair = any(rem.get(r, 0.0) > shares[level].get(r, 0.0) + 1e-9 for r in victim.job.request)
-        quota = config.queues[level].resource
-        over_deserved = any(
-            quota(r).quota != UNLIMITED and rem.get(r, 0.0) > quota(r).quota + 1e-9 for r in victim.job.request
-        )
-        if not (over_fair or (within_deserved and over_deserved)):
-            continue
-        chosen.append(victim)
-        _add(freed, victim.job.request)
-        for q in _ancestors(config, victim.job.queue):
-            _add(remaining[q], victim.job.request, -1.0)
-    if not chosen or not _fits(freed, job):
-        return None
-    # the reclaimer must stay less saturated than each sibling it took from, at every level
-    multiplier = config.fairness.reclaimer_utilization_multiplier
-    for q in _ancestors(config, job.queue):
-        mine = dict(remaining[q])
-        _add(mine, job.request)
-        parent = config.queues[q].parent
-        for sib in config.children(parent):
-            if sib == q or remaining[sib] == alloc[sib]:
-                continue
-            for r in job.request:
-                ratio = _saturation(mine.get(r, 0.0), shares[q].get(r, 0.0))
-                theirs = _saturation(remaining[sib].get(r, 0.0), shares[sib].get(r, 0.0))
-                if ratio > 1 and shares[sib].get(r, 0.0) > 0 and ratio * multiplier >= theirs:
-                    return None
-    return chosen
-
-
-def _leveled(config: KaiConfig, a: str, b: str) -> tuple[str, str]:
-    """The ancestors of ``a`` and ``b`` that are siblings (children of their common ancestor)."""
-    chain_a, chain_b = _ancestors(config, a), _ancestors(config, b)
-    common = next((q for q in chain_a if q in chain_b), None)
-    below_a = chain_a[chain_a.index(common) - 1] if common else chain_a[-1]
-    below_b = chain_b[chain_b.index(common) - 1] if common else chain_b[-1]
-    return below_a, below_b
-
-
-def _preempt_victims(config, capacity, running, job: Job) -> list[Running] | None:
-    """Victims in the job's own queue, lowest priority then newest first, until the job
-    fits the free capacity *and* its queue's limits (docs/priority/README.md: a queue
-    limited to 1 GPU whose train pod is preempted for a build pod)."""
-    candidates = [
-        r for r in running if r.job.queue == job.queue and r.job.preemptible and r.job.priority < job.priority
-    ]
-    candidates.sort(key=lambda r: (r.job.priority, -r.started))
-
-    def admits(after: list[Running]) -> bool:
-        if not _fits(_free(capacity, after), job) or not _within_limits(config, _allocated(config, after), job):
-            return False
-        if job.preemptible:
-            return True
-        return _within_deserved(config, _allocated(config, [r for r in after if not r.job.preemptible]), job)
-
-    chosen: list[Running] = []
-    after = list(running)
-    for victim in candidates:
-        chosen.append(victim)
-        after = [r for r in after if r is not victim]
-        if admits(after):
-            return chosen
-    return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from shapeshift.engine.overheads import Overheads
@@ -132,3 +134,45 @@ def test_kai_time_based_fair_share_runs(tmp_path):
     jobs = [job("a1", 0, 4, 100, tenant="a"), job("a2", 50, 4, 10, tenant="a"), job("b1", 50, 4, 10, tenant="b")]
     result = by_id(run(jobs, "1x4", policy, overheads=NO_COST))
     assert result["b1"].first_start == 100 and result["a2"].first_start == 110
+
+
+def test_kai_kept_state_matches_the_engine_at_every_decision(tmp_path):
+    # The policy keeps its waiting and running jobs between decisions, reading only the
+    # jobs the engine lists as touched and the arrivals at the end of its queues. At every
+    # decision that kept state must hold exactly the engine's waiting and running jobs.
+    # Seeded jobs over two queues with priority classes (preemption, reclaim, evictions
+    # re-queued) on 2 x 4 GPUs.
+    path = tmp_path / "kai.yaml"
+    path.write_text(KAI)
+    policy = make_policy("kai", {"config": str(path), "queue_from": "tenant"})
+    rng = random.Random(3)
+    jobs = [
+        job(
+            f"j{i}",
+            rng.uniform(0, 500),
+            rng.choice((1, 2, 4)),
+            rng.uniform(10, 200),
+            tenant=rng.choice("ab"),
+            priority_class=rng.choice(("train", "train", "build", "inference")),
+        )
+        for i in range(60)
+    ]
+    decide = policy.decide
+    checked = []
+
+    def checking(view):
+        schedule = decide(view)
+        state = policy.tracker.state
+        waiting = {j for p in view.partitions for j in view.pending(p)}
+        running = set(view.allocations)
+        for job_id, alloc in schedule.changes.items():
+            (running.discard if alloc is None else running.add)(job_id)
+            (waiting.add if alloc is None else waiting.discard)(job_id)
+        assert set(state.pending) == waiting and set(state.running) == running
+        checked.append(view.now)
+        return schedule
+
+    policy.decide = checking
+    # (non-preemptible 4-GPU jobs never start: their queue deserves 2 GPUs)
+    run(jobs, "2x4", policy, overheads=NO_COST)
+    assert len(checked) > 60

@@ -1,8 +1,8 @@
 """``kueue`` and ``kai``: Shapeshift policies that replay a site's own Kueue or KAI-Scheduler
 configuration (``--policy kueue --policy-arg config=FILE``).
 
-Each decision rebuilds the scheduler's view from the engine's (admitted = running jobs,
-pending = waiting jobs), asks the pure rules (``kueue_cycle.run_cycles``,
+Each decision brings the scheduler's view up to the engine's (admitted = running jobs,
+pending = waiting jobs), asks the rules (``kueue_cycle.run_cycles``,
 ``kai_rules.run_cycle``) who is admitted and who is evicted, and places the admitted
 jobs on nodes. A job's queue is read from one of its fields (``queue_from``): ``auto``
 (the default) takes the workload's ``queue`` column (with its ``namespace``) where a job
@@ -41,13 +41,13 @@ from shapeshift.errors import InputError
 from shapeshift.k8s import kai_rules, kueue_cycle, kueue_rules
 from shapeshift.k8s.documents import parse_documents
 from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig, kai_from_documents, read_kai
-from shapeshift.k8s.kai_fairshare import decayed_usage, with_ancestors
 from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents, read_kueue
 from shapeshift.k8s.kueue_quota import QuotaTree, Usage, charge, empty_usage
 from shapeshift.k8s.queue_metrics import QueueLedger
 from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.k8s.kai_tracker import KaiTracker
 
 QueueField = Literal["auto", "queue", "vc", "tenant", "user"]
 
@@ -102,12 +102,6 @@ def queue_field(spec: JobSpec, queue_from: str) -> str:
     if queue_from in ("auto", "queue") and (spec.queue_name or queue_from == "queue"):
         return "queue"
     return "vc" if queue_from == "auto" else queue_from
-
-
-def _all_jobs(view: ClusterView) -> tuple[list[str], list[str]]:
-    running = list(view.allocations)
-    pending = [j for p in view.partitions for j in view.pending(p)]
-    return running, pending
 
 
 def _place(view: ClusterView, placement, started: list[str], evicted: list[str], nodes_of=None) -> Schedule:
@@ -351,10 +345,8 @@ class KaiPolicy:
         self.config = config
         self.params = params
         self.placement = PLACEMENTS[params.placement]()
-        self.history: list[tuple[str, str, float, float, float]] = []
-        self.open: dict[str, tuple[str, float, float]] = {}  # job -> (queue, gpus, start)
         self._jobs: dict[str, kai_rules.Job] = {}
-        self._running: dict[str, kai_rules.Running] = {}  # the engine's running jobs, as KAI sees them
+        self.tracker = KaiTracker(config, self._job)
         quota = {q: config.queues[q].resource("gpu").quota for q in config.leaves}
         self.ledger = QueueLedger({q: math.inf if v == UNLIMITED else v for q, v in quota.items()})
 
@@ -390,48 +382,14 @@ class KaiPolicy:
         self._jobs[job_id] = job
         return job
 
-    def _usage(self, view: ClusterView, capacity: float) -> dict[str, dict[str, float]] | None:
-        fairness = self.config.fairness
-        if not fairness.time_based:
-            return None
-        for job_id in [j for j in self.open if j not in view.allocations]:
-            queue, gpus, start = self.open.pop(job_id)
-            self.history.append((queue, "gpu", gpus, start, view.now))
-        ongoing = [(q, "gpu", g, s, view.now) for q, g, s in self.open.values()]
-        leaf = decayed_usage(
-            [*self.history, *ongoing],
-            {"gpu": capacity},
-            view.now,
-            half_life_s=fairness.half_life_s,
-            window_s=fairness.window_s,
-        )
-        return with_ancestors(self.config, leaf)
-
     def decide(self, view: ClusterView) -> Schedule:
-        running_ids, pending_ids = _all_jobs(view)
-        capacity = float(sum(view.capacity_gpus(p) for p in view.partitions))
-        usage = self._usage(view, capacity)
-        running = []
-        for j in running_ids:
-            found = self._running.get(j)
-            if found is None:
-                found = self._running[j] = kai_rules.Running(self._job(view, j), self.open.get(j, ("", 0.0, 0.0))[2])
-            running.append(found)
-        pending = [self._job(view, j) for j in pending_ids]
-        outcome = kai_rules.run_cycle(self.config, {"gpu": capacity}, pending, running, now=view.now, usage=usage)
-        evicted = [n for n in outcome.evicted if n in view.allocations]
-        schedule = _place(view, self.placement, [n for n in outcome.started if n not in view.allocations], evicted)
-        for job_id in evicted:
-            if job_id in self.open:
-                queue, gpus, start = self.open.pop(job_id)
-                self.history.append((queue, "gpu", gpus, start, view.now))
+        tracker = self.tracker
+        state = tracker.sync(view)
+        outcome = state.cycle(view.now, tracker.historical_usage(view.now))
         held = view.allocations
-        for job_id in [j for j in self._running if j not in held or j in schedule.changes]:
-            del self._running[job_id]
-        for job_id, alloc in schedule.changes.items():
-            if alloc is not None:
-                self.open[job_id] = (self._job(view, job_id).queue, float(alloc.gpus), view.now)
-                self._running[job_id] = kai_rules.Running(self._job(view, job_id), view.now)
+        evicted = [n for n in outcome.evicted if n in held]
+        schedule = _place(view, self.placement, [n for n in outcome.started if n not in held], evicted)
+        tracker.settle(view, outcome, evicted, schedule)
         self.ledger.record(view, schedule, lambda j: self._jobs[j].queue)
         return schedule
 
