@@ -47,6 +47,8 @@ class Engine:
         self.policy = policy
         #: The policy's own "never placeable" rule, where its traits declare one.
         self._refuses = traits_of(policy).refuses
+        #: Whether the policy gives a fractional job a whole GPU (``PolicyTraits.whole_gpus``).
+        self._whole_gpus = traits_of(policy).whole_gpus
         self.executor = executor
         self.overheads = overheads or Overheads()
         self.on_decision = on_decision
@@ -283,6 +285,9 @@ class Engine:
                     f" a type it excludes"
                 )
         who = f"{self.policy.name}: allocation for job {status.job_id}"
+        if spec.gpu_milli and self.free.milli is not None and (alloc.gpu_milli is None) != self._whole_gpus:
+            rule = "a share of a GPU, but declares whole_gpus" if self._whole_gpus else "a whole GPU for its fraction"
+            raise PolicyError(f"{who} gives {rule}")
         shared = alloc.devices is not None or (alloc.gpu_milli is not None and self.free.milli is not None)
         if shared and self.sharing is None:
             raise PolicyError(

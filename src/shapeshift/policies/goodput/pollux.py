@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
+from shapeshift.engine.contract import PolicyTraits
+from shapeshift.engine.fractions import allowed_nodes
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Resources, Schedule
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
@@ -107,6 +109,9 @@ class _Job:
 class PolluxPolicy:
     name = "pollux"
     triggers = frozenset({ROUND})
+    #: Pollux allocates whole GPUs: a job asking for a fraction of one gets a whole GPU
+    #: (ours; Pollux has no fractions).
+    traits = PolicyTraits(whole_gpus=True)
 
     def __init__(self, params: PolluxParams):
         self.params = params
@@ -179,7 +184,10 @@ class PolluxPolicy:
         counts = solve(self.utilities(jobs, total, len(nodes), gpn), total)
         wanted = {job.job_id: (r, job.current) for job, r in zip(jobs, counts, strict=True)}
         rigid = frozenset(j.job_id for j in jobs if j.rigid)
-        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps, rigid)
+        types = view.free().node_types
+        specs = {j.job_id: view.job(j.job_id).spec for j in jobs}
+        allowed = {j: allowed_nodes(spec, nodes, types) for j, spec in specs.items() if spec.gpu_types}
+        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps, rigid, allowed)
         tables = {j.job_id: j.table for j in jobs}
         for job in jobs:
             desired.pop(job.job_id, None)

@@ -35,7 +35,8 @@ from typing import Literal
 
 import numpy as np
 
-from shapeshift.engine.contract import ARRIVAL, COMPLETION
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits
+from shapeshift.engine.fractions import whole_gpu_spec
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
 from shapeshift.k8s import kai_rules, kueue_cycle, kueue_rules
@@ -45,7 +46,7 @@ from shapeshift.k8s.kai_fairshare import decayed_usage, with_ancestors
 from shapeshift.k8s.kueue_config import KueueConfig, kueue_from_documents, read_kueue
 from shapeshift.k8s.kueue_quota import QuotaTree, Usage, charge, empty_usage
 from shapeshift.k8s.queue_metrics import QueueLedger
-from shapeshift.model import Allocation, JobSpec, Schedule
+from shapeshift.model import GPU_MILLI, Allocation, JobSpec, Schedule
 from shapeshift.policies.framework.placement import PLACEMENTS, PlacementName
 from shapeshift.policies.framework.registry import PolicyParams, register
 
@@ -110,7 +111,9 @@ def _all_jobs(view: ClusterView) -> tuple[list[str], list[str]]:
     return running, pending
 
 
-def _place(view: ClusterView, placement, started: list[str], evicted: list[str], nodes_of=None) -> Schedule:
+def _place(
+    view: ClusterView, placement, started: list[str], evicted: list[str], nodes_of=None, whole: bool = False
+) -> Schedule:
     free = view.scratch()
     changes: dict[str, Allocation | None] = {}
     for job_id in evicted:
@@ -124,7 +127,8 @@ def _place(view: ClusterView, placement, started: list[str], evicted: list[str],
         nodes = view.partitions[status.partition]
         if nodes_of is not None:
             nodes = nodes_of(job_id, status.partition, nodes)
-        alloc = placement.find(status.spec, nodes, free) if len(nodes) else None
+        spec = whole_gpu_spec(status.spec) if whole else status.spec  # Kueue: whole GPUs only
+        alloc = placement.find(spec, nodes, free) if len(nodes) else None
         if alloc is None:
             reasons[job_id] = "admitted, but no set of nodes has the GPUs free"
             continue
@@ -137,6 +141,8 @@ class KueuePolicy:
     name = "kueue"
     triggers = frozenset({ARRIVAL, COMPLETION})
     default_round = None
+    #: ``nvidia.com/gpu`` is a whole-number resource: a fraction of a GPU gets one (ours).
+    traits = PolicyTraits(whole_gpus=True)
 
     def __init__(self, config: KueueConfig | None, params: KueueParams):
         self.config = config  # type: ignore[assignment]  # None until the first decision sizes the default
@@ -306,7 +312,7 @@ class KueuePolicy:
         def nodes_of(job_id: str, partition: str, nodes: np.ndarray) -> np.ndarray:
             return self._flavor_nodes(view, flavor_of.get(job_id), partition, nodes)
 
-        schedule = _place(view, self.placement, [a.workload.name for a in fresh], evicted, nodes_of)
+        schedule = _place(view, self.placement, [a.workload.name for a in fresh], evicted, nodes_of, whole=True)
         for job_id in evicted:
             self._release(job_id)
         for a in fresh:
@@ -361,7 +367,8 @@ class KaiPolicy:
                     field="priority_class",
                 )
             priority = self.config.priority_classes[spec.priority_class]
-        per_pod = {"gpu": float(spec.gpus_per_pod)}
+        # A fraction counts as its share (KAI's gpu-fraction, docs/gpu-sharing/README.md).
+        per_pod = {"gpu": spec.gpu_fraction / spec.pods}
         job = kai_rules.Job(job_id, queue, per_pod, spec.pods, priority, spec.submit_time)
         self._jobs[job_id] = job
         return job
@@ -406,7 +413,8 @@ class KaiPolicy:
             del self._running[job_id]
         for job_id, alloc in schedule.changes.items():
             if alloc is not None:
-                self.open[job_id] = (self._job(view, job_id).queue, float(alloc.gpus), view.now)
+                gpus = float(alloc.gpus) if alloc.gpu_milli is None else alloc.gpu_milli / GPU_MILLI
+                self.open[job_id] = (self._job(view, job_id).queue, gpus, view.now)
                 self._running[job_id] = kai_rules.Running(self._job(view, job_id), view.now)
         self.ledger.record(view, schedule, lambda j: self._jobs[j].queue)
         return schedule

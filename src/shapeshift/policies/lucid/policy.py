@@ -36,7 +36,10 @@ off by default as for the artifact's Philly runs. The thesis's system tuner
 ``system_tuner`` (``tuner.py``), off by default.
 
 Pairs need a cluster that lets two jobs share a GPU (``gpu_share_limit: 2`` in the
-cluster file). Elsewhere Lucid runs with profiling and priorities only. Every exclusive
+cluster file). Elsewhere Lucid runs with profiling and priorities only. On a cluster of
+fractional GPUs (``gpu_fractions``, openb) a job's share of a GPU is a quota the cluster
+enforces, so the binder forms no pairs there; its placement packs the fractions
+(``engine.fractions``) and honours GPU-type constraints, as every placement does. Every exclusive
 placement declares the job's profiled GPU memory, so a later newcomer can join it.
 """
 
@@ -55,7 +58,7 @@ from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.perf.colocation import SharingProfile
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
-from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.placement import PLACEMENTS
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.lucid.binder import BinderMixin
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
@@ -89,7 +92,7 @@ class Lucid(BinderMixin):
         )
         self.durations = DurationModel(params.seed, pram, params.train_window)
         self.forecaster = SubmissionForecaster(params.seed, pram)
-        self.placement = Consolidated()
+        self.placement = PLACEMENTS[params.placement]()
         self.features: dict[str, SharingProfile] = {}
         self.scores: dict[str, int] = {}
         self.running_partners = RunningPartners()
@@ -324,7 +327,8 @@ class Lucid(BinderMixin):
         self._ensure_models(view)
         self._switch(view.now)
         ledger = view.sharing
-        pairing = self.sharing_on and ledger is not None and ledger.limit >= 2
+        # On a cluster of fractional GPUs the shares are the packing: no binder pairs.
+        pairing = self.sharing_on and ledger is not None and ledger.limit >= 2 and not ledger.fractions
         partners: PartnerIndex | None = None  # built when a job first looks for a partner
         order = sorted(queue, key=lambda j: (self.priority[j], view.job(j).spec.submit_time, j))
         largest, main_gpus, gpu_mem = self._main_shape(view, nodes)
