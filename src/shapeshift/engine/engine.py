@@ -307,6 +307,8 @@ class Engine:
                     raise PolicyError(f"{who} {problem}")
             newly, joined = self.sharing.take(status, alloc)
             self.free.take(alloc, newly, self.sharing.devices[status.job_id])
+            if self.free.held is not None:
+                self.free.held[id(alloc)] = (alloc, self.sharing.devices[status.job_id])
             self._reshared.update(dict.fromkeys(joined))
             self._reshared[status.job_id] = None
         status.allocation = alloc
@@ -319,6 +321,8 @@ class Engine:
             self.free.give(status.allocation)
         else:
             devices = self.sharing.devices[status.job_id]
+            if self.free.held is not None:
+                self.free.held.pop(id(status.allocation), None)
             emptied, left = self.sharing.give(status.job_id)
             self.free.give(status.allocation, emptied, devices)
             self._reshared.update(dict.fromkeys(left))

@@ -165,6 +165,11 @@ class FreeResources:
     #: where set above 1; else unbounded, as every job holds at least one thousandth).
     jobs: np.ndarray | None = field(default=None, repr=False)
     job_limit: int = GPU_MILLI
+    #: With ``milli``: the GPUs of each allocation the engine holds, by the allocation's
+    #: identity (the engine writes it; scratch copies share it, read-only), so that a plan
+    #: giving back a running job's allocation frees the GPUs the job really holds, not
+    #: another job's of the same shape.
+    held: dict[int, tuple[Allocation, tuple[tuple[int, int], ...]]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, cluster: ClusterSpec, partitions: Mapping[str, np.ndarray] | None = None) -> FreeResources:
@@ -186,6 +191,7 @@ class FreeResources:
             milli=milli,
             jobs=None if milli is None else np.zeros_like(milli),
             job_limit=limit,
+            held=None if milli is None else {},
         )
 
     def copy(self) -> FreeResources:
@@ -202,6 +208,7 @@ class FreeResources:
             milli,
             jobs,
             self.job_limit,
+            self.held,
         )
 
     def usable_milli(self, nodes: np.ndarray | int) -> np.ndarray:
@@ -247,6 +254,9 @@ class FreeResources:
         """GPUs a device-less allocation may have held (a plan giving back what it does not
         know the GPUs of): the fullest ones of its nodes that hold its share."""
         assert self.milli is not None
+        hit = None if self.held is None else self.held.get(id(alloc))
+        if hit is not None and hit[0] is alloc:
+            return list(hit[1])
         share = alloc.gpu_milli if alloc.gpu_milli is not None else GPU_MILLI
         devices: list[tuple[int, int]] = []
         for n, r in alloc.placement:

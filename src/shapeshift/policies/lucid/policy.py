@@ -355,7 +355,8 @@ class Lucid(BinderMixin):
                 # A job larger than the main nodes may use the profiling nodes too, so
                 # that every job the VC can hold can run (the artifact never meets one).
                 main = spec.num_gpus <= main_gpus
-                if spec.num_gpus <= (empty_main if main else empty_all):
+                share = spec.gpu_milli > 0 and free.milli is not None  # may join a used GPU
+                if share or spec.num_gpus <= (empty_main if main else empty_all):
                     alloc = self.placement.find(spec, nodes if main else everywhere, free)
                 if alloc is not None:
                     alloc = self._declare_memory(view, spec, alloc)
