@@ -162,5 +162,5 @@ def test_a_plan_giving_back_a_whole_gpu_frees_the_gpu_that_job_holds():
                 result["milli"] = free.milli[0].tolist()
             return Schedule(base=view.allocations, changes={})
 
-    simulate(jobs + [JobSpec("X", 1.0, 1, duration=1.0, gpu_milli=300)], cluster, Probe(), overheads=NO_OVERHEAD)
+    simulate([*jobs, JobSpec("X", 1.0, 1, duration=1.0, gpu_milli=300)], cluster, Probe(), overheads=NO_OVERHEAD)
     assert result["milli"] == [0, 1000]
