@@ -164,3 +164,18 @@ def test_a_plan_giving_back_a_whole_gpu_frees_the_gpu_that_job_holds():
 
     simulate([*jobs, JobSpec("X", 1.0, 1, duration=1.0, gpu_milli=300)], cluster, Probe(), overheads=NO_OVERHEAD)
     assert result["milli"] == [0, 1000]
+
+
+def test_a_plan_names_the_gpus_it_gives_a_whole_gpu_job():
+    # One node of two GPUs; a share of 400 sits on GPU 0. A whole-GPU allocation planned
+    # now gets the lowest idle GPU, GPU 1, and names it, so the engine holds exactly that
+    # GPU even if it applies the plan in another order or keeps a job where it was.
+    from shapeshift.engine.state import FreeResources
+    from shapeshift.model import Allocation, Resources
+
+    free = FreeResources.of(fractional(node("n0", gpus=2)))
+    free.take(Allocation(((0, Resources(1, 0.0, 0.0)),), devices=((0, 0),), gpu_milli=400))
+    whole = Allocation(((0, Resources(1, 0.0, 0.0)),))
+    assert free.naming_gpus(whole).devices == ((0, 1),)
+    plain = FreeResources.of(ClusterSpec((node("n0", gpus=2),)))
+    assert plain.naming_gpus(whole) is whole

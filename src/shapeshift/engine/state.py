@@ -7,6 +7,7 @@ These are the only mutable objects in the scheduling core. Policies see them thr
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -231,6 +232,15 @@ class FreeResources:
                     return None
                 devices.extend((n, g) for g in chosen)
         return devices
+
+    def naming_gpus(self, alloc: Allocation) -> Allocation:
+        """On a fractional cluster, ``alloc`` naming the GPUs this plan gives it (``gpus_for``),
+        so the engine holds exactly those, whatever it applies first; ``alloc`` itself where
+        it names them already, holds no GPU, or the cluster is not fractional."""
+        if self.milli is None or alloc.devices is not None or not alloc.gpus:
+            return alloc
+        devices = self.gpus_for(alloc)
+        return alloc if devices is None else dataclasses.replace(alloc, devices=tuple(devices))
 
     def _move_milli(self, alloc: Allocation, devices: list[tuple[int, int]] | None, sign: int) -> dict[int, int]:
         """Take (sign -1) or give back (+1) ``alloc``'s share of its GPUs; returns the idle

@@ -313,6 +313,7 @@ class Lucid(BinderMixin):
             heapq.heappop(queue)
             self.awaiting_profile.discard(job_id)
             self.profiled += 1
+            alloc = free.naming_gpus(alloc)
             free.take(alloc)
             changes[job_id] = alloc
             self.profiling[job_id] = now
@@ -359,7 +360,7 @@ class Lucid(BinderMixin):
                 if share or spec.num_gpus <= (empty_main if main else empty_all):
                     alloc = self.placement.find(spec, nodes if main else everywhere, free)
                 if alloc is not None:
-                    alloc = self._declare_memory(view, spec, alloc)
+                    alloc = free.naming_gpus(self._declare_memory(view, spec, alloc))
                     free.take(alloc)
                     empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
             if alloc is None:
