@@ -5,6 +5,9 @@ departures) does not model.
     python scripts/openb_queueing.py --data ../shared/data/alibaba-openb --every 100,120 \\
         --policies fifo,sjf --placements consolidated,fgd --out /tmp/openb-queueing
 
+``--policies lucid`` is Lucid's ordering (GPUs x predicted duration, its profiler) with its
+defaults, the placement given as its ``placement`` parameter.
+
 Each pod is a job submitted at its creation time and running for its lifetime
 (``deletion_time - creation_time``), CPU-only pods included; a fraction of a GPU shares a
 GPU with others while the shares fit (``--format openb``, docs/fgd.md). The trace is a

@@ -125,3 +125,57 @@ def test_a_job_limit_set_above_one_still_caps_the_jobs_on_a_gpu():
     jobs = [JobSpec(j, 0.0, 1, duration=10.0, gpu_milli=300) for j in "ABC"]
     out = run(jobs, cluster)
     assert [out[j].first_start for j in "ABC"] == [0.0, 0.0, 10.0]
+
+
+def test_a_plan_giving_back_a_whole_gpu_frees_the_gpu_that_job_holds():
+    # One node, two GPUs. A and B (500 each) fill GPU 0; W (whole) takes GPU 1. A plan
+    # that gives W back must free GPU 1: GPU 0 stays full, so a 300 share fits only on
+    # GPU 1. Guessing "a full GPU" would free GPU 0, whose 1000 are A's and B's.
+    from shapeshift.model import Allocation, Resources, Schedule
+
+    cluster = fractional(node("n0", gpus=2))
+    jobs = [
+        JobSpec("A", 0.0, 1, duration=10.0, gpu_milli=500),
+        JobSpec("B", 0.0, 1, duration=10.0, gpu_milli=500),
+        JobSpec("W", 0.0, 1, duration=10.0),
+    ]
+    result = {}
+
+    class Probe:
+        name = "probe"
+        triggers = frozenset({"arrival"})
+        default_round = None
+
+        def decide(self, view):
+            pending = list(view.pending(""))
+            if len(pending) == 3:
+                share = Resources(1, 0.0, 0.0)
+                changes = {
+                    "A": Allocation(((0, share),), devices=((0, 0),), gpu_milli=500),
+                    "B": Allocation(((0, share),), devices=((0, 0),), gpu_milli=500),
+                    "W": Allocation(((0, share),)),
+                }
+                return Schedule(base=view.allocations, changes=changes)
+            if not result and len(view.allocations) == 3:
+                free = view.scratch()
+                free.give(view.allocations["W"])
+                result["milli"] = free.milli[0].tolist()
+            return Schedule(base=view.allocations, changes={})
+
+    simulate([*jobs, JobSpec("X", 1.0, 1, duration=1.0, gpu_milli=300)], cluster, Probe(), overheads=NO_OVERHEAD)
+    assert result["milli"] == [0, 1000]
+
+
+def test_a_plan_names_the_gpus_it_gives_a_whole_gpu_job():
+    # One node of two GPUs; a share of 400 sits on GPU 0. A whole-GPU allocation planned
+    # now gets the lowest idle GPU, GPU 1, and names it, so the engine holds exactly that
+    # GPU even if it applies the plan in another order or keeps a job where it was.
+    from shapeshift.engine.state import FreeResources
+    from shapeshift.model import Allocation, Resources
+
+    free = FreeResources.of(fractional(node("n0", gpus=2)))
+    free.take(Allocation(((0, Resources(1, 0.0, 0.0)),), devices=((0, 0),), gpu_milli=400))
+    whole = Allocation(((0, Resources(1, 0.0, 0.0)),))
+    assert free.naming_gpus(whole).devices == ((0, 1),)
+    plain = FreeResources.of(ClusterSpec((node("n0", gpus=2),)))
+    assert plain.naming_gpus(whole) is whole

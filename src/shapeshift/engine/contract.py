@@ -81,6 +81,13 @@ class PolicyTraits:
     #: such a job with the reason, as the real scheduler refuses it at submission. A
     #: field of the traits, so that wrappers forwarding the traits keep it.
     refuses: Callable[[JobSpec, ClusterSpec, Sequence[int]], str] | None = None
+    #: The policy allocates whole GPUs only, as its source does (Slurm's ``gres/gpu``,
+    #: Kueue's ``nvidia.com/gpu`` quota, Gavel, Pollux): a job asking for a fraction of a
+    #: GPU (``JobSpec.gpu_milli``) gets one whole GPU. On a cluster of fractional GPUs the
+    #: engine refuses (``PolicyError``) a whole GPU given for a fraction by a policy that
+    #: does not declare this, and a share of a GPU given by one that does, so that which
+    #: rule a run followed is never a guess.
+    whole_gpus: bool = False
 
 
 #: What a policy that declares nothing gets.

@@ -47,6 +47,8 @@ class Engine:
         self.policy = policy
         #: The policy's own "never placeable" rule, where its traits declare one.
         self._refuses = traits_of(policy).refuses
+        #: Whether the policy gives a fractional job a whole GPU (``PolicyTraits.whole_gpus``).
+        self._whole_gpus = traits_of(policy).whole_gpus
         self.executor = executor
         self.overheads = overheads or Overheads()
         self.on_decision = on_decision
@@ -283,6 +285,9 @@ class Engine:
                     f" a type it excludes"
                 )
         who = f"{self.policy.name}: allocation for job {status.job_id}"
+        if spec.gpu_milli and self.free.milli is not None and (alloc.gpu_milli is None) != self._whole_gpus:
+            rule = "a share of a GPU, but declares whole_gpus" if self._whole_gpus else "a whole GPU for its fraction"
+            raise PolicyError(f"{who} gives {rule}")
         shared = alloc.devices is not None or (alloc.gpu_milli is not None and self.free.milli is not None)
         if shared and self.sharing is None:
             raise PolicyError(
@@ -302,6 +307,8 @@ class Engine:
                     raise PolicyError(f"{who} {problem}")
             newly, joined = self.sharing.take(status, alloc)
             self.free.take(alloc, newly, self.sharing.devices[status.job_id])
+            if self.free.held is not None:
+                self.free.held[id(alloc)] = (alloc, self.sharing.devices[status.job_id])
             self._reshared.update(dict.fromkeys(joined))
             self._reshared[status.job_id] = None
         status.allocation = alloc
@@ -314,6 +321,8 @@ class Engine:
             self.free.give(status.allocation)
         else:
             devices = self.sharing.devices[status.job_id]
+            if self.free.held is not None:
+                self.free.held.pop(id(status.allocation), None)
             emptied, left = self.sharing.give(status.job_id)
             self.free.give(status.allocation, emptied, devices)
             self._reshared.update(dict.fromkeys(left))

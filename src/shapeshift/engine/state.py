@@ -7,6 +7,7 @@ These are the only mutable objects in the scheduling core. Policies see them thr
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -165,6 +166,11 @@ class FreeResources:
     #: where set above 1; else unbounded, as every job holds at least one thousandth).
     jobs: np.ndarray | None = field(default=None, repr=False)
     job_limit: int = GPU_MILLI
+    #: With ``milli``: the GPUs of each allocation the engine holds, by the allocation's
+    #: identity (the engine writes it; scratch copies share it, read-only), so that a plan
+    #: giving back a running job's allocation frees the GPUs the job really holds, not
+    #: another job's of the same shape.
+    held: dict[int, tuple[Allocation, tuple[tuple[int, int], ...]]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, cluster: ClusterSpec, partitions: Mapping[str, np.ndarray] | None = None) -> FreeResources:
@@ -186,6 +192,7 @@ class FreeResources:
             milli=milli,
             jobs=None if milli is None else np.zeros_like(milli),
             job_limit=limit,
+            held=None if milli is None else {},
         )
 
     def copy(self) -> FreeResources:
@@ -202,6 +209,7 @@ class FreeResources:
             milli,
             jobs,
             self.job_limit,
+            self.held,
         )
 
     def usable_milli(self, nodes: np.ndarray | int) -> np.ndarray:
@@ -225,6 +233,15 @@ class FreeResources:
                 devices.extend((n, g) for g in chosen)
         return devices
 
+    def naming_gpus(self, alloc: Allocation) -> Allocation:
+        """On a fractional cluster, ``alloc`` naming the GPUs this plan gives it (``gpus_for``),
+        so the engine holds exactly those, whatever it applies first; ``alloc`` itself where
+        it names them already, holds no GPU, or the cluster is not fractional."""
+        if self.milli is None or alloc.devices is not None or not alloc.gpus:
+            return alloc
+        devices = self.gpus_for(alloc)
+        return alloc if devices is None else dataclasses.replace(alloc, devices=tuple(devices))
+
     def _move_milli(self, alloc: Allocation, devices: list[tuple[int, int]] | None, sign: int) -> dict[int, int]:
         """Take (sign -1) or give back (+1) ``alloc``'s share of its GPUs; returns the idle
         GPUs it takes or leaves per node."""
@@ -247,6 +264,9 @@ class FreeResources:
         """GPUs a device-less allocation may have held (a plan giving back what it does not
         know the GPUs of): the fullest ones of its nodes that hold its share."""
         assert self.milli is not None
+        hit = None if self.held is None else self.held.get(id(alloc))
+        if hit is not None and hit[0] is alloc:
+            return list(hit[1])
         share = alloc.gpu_milli if alloc.gpu_milli is not None else GPU_MILLI
         devices: list[tuple[int, int]] = []
         for n, r in alloc.placement:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shapeshift.engine.fractions import choose_gpus
+from shapeshift.engine.fractions import choose_gpus, type_mask
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import GPU_MILLI, Allocation, JobSpec, Resources
 
@@ -29,8 +29,7 @@ def eligible(job: JobSpec, nodes: np.ndarray, free: FreeResources) -> np.ndarray
     key = (id(nodes), job.gpu_types)
     hit = _ELIGIBLE.get(key)
     if hit is None or hit[0] is not nodes:
-        types = free.node_types
-        mask = np.fromiter((types[n] in job.gpu_types for n in nodes.tolist()), dtype=bool, count=len(nodes))
+        mask = np.array(type_mask(job, nodes.tolist(), free.node_types), dtype=bool)
         if len(_ELIGIBLE) > 1000:
             _ELIGIBLE.clear()
         hit = _ELIGIBLE[key] = (nodes, nodes[mask])

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
+from shapeshift.engine.fractions import whole_gpu_spec
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, PolicyTraits
@@ -83,8 +84,9 @@ class GavelPolicy(RoundOrFillPolicy):
         partition has its own rounds, table, ledger and LP. With Gavel's rounds, another
         partition's round end decides this one mid-round, which only hands out free GPUs
         (``fill``, off by default); ranks are handed out across partitions, but only their
-        order within a partition is read."""
-        return PolicyTraits(partition_local=self._rounds == "grid" or not self._fill)
+        order within a partition is read. Gavel allocates whole GPUs of a type: a job asking
+        for a fraction of one gets a whole GPU (ours; Gavel has no fractions)."""
+        return PolicyTraits(partition_local=self._rounds == "grid" or not self._fill, whole_gpus=True)
 
     def __init__(
         self,
@@ -155,7 +157,11 @@ class GavelPolicy(RoundOrFillPolicy):
         return table
 
     def _speed(self, spec: JobSpec, gpu_type: str, per_node: int) -> float:
-        """``job_speed``, or with ``profiles`` a Pollux job's speed from the type's profile."""
+        """``job_speed``, or with ``profiles`` a Pollux job's speed from the type's profile;
+        0 (cannot run there, as for a type a job's throughputs leave out) on a GPU type the
+        job's type constraint excludes."""
+        if not spec.allows(gpu_type):
+            return 0.0
         found = profiled_speed(self._profiles, spec, gpu_type, per_node) if self._profiles else None
         return job_speed(spec, gpu_type) if found is None else found
 
@@ -351,7 +357,7 @@ class GavelPolicy(RoundOrFillPolicy):
             job_id = table.ids[row]
             assert job_id is not None
             k = int(granted[row])
-            alloc = self._placement.find(view.job(job_id).spec, types.nodes[k], free)
+            alloc = self._placement.find(whole_gpu_spec(view.job(job_id).spec), types.nodes[k], free)
             if alloc is None:
                 reasons[job_id] = f"granted {types.names[k]} GPUs this round but they are fragmented"
                 continue
@@ -389,7 +395,7 @@ class GavelPolicy(RoundOrFillPolicy):
             for k in sorted(range(len(types.names)), key=lambda k: (-speed[k] / mean[k], -speed[k], k)):
                 if speed[k] <= 0:
                     continue
-                alloc = self._placement.find(spec, types.nodes[k], free)
+                alloc = self._placement.find(whole_gpu_spec(spec), types.nodes[k], free)
                 if alloc is not None:
                     changes[job_id] = alloc
                     free.take(alloc)

@@ -36,12 +36,14 @@ def keep_or_pack(
     order: Sequence[str],
     capacity: Mapping[int, int],
     exact: frozenset[str] = frozenset(),
+    allowed: Mapping[str, list[int]] | None = None,
 ) -> dict[str, Placement]:
     """Per job, GPUs per node for its wanted count (``wanted[job] = (count, current)``).
 
     Jobs keeping their count stay in place; the rest are packed largest first (ties in
     ``order``). A job that cannot get its count takes the largest count that fits (jobs in
     ``exact`` take theirs or nothing); a job that gets nothing is absent from the result.
+    A job in ``allowed`` (a GPU-type constraint) is packed on those nodes only.
     """
     free = dict(capacity)
     shared: set[int] = set()  # nodes that already host a job spanning nodes
@@ -59,7 +61,8 @@ def keep_or_pack(
     for job in todo:
         lowest = wanted[job][0] if job in exact else 1
         for count in range(wanted[job][0], lowest - 1, -1):
-            place = _pack(count, free, shared)
+            pool = free if allowed is None or job not in allowed else {n: free[n] for n in allowed[job] if n in free}
+            place = _pack(count, pool, shared)
             if place is not None:
                 _take(place, free, shared, result, job)
                 break

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
+from shapeshift.engine.contract import PolicyTraits
+from shapeshift.engine.fractions import allowed_nodes
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Resources, Schedule
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
@@ -118,6 +120,9 @@ class _Job:
 class PolluxPolicy:
     name = "pollux"
     triggers = frozenset({ROUND})
+    #: Pollux allocates whole GPUs: a job asking for a fraction of one gets a whole GPU
+    #: (ours; Pollux has no fractions).
+    traits = PolicyTraits(whole_gpus=True)
 
     def __init__(self, params: PolluxParams):
         self.params = params
@@ -206,7 +211,12 @@ class PolluxPolicy:
             current = self._as_virtual(current, vnodes, size)
         wanted = {job.job_id: (r, current[job.job_id]) for job, r in zip(jobs, counts, strict=True)}
         rigid = frozenset(j.job_id for j in jobs if j.rigid)
-        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps_seen, rigid)
+        types = view.free().node_types
+        specs = {j.job_id: view.job(j.job_id).spec for j in jobs}
+        allowed = {j: allowed_nodes(spec, nodes, types) for j, spec in specs.items() if spec.gpu_types}
+        if vnodes is not None:  # a typed job's virtual nodes are those of its allowed real nodes
+            allowed = {j: [v for v, n in vnodes.items() if n in set(ok)] for j, ok in allowed.items()}
+        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps_seen, rigid, allowed)
         tables = {j.job_id: j.table for j in jobs}
         for job in jobs:
             desired.pop(job.job_id, None)

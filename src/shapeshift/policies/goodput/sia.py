@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import Field
 
+from shapeshift.engine.contract import PolicyTraits
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.arch import get_arch
@@ -114,6 +115,9 @@ class _Job:
 class SiaPolicy:
     name = "sia"
     triggers = frozenset({ROUND})
+    #: Sia's configurations are whole GPUs of one type: a job asking for a fraction of
+    #: one gets a whole GPU (ours; Sia has no fractions).
+    traits = PolicyTraits(whole_gpus=True)
 
     def __init__(self, params: SiaParams, knowledge: Knowledge) -> None:
         self.params = params
@@ -157,6 +161,8 @@ class SiaPolicy:
         # nodes, times the ratio of the two types' 1-GPU throughputs (``_compute_goodputs_v2``).
         source = next((t for t in types if t in ran), None)
         for gpu_type, (gpn, count) in types.items():
+            if not spec.allows(gpu_type):  # a type constraint: no configuration there
+                continue
             sizes = _configurations(gpn, count)
             if kind == "rigid":
                 sizes = [(math.ceil(spec.num_gpus / gpn), spec.num_gpus)] if spec.num_gpus <= gpn * count else []

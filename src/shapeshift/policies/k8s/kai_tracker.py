@@ -12,7 +12,7 @@ from shapeshift.k8s import kai_rules
 from shapeshift.k8s.kai_config import KaiConfig
 from shapeshift.k8s.kai_fairshare import with_ancestors
 from shapeshift.k8s.kai_usage import UsageAccumulator
-from shapeshift.model import Schedule
+from shapeshift.model import GPU_MILLI, Allocation, Schedule
 
 
 class KaiTracker:
@@ -61,7 +61,7 @@ class KaiTracker:
             self.capacity = float(sum(view.capacity_gpus(p) for p in view.partitions))
             self.state = kai_rules.KaiState(self.config, {"gpu": self.capacity})
             for job_id, alloc in view.allocations.items():
-                self._run(view, job_id, 0.0, float(alloc.gpus))
+                self._run(view, job_id, 0.0, _gpus_held(alloc))
         state = self.state
         held = view.allocations
         for job_id in view.touched:
@@ -70,7 +70,7 @@ class KaiTracker:
                 if job_id in state.pending:
                     self._unwait(view, job_id)
                 if job_id not in state.running:
-                    self._run(view, job_id, 0.0, float(alloc.gpus))
+                    self._run(view, job_id, 0.0, _gpus_held(alloc))
                 continue
             if job_id in state.running:
                 self._stop(view, job_id)
@@ -124,6 +124,12 @@ class KaiTracker:
                 state.remove_pending(job_id)
                 state.add_running(kai_rules.Running(job, view.now))
             self._waiting[view.job(job_id).partition] -= 1
-            self._held[job_id] = (job.queue, float(alloc.gpus))
+            self._held[job_id] = (job.queue, _gpus_held(alloc))
             if self.usage is not None:
-                self.usage.start(job.queue, float(alloc.gpus), view.now)
+                self.usage.start(job.queue, _gpus_held(alloc), view.now)
+
+
+def _gpus_held(alloc: Allocation) -> float:
+    """GPUs an allocation holds against its queue: a share of one GPU counts as that share
+    (KAI's ``gpu-fraction``, docs/gpu-sharing/README.md)."""
+    return float(alloc.gpus) if alloc.gpu_milli is None else alloc.gpu_milli / GPU_MILLI

@@ -35,7 +35,8 @@ from typing import Literal
 
 import numpy as np
 
-from shapeshift.engine.contract import ARRIVAL, COMPLETION
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits
+from shapeshift.engine.fractions import whole_gpu_spec
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
 from shapeshift.k8s import kai_rules, kueue_cycle, kueue_rules
@@ -104,7 +105,9 @@ def queue_field(spec: JobSpec, queue_from: str) -> str:
     return "vc" if queue_from == "auto" else queue_from
 
 
-def _place(view: ClusterView, placement, started: list[str], evicted: list[str], nodes_of=None) -> Schedule:
+def _place(
+    view: ClusterView, placement, started: list[str], evicted: list[str], nodes_of=None, whole: bool = False
+) -> Schedule:
     free = view.scratch()
     changes: dict[str, Allocation | None] = {}
     for job_id in evicted:
@@ -118,7 +121,8 @@ def _place(view: ClusterView, placement, started: list[str], evicted: list[str],
         nodes = view.partitions[status.partition]
         if nodes_of is not None:
             nodes = nodes_of(job_id, status.partition, nodes)
-        alloc = placement.find(status.spec, nodes, free) if len(nodes) else None
+        spec = whole_gpu_spec(status.spec) if whole else status.spec  # Kueue: whole GPUs only
+        alloc = placement.find(spec, nodes, free) if len(nodes) else None
         if alloc is None:
             reasons[job_id] = "admitted, but no set of nodes has the GPUs free"
             continue
@@ -131,6 +135,8 @@ class KueuePolicy:
     name = "kueue"
     triggers = frozenset({ARRIVAL, COMPLETION})
     default_round = None
+    #: ``nvidia.com/gpu`` is a whole-number resource: a fraction of a GPU gets one (ours).
+    traits = PolicyTraits(whole_gpus=True)
 
     def __init__(self, config: KueueConfig | None, params: KueueParams):
         self.config = config  # type: ignore[assignment]  # None until the first decision sizes the default
@@ -324,7 +330,7 @@ class KueuePolicy:
         def nodes_of(job_id: str, partition: str, nodes: np.ndarray) -> np.ndarray:
             return self._flavor_nodes(view, flavor_of.get(job_id), partition, nodes)
 
-        schedule = _place(view, self.placement, [a.workload.name for a in fresh], evicted, nodes_of)
+        schedule = _place(view, self.placement, [a.workload.name for a in fresh], evicted, nodes_of, whole=True)
         for job_id in evicted:
             self._release(job_id)
         for a in fresh:
@@ -377,7 +383,8 @@ class KaiPolicy:
                     field="priority_class",
                 )
             priority = self.config.priority_classes[spec.priority_class]
-        per_pod = {"gpu": float(spec.gpus_per_pod)}
+        # A fraction counts as its share (KAI's gpu-fraction, docs/gpu-sharing/README.md).
+        per_pod = {"gpu": spec.gpu_fraction / spec.pods}
         job = kai_rules.Job(job_id, queue, per_pod, spec.pods, priority, spec.submit_time)
         self._jobs[job_id] = job
         return job

@@ -94,7 +94,8 @@ class BinderMixin:
         return Allocation(((node, res),), devices=devices, gpu_mem_gb=me.gpu_mem)
 
     def _declare_memory(self, view: ClusterView, spec: JobSpec, alloc: Allocation) -> Allocation:
-        if view.sharing is None or spec.job_id not in self.features or len(alloc.placement) != 1:
+        sharing = view.sharing
+        if sharing is None or sharing.fractions or spec.job_id not in self.features or len(alloc.placement) != 1:
             return alloc
         node = alloc.placement[0][0]
         return Allocation(alloc.placement, alloc.plan, gpu_mem_gb=self._memory(view, spec.job_id, node))

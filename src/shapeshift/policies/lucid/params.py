@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from shapeshift.policies.framework.placement import PlacementName
 from shapeshift.policies.framework.registry import PolicyParams
 
 
@@ -62,4 +63,8 @@ class LucidParams(PolicyParams):
     #: (GPUs x true duration) instead of the learned estimate, to measure what the
     #: estimate costs. A scheduler cannot know it.
     oracle_durations: bool = False
+    #: Ours: the placement of every job that is not paired (profiling and main nodes).
+    #: The artifact consolidates (``consolidated``); ``fgd`` is Fragmentation Gradient
+    #: Descent for GPU-sharing clusters (docs/fgd.md), for Lucid's ordering with FGD.
+    placement: PlacementName = "consolidated"
     seed: int = 0

@@ -36,7 +36,10 @@ off by default as for the artifact's Philly runs. The thesis's system tuner
 ``system_tuner`` (``tuner.py``), off by default.
 
 Pairs need a cluster that lets two jobs share a GPU (``gpu_share_limit: 2`` in the
-cluster file). Elsewhere Lucid runs with profiling and priorities only. Every exclusive
+cluster file). Elsewhere Lucid runs with profiling and priorities only. On a cluster of
+fractional GPUs (``gpu_fractions``, openb) a job's share of a GPU is a quota the cluster
+enforces, so the binder forms no pairs there; its placement packs the fractions
+(``engine.fractions``) and honours GPU-type constraints, as every placement does. Every exclusive
 placement declares the job's profiled GPU memory, so a later newcomer can join it.
 """
 
@@ -55,7 +58,7 @@ from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Schedule
 from shapeshift.perf.colocation import SharingProfile
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
-from shapeshift.policies.framework.placement import Consolidated
+from shapeshift.policies.framework.placement import PLACEMENTS
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.lucid.binder import BinderMixin
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
@@ -89,7 +92,7 @@ class Lucid(BinderMixin):
         )
         self.durations = DurationModel(params.seed, pram, params.train_window)
         self.forecaster = SubmissionForecaster(params.seed, pram)
-        self.placement = Consolidated()
+        self.placement = PLACEMENTS[params.placement]()
         self.features: dict[str, SharingProfile] = {}
         self.scores: dict[str, int] = {}
         self.running_partners = RunningPartners()
@@ -310,6 +313,7 @@ class Lucid(BinderMixin):
             heapq.heappop(queue)
             self.awaiting_profile.discard(job_id)
             self.profiled += 1
+            alloc = free.naming_gpus(alloc)
             free.take(alloc)
             changes[job_id] = alloc
             self.profiling[job_id] = now
@@ -324,7 +328,8 @@ class Lucid(BinderMixin):
         self._ensure_models(view)
         self._switch(view.now)
         ledger = view.sharing
-        pairing = self.sharing_on and ledger is not None and ledger.limit >= 2
+        # On a cluster of fractional GPUs the shares are the packing: no binder pairs.
+        pairing = self.sharing_on and ledger is not None and ledger.limit >= 2 and not ledger.fractions
         partners: PartnerIndex | None = None  # built when a job first looks for a partner
         order = sorted(queue, key=lambda j: (self.priority[j], view.job(j).spec.submit_time, j))
         largest, main_gpus, gpu_mem = self._main_shape(view, nodes)
@@ -351,10 +356,11 @@ class Lucid(BinderMixin):
                 # A job larger than the main nodes may use the profiling nodes too, so
                 # that every job the VC can hold can run (the artifact never meets one).
                 main = spec.num_gpus <= main_gpus
-                if spec.num_gpus <= (empty_main if main else empty_all):
+                share = spec.gpu_milli > 0 and free.milli is not None  # may join a used GPU
+                if share or spec.num_gpus <= (empty_main if main else empty_all):
                     alloc = self.placement.find(spec, nodes if main else everywhere, free)
                 if alloc is not None:
-                    alloc = self._declare_memory(view, spec, alloc)
+                    alloc = free.naming_gpus(self._declare_memory(view, spec, alloc))
                     free.take(alloc)
                     empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
             if alloc is None:

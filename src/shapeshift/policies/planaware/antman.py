@@ -126,7 +126,9 @@ class AntManScheduler(PlanAwareScheduler):
 
     def decide(self, view: ClusterView) -> Schedule:
         ledger = view.sharing
-        if not self.params.sharing or ledger is None:
+        if not self.params.sharing or ledger is None or ledger.fractions:
+            # On a cluster of fractional GPUs a GPU's shares are quotas the cluster
+            # enforces: no opportunistic jobs join another's GPUs there.
             return super().decide(view)
         self.packed &= set(view.allocations)
         if view.finished:

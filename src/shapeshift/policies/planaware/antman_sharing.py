@@ -43,6 +43,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from shapeshift.engine.fractions import allowed_nodes
 from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ExecutionPlan, JobSpec, NodeSpec, Resources
@@ -267,7 +268,7 @@ class OpportunisticPacker:
                 spec = self._spec(job_id)
                 if job_id in desired or spec.guaranteed or spec.num_gpus < 1:
                     continue
-                alloc = self._pack(spec, nodes)
+                alloc = self._pack(spec, allowed_nodes(spec, nodes, view.free().node_types))
                 if alloc is None:
                     continue
                 desired[job_id] = alloc

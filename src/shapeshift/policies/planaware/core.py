@@ -35,6 +35,8 @@ import math
 
 import numpy as np
 
+from shapeshift.engine.contract import PolicyTraits
+from shapeshift.engine.fractions import allowed_nodes
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION, ROUND
@@ -60,6 +62,9 @@ class PlanAwareScheduler(Materialise):
 
     triggers = frozenset({ARRIVAL, COMPLETION})
     default_round: float | None = None
+    #: Rubick, AntMan and Synergy count whole GPUs per node (a plan's GPUs, AntMan's GPU
+    #: requests): a job asking for a fraction of one gets a whole GPU (ours).
+    traits = PolicyTraits(whole_gpus=True)
 
     def __init__(self, variant: Variant, knowledge: Knowledge) -> None:
         self.variant = variant
@@ -164,7 +169,7 @@ class PlanAwareScheduler(Materialise):
             g_min, _, cpus = self.min_res_full(j.spec, self._gpn_now)
             j.g_min, j.min_cpus = g_min, (cpus if self.variant.min_cpus else None)
             j.g_max = max(j.g_min, j.g_max) if not self.variant.fixed_guaranteed else j.g_min
-            if self._place_guaranteed(j, nodes, gpn):
+            if self._place_guaranteed(j, self._allowed(j, nodes), gpn):
                 self._starved.add(jid)
             else:
                 j.protected = False
@@ -181,6 +186,10 @@ class PlanAwareScheduler(Materialise):
         return float(curve[BASELINE_GPUS + int(feasible[0])]) if feasible.size else (float(curve.max()) or 1.0)
 
     # ============================================================ partition
+    def _allowed(self, j: PlanJob, nodes: list[int]) -> list[int]:
+        """The nodes of ``nodes`` whose GPU type ``j`` allows (``engine.fractions``)."""
+        return allowed_nodes(j.spec, nodes, self._node_types)
+
     def _decide_partition(
         self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]
     ) -> None:
@@ -188,6 +197,7 @@ class PlanAwareScheduler(Materialise):
         self.now = view.now
         nodes = [int(n) for n in view.partitions[part]]
         cluster = view.cluster
+        self._node_types = view.free().node_types
         gpn = self._gpn(view, nodes)
         widest = max(nodes, key=lambda n: (cluster.nodes[n].gpus, -n))
         self._cpn_now = cluster.nodes[widest].cpus / max(cluster.nodes[widest].gpus, 1)
@@ -239,7 +249,7 @@ class PlanAwareScheduler(Materialise):
             if j.spec.guaranteed and used.get(j.spec.tenant, 0) + j.g_min > quota:
                 reasons[j.id] = f"tenant {j.spec.tenant} quota: {used.get(j.spec.tenant, 0)} of {quota} GPUs in use"
                 continue
-            if self._place_guaranteed(j, nodes, gpn):
+            if self._place_guaranteed(j, self._allowed(j, nodes), gpn):
                 if j.spec.guaranteed:
                     used[j.spec.tenant] = used.get(j.spec.tenant, 0) + j.g_min
             else:
@@ -260,12 +270,12 @@ class PlanAwareScheduler(Materialise):
             if not j.running:
                 if j.g >= j.g_min and j.g:
                     continue  # placed by the anti-starvation rule in step 1
-                if not self._grow(j, nodes, gpn, steal=v.steal):
+                if not self._grow(j, self._allowed(j, nodes), gpn, steal=v.steal):
                     reasons.setdefault(j.id, f"needs {count(j.g_min, 'GPU')}; {sum(self.free.values())} free")
                 elif not self._settle(j, mark):
                     reasons[j.id] = "no plan fits the GPUs, CPUs and host memory found"
             elif v.elastic and j.g < j.g_max:
-                self._grow_running(j, nodes, gpn)
+                self._grow_running(j, self._allowed(j, nodes), gpn)
                 if len(self.log) > mark:
                     self._settle(j, mark)
 

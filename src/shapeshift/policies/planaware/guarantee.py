@@ -127,7 +127,7 @@ class Guarantee(Ledger):
     def _place_guaranteed(self, j: PlanJob, nodes: list[int], gpn: int) -> bool:
         """Give ``j`` its ``g_min`` GPUs: on free GPUs anywhere when a plan there reaches
         the target (unless ``pack_guaranteed``), else packed, shrinking others."""
-        if not self.variant.pack_guaranteed and sum(self.free.values()) >= j.g_min:
+        if not self.variant.pack_guaranteed and sum(self.free[n] for n in nodes) >= j.g_min:
             mark = len(self.log)
             for n in sorted(nodes, key=lambda n: (-self.free[n], n)):
                 take = min(self.free[n], j.g_min - j.g)

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits
+from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
@@ -85,7 +86,8 @@ class SlurmPolicy:
 
     def __init__(self, params: SlurmParams):
         self.params = params
-        self.traits = PolicyTraits(refuses=self.never_placeable)
+        # gres/gpu counts whole GPUs: a fraction of one gets a whole GPU (ours).
+        self.traits = PolicyTraits(refuses=self.never_placeable, whole_gpus=True)
         #: GPUs per node of each node list ``never_placeable`` was handed, by its identity.
         self._node_gpus: dict[int, tuple[Sequence[int], list[int]]] = {}
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
@@ -141,6 +143,7 @@ class SlurmPolicy:
         self.largest = {
             part: max((nodes[i].gpus for g in groups for i in g), default=0) for part, groups in self.groups.items()
         }
+        self.typed = TypedGroups(view.cluster)  # a gres type constraint (``--gres=gpu:TYPE:N``)
         self.fairshare: FairShare | None = None
         self._parts: dict[str, SlurmPartition | None] = {}
         period = max(conf.priority.calc_period, 60)
@@ -332,7 +335,8 @@ class SlurmPolicy:
             if limit_part is not None and limit_part.max_time is not None and self.limit(spec) > limit_part.max_time:
                 reasons[job_id] = "PartitionTimeLimit"
                 continue
-            placement = fit(self._need(spec), self.groups[part], free, self.largest[part])
+            groups, largest = self.typed.of(spec, self.groups[part], self.largest[part])
+            placement = fit(self._need(spec), groups, free, largest)
             if placement is None:
                 blocked.add(part)
                 reasons[job_id] = "Resources"
@@ -363,7 +367,10 @@ class SlurmPolicy:
             part = status.partition
             candidates.append(
                 Candidate(
-                    job_id, self._need(status.spec), self.limit(status.spec), self.groups[part], self.largest[part]
+                    job_id,
+                    self._need(status.spec),
+                    self.limit(status.spec),
+                    *self.typed.of(status.spec, self.groups[part], self.largest[part]),
                 )
             )
         result = backfill(

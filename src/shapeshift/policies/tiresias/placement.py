@@ -12,6 +12,7 @@ import numpy as np
 
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec
+from shapeshift.policies.framework.gpu_shapes import eligible
 from shapeshift.policies.framework.placement import Consolidated, allocation_for
 from shapeshift.workloads.catalog import lookup
 
@@ -24,8 +25,9 @@ class AnyFit:
 
     def find(self, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
         single = Consolidated().find(job, nodes, free)
-        if single is not None or job.num_gpus == 0:
-            return single
+        if single is not None or job.num_gpus == 0 or (job.gpu_milli and free.milli is not None):
+            return single  # a share of one GPU is on one node or nowhere
+        nodes = eligible(job, nodes, free)
         fg = free.gpus[nodes]
         if int(fg.sum()) < job.num_gpus:
             return None

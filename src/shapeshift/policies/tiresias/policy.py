@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
+from shapeshift.engine.contract import PolicyTraits
+from shapeshift.engine.fractions import whole_gpu_spec
 from shapeshift.engine.state import FreeResources, JobState
 from shapeshift.model import Allocation, Schedule
 from shapeshift.policies.framework.admission import AdmissionParams, make_admission
@@ -87,6 +89,8 @@ class TiresiasPolicy:
 
     name = "tiresias"
     triggers = frozenset({ARRIVAL, COMPLETION})
+    #: Tiresias counts and places whole GPUs: a fraction of one gets a whole GPU (ours).
+    traits = PolicyTraits(whole_gpus=True)
     default_round: float | None = None
 
     def __init__(
@@ -283,7 +287,7 @@ class TiresiasPolicy:
         for level, taken in enumerate(walk.taken):
             for visit in taken:
                 if visit.job_id not in running_movers:
-                    alloc = self.placement.find(view.job(visit.job_id).spec, nodes, free)
+                    alloc = self.placement.find(whole_gpu_spec(view.job(visit.job_id).spec), nodes, free)
                     if alloc is None:
                         reasons[visit.job_id] = f"queue {level}: GPUs free but fragmented ({self.placement.name})"
                         queues.put_back(level, visit)
