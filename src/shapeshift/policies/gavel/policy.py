@@ -12,12 +12,10 @@ with ``s_j`` the job's GPU count and ``T_prop`` its throughput under the
 heterogeneity-agnostic split. ``objective=max-sum-throughput`` solves Gavel's
 ``max_sum_throughput_perf`` instead (``lp.max_sum_throughput_allocation``: the total
 ``sum T X`` under the same constraints), the objective the Sia artifact runs its Gavel
-baseline with (``sia-simulator/simulator_config.py``, ``gavel_default_policy``); with
-catalog speeds (K80 = 1 per model) it weighs every model's relative speed alike, where
-Gavel weighs steps per second, so it is meant for ``profiles``. Throughputs: a job's own
+baseline with (``sia-simulator/simulator_config.py``, ``gavel_default_policy``); it is
+meant for ``profiles`` (steps per second, as Gavel weighs them). Throughputs: a job's own
 ``gpu_speed`` (a column per GPU type in the workload, 0 = it cannot run there) when it
-gives one, else the model catalog (Gavel's measured throughputs for the models they
-cover), else the catalog-wide mean speed of each type.
+gives one, else the model catalog (Gavel's measured throughputs), else each type's mean.
 
 The round mechanism follows Gavel's simulator (``scheduler/scheduler.py``, ``simulate``
 and ``_schedule_jobs_on_workers``), checked job by job against it
@@ -28,11 +26,10 @@ earlier fixed timer). Jobs arriving mid-round wait for the next round. The alloc
 recomputed, the time received reset and deficits updated only when the job set changed
 and ``reset_interval`` seconds (1,920) passed since the last reset; the grant order is
 Gavel's per-type priority ``X / fraction of the type's time received`` with types visited
-fastest first (``rounds``). ``priority=sia-artifact`` is the round mechanism the Sia
-artifact runs its Gavel baseline with (:mod:`.artifact_rounds`). ``priority=age`` is our
-earlier rule (time received since submission, one global order, LP re-solved at every
-change of the job set). A job
-granted the type it runs on keeps its GPUs; the others are preempted at the round
+fastest first (``rounds``). ``priority=sia-artifact`` is the Sia artifact's round
+mechanism for its Gavel baseline (:mod:`.artifact_rounds`); ``priority=age`` is ours (time
+received since submission, one order, LP re-solved at every change of the job set). A
+job granted the type it runs on keeps its GPUs; the others are preempted at the round
 boundary and the granted ones placed, largest first, consolidated.
 
 ``fill=true`` (ours, off as in Gavel) hands free GPUs to waiting jobs between rounds, each
