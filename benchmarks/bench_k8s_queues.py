@@ -14,7 +14,10 @@ printed with the figures).
 
 Replay: ``philly`` (its 11 virtual clusters, jobs of the 4 tiny others left out) on
 352 x 8 GPUs in one pool, queues from ``examples/k8s/philly-kueue.yaml`` /
-``philly-kai.yaml`` (``shapeshift.k8s.vc_queues``); ``--jobs`` cuts it.
+``philly-kai.yaml`` (``shapeshift.k8s.vc_queues``); ``--jobs`` cuts it, or, above the
+82,229 jobs the 11 VCs hold, continues it with copies of the trace shifted by its span
+(``--jobs 100000``: the trace, then its first 17,771 jobs again one span later), so the
+offered load stays the trace's.
 
     python benchmarks/bench_k8s_queues.py [--decisions 300] [--jobs N] [--skip-replay]
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import random
 import time
@@ -119,11 +123,30 @@ def pending_jobs(n: int, queues: int, seed: int) -> list[JobSpec]:
     ]
 
 
+def extended(jobs: list[JobSpec], n: int) -> list[JobSpec]:
+    """The first ``n`` jobs of the trace repeated end to end: copy ``k`` has its submit
+    times shifted by ``k`` spans (last submit - first submit + the mean gap) and its ids
+    suffixed ``+k``, so it arrives after the previous copy at the same rate."""
+    if n <= len(jobs):
+        return jobs[:n]
+    first, last = jobs[0].submit_time, jobs[-1].submit_time
+    span = (last - first) * len(jobs) / max(len(jobs) - 1, 1)
+    out = list(jobs)
+    k = 1
+    while len(out) < n:
+        out += [
+            dataclasses.replace(j, job_id=f"{j.job_id}+{k}", submit_time=j.submit_time + k * span)
+            for j in jobs[: n - len(out)]
+        ]
+        k += 1
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, default=300, help="decisions timed per policy")
     parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--jobs", type=int, default=None, help="cut the Philly replay to its first N jobs")
+    parser.add_argument("--jobs", type=int, default=None, help="replay N Philly jobs (repeated past its end)")
     parser.add_argument("--skip-replay", action="store_true")
     parser.add_argument("--reclaim", action="store_true", help="reclaimWithinCohort: Any on every ClusterQueue")
     parser.add_argument("--policies", default="kueue,kai")
@@ -149,7 +172,7 @@ def main() -> None:
         return
     philly = [j for j in read_workload("philly").jobs() if j.vc in PHILLY_VCS]
     if args.jobs:
-        philly = philly[: args.jobs]
+        philly = extended(philly, args.jobs)
     print(f"\nreplay: philly, {len(philly):,} jobs of its 11 virtual clusters, 352 x 8 GPUs in one pool")
     print("| policy | wall (s) | CPU (s) | decisions | jobs completed | load average |")
     print("|---|---:|---:|---:|---:|---:|")
