@@ -35,6 +35,7 @@ Failure semantics (what a caller may rely on):
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,14 @@ class PolicyError(RuntimeError):
     """A policy asked for something impossible (over-allocation, a finished job...)."""
 
 
+class PreemptKind(enum.StrEnum):
+    """What a preemption does to the job it stops (``PolicyTraits.preempts_as``)."""
+
+    KEEP = "keep"
+    REQUEUE = "requeue"
+    CANCEL = "cancel"
+
+
 @dataclass(frozen=True)
 class PolicyTraits:
     """What a policy declares about itself, beyond what it decides.
@@ -81,6 +90,13 @@ class PolicyTraits:
     #: such a job with the reason, as the real scheduler refuses it at submission. A
     #: field of the traits, so that wrappers forwarding the traits keep it.
     refuses: Callable[[JobSpec, ClusterSpec, Sequence[int]], str] | None = None
+    #: The policy's own rule for what preempting a job does to it, given the job's id:
+    #: ``KEEP`` (it waits with its progress, as from a checkpoint: every policy's reading
+    #: without the rule), ``REQUEUE`` (it waits and starts again from nothing: Slurm's
+    #: requeue) or ``CANCEL`` (it ends, neither completed nor unfinished: Slurm's
+    #: cancel). The engine asks it once per preemption, before stopping the job. A field
+    #: of the traits, so that wrappers forwarding the traits keep it.
+    preempts_as: Callable[[str], PreemptKind] | None = None
 
 
 #: What a policy that declares nothing gets.
