@@ -61,6 +61,14 @@ def test_requeue_restarts_the_job_from_nothing_after_its_begin_time(tmp_path):
     assert result["a"].end_time == 231
 
 
+def test_preemptions_are_counted_by_kind_in_the_summary(tmp_path):
+    from shapeshift.policies.framework.registry import make_policy
+
+    policy = make_policy("slurm", _qos(tmp_path))
+    run(_pair(), _cluster(tmp_path, "PreemptType=preempt/qos\nPreemptMode=CANCEL\n"), policy)
+    assert policy.summary_fields() == {"slurm_preempt_requeued": 0, "slurm_preempt_cancelled": 1}
+
+
 def test_requeue_begin_time_follows_cred_expire(tmp_path):
     # AuthInfo=cred_expire=30: a may begin again at 10 + 30 + 1 = 41, and runs 41..141.
     extra = "PreemptType=preempt/qos\nPreemptMode=REQUEUE\nAuthInfo=cred_expire=30\n"
@@ -97,15 +105,17 @@ def test_no_preemption_without_a_preempt_list_or_within_one_qos(tmp_path):
 
 def test_preempt_exempt_time_protects_a_young_job(tmp_path):
     # normal's PreemptExemptTime 00:00:30 (acct_policy_get_preemptable_time): a (started
-    # at 0) may be preempted from 30 on. At h's arrival (10) it is exempt, so h waits; at
-    # x's arrival (40) the main scheduler runs again, a is no longer exempt: h preempts it
-    # at 40. x (normal, 1 GPU) waits behind h.
+    # at 0) may be preempted from 30 on. At h's arrival (10) it is exempt, so h waits; the
+    # replay looks again when the exemption ends (Slurm: at its next scheduling pass or
+    # backfill cycle after 30): h preempts a at 30 and runs 30..50.
     text = QOS.replace("normal|0|00:00:00|||cluster", "normal|0|00:00:00||00:00:30|cluster")
-    jobs = [*_pair(), job("x", 40, 1, 5, vc="p", qos="normal", time_limit=600)]
     cluster = _cluster(tmp_path, "PreemptType=preempt/qos\nPreemptMode=CANCEL\n")
-    result = by_id(run(jobs, cluster, "slurm", _qos(tmp_path, text)))
-    assert result["h"].first_start == 40 and result["a"].end_time == 40
-    assert result["x"].first_start == 60
+    result = by_id(run(_pair(), cluster, "slurm", _qos(tmp_path, text)))
+    assert result["h"].first_start == 30 and result["a"].end_time == 30
+    # The cluster's PreemptExemptTime applies where the QOS sets none: 00:00:45 -> 45.
+    extra = "PreemptType=preempt/qos\nPreemptMode=CANCEL\nPreemptExemptTime=00:00:45\n"
+    result = by_id(run(_pair(), _cluster(tmp_path, extra), "slurm", _qos(tmp_path)))
+    assert result["h"].first_start == 45
 
 
 def test_suspend_and_grace_time_are_refused_with_one_line(tmp_path):
@@ -206,3 +216,21 @@ def test_qos_dump_bad_limit_names_line_and_field(tmp_path):
 
 def test_qos_type_without_limits_is_inactive():
     assert not Limits({"n": Qos("n", 0)}, {"root": Assoc("root", "", "", 1)}).active
+
+
+# The header and rows of a real ``sacctmgr show qos -P`` (Slurm 22.05.8, scripts/real_slurm.sh).
+REAL_QOS = (
+    "Name|Priority|GraceTime|Preempt|PreemptExemptTime|PreemptMode|Flags|UsageThres|UsageFactor|GrpTRES|"
+    "GrpTRESMins|GrpTRESRunMins|GrpJobs|GrpSubmit|GrpWall|MaxTRES|MaxTRESPerNode|MaxTRESMins|MaxWall|MaxTRESPU|"
+    "MaxJobsPU|MaxSubmitPU|MaxTRESPA|MaxJobsPA|MaxSubmitPA|MinTRES\n"
+    "normal|0|00:00:00||00:00:30|cancel|||1.000000|gres/gpu=3||||||||||gres/gpu=2|1|||||\n"
+    "high|100|00:00:00|normal||cluster|||1.000000|||||||||||||||||\n"
+)
+
+
+def test_real_sacctmgr_qos_dump_is_read(tmp_path):
+    (tmp_path / "q.txt").write_text(REAL_QOS)
+    normal, high = read_qos(tmp_path / "q.txt")
+    assert (normal.preempt_mode, normal.preempt_exempt_time, normal.grace_time) == ("cancel", 30, 0)
+    assert (normal.grp_gpus, normal.max_gpus_per_user, normal.max_jobs_per_user) == (3, 2, 1)
+    assert (high.preempt, high.preempt_mode, high.max_gpus_per_user) == (("normal",), "cluster", None)

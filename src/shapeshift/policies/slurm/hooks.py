@@ -25,6 +25,7 @@ class LimitsAndPreemption:
     limits: Limits | None
     preemption: QosPreemption | None
     preempted: dict[str, PreemptKind]
+    preempt_log: list[PreemptKind]
     begin: dict[str, float]
     prio: dict[str, int]
     order: dict[str, int]
@@ -34,6 +35,8 @@ class LimitsAndPreemption:
     groups: dict[str, list[list[int]]]
     largest: dict[str, int]
     last_tick: float
+    #: The earliest end of an exempt time that kept a preemptor waiting (``inf``: none).
+    exempt_wake: float
 
     if TYPE_CHECKING:  # SlurmPolicy's
 
@@ -65,6 +68,18 @@ class LimitsAndPreemption:
         """``PolicyTraits.preempts_as``: what the replay's preemption of ``job_id`` does."""
         return self.preempted.get(job_id, PreemptKind.KEEP)
 
+    def summary_fields(self) -> dict[str, int]:
+        """``ReportsSummary``: with ``preempt/qos``, how many preemptions requeued a job and
+        how many cancelled one (a cancelled job is in neither the completed nor the
+        unfinished count)."""
+        if self.preemption is None:
+            return {}
+        kinds = list(self.preempt_log)
+        return {
+            "slurm_preempt_requeued": kinds.count(PreemptKind.REQUEUE),
+            "slurm_preempt_cancelled": kinds.count(PreemptKind.CANCEL),
+        }
+
     def _preempt_for(
         self, view: ClusterView, job_id: str, free: Free, changes: dict[str, Allocation | None]
     ) -> list[tuple[int, Need]] | None:
@@ -89,16 +104,18 @@ class LimitsAndPreemption:
                 )
             )
         nodes = {n for g in self.groups[part] for n in g}
-        cands = self.preemption.candidates(view.now, status.spec.qos, self.prio[job_id], nodes, running)
-        if not cands:
-            return None
-        found = choose(self._need(status.spec), self.groups[part], self.largest[part], free, cands)
+        qos, prio = status.spec.qos, self.prio[job_id]
+        cands = self.preemption.candidates(view.now, qos, prio, nodes, running)
+        found = choose(self._need(status.spec), self.groups[part], self.largest[part], free, cands) if cands else None
         if found is None:
+            end = self.preemption.exempt_end(view.now, qos, prio, nodes, running)
+            self.exempt_wake = min(self.exempt_wake, end)
             return None
         placement, victims = found
         for victim in victims:
             kind = self.preemption.kind(victim.qos)
             self.preempted[victim.job_id] = kind
+            self.preempt_log.append(kind)
             changes[victim.job_id] = None
             free.give(list(victim.placement))
             self._charge_run(view, victim.job_id)

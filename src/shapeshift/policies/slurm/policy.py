@@ -100,8 +100,10 @@ class SlurmPolicy(LimitsAndPreemption):
         self.limits: Limits | None = None
         #: What each preempted job's preemption does (job -> kind).
         self.preempted: dict[str, PreemptKind] = {}
+        self.preempt_log: list[PreemptKind] = []
         #: A requeued job's begin time: not eligible before it (``job_mgr.c``).
         self.begin: dict[str, float] = {}
+        self.exempt_wake = math.inf
         self._ready = False
         self.prio: dict[str, int] = {}
         self.order: dict[str, int] = {}
@@ -290,6 +292,7 @@ class SlurmPolicy(LimitsAndPreemption):
             queue = sorted(pending, key=self._sort_key(view))
         if self.limits is not None:
             self.limits.reset([self._usage(view, j) for j in view.allocations])
+        self.exempt_wake = math.inf
         self._main(view, queue, free, changes, reasons)
         assert self.conf is not None
         sched = self.conf.scheduler
@@ -308,6 +311,8 @@ class SlurmPolicy(LimitsAndPreemption):
         if waiting:
             self.dirty = True
             wake = min(self.begin[j] for j in waiting)
+        if self.exempt_wake < math.inf:  # a preemptor waits for a job's exempt time to end
+            wake = self.exempt_wake if wake is None else min(wake, self.exempt_wake)
         if len(pending) > len(changes):
             # The next priority recalculation may reorder the queue; a pending change
             # waits for the next backfill cycle.

@@ -142,6 +142,20 @@ class QosPreemption:
             return sorted(found, key=lambda r: (-r.start, r.order))
         return sorted(found, key=lambda r: (self._prio(r), r.order))
 
+    def exempt_end(self, now: float, qos: str, priority: int, nodes: set[int], running: list[Running]) -> float:
+        """When the first job ``candidates`` leaves out only for its exempt time stops
+        being exempt (``inf``: none), so the replay looks again then."""
+        return min(
+            (
+                self.exempt_until(r)
+                for r in running
+                if now < self.exempt_until(r)
+                and self.may_preempt(qos, priority, r.qos, r.priority)
+                and any(n in nodes for n, _ in r.placement)
+            ),
+            default=float("inf"),
+        )
+
     def _prio(self, job: Running) -> int:
         q = self.qos.get(job.qos)
         qp = min(q.priority, 0xFFFF) if q is not None else 0
