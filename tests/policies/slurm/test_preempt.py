@@ -234,3 +234,15 @@ def test_real_sacctmgr_qos_dump_is_read(tmp_path):
     assert (normal.preempt_mode, normal.preempt_exempt_time, normal.grace_time) == ("cancel", 30, 0)
     assert (normal.grp_gpus, normal.max_gpus_per_user, normal.max_jobs_per_user) == (3, 2, 1)
     assert (high.preempt, high.preempt_mode, high.max_gpus_per_user) == (("normal",), "cluster", None)
+
+
+def test_a_requeued_job_queues_behind_equals_submitted_before_its_requeue(tmp_path):
+    # Multifactor with every weight 0: all priorities equal, so submission order decides
+    # (sort_job_queue2). a (normal) runs from 0; b (normal, 4 GPUs, 10 s) waits from 5;
+    # h (high) preempts a at 10 and runs 10..30. The requeue gives a a new submit time
+    # (10, job_mgr.c) and, with cred_expire=5, a begin time of 16. At 30 b (submitted at
+    # 5) goes first: b 30..40, then a runs its whole 100 s, 40..140.
+    jobs = [*_pair(), job("b", 5, 4, 10, vc="p", qos="normal", time_limit=600)]
+    extra = "PreemptType=preempt/qos\nPreemptMode=REQUEUE\nAuthInfo=cred_expire=5\nPriorityType=priority/multifactor\n"
+    result = by_id(run(jobs, _cluster(tmp_path, extra), "slurm", _qos(tmp_path)))
+    assert (result["b"].first_start, result["a"].end_time) == (30, 140)

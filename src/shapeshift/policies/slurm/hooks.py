@@ -124,7 +124,7 @@ class LimitsAndPreemption:
             if kind is PreemptKind.REQUEUE:
                 self.begin[victim.job_id] = view.now + self.preemption.requeue_delay
                 self.prio.pop(victim.job_id, None)
-                self.order.pop(victim.job_id, None)  # a new submit time: a new place among equals
+                # decide() gives it a new place among equals (a new submit time), as a new job.
         return placement
 
     def _charge_run(self, view: ClusterView, job_id: str) -> None:

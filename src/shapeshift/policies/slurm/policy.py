@@ -107,6 +107,7 @@ class SlurmPolicy(LimitsAndPreemption):
         self._ready = False
         self.prio: dict[str, int] = {}
         self.order: dict[str, int] = {}
+        self.next_order = 0
         self.starts: dict[str, float] = {}
         self.ended: dict[str, float] = {}
         self.last_tick = 0.0
@@ -277,7 +278,8 @@ class SlurmPolicy(LimitsAndPreemption):
         for job_id in pending:
             if job_id not in self.prio:
                 self.dirty = True
-                self.order[job_id] = len(self.order)
+                self.order[job_id] = self.next_order  # a requeued job's anew: a new submit time
+                self.next_order += 1
                 self.prio[job_id] = self._priority(view, job_id, now)
         free = self._free(view)
         changes: dict[str, Allocation | None] = {}
