@@ -36,19 +36,27 @@ SchedulerType=sched/backfill
 SchedulerParameters=bf_max_job_test=500,bf_interval=30,bf_resolution=60,bf_window=1440
 """
 HEADER = "JobID|User|Account|Partition|Submit|Eligible|Start|End|Elapsed|Timelimit|State|NNodes|AllocTRES"
+#: GPUs a job asks for (uniform over these) and the lognormal run time's parameters (s).
+GPU_CHOICES = (1, 1, 1, 2, 4, 8, 8, 16, 32)
+RUN_MU, RUN_SIGMA = 7.0, 1.3
+#: Offered load: GPU-seconds asked per second over the 8,000 GPUs. Below 1, so the queue
+#: comes and goes (thousands at peaks) instead of growing without bound.
+LOAD = 0.9
+#: Mean seconds between submissions for that load: mean GPUs x mean run / (LOAD x 8,000).
+MEAN_GAP = (sum(GPU_CHOICES) / len(GPU_CHOICES)) * math.exp(RUN_MU + RUN_SIGMA**2 / 2) / (LOAD * 8000)
 
 
 def write_history(path: Path, jobs: int, seed: int) -> None:
-    """Jobs ask for about 1.7 times what 8,000 GPUs serve, so the queue grows into the thousands."""
+    """Jobs ask for ``LOAD`` (0.9) of what 8,000 GPUs serve, arriving ``MEAN_GAP`` apart on average."""
     rng = random.Random(seed)
     origin = datetime(2024, 1, 1, tzinfo=UTC)
     t = 0.0
     with path.open("w") as out:
         out.write(HEADER + "\n")
         for i in range(jobs):
-            t += rng.expovariate(1 / 1.5)
-            run = max(10, int(rng.lognormvariate(7.0, 1.3)))
-            gpus = rng.choice((1, 1, 1, 2, 4, 8, 8, 16, 32))
+            t += rng.expovariate(1 / MEAN_GAP)
+            run = max(10, int(rng.lognormvariate(RUN_MU, RUN_SIGMA)))
+            gpus = rng.choice(GPU_CHOICES)
             limit_min = math.ceil(run / 60) + rng.randint(1, 60)
             submit = origin + timedelta(seconds=int(t))
             stamp = submit.strftime("%Y-%m-%dT%H:%M:%S")

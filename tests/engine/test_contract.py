@@ -130,3 +130,48 @@ def test_declared_capabilities_are_used():
     spec = RunSpec(workload=Workload.of_jobs("w", [job("a", 0, 1, 10)]), cluster=shorthand_cluster(1, 1))
     assert isinstance(Reporting(), ReportsSummary)
     assert _policy_extra(spec, Reporting()) == {"seed": 0, "bare_rounds": 3}
+
+
+class PreemptsAt10(Bare):
+    """Runs ``a`` (4 GPUs) from its arrival; at ``b``'s arrival (10) preempts ``a`` for
+    ``b``; runs ``a`` again once ``b`` is done. Its preemption does ``kind`` to ``a``."""
+
+    def __init__(self, kind):
+        from shapeshift.engine.contract import PreemptKind
+
+        self.kind = PreemptKind(kind)
+        self.traits = PolicyTraits(preempts_as=lambda job_id: self.kind)
+
+    def decide(self, view):
+        from shapeshift.model import Allocation, Resources
+
+        whole = Allocation(((0, Resources(4, 0, 0)),))
+        pending = set(view.pending(""))
+        if "b" in pending:
+            changes = {"a": None, "b": whole} if "a" in view.allocations else {"b": whole}
+        elif "a" in pending and not view.allocations:
+            changes = {"a": whole}
+        else:
+            changes = {}
+        return Schedule(base=view.allocations, changes=changes)
+
+
+@pytest.mark.parametrize(
+    ("kind", "a_end", "a_state"),
+    [
+        # keep: a ran 0..10, keeps its 10 s of work; b 10..30; a restores from its
+        # checkpoint (the default 30 s pause, Overheads.restore) and runs its 90 s left:
+        # 30 + 30 + 90 = 150.
+        ("keep", 150, "completed"),
+        # requeue: a's 10 s are lost and it has nothing to restore: after b (10..30) it
+        # runs its whole 100 s, 30..130.
+        ("requeue", 130, "completed"),
+        # cancel: a ends at 10, cancelled; it never runs again.
+        ("cancel", 10, "cancelled"),
+    ],
+)
+def test_a_policy_declares_what_its_preemption_does(kind, a_end, a_state):
+    jobs = [job("a", 0, 4, 100), job("b", 10, 4, 20)]
+    result = {j.job_id: j for j in run(jobs, "1x4", PreemptsAt10(kind)).jobs}
+    assert (result["a"].end_time, result["a"].state.value, result["a"].preemptions) == (a_end, a_state, 1)
+    assert result["b"].end_time == 30

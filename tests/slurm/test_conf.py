@@ -148,3 +148,20 @@ def test_slurm_cluster_sets_only_its_own_fields(tmp_path):
     for f in dataclasses.fields(ClusterSpec):
         if f.name not in ("nodes", "partitions") and f.default is not dataclasses.MISSING:
             assert getattr(cluster, f.name) == f.default, f.name
+
+
+def test_conf_preemption_keys(tmp_path):
+    # PreemptMode=REQUEUE,WITHIN: the mode and its flag; PreemptExemptTime in Slurm's time
+    # syntax (minutes bare); AuthInfo's cred_expire; youngest_first from PreemptParameters.
+    text = (
+        "NodeName=n1 CPUs=4 Gres=gpu:2\nPartitionName=p Nodes=ALL\nPreemptType=preempt/qos\n"
+        "PreemptMode=REQUEUE,WITHIN\nPreemptExemptTime=2\nAuthInfo=socket=/x,cred_expire=30\n"
+        "PreemptParameters=youngest_first\n"
+    )
+    conf = read_slurm_conf(_conf(tmp_path, text))
+    assert (conf.preempt_type, conf.preempt_mode, conf.preempt_flags) == ("qos", "requeue", ("within",))
+    assert (conf.preempt_exempt_time, conf.cred_expire, conf.preempt_youngest_first) == (120, 30, True)
+    assert "preemptexempttime" not in conf.ignored
+    # Slurm's defaults: no exempt time (-1), cred_expire 120, lowest-priority first.
+    conf = read_slurm_conf(_conf(tmp_path, "NodeName=n1 CPUs=4 Gres=gpu:2\nPartitionName=p Nodes=ALL\n"))
+    assert (conf.preempt_exempt_time, conf.cred_expire, conf.preempt_youngest_first) == (None, 120, False)

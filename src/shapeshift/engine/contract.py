@@ -35,6 +35,7 @@ Failure semantics (what a caller may rely on):
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,14 @@ EVENT_TRIGGERS = frozenset({ARRIVAL, COMPLETION})
 
 class PolicyError(RuntimeError):
     """A policy asked for something impossible (over-allocation, a finished job...)."""
+
+
+class PreemptKind(enum.StrEnum):
+    """What a preemption does to the job it stops (``PolicyTraits.preempts_as``)."""
+
+    KEEP = "keep"
+    REQUEUE = "requeue"
+    CANCEL = "cancel"
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,13 @@ class PolicyTraits:
     #: does not declare this, and a share of a GPU given by one that does, so that which
     #: rule a run followed is never a guess.
     whole_gpus: bool = False
+    #: The policy's own rule for what preempting a job does to it, given the job's id:
+    #: ``KEEP`` (it waits with its progress, as from a checkpoint: every policy's reading
+    #: without the rule), ``REQUEUE`` (it waits and starts again from nothing: Slurm's
+    #: requeue) or ``CANCEL`` (it ends, neither completed nor unfinished: Slurm's
+    #: cancel). The engine asks it once per preemption, before stopping the job. A field
+    #: of the traits, so that wrappers forwarding the traits keep it.
+    preempts_as: Callable[[str], PreemptKind] | None = None
 
 
 #: What a policy that declares nothing gets.

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from shapeshift.engine.batching import rebatch_only
-from shapeshift.engine.contract import ARRIVAL, COMPLETION, Policy, PolicyError, TracksSharing, traits_of
+from shapeshift.engine.contract import (
+    ARRIVAL,
+    COMPLETION,
+    Policy,
+    PolicyError,
+    PreemptKind,
+    TracksSharing,
+    traits_of,
+)
 from shapeshift.engine.executor import Executor
 from shapeshift.engine.overheads import Overheads
 from shapeshift.engine.sharing import GpuLedger, never_fits_shaped
@@ -49,6 +57,8 @@ class Engine:
         self._refuses = traits_of(policy).refuses
         #: Whether the policy gives a fractional job a whole GPU (``PolicyTraits.whole_gpus``).
         self._whole_gpus = traits_of(policy).whole_gpus
+        #: The policy's rule for what a preemption does to a job, where it declares one.
+        self._preempts_as = traits_of(policy).preempts_as
         self.executor = executor
         self.overheads = overheads or Overheads()
         self.on_decision = on_decision
@@ -352,11 +362,20 @@ class Engine:
         self._reshared.clear()
 
     def _preempt(self, status: JobStatus, now: float) -> None:
+        kind = PreemptKind.KEEP if self._preempts_as is None else self._preempts_as(status.job_id)
         status.advance(now)
         self.executor.stop(status, now)
         self._release(status)
-        status.state = JobState.PENDING
         status.preemptions += 1
         status.version += 1
+        if kind is PreemptKind.CANCEL:
+            status.state = JobState.CANCELLED
+            status.end_time = now
+            return
+        if kind is PreemptKind.REQUEUE:
+            # Its work is lost: the next run starts from nothing, with nothing to restore.
+            status.work_done = 0.0
+            status.has_checkpoint = False
+        status.state = JobState.PENDING
         status.queued_since = now
         self.pending[status.partition][status.job_id] = None

@@ -25,6 +25,8 @@ class JobState(enum.StrEnum):
     COMPLETED = "completed"
     REJECTED = "rejected"
     UNFINISHED = "unfinished"
+    #: Ended by a preemption that cancels (``PreemptKind.CANCEL``), never completed.
+    CANCELLED = "cancelled"
 
 
 @dataclass(slots=True, eq=False)

@@ -4,7 +4,8 @@
 ``Account``, ``User`` (blank on an account's own row) and ``Share`` (``Fairshare`` in
 older releases; ``parent`` means "use the parent's"), and ``ParentName`` when the dump
 has it (``sacctmgr show assoc format=account,user,share,parentname``); without it every
-account hangs under ``root``. Users a history names but the dump lacks get Slurm's
+account hangs under ``root``. ``GrpTRES`` (its ``gres/gpu``), ``GrpJobs`` and ``MaxJobs``
+are read where the dump has them. Users a history names but the dump lacks get Slurm's
 default share, 1, as ``sacctmgr add user`` gives them.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from shapeshift.errors import InputError
 from shapeshift.slurm.parsable import read_parsable, require_fields
+from shapeshift.slurm.qos import tres_gpus
 
 #: ``Share`` of an association that uses its parent's (``SLURMDB_FS_USE_PARENT``).
 USE_PARENT = -1
@@ -29,6 +31,12 @@ class Assoc:
     user: str
     parent: str  # the parent account ("" for root)
     shares: int
+    # Limits (``None``: none): GPUs and running jobs of the association and everything
+    # under it (``GrpTRES`` gres/gpu, ``GrpJobs``), running jobs of this association
+    # alone (``MaxJobs``); ``policies/slurm/qos_limits.py`` applies them.
+    grp_gpus: int | None = None
+    grp_jobs: int | None = None
+    max_jobs: int | None = None
 
     @property
     def key(self) -> str:
@@ -65,7 +73,16 @@ def read_assoc(path: str | Path) -> tuple[Assoc, ...]:
             )
         user = row["user"]
         parent = account if user else row.get("parentname", "") or ("" if account == "root" else "root")
-        result.append(Assoc(account, user, parent, shares))
+        limits: list[int | None] = []
+        for column in ("grptres", "grpjobs", "maxjobs"):
+            value = row.get(column, "")
+            try:
+                if column != "grptres" and value and not value.isdigit():
+                    raise ValueError("expected a whole number")
+                limits.append(tres_gpus(value) if column == "grptres" else (int(value) if value else None))
+            except ValueError as exc:
+                raise InputError(f"bad {column} {value!r}: {exc}", path=str(path), line=number, field=column) from None
+        result.append(Assoc(account, user, parent, shares, *limits))
     return tuple(result)
 
 

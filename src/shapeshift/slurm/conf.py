@@ -99,6 +99,15 @@ class SlurmConf:
     scheduler: SchedulerConf = SchedulerConf()
     preempt_type: str = "none"  # none | partition_prio | qos
     preempt_mode: str = "off"
+    #: ``PreemptMode`` flags beside the mode (``gang``, ``within``, ``priority``).
+    preempt_flags: tuple[str, ...] = ()
+    #: ``PreemptExemptTime`` in seconds (``None``: unset; -1 reads as unset, as Slurm does).
+    preempt_exempt_time: int | None = None
+    #: ``PreemptParameters=youngest_first`` (or ``SchedulerParameters=preempt_youngest_first``).
+    preempt_youngest_first: bool = False
+    #: ``AuthInfo=cred_expire`` (seconds, default 120): a requeued job may begin that long
+    #: plus one second after its requeue (``job_mgr.c``).
+    cred_expire: int = 120
     ignored: tuple[str, ...] = ()
 
     def partition(self, name: str) -> SlurmPartition | None:
@@ -361,7 +370,16 @@ def _globals(
     preempt_mode = get("preemptmode", "OFF", str).lower()
     if not set(preempt_mode.split(",")) <= _PREEMPT_MODES:
         raise InputError(f"bad PreemptMode {preempt_mode!r}", path=str(reader.path), line=number, field="PreemptMode")
+    modes = preempt_mode.split(",")
+    exempt_text = get("preemptexempttime", "-1", str).strip()
+    exempt = None if exempt_text in ("-1", "") else get("preemptexempttime", "-1", lambda t: time_seconds(t) or 0)
+    preempt_params = {p.strip().lower() for p in get("preemptparameters", "", str).split(",")}
+    auth = dict(item.strip().lower().partition("=")[::2] for item in get("authinfo", "", str).split(",") if "=" in item)
+    cred_expire = reader.value("AuthInfo.cred_expire", auth["cred_expire"], count) if "cred_expire" in auth else 120
+    if cred_expire < 5:  # slurm_cred.c: an invalid value falls back to the default
+        cred_expire = 120
     modelled = {"prioritytype", "priorityflags", "schedulertype", "schedulerparameters", "preempttype", "preemptmode"}
+    modelled |= {"preemptexempttime", "preemptparameters"}
     modelled |= {k for k in glob if k.startswith("priorityweight") and k != "priorityweighttres"}
     modelled |= {"prioritydecayhalflife", "prioritymaxage", "priorityfavorsmall", "prioritycalcperiod"}
     reader.ignored.update(k for k in glob if k not in modelled)
@@ -372,7 +390,12 @@ def _globals(
         priority=priority,
         scheduler=scheduler,
         preempt_type=plugin("preempttype", "preempt/none", {"none", "partition_prio", "qos"}),
-        preempt_mode=preempt_mode.split(",")[0],
+        preempt_mode=modes[0],
+        preempt_flags=tuple(modes[1:]),
+        preempt_exempt_time=exempt,
+        preempt_youngest_first="youngest_first" in preempt_params
+        or "preempt_youngest_first" in {k for k in text.lower().split(",")},
+        cred_expire=cred_expire,
         ignored=tuple(sorted(reader.ignored)),
     )
 

@@ -158,12 +158,6 @@ def test_simulated_backfill_and_main_scheduler(tmp_path):
     assert result["s"].first_start == 60 and result["big"].first_start == 50
 
 
-def test_qos_preemption_configuration_is_refused(tmp_path):
-    cluster = _conf(tmp_path, extra="PreemptType=preempt/qos\nPreemptMode=REQUEUE\n")
-    with pytest.raises(InputError, match="preemption"):
-        run([job("a", 0, 1, 10, vc="p")], cluster, "slurm")
-
-
 def test_partition_preemption_without_shared_nodes_preempts_nothing(tmp_path):
     # preempt.html: with preempt/partition_prio a job of a higher-PriorityTier partition
     # preempts jobs of lower-tier partitions on the nodes both partitions hold. Here "hi"

@@ -21,8 +21,9 @@ Slurm's defaults without either):
 Jobs run for their recorded time; every plan uses the time limit (whole minutes; the
 job's, else the partition's ``DefaultTime``, else its ``MaxTime``). Preemption:
 ``preempt/partition_prio`` preempts only on nodes that partitions share, and the
-replay's partitions share none, so it changes nothing; ``preempt/qos`` is not modelled
-and the replay refuses it rather than replaying something else (see docs/slurm.md).
+replay's partitions share none, so it changes nothing; ``preempt/qos`` with REQUEUE or
+CANCEL is ``preempt.py`` (in the main scheduler). QOS and association limits hold jobs
+back (``qos_limits.py``).
 """
 
 from __future__ import annotations
@@ -32,15 +33,18 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits
+from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits, PreemptKind
 from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
 from shapeshift.errors import InputError
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.slurm.fairshare import FairShare
+from shapeshift.policies.slurm.hooks import LimitsAndPreemption
 from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit, never_placeable
+from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor
+from shapeshift.policies.slurm.qos_limits import Limits
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
 from shapeshift.slurm.qos import Qos, read_qos
@@ -79,7 +83,7 @@ def _qos_table(text: str, dump: tuple[Qos, ...] = ()) -> dict[str, float]:
     return {k: (v / top if top else 0.0) for k, v in table.items()}
 
 
-class SlurmPolicy:
+class SlurmPolicy(LimitsAndPreemption):
     name = "slurm"
     triggers = frozenset({ARRIVAL, COMPLETION})
     default_round = None
@@ -87,14 +91,25 @@ class SlurmPolicy:
     def __init__(self, params: SlurmParams):
         self.params = params
         # gres/gpu counts whole GPUs: a fraction of one gets a whole GPU (ours).
-        self.traits = PolicyTraits(refuses=self.never_placeable, whole_gpus=True)
+        self.traits = PolicyTraits(refuses=self.never_placeable, whole_gpus=True, preempts_as=self.preempts_as)
         #: GPUs per node of each node list ``never_placeable`` was handed, by its identity.
         self._node_gpus: dict[int, tuple[Sequence[int], list[int]]] = {}
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
-        self.qos = _qos_table(params.qos_priority, read_qos(params.qos) if params.qos else ())
+        self.qos_dump = {q.name: q for q in (read_qos(params.qos) if params.qos else ())}
+        self.qos = _qos_table(params.qos_priority, tuple(self.qos_dump.values()))
+        #: ``preempt/qos`` (``None`` without it) and the limits (set up with the tree).
+        self.preemption: QosPreemption | None = None
+        self.limits: Limits | None = None
+        #: What each preempted job's preemption does (job -> kind).
+        self.preempted: dict[str, PreemptKind] = {}
+        self.preempt_log: list[PreemptKind] = []
+        #: A requeued job's begin time: not eligible before it (``job_mgr.c``).
+        self.begin: dict[str, float] = {}
+        self.exempt_wake = math.inf
         self._ready = False
         self.prio: dict[str, int] = {}
         self.order: dict[str, int] = {}
+        self.next_order = 0
         self.starts: dict[str, float] = {}
         self.ended: dict[str, float] = {}
         self.last_tick = 0.0
@@ -121,12 +136,7 @@ class SlurmPolicy:
         # on the nodes they share (https://slurm.schedmd.com/preempt.html); the replay's
         # partitions share no node, so no job can preempt and the replay is Slurm's.
         if conf.preempt_type == "qos" and conf.preempt_mode != "off":
-            raise InputError(
-                f"PreemptType=preempt/{conf.preempt_type} with PreemptMode={conf.preempt_mode.upper()}: "
-                "the slurm replay does not model preemption",
-                path=conf.path,
-                field="PreemptType",
-            )
+            self.preemption = QosPreemption(conf, self.qos_dump, conf.preempt_youngest_first)
         self.conf = conf
         nodes = view.cluster.nodes
         factors = [p.priority_job_factor for p in conf.partitions]
@@ -157,6 +167,8 @@ class SlurmPolicy:
         pairs = {(j.tenant or "root", j.user or "nobody") for j in jobs}
         tree = complete_tree(assocs, pairs)
         self.fairshare = FairShare(tree, self.conf.priority.decay_half_life, self.conf.priority.fair_tree)
+        limits = Limits(self.qos_dump, tree)
+        self.limits = limits if limits.active else None
 
     def never_placeable(self, spec: JobSpec, cluster: ClusterSpec, nodes: Sequence[int]) -> str:
         """``PolicyTraits.refuses``: a job whose GPUs cannot be split equally over the
@@ -208,7 +220,7 @@ class SlurmPolicy:
         nodes = math.ceil(spec.num_gpus / largest) if largest and spec.num_gpus > largest else 1
         part = self.partition_of(spec)
         return JobFacts(
-            eligible=spec.submit_time,
+            eligible=self.begin.get(spec.job_id, spec.submit_time),
             cpus=spec.num_cpus,
             min_nodes=nodes,
             assoc=self._assoc(spec),
@@ -269,29 +281,48 @@ class SlurmPolicy:
         for job_id in pending:
             if job_id not in self.prio:
                 self.dirty = True
-                self.order[job_id] = len(self.order)
+                self.order[job_id] = self.next_order  # a requeued job's anew: a new submit time
+                self.next_order += 1
                 self.prio[job_id] = self._priority(view, job_id, now)
         free = self._free(view)
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
-        queue = sorted(pending, key=self._sort_key(view))
+        waiting = [j for j in pending if self.begin.get(j, now) > now]
+        if waiting:  # requeued jobs before their begin time
+            reasons.update(dict.fromkeys(waiting, "BeginTime"))
+            pending = [j for j in pending if j not in reasons]
+        if self.preemption is not None:
+            queue = sort_queue(pending, self._sort_key(view), self._qos_prio(view), self.preemption)
+        else:
+            queue = sorted(pending, key=self._sort_key(view))
+        if self.limits is not None:
+            self.limits.reset([self._usage(view, j) for j in view.allocations])
+        self.exempt_wake = math.inf
         self._main(view, queue, free, changes, reasons)
         assert self.conf is not None
         sched = self.conf.scheduler
         if changes:
             self.dirty = True
         if sched.backfill and now >= self.next_bf and self.dirty:
-            rest = [j for j in queue if j not in changes]
+            rest = [j for j in queue if j not in changes and not self._over_limit(view, j, reasons)]
             self.dirty = self._backfill(view, rest, free, changes, reasons)
             self.next_bf = now + sched.params["bf_interval"]
-        for job_id in changes:
-            self.starts[job_id] = now
-            self.start_priority[job_id] = self.prio.pop(job_id, 0)
+        for job_id, alloc in changes.items():
+            if alloc is not None:
+                self.starts[job_id] = now
+                self.start_priority[job_id] = self.prio.pop(job_id, 0)
+                self.begin.pop(job_id, None)
         wake = None
+        if waiting:
+            self.dirty = True
+            wake = min(self.begin[j] for j in waiting)
+        if self.exempt_wake < math.inf:  # a preemptor waits for a job's exempt time to end
+            wake = self.exempt_wake if wake is None else min(wake, self.exempt_wake)
         if len(pending) > len(changes):
             # The next priority recalculation may reorder the queue; a pending change
             # waits for the next backfill cycle.
-            wake = self.last_tick + max(self.conf.priority.calc_period, 60)
+            tick = self.last_tick + max(self.conf.priority.calc_period, 60)
+            wake = tick if wake is None else min(wake, tick)
             if sched.backfill and self.dirty:
                 wake = min(wake, self.next_bf)
             wake = max(wake, now + 1)
@@ -335,14 +366,20 @@ class SlurmPolicy:
             if limit_part is not None and limit_part.max_time is not None and self.limit(spec) > limit_part.max_time:
                 reasons[job_id] = "PartitionTimeLimit"
                 continue
+            if self._over_limit(view, job_id, reasons):
+                continue
             groups, largest = self.typed.of(spec, self.groups[part], self.largest[part])
             placement = fit(self._need(spec), groups, free, largest)
+            if placement is None and self.preemption is not None:
+                placement = self._preempt_for(view, job_id, free, changes)
             if placement is None:
                 blocked.add(part)
                 reasons[job_id] = "Resources"
                 continue
             free.take(placement)
             changes[job_id] = self._alloc(placement)
+            if self.limits is not None:
+                self.limits.add(self._usage(view, job_id), +1)
 
     def _backfill(
         self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
@@ -384,6 +421,12 @@ class SlurmPolicy:
             epoch=self.params.clock_origin,
         )
         for job_id, placement in result.started:
+            if self.limits is not None:
+                # A job the cycle's earlier starts put over a limit is not started.
+                if self._over_limit(view, job_id, reasons):
+                    free.give(placement)
+                    continue
+                self.limits.add(self._usage(view, job_id), +1)
             changes[job_id] = self._alloc(placement)
             reasons.pop(job_id, None)
         self.planned = {r.job_id: r.begin for r in result.reservations}

@@ -1,0 +1,148 @@
+"""The slurm policy's QOS/association limits and ``preempt/qos`` steps, as a mixin of
+``SlurmPolicy`` (``policy.py``), which owns the state they read: the rules themselves are
+``qos_limits.py`` and ``preempt.py``; this is where the replay's bookkeeping meets them
+(usage counts, the requeued job's begin time and new place, its usage charged)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shapeshift.engine.contract import PreemptKind
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import Allocation, JobSpec
+from shapeshift.policies.slurm.plan import Free, Need
+from shapeshift.policies.slurm.preempt import QosPreemption, Running, choose
+from shapeshift.policies.slurm.qos_limits import Limits, Usage
+
+if TYPE_CHECKING:
+    from shapeshift.policies.slurm.fairshare import FairShare
+    from shapeshift.slurm.conf import SlurmConf
+
+
+class LimitsAndPreemption:
+    conf: SlurmConf | None
+    fairshare: FairShare | None
+    limits: Limits | None
+    preemption: QosPreemption | None
+    preempted: dict[str, PreemptKind]
+    preempt_log: list[PreemptKind]
+    begin: dict[str, float]
+    prio: dict[str, int]
+    order: dict[str, int]
+    starts: dict[str, float]
+    ended: dict[str, float]
+    start_priority: dict[str, int]
+    groups: dict[str, list[list[int]]]
+    largest: dict[str, int]
+    last_tick: float
+    #: The earliest end of an exempt time that kept a preemptor waiting (``inf``: none).
+    exempt_wake: float
+
+    if TYPE_CHECKING:  # SlurmPolicy's
+
+        def _assoc(self, spec: JobSpec) -> str: ...
+        def _need(self, spec: JobSpec) -> Need: ...
+        def billable(self, spec: JobSpec) -> float: ...
+
+    def _usage(self, view: ClusterView, job_id: str) -> Usage:
+        assert self.limits is not None
+        spec = view.job(job_id).spec
+        return Usage(spec.qos, spec.user or "nobody", self.limits.chain(self._assoc(spec)), spec.num_gpus)
+
+    def _over_limit(self, view: ClusterView, job_id: str, reasons: dict) -> bool:
+        """Whether a QOS or association limit holds the job back (its reason recorded)."""
+        if self.limits is None:
+            return False
+        why = self.limits.reason(self._usage(view, job_id))
+        if why:
+            reasons[job_id] = why
+        return bool(why)
+
+    def _qos_prio(self, view: ClusterView):
+        def facts(job_id: str) -> tuple[str, int]:
+            return view.job(job_id).spec.qos, self.prio.get(job_id, 0)
+
+        return facts
+
+    def preempts_as(self, job_id: str) -> PreemptKind:
+        """``PolicyTraits.preempts_as``: what the replay's preemption of ``job_id`` does."""
+        return self.preempted.get(job_id, PreemptKind.KEEP)
+
+    def summary_fields(self) -> dict[str, int]:
+        """``ReportsSummary``: with ``preempt/qos``, how many preemptions requeued a job and
+        how many cancelled one (a cancelled job is in neither the completed nor the
+        unfinished count)."""
+        if self.preemption is None:
+            return {}
+        kinds = list(self.preempt_log)
+        return {
+            "slurm_preempt_requeued": kinds.count(PreemptKind.REQUEUE),
+            "slurm_preempt_cancelled": kinds.count(PreemptKind.CANCEL),
+        }
+
+    def _preempt_for(
+        self, view: ClusterView, job_id: str, free: Free, changes: dict[str, Allocation | None]
+    ) -> list[tuple[int, Need]] | None:
+        """Nodes for ``job_id`` once the jobs ``preempt/qos`` chooses are preempted (they
+        are, and their resources go back to ``free``), or ``None``."""
+        assert self.preemption is not None and self.conf is not None
+        status = view.job(job_id)
+        part = status.partition
+        running = []
+        for other, alloc in view.allocations.items():
+            if other in changes:
+                continue
+            o = view.job(other)
+            running.append(
+                Running(
+                    other,
+                    o.spec.qos,
+                    self.start_priority.get(other, 0),
+                    o.started_at,
+                    self.order.get(other, 0),
+                    tuple((n, Need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement),
+                )
+            )
+        nodes = {n for g in self.groups[part] for n in g}
+        qos, prio = status.spec.qos, self.prio[job_id]
+        cands = self.preemption.candidates(view.now, qos, prio, nodes, running)
+        groups, largest = self.typed.of(status.spec, self.groups[part], self.largest[part])  # --gres=gpu:TYPE:N
+        found = choose(self._need(status.spec), groups, largest, free, cands) if cands else None
+        if found is None:
+            end = self.preemption.exempt_end(view.now, qos, prio, nodes, running)
+            self.exempt_wake = min(self.exempt_wake, end)
+            return None
+        placement, victims = found
+        for victim in victims:
+            kind = self.preemption.kind(victim.qos)
+            self.preempted[victim.job_id] = kind
+            self.preempt_log.append(kind)
+            changes[victim.job_id] = None
+            free.give(list(victim.placement))
+            self._charge_run(view, victim.job_id)
+            if self.limits is not None:
+                self.limits.add(self._usage(view, victim.job_id), -1)
+            if kind is PreemptKind.REQUEUE:
+                self.begin[victim.job_id] = view.now + self.preemption.requeue_delay
+                self.prio.pop(victim.job_id, None)
+                # decide() gives it a new place among equals (a new submit time), as a new job.
+        return placement
+
+    def _charge_run(self, view: ClusterView, job_id: str) -> None:
+        """Charge a preempted run's usage as a completed one's is charged at the next
+        calculation (``_ticks``), now, so that the job's next run starts afresh."""
+        assert self.fairshare is not None and self.conf is not None
+        start = self.starts.pop(job_id, None)
+        self.ended.pop(job_id, None)
+        if start is None:
+            return
+        begin = max(start, self.last_tick)
+        delta = view.now - begin
+        if delta <= 0:
+            return
+        spec = view.job(job_id).spec
+        period = max(self.conf.priority.calc_period, 60)
+        d = self.fairshare.decay
+        # The next calculation decays all usage by d**period before charging ended runs.
+        amount = delta * d**delta * self.billable(spec) / d**period
+        self.fairshare.add_usage(self._assoc(spec), amount)

@@ -1,0 +1,214 @@
+"""Preemption by QOS (``PreemptType=preempt/qos``) with ``PreemptMode`` REQUEUE or CANCEL.
+
+Follows Slurm master after 25.05 (commit 284c3b95; the same rules in tag
+``slurm-22-05-8-1`` except where noted), https://slurm.schedmd.com/preempt.html and
+slurm.conf(5) ``PreemptMode``:
+
+* who may preempt whom (``src/plugins/preempt/qos/preempt_qos.c``,
+  ``preempt_p_preemptable``): the preemptor's QOS lists the preemptee's in ``Preempt``;
+  within one QOS only with the ``WITHIN`` flag, and then, as with ``PRIORITY``, only a
+  job of higher priority;
+* the candidates (``src/interfaces/preempt.c``, ``slurm_find_preemptable_jobs``):
+  running jobs on the preemptor's partition's nodes that are not exempt: a job is
+  exempt while it has run less than its QOS's ``PreemptExemptTime``, else the
+  slurm.conf one (``acct_policy.c``, ``acct_policy_get_preemptable_time``); sorted by
+  ``QOS priority << 16 + nodes`` ascending (``preempt_p_get_prio``; ties keep
+  submission order, where Slurm's ``qsort`` leaves them unspecified), or youngest first
+  with ``PreemptParameters=youngest_first``;
+* which are preempted (``src/plugins/select/cons_tres/job_test.c``, ``_run_now``):
+  candidates are taken off one by one in that order until the job fits; with more
+  candidates than passes, the list is reordered (the last one taken first, then the
+  others by how many of the chosen nodes they hold) and tried again, three passes in
+  all with the default ``reorder_count=1``; the preempted jobs are those of the last
+  pass that hold one of the chosen nodes;
+* what happens to them (``slurm_job_preempt``, ``job_mgr.c``): CANCEL ends the job;
+  REQUEUE puts it back in the queue from the start of its work, with a new submit time
+  (its age and its place among equals start again) and a begin time ``cred_expire + 1``
+  seconds later (``AuthInfo=cred_expire``, default 120; ``batch_requeue_fini``; master
+  also reads ``SchedulerParameters=requeue_delay``, not read here);
+* the mode of a job is its QOS's ``PreemptMode``, else the cluster's (``preempt_p_get_mode``).
+
+In the main scheduler a preemptor sorts before any job it may preempt
+(``sort_job_queue2``). Slurm starts the preemptor at its next pass, once the preempted
+jobs' nodes are released; the replay has no completing state and starts it at once.
+
+Refused with one line, naming the source: SUSPEND (the preemptor and the suspended job
+time-slice under the gang scheduler, ``src/slurmctld/gang.c``, and suspended jobs keep
+their GRES, so a GPU job cannot gain GPUs by suspending one: slurm.conf(5)
+``PreemptMode``), and a QOS ``GraceTime`` above 0 (the preempted job runs on for that
+long, which the replay does not model).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from shapeshift.engine.contract import PreemptKind
+from shapeshift.errors import InputError
+from shapeshift.policies.slurm.plan import Free, Need, fit
+from shapeshift.slurm.conf import SlurmConf
+from shapeshift.slurm.qos import Qos
+
+#: ``PreemptParameters=reorder_count`` default (``preempt_reorder_cnt``).
+REORDER_COUNT = 1
+#: ``AuthInfo=cred_expire`` default (``DEFAULT_EXPIRATION_WINDOW``).
+CRED_EXPIRE = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A running job as preemption sees it."""
+
+    job_id: str
+    qos: str
+    priority: int
+    start: float
+    order: int  # submission order, for ties
+    placement: tuple[tuple[int, Need], ...]
+
+
+class QosPreemption:
+    """``preempt/qos`` for one configuration and QOS table."""
+
+    def __init__(self, conf: SlurmConf, qos: Mapping[str, Qos], youngest_first: bool = False):
+        self.qos = qos
+        self.cluster_mode = conf.preempt_mode
+        self.cluster_flags = conf.preempt_flags
+        self.exempt = conf.preempt_exempt_time
+        self.requeue_delay = conf.cred_expire + 1
+        self.youngest_first = youngest_first
+        modes = {self.mode(name) for q in qos.values() for name in q.preempt} | {self.cluster_mode}
+        if "suspend" in modes:
+            raise InputError(
+                "PreemptType=preempt/qos with PreemptMode=SUSPEND: the preemptor and the suspended job"
+                " time-slice under the gang scheduler (src/slurmctld/gang.c) and suspended jobs keep their GPUs"
+                " (slurm.conf(5) PreemptMode); the slurm replay does not model it",
+                path=conf.path,
+                field="PreemptMode",
+            )
+        graced = sorted(q.name for q in qos.values() if q.grace_time > 0)
+        if graced:
+            raise InputError(
+                f"QOS {', '.join(graced)}: GraceTime above 0 (a preempted job runs on that long,"
+                " src/interfaces/preempt.c _job_check_grace_internal); the slurm replay does not model it",
+                field="GraceTime",
+            )
+
+    def mode(self, qos: str) -> str:
+        """The job's preemption mode (``preempt_p_get_mode``): its QOS's, else the cluster's."""
+        q = self.qos.get(qos)
+        own = q.preempt_mode if q is not None else "cluster"
+        return self.cluster_mode if own in ("cluster", "off") else own
+
+    def kind(self, qos: str) -> PreemptKind:
+        return PreemptKind.CANCEL if self.mode(qos) == "cancel" else PreemptKind.REQUEUE
+
+    def _flag(self, q: Qos, flag: str) -> bool:
+        return flag in q.preempt_flags or flag in self.cluster_flags
+
+    def may_preempt(self, qos_or: str, prio_or: int, qos_ee: str, prio_ee: int) -> bool:
+        """``preempt_p_preemptable``."""
+        q_or, q_ee = self.qos.get(qos_or), self.qos.get(qos_ee)
+        if q_or is None or q_ee is None:
+            return False
+        if q_or.name == q_ee.name:
+            return self._flag(q_or, "within") and prio_or > prio_ee
+        if q_ee.name not in q_or.preempt:
+            return False
+        if self._flag(q_or, "priority"):
+            return prio_or > prio_ee
+        return True
+
+    def exempt_until(self, job: Running) -> float:
+        """``acct_policy_get_preemptable_time``: the QOS's exempt time, else the cluster's."""
+        q = self.qos.get(job.qos)
+        if q is not None and q.preempt_exempt_time is not None:
+            return job.start + q.preempt_exempt_time
+        return job.start + (self.exempt or 0)
+
+    def candidates(self, now: float, qos: str, priority: int, nodes: set[int], running: list[Running]) -> list[Running]:
+        """``slurm_find_preemptable_jobs``: the jobs ``qos``/``priority`` may preempt on
+        ``nodes``, in the order they are tried."""
+        found = [
+            r
+            for r in running
+            if self.may_preempt(qos, priority, r.qos, r.priority)
+            and now >= self.exempt_until(r)
+            and any(n in nodes for n, _ in r.placement)
+        ]
+        if self.youngest_first:
+            return sorted(found, key=lambda r: (-r.start, r.order))
+        return sorted(found, key=lambda r: (self._prio(r), r.order))
+
+    def exempt_end(self, now: float, qos: str, priority: int, nodes: set[int], running: list[Running]) -> float:
+        """When the first job ``candidates`` leaves out only for its exempt time stops
+        being exempt (``inf``: none), so the replay looks again then."""
+        return min(
+            (
+                self.exempt_until(r)
+                for r in running
+                if now < self.exempt_until(r)
+                and self.may_preempt(qos, priority, r.qos, r.priority)
+                and any(n in nodes for n, _ in r.placement)
+            ),
+            default=float("inf"),
+        )
+
+    def _prio(self, job: Running) -> int:
+        q = self.qos.get(job.qos)
+        qp = min(q.priority, 0xFFFF) if q is not None else 0
+        return (qp << 16) + min(len(job.placement), 0xFFFF)
+
+    def queue_cmp(self, first: tuple[str, int], second: tuple[str, int]) -> int:
+        """``sort_job_queue2``'s first test: -1 when ``first`` may preempt ``second``, 1
+        the other way round, 0 when neither (then the usual order decides)."""
+        if self.may_preempt(first[0], first[1], second[0], second[1]):
+            return -1
+        if self.may_preempt(second[0], second[1], first[0], first[1]):
+            return 1
+        return 0
+
+
+def choose(
+    need: Need, groups: list[list[int]], largest: int, free: Free, candidates: list[Running]
+) -> tuple[list[tuple[int, Need]], list[Running]] | None:
+    """Nodes for ``need`` and the jobs to preempt for them (``_run_now``), or ``None``
+    when even all candidates gone leave no room. ``free`` is not changed."""
+    order = list(candidates)
+    passes = 0
+    while True:
+        future = free.copy()
+        for i, cand in enumerate(order):
+            future.give(list(cand.placement))
+            placement = fit(need, groups, future, largest)
+            if placement is None:
+                continue
+            chosen = {n for n, _ in placement}
+            tried = order[: i + 1]
+            done = passes > REORDER_COUNT or len(order) <= passes + 1
+            passes += 1
+            if done:
+                return placement, [c for c in tried if any(n in chosen for n, _ in c.placement)]
+            held = {c.job_id: sum(1 for n, _ in c.placement if n in chosen) for c in tried[:-1]}
+            last = tried[-1]
+            order = [last, *sorted((c for c in order if c is not last), key=lambda c: -held.get(c.job_id, 0))]
+            break
+        else:
+            return None
+
+
+def sort_queue(
+    ids: list[str], usual: Callable[[str], tuple], facts: Callable[[str], tuple[str, int]], rule: QosPreemption
+) -> list[str]:
+    """The main scheduler's queue order: a preemptor before what it may preempt, then ``usual``."""
+
+    def cmp(a: str, b: str) -> int:
+        first = rule.queue_cmp(facts(a), facts(b))
+        if first:
+            return first
+        ka, kb = usual(a), usual(b)
+        return -1 if ka < kb else (1 if ka > kb else 0)
+
+    return sorted(ids, key=functools.cmp_to_key(cmp))
