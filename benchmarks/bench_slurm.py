@@ -38,15 +38,32 @@ SchedulerParameters=bf_max_job_test=500,bf_interval=30,bf_resolution=60,bf_windo
 HEADER = "JobID|User|Account|Partition|Submit|Eligible|Start|End|Elapsed|Timelimit|State|NNodes|AllocTRES"
 
 
-def write_history(path: Path, jobs: int, seed: int) -> None:
-    """Jobs ask for about 1.7 times what 8,000 GPUs serve, so the queue grows into the thousands."""
+#: Mean seconds between submissions by default: jobs then ask for about 1.7 times what
+#: 8,000 GPUs serve, so the queue grows into the thousands.
+GAP = 1.5
+#: The expected GPU-seconds of one job: the mean of ``gpus`` (73/9) times the mean of
+#: ``max(10, lognormvariate(7.0, 1.3))`` (``exp(7 + 1.3**2 / 2)``; the floor at 10 s
+#: changes it by less than 0.01%), for ``--load``.
+JOB_GPU_SECONDS = 73 / 9 * math.exp(7.0 + 1.3**2 / 2)
+
+
+def gap_for(load: float | None) -> float:
+    """Mean seconds between submissions for an offered load (GPU-seconds asked per
+    GPU-second of 8,000 GPUs); ``None`` = ``GAP``. The jobs drawn are the same whatever
+    the load: only the gaps scale."""
+    return GAP if load is None else JOB_GPU_SECONDS / (8000 * load)
+
+
+def write_history(path: Path, jobs: int, seed: int, load: float | None = None) -> None:
+    """A seeded history of ``jobs`` jobs (see ``gap_for``)."""
     rng = random.Random(seed)
     origin = datetime(2024, 1, 1, tzinfo=UTC)
+    gap = gap_for(load)
     t = 0.0
     with path.open("w") as out:
         out.write(HEADER + "\n")
         for i in range(jobs):
-            t += rng.expovariate(1 / 1.5)
+            t += rng.expovariate(1 / gap)
             run = max(10, int(rng.lognormvariate(7.0, 1.3)))
             gpus = rng.choice((1, 1, 1, 2, 4, 8, 8, 16, 32))
             limit_min = math.ceil(run / 60) + rng.randint(1, 60)
@@ -66,7 +83,7 @@ def write_history(path: Path, jobs: int, seed: int) -> None:
             out.write(f"{i + 1}.batch||{account}||{stamp}|{stamp}|{stamp}|{end}|{elapsed}||COMPLETED|1|\n")
 
 
-def one(size: int, seed: int, work: Path) -> dict:
+def one(size: int, seed: int, work: Path, load: float | None = None) -> dict:
     from shapeshift.cluster import load_cluster
     from shapeshift.runs.facade import simulate
     from shapeshift.workloads.readers import read_sacct
@@ -74,7 +91,7 @@ def one(size: int, seed: int, work: Path) -> dict:
     conf = work / "slurm.conf"
     conf.write_text(CONF)
     history = work / f"sacct-{size}.txt"
-    write_history(history, size, seed)
+    write_history(history, size, seed, load)
     t0 = time.perf_counter()
     workload = read_sacct(history)
     t1 = time.perf_counter()
@@ -82,6 +99,7 @@ def one(size: int, seed: int, work: Path) -> dict:
     t2 = time.perf_counter()
     return {
         "jobs": size,
+        "load": load,
         "read_s": round(t1 - t0, 2),
         "replay_s": round(t2 - t1, 2),
         "total_s": round(t2 - t0, 2),
@@ -94,16 +112,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,30000,100000")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--load",
+        type=float,
+        help="offered load (GPU demand over the 8,000 GPUs' capacity); default: a submission every 1.5 s on average",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.load is not None and not (math.isfinite(args.load) and args.load > 0):
+        parser.error("--load must be a positive finite number")
     if args.one:
         with tempfile.TemporaryDirectory() as tmp:
-            print(json.dumps(one(args.one, args.seed, Path(tmp))))
+            print(json.dumps(one(args.one, args.seed, Path(tmp), args.load)))
         return 0
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         out = subprocess.run(
-            [sys.executable, __file__, "--one", str(size), "--seed", str(args.seed)],
+            [sys.executable, __file__, "--one", str(size), "--seed", str(args.seed)]
+            + ([] if args.load is None else ["--load", str(args.load)]),
             check=True,
             capture_output=True,
             text=True,
