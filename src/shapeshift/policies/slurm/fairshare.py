@@ -53,6 +53,8 @@ class FairShare:
         self._level: dict[str, float] = {}  # sum of shares per parent, rebuilt when the tree grows
         #: Per depth, each association's ancestor at that depth (-1: none); rebuilt when the tree grows.
         self._ancestors: list[np.ndarray] | None = None
+        #: Per association (``index`` order): keys, parent index, share, user?, USE_PARENT?
+        self._static: tuple | None = None
         self._dirty = True
 
     @property
@@ -78,6 +80,7 @@ class FairShare:
             self.children.setdefault(self._parent_key(new), []).append(new.key)
         self._level.clear()
         self._ancestors = None
+        self._static = None
         self._dirty = True
         return key
 
@@ -174,6 +177,33 @@ class FairShare:
             stack.extend((c, norm, efctv) for c in self.children[key])
         return factors
 
+    def _levels(self) -> dict[str, float]:
+        """Each association's ``level_fs``: ``S / U`` (``U``: its usage over its
+        parent's), ``inf`` with no usage, 0 with no share; a ``USE_PARENT`` user ``inf``,
+        account ``nan``. One array expression over the tree (the same divisions)."""
+        if self._static is None:
+            keys = list(self.index)
+            parent = [self.index[self._parent_key(self.tree[k])] if k != "root" else 0 for k in keys]
+            shares = [self._shares(k) for k in keys]
+            user = [bool(self.tree[k].user) for k in keys]
+            use_parent = [self.tree[k].shares == USE_PARENT for k in keys]
+            self._static = (
+                keys,
+                np.asarray(parent, dtype=np.int64),
+                np.asarray(shares, dtype=np.float64),
+                np.asarray(user, dtype=bool),
+                np.asarray(use_parent, dtype=bool),
+            )
+        keys, parent, shares, user, use_parent = self._static
+        usage = self._usage[: len(keys)]
+        parent_usage = usage[parent]
+        ratio = np.divide(usage, parent_usage, out=np.zeros(len(keys)), where=parent_usage != 0)
+        level = np.divide(shares, ratio, out=np.full(len(keys), math.inf), where=ratio != 0)
+        level[shares == 0] = 0.0
+        level[use_parent & user] = math.inf
+        level[use_parent & ~user] = math.nan
+        return dict(zip(keys, level.tolist(), strict=True))
+
     def _fair_tree(self) -> dict[str, float]:
         tree = self.tree
         users = [k for k, a in tree.items() if a.user]
@@ -181,24 +211,12 @@ class FairShare:
         factors: dict[str, float] = {}
         if not total:
             return factors
-        usage = self.usage
+        levels = self._levels()
         is_user = {k: bool(a.user) for k, a in tree.items()}
         children = self.children
         state = {"rank": total, "rnt": total}
 
-        def level_fs(key: str) -> float:
-            assoc = tree[key]
-            if assoc.shares == USE_PARENT:
-                return math.inf if assoc.user else math.nan
-            parent_usage = usage[self._parent_key(assoc)]
-            u = usage[key] / parent_usage if parent_usage else 0.0
-            s = self._shares(key)
-            if s == 0:
-                return 0.0
-            return s / u if u else math.inf
-
         def walk(siblings: list[str], account_tied: bool) -> None:
-            levels = {k: level_fs(k) for k in siblings}
             ranked = sorted(siblings, key=lambda k: (-levels[k], 0 if is_user[k] else 1))
             previous = None
             i = 0

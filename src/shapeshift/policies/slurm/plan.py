@@ -150,10 +150,14 @@ def _blocked(excluded: set[int], size: int) -> np.ndarray | None:
 
 
 def _best_run(share: Need, span: int, idx: np.ndarray, free: Free, blocked: np.ndarray | None) -> list[int] | None:
-    cpus = free.cpus[idx]
-    ok = (free.gpus[idx] >= share.gpus) & (cpus + _EPS >= share.cpus) & (free.mem[idx] + _EPS >= share.mem)
+    # Consecutive indexes (a partition of one node range) are read as a slice, not gathered.
+    at: slice | np.ndarray = (
+        slice(int(idx[0]), int(idx[-1]) + 1) if idx.size and idx[-1] - idx[0] == idx.size - 1 else idx
+    )
+    cpus = free.cpus[at]
+    ok = (free.gpus[at] >= share.gpus) & (cpus + _EPS >= share.cpus) & (free.mem[at] + _EPS >= share.mem)
     if blocked is not None:
-        ok &= ~blocked[idx]
+        ok &= ~blocked[at]
     pos = np.flatnonzero(ok)
     if pos.size < span:
         return None
@@ -224,9 +228,12 @@ class Endings:
 
     def __init__(self, endings: list[Ending]):
         self.items = sorted(endings, key=lambda e: e.end)
-        self._build()
+        self._built = False
 
     def _build(self) -> None:
+        """The arrays, built when a will-run test first needs them (many cycles start
+        every job they test without one)."""
+        self._built = True
         items = self.items
         self.ends = [e.end for e in items]
         counts = np.fromiter((len(e.placement) for e in items), dtype=np.int64, count=len(items))
@@ -240,12 +247,14 @@ class Endings:
 
     def insert(self, ending: Ending) -> None:
         bisect.insort(self.items, ending, key=lambda e: e.end)
-        self._build()
+        self._built = False
 
     def on(self, usable: np.ndarray) -> list[int]:
         """The positions of the ends with a node where ``usable`` (a boolean array) holds."""
         if not self.items:
             return []
+        if not self._built:
+            self._build()
         hit = self.owner[usable[self.node]]
         return np.flatnonzero(np.bincount(hit, minlength=len(self.items))).tolist()
 
@@ -289,8 +298,10 @@ def will_run(
         nodes = _mask(nodes if nodes is not None else {n for g in cand.groups for n in g}, size)
     usable = nodes if blocked is None else nodes & ~blocked
     index = endings if isinstance(endings, Endings) else Endings(endings)
-    ends = index.ends
     relevant = index.on(usable)
+    if not relevant:
+        return None
+    ends = index.ends
     future = free.copy()
     given = 0
     first: float | None = None

@@ -359,6 +359,10 @@ class SlurmPolicy:
         plan changes as time passes, and the next cycle must run)."""
         assert self.conf is not None
         params = self.conf.scheduler.params
+        if not queue:  # nothing to test: no start, no reservation
+            self.planned = {}
+            ended = any(e.end <= view.now for e in self.endings.values())
+            return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
         running: list[Ending] = []
         endings = self.endings
         for job_id, alloc in view.allocations.items():
