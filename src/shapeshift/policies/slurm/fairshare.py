@@ -266,7 +266,8 @@ class Running:
 
     def finish(self, job_id: str, end: float) -> None:
         """Record ``job_id``'s end (a job never added is ignored)."""
-        self._flush()
+        if job_id not in self.slot:
+            self._flush()  # added since the last flush, perhaps
         i = self.slot.get(job_id)
         if i is not None:
             self.end[i] = end
