@@ -309,3 +309,22 @@ def test_a_job_no_equal_split_can_hold_is_refused_not_left_blocking_its_partitio
     assert by["one"].first_start == 0 and by["one"].state.name == "COMPLETED"
     # 4 GPUs split 2 + 2 over the two nodes, so the same cluster holds them.
     assert by_id(run([job("four", 0, 4, 10)], "2x2", "slurm"))["four"].state.name == "COMPLETED"
+
+
+def test_running_jobs_are_charged_for_their_part_of_each_period():
+    from shapeshift.policies.slurm.fairshare import Running
+
+    # No decay (half-life 0): each job is charged seconds run in the period x billable
+    # TRES (_decay_thread: elapsed * decay^elapsed * billable, decay = 1).
+    fs = FairShare(_tree(), half_life=0)
+    running = Running()
+    running.add("x", 30.0, fs.index["A/a"], 2.0)  # starts at 30
+    running.add("y", 0.0, fs.index["B/b"], 4.0)  # starts at 0, ends at 45
+    running.finish("y", 45.0)
+    running.charge(fs, 0.0, 60.0)
+    # x: (60 - 30) * 2 = 60; y: (45 - 0) * 4 = 180; each account as its user, root both.
+    assert (fs.usage["A/a"], fs.usage["A"], fs.usage["B/b"], fs.usage["root"]) == (60.0, 60.0, 180.0, 240.0)
+    running.charge(fs, 60.0, 120.0)
+    # y ended before 60 and is no longer charged; x adds 60 * 2 = 120.
+    assert (fs.usage["A/a"], fs.usage["B/b"], fs.usage["root"]) == (180.0, 180.0, 360.0)
+    assert "y" not in running.slot

@@ -17,12 +17,19 @@ https://slurm.schedmd.com/fair_tree.html.
 Fair Tree is the default because Slurm's is (``read_config.c`` sets
 ``PRIORITY_FLAGS_FAIR_TREE`` unless ``PriorityFlags=NO_FAIR_TREE``); the classic formula
 is used when the configuration turns Fair Tree off.
+
+Usage is kept in one numpy array indexed by association, so that a calculation decays
+every association at once and charges every running job with a few array operations
+(``charge``) rather than one walk up the tree per job; the sums are added in the same
+order as job-by-job charging, so the values are the same to the last bit.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+
+import numpy as np
 
 from shapeshift.slurm.assoc import USE_PARENT, Assoc, assoc_key
 
@@ -35,14 +42,26 @@ class FairShare:
         self.fair_tree = fair_tree
         #: Per-second decay, Slurm's first-order approximation of 2^(-1/half_life).
         self.decay = 1 - 0.693 / half_life if half_life > 0 else 1.0
-        self.usage: dict[str, float] = dict.fromkeys(self.tree, 0.0)
+        #: Each association's position in ``_usage`` (the tree's order, then as added).
+        self.index: dict[str, int] = {k: i for i, k in enumerate(self.tree)}
+        self._usage = np.zeros(max(len(self.tree), 8))
         self.children: dict[str, list[str]] = {k: [] for k in self.tree}
         for key, assoc in self.tree.items():
             if key != "root":
                 self.children.setdefault(self._parent_key(assoc), []).append(key)
         self.factors: dict[str, float] = {}
         self._level: dict[str, float] = {}  # sum of shares per parent, rebuilt when the tree grows
+        #: Per depth, each association's ancestor at that depth (-1: none); rebuilt when the tree grows.
+        self._ancestors: list[np.ndarray] | None = None
+        #: Per association (``index`` order): keys, parent index, share, user?, USE_PARENT?
+        self._static: tuple | None = None
         self._dirty = True
+
+    @property
+    def usage(self) -> dict[str, float]:
+        """Each association's decayed usage (a copy)."""
+        values = self._usage.tolist()
+        return {k: values[i] for k, i in self.index.items()}
 
     def ensure(self, account: str, user: str) -> str:
         """The key of ``user`` in ``account``, adding the account under root and the user
@@ -54,10 +73,14 @@ class FairShare:
             Assoc(account, user, account, 1)
         ]:
             self.tree[new.key] = new
-            self.usage[new.key] = 0.0
+            self.index[new.key] = len(self.index)
+            if len(self.index) > self._usage.size:
+                self._usage = np.concatenate((self._usage, np.zeros(self._usage.size)))
             self.children[new.key] = []
             self.children.setdefault(self._parent_key(new), []).append(new.key)
         self._level.clear()
+        self._ancestors = None
+        self._static = None
         self._dirty = True
         return key
 
@@ -68,16 +91,41 @@ class FairShare:
         """Charge ``amount`` (billable TRES-seconds, already decayed) to ``key`` and every
         account above it, as ``_apply_new_usage`` does up the ``fs_assoc_ptr`` chain."""
         while True:
-            self.usage[key] = self.usage.get(key, 0.0) + amount
+            self._usage[self.index[key]] += amount
             if key == "root":
                 return
             key = self._parent_key(self.tree[key])
 
+    def charge(self, keys: np.ndarray, amounts: np.ndarray) -> None:
+        """``add_usage(k, a)`` for each pair of association index ``keys[i]`` and amount
+        ``amounts[i]``, in that order. An association has one depth, so all its charges
+        are added by one ``np.add.at`` (which adds in order): the same sums as one by one."""
+        if not keys.size:
+            return
+        for level in self._ancestry():
+            targets = level[keys]
+            hit = targets >= 0
+            np.add.at(self._usage, targets[hit], amounts[hit])
+
+    def _ancestry(self) -> list[np.ndarray]:
+        if self._ancestors is None:
+            chains: list[list[int]] = []
+            for key in self.index:
+                chain = [self.index[key]]
+                while key != "root":
+                    key = self._parent_key(self.tree[key])
+                    chain.append(self.index[key])
+                chains.append(chain[::-1])  # root first: position = depth
+            depth = max(len(c) for c in chains)
+            table = np.full((depth, len(chains)), -1, dtype=np.int64)
+            for i, chain in enumerate(chains):
+                table[: len(chain), i] = chain
+            self._ancestors = list(table)
+        return self._ancestors
+
     def decay_all(self, elapsed: float) -> None:
         if self.decay != 1.0 and elapsed > 0:
-            factor = self.decay**elapsed
-            for key in self.usage:
-                self.usage[key] *= factor
+            self._usage *= self.decay**elapsed
 
     def charge_tick(self, elapsed: float, running: list[tuple[str, float]]) -> None:
         """One calc period of ``elapsed`` seconds: decay, then charge each running job
@@ -110,13 +158,14 @@ class FairShare:
         return max(assoc.shares, 0) / level if level else 0.0
 
     def _classic(self) -> dict[str, float]:
-        root_usage = self.usage.get("root", 0.0)
+        usage = self.usage
+        root_usage = usage.get("root", 0.0)
         factors: dict[str, float] = {}
         stack: list[tuple[str, float, float]] = [(c, 1.0, 1.0) for c in self.children["root"]]
         while stack:
             key, parent_norm, parent_efctv = stack.pop()
             assoc = self.tree[key]
-            ua = min(self.usage[key] / root_usage, 1.0) if root_usage else 0.0
+            ua = min(usage[key] / root_usage, 1.0) if root_usage else 0.0
             s = self._shares(key)
             if assoc.shares == USE_PARENT:
                 norm, efctv = parent_norm, parent_efctv
@@ -128,35 +177,54 @@ class FairShare:
             stack.extend((c, norm, efctv) for c in self.children[key])
         return factors
 
+    def _levels(self) -> dict[str, float]:
+        """Each association's ``level_fs``: ``S / U`` (``U``: its usage over its
+        parent's), ``inf`` with no usage, 0 with no share; a ``USE_PARENT`` user ``inf``,
+        account ``nan``. One array expression over the tree (the same divisions)."""
+        if self._static is None:
+            keys = list(self.index)
+            parent = [self.index[self._parent_key(self.tree[k])] if k != "root" else 0 for k in keys]
+            shares = [self._shares(k) for k in keys]
+            user = [bool(self.tree[k].user) for k in keys]
+            use_parent = [self.tree[k].shares == USE_PARENT for k in keys]
+            self._static = (
+                keys,
+                np.asarray(parent, dtype=np.int64),
+                np.asarray(shares, dtype=np.float64),
+                np.asarray(user, dtype=bool),
+                np.asarray(use_parent, dtype=bool),
+            )
+        keys, parent, shares, user, use_parent = self._static
+        usage = self._usage[: len(keys)]
+        parent_usage = usage[parent]
+        ratio = np.divide(usage, parent_usage, out=np.zeros(len(keys)), where=parent_usage != 0)
+        level = np.divide(shares, ratio, out=np.full(len(keys), math.inf), where=ratio != 0)
+        level[shares == 0] = 0.0
+        level[use_parent & user] = math.inf
+        level[use_parent & ~user] = math.nan
+        return dict(zip(keys, level.tolist(), strict=True))
+
     def _fair_tree(self) -> dict[str, float]:
-        users = [k for k, a in self.tree.items() if a.user]
+        tree = self.tree
+        users = [k for k, a in tree.items() if a.user]
         total = len(users)
         factors: dict[str, float] = {}
         if not total:
             return factors
+        levels = self._levels()
+        is_user = {k: bool(a.user) for k, a in tree.items()}
+        children = self.children
         state = {"rank": total, "rnt": total}
 
-        def level_fs(key: str) -> float:
-            assoc = self.tree[key]
-            if assoc.shares == USE_PARENT:
-                return math.inf if assoc.user else math.nan
-            parent_usage = self.usage.get(self._parent_key(assoc), 0.0)
-            u = self.usage[key] / parent_usage if parent_usage else 0.0
-            s = self._shares(key)
-            if s == 0:
-                return 0.0
-            return s / u if u else math.inf
-
         def walk(siblings: list[str], account_tied: bool) -> None:
-            levels = {k: level_fs(k) for k in siblings}
-            ranked = sorted(siblings, key=lambda k: (-levels[k], 0 if self.tree[k].user else 1))
+            ranked = sorted(siblings, key=lambda k: (-levels[k], 0 if is_user[k] else 1))
             previous = None
             i = 0
             while i < len(ranked):
                 key = ranked[i]
                 value = levels[key]
                 tied = account_tied if i == 0 else value == previous
-                if self.tree[key].user:
+                if is_user[key]:
                     if not tied:
                         state["rank"] = state["rnt"]
                     factors[key] = state["rank"] / total
@@ -167,12 +235,95 @@ class FairShare:
                     group = [key]
                     while i + len(group) < len(ranked):
                         other = ranked[i + len(group)]
-                        if self.tree[other].user or levels[other] != value:
+                        if is_user[other] or levels[other] != value:
                             break
                         group.append(other)
-                    walk([c for g in group for c in self.children[g]], tied)
+                    walk([c for g in group for c in children[g]], tied)
                     i += len(group)
                 previous = value
 
-        walk(list(self.children["root"]), False)
+        walk(list(children["root"]), False)
         return factors
+
+
+class Running:
+    """The jobs a calculation charges, as arrays in start order: each one's start, end
+    (``inf`` while it runs), association index and billable TRES. A job leaves after the
+    first calculation at or after its end, as ``_decay_thread`` stops charging it."""
+
+    def __init__(self) -> None:
+        self.slot: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.start = np.zeros(0)
+        self.end = np.zeros(0)
+        self.assoc = np.zeros(0, dtype=np.int64)
+        self.billable = np.zeros(0)
+        self._pending: list[tuple[str, float, int, float]] = []
+        self._dead = 0
+
+    def add(self, job_id: str, start: float, assoc: int, billable: float) -> None:
+        self._pending.append((job_id, start, assoc, billable))
+
+    def finish(self, job_id: str, end: float) -> None:
+        """Record ``job_id``'s end (a job never added is ignored)."""
+        if job_id not in self.slot:
+            self._flush()  # added since the last flush, perhaps
+        i = self.slot.get(job_id)
+        if i is not None:
+            self.end[i] = end
+
+    def drop(self, job_id: str) -> float | None:
+        """Take a running job out now, never charged by a later calculation (a preempted
+        run, which its caller charges); its start, or ``None`` where it was not running."""
+        self._flush()
+        i = self.slot.pop(job_id, None)
+        if i is None:
+            return None
+        self.end[i] = -math.inf
+        self._dead += 1
+        return float(self.start[i])
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        base = len(self.ids)
+        ids, start, assoc, billable = zip(*self._pending, strict=True)
+        self._pending.clear()
+        self.ids.extend(ids)
+        self.slot.update((j, base + k) for k, j in enumerate(ids))
+        self.start = np.concatenate((self.start, start))
+        self.end = np.concatenate((self.end, np.full(len(ids), math.inf)))
+        self.assoc = np.concatenate((self.assoc, np.asarray(assoc, dtype=np.int64)))
+        self.billable = np.concatenate((self.billable, billable))
+
+    def charge(self, fairshare: FairShare, last: float, tick: float) -> None:
+        """One calculation at ``tick`` (the previous at ``last``): decay all usage by
+        ``decay ** (tick - last)``, then charge each job that ran in between ``delta *
+        decay ** delta * billable`` for its ``delta`` seconds in the period; jobs ended by
+        ``tick`` are then dropped."""
+        self._flush()
+        end = np.minimum(self.end, tick)
+        delta = end - np.maximum(self.start, last)
+        ran = np.flatnonzero(delta > 0)
+        # Few distinct spans (the whole period, and the jobs that started or ended in it):
+        # each coefficient in Python floats, as job-by-job charging computes it.
+        spans, which = np.unique(delta[ran], return_inverse=True)
+        coef = np.asarray([d * fairshare.decay**d for d in spans.tolist()], dtype=np.float64)
+        amounts = coef[which] * self.billable[ran] if ran.size else np.zeros(0)
+        fairshare.decay_all(tick - last)
+        fairshare.charge(self.assoc[ran], amounts)
+        # Ended jobs become dead slots (end -inf: never charged again), compacted away
+        # once they outnumber the live ones; order is kept.
+        done = np.flatnonzero((self.end <= tick) & (self.end > -math.inf))
+        if done.size:
+            self.end[done] = -math.inf
+            for i in done.tolist():
+                del self.slot[self.ids[i]]
+            self._dead += done.size
+            if 2 * self._dead > len(self.ids):
+                keep = self.end > -math.inf
+                self.ids = [j for j, k in zip(self.ids, keep.tolist(), strict=True) if k]
+                self.slot = {j: i for i, j in enumerate(self.ids)}
+                self.start, self.end = self.start[keep], self.end[keep]
+                self.assoc, self.billable = self.assoc[keep], self.billable[keep]
+                self._dead = 0

@@ -15,7 +15,10 @@ from shapeshift.policies.slurm.preempt import QosPreemption, Running, choose
 from shapeshift.policies.slurm.qos_limits import Limits, Usage
 
 if TYPE_CHECKING:
+    from shapeshift.engine.fractions import TypedGroups
     from shapeshift.policies.slurm.fairshare import FairShare
+    from shapeshift.policies.slurm.fairshare import Running as Charged
+    from shapeshift.policies.slurm.plan import Ending
     from shapeshift.slurm.conf import SlurmConf
 
 
@@ -29,8 +32,10 @@ class LimitsAndPreemption:
     begin: dict[str, float]
     prio: dict[str, int]
     order: dict[str, int]
-    starts: dict[str, float]
-    ended: dict[str, float]
+    #: The started jobs each calculation charges, and their planned ends (policy.py).
+    running: Charged
+    endings: dict[str, Ending]
+    typed: TypedGroups
     start_priority: dict[str, int]
     groups: dict[str, list[list[int]]]
     largest: dict[str, int]
@@ -132,8 +137,8 @@ class LimitsAndPreemption:
         """Charge a preempted run's usage as a completed one's is charged at the next
         calculation (``_ticks``), now, so that the job's next run starts afresh."""
         assert self.fairshare is not None and self.conf is not None
-        start = self.starts.pop(job_id, None)
-        self.ended.pop(job_id, None)
+        self.endings.pop(job_id, None)
+        start = self.running.drop(job_id)
         if start is None:
             return
         begin = max(start, self.last_tick)

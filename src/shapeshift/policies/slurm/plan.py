@@ -97,7 +97,7 @@ def never_placeable(gpus: int, node_gpus: list[int]) -> str:
 
 
 def fit(
-    need: Need, groups: list[list[int]], free: Free, largest: int, excluded: set[int] | None = None
+    need: Need, groups: list[list[int]], free: Free, largest: int, excluded: set[int] | np.ndarray | None = None
 ) -> list[tuple[int, Need]] | None:
     """Nodes for ``need``, or ``None``, chosen as ``select/cons_tres`` does
     (``src/plugins/topology/common/eval_nodes.c``, ``_eval_nodes_consec``): ``groups``
@@ -106,31 +106,68 @@ def fit(
     the best run is the one with enough nodes and the fewest free CPUs (the first on
     ties), and in it a one-node job takes the node with the fewest free CPUs (the first
     on ties), a multi-node job the first nodes. A job with more GPUs than the largest
-    node spans ``ceil(gpus / largest)`` nodes, an equal share on each (per-node GRES)."""
+    node spans ``ceil(gpus / largest)`` nodes, an equal share on each (per-node GRES).
+    ``excluded``: nodes left out, as a set or a boolean array over all nodes."""
+    blocked = _blocked(excluded, free.gpus.size) if isinstance(excluded, set) else excluded
     span = node_span(need.gpus, largest)
     share = Need(need.gpus // span, need.cpus / span, need.mem / span)
-    allowed: list[int] = []
-    for group in groups:
-        allowed = sorted(allowed + group)
-        chosen = _best_run(share, span, allowed, free, excluded)
+    for allowed in _cumulative(groups):
+        chosen = _best_run(share, span, allowed, free, blocked)
         if chosen is not None:
             return [(node, share) for node in chosen]
     return None
 
 
-def _best_run(share: Need, span: int, nodes: list[int], free: Free, excluded: set[int] | None) -> list[int] | None:
-    idx = np.asarray(nodes, dtype=np.int64)
-    cpus = free.cpus[idx]
-    ok = (free.gpus[idx] >= share.gpus) & (cpus + _EPS >= share.cpus) & (free.mem[idx] + _EPS >= share.mem)
-    if excluded:
-        ok &= ~np.isin(idx, np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
+#: ``_cumulative``'s arrays per groups list, by its identity (the policy hands the same
+#: lists on every call); the list itself is kept to tell a reused identity apart.
+_CUMULATIVE: dict[int, tuple[list[list[int]], list[np.ndarray]]] = {}
+
+
+def _cumulative(groups: list[list[int]]) -> list[np.ndarray]:
+    """The node indexes ``fit`` tries, group after group: the first group, then the first
+    two, ..., each sorted (built once per groups list, not once per fit)."""
+    hit = _CUMULATIVE.get(id(groups))
+    if hit is not None and hit[0] is groups:
+        return hit[1]
+    arrays: list[np.ndarray] = []
+    allowed: list[int] = []
+    for group in groups:
+        allowed = sorted(allowed + group)
+        arrays.append(np.asarray(allowed, dtype=np.int64))
+    if len(_CUMULATIVE) >= 256:
+        _CUMULATIVE.clear()
+    _CUMULATIVE[id(groups)] = (groups, arrays)
+    return arrays
+
+
+def _blocked(excluded: set[int], size: int) -> np.ndarray | None:
+    """``excluded`` as a boolean array over ``size`` nodes (``None`` when empty)."""
+    if not excluded:
+        return None
+    mask = np.zeros(size, dtype=bool)
+    mask[np.fromiter(excluded, dtype=np.int64, count=len(excluded))] = True
+    return mask
+
+
+def _best_run(share: Need, span: int, idx: np.ndarray, free: Free, blocked: np.ndarray | None) -> list[int] | None:
+    # Consecutive indexes (a partition of one node range) are read as a slice, not gathered.
+    at: slice | np.ndarray = (
+        slice(int(idx[0]), int(idx[-1]) + 1) if idx.size and idx[-1] - idx[0] == idx.size - 1 else idx
+    )
+    cpus = free.cpus[at]
+    ok = (free.gpus[at] >= share.gpus) & (cpus + _EPS >= share.cpus) & (free.mem[at] + _EPS >= share.mem)
+    if blocked is not None:
+        ok &= ~blocked[at]
     pos = np.flatnonzero(ok)
     if pos.size < span:
         return None
     ids, usable_cpus = idx[pos], cpus[pos]
+    if span == 1 and ids.size == 1:
+        return [int(ids[0])]
     # Runs of consecutive node indexes (a node outside the partition or unusable breaks one).
-    starts = np.r_[0, np.flatnonzero(np.diff(ids) != 1) + 1]
-    ends = np.r_[starts[1:], ids.size]
+    breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+    starts = np.concatenate((_ZERO, breaks))
+    ends = np.concatenate((breaks, (ids.size,)))
     sufficient = np.flatnonzero(ends - starts >= span)
     if sufficient.size == 0:
         return ids[:span].tolist()
@@ -140,6 +177,9 @@ def _best_run(share: Need, span: int, nodes: list[int], free: Free, excluded: se
     if span == 1:
         return [int(run[np.argmin(run_cpus)])]
     return run[:span].tolist()
+
+
+_ZERO = np.zeros(1, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,14 +221,60 @@ WILL_RUN_WINDOW = 30
 WILL_RUN_BATCH = 200
 
 
+class Endings:
+    """Planned ends in end order, with their nodes and resources as flat arrays, so that
+    the will-run test finds the ends on usable nodes and gives back a batch's resources
+    with array operations."""
+
+    def __init__(self, endings: list[Ending]):
+        self.items = sorted(endings, key=lambda e: e.end)
+        self._built = False
+
+    def _build(self) -> None:
+        """The arrays, built when a will-run test first needs them (many cycles start
+        every job they test without one)."""
+        self._built = True
+        items = self.items
+        self.ends = [e.end for e in items]
+        counts = np.fromiter((len(e.placement) for e in items), dtype=np.int64, count=len(items))
+        self.offset = np.concatenate((_ZERO, np.cumsum(counts)))
+        pairs = [p for e in items for p in e.placement]
+        self.node = np.fromiter((n for n, _ in pairs), dtype=np.int64, count=len(pairs))
+        self.gpus = np.fromiter((r.gpus for _, r in pairs), dtype=np.int64, count=len(pairs))
+        self.cpus = np.fromiter((r.cpus for _, r in pairs), dtype=np.float64, count=len(pairs))
+        self.mem = np.fromiter((r.mem for _, r in pairs), dtype=np.float64, count=len(pairs))
+        self.owner = np.repeat(np.arange(len(items), dtype=np.int64), counts)
+
+    def insert(self, ending: Ending) -> None:
+        bisect.insort(self.items, ending, key=lambda e: e.end)
+        self._built = False
+
+    def on(self, usable: np.ndarray) -> list[int]:
+        """The positions of the ends with a node where ``usable`` (a boolean array) holds."""
+        if not self.items:
+            return []
+        if not self._built:
+            self._build()
+        hit = self.owner[usable[self.node]]
+        return np.flatnonzero(np.bincount(hit, minlength=len(self.items))).tolist()
+
+    def give(self, free: Free, a: int, b: int) -> None:
+        """Give ``free`` the resources of the ends at positions ``a .. b - 1``, in order."""
+        sl = slice(int(self.offset[a]), int(self.offset[b]))
+        node = self.node[sl]
+        np.add.at(free.gpus, node, self.gpus[sl])
+        np.add.at(free.cpus, node, self.cpus[sl])
+        np.add.at(free.mem, node, self.mem[sl])
+
+
 def will_run(
     now: float,
     cand: Candidate,
     free: Free,
-    endings: list[Ending],
+    endings: list[Ending] | Endings,
     excluded: set[int],
     epoch: float,
-    nodes: set[int] | None = None,
+    nodes: set[int] | np.ndarray | None = None,
 ) -> tuple[float, list[tuple[int, Need]]] | None:
     """When and where ``cand`` could start on its partition's nodes outside ``excluded``,
     as ``select/cons_tres``'s will-run test answers it (``cons_common/job_test.c``,
@@ -198,13 +284,26 @@ def will_run(
     up to a multiple of that window on the wall clock (``epoch`` is the wall-clock time
     of time 0), each later window twice as long; after each batch the job is tested, and
     its start is the end of the batch's last job (a job past its limit: a second from
-    now). ``None``: it fits nowhere. ``nodes``: the partition's nodes (computed when not given)."""
-    placement = fit(cand.need, cand.groups, free, cand.largest, excluded)
+    now). ``None``: it fits nowhere. ``nodes``: the partition's nodes, a set or a boolean
+    array over all nodes (computed when not given).
+
+    A batch gives back every end up to its last, those on no usable node included: they
+    free only nodes the fit leaves out, so the answer is the same."""
+    size = free.gpus.size
+    blocked = _blocked(excluded, size)
+    placement = fit(cand.need, cand.groups, free, cand.largest, blocked)
     if placement is not None:
         return now, placement
-    usable = (nodes if nodes is not None else {n for g in cand.groups for n in g}) - excluded
-    relevant = [e for e in endings if any(n in usable for n, _ in e.placement)]
+    if not isinstance(nodes, np.ndarray):
+        nodes = _mask(nodes if nodes is not None else {n for g in cand.groups for n in g}, size)
+    usable = nodes if blocked is None else nodes & ~blocked
+    index = endings if isinstance(endings, Endings) else Endings(endings)
+    relevant = index.on(usable)
+    if not relevant:
+        return None
+    ends = index.ends
     future = free.copy()
+    given = 0
     first: float | None = None
     window = WILL_RUN_WINDOW
     k = 0
@@ -213,13 +312,12 @@ def will_run(
         removed = 0
         tested = True
         while k < len(relevant):
-            e = relevant[k]
+            end = ends[relevant[k]]
             if first is None:
-                first = e.end + (WILL_RUN_WINDOW - (e.end + epoch) % WILL_RUN_WINDOW)
-            last = e
-            future.give(list(e.placement))
+                first = end + (WILL_RUN_WINDOW - (end + epoch) % WILL_RUN_WINDOW)
+            last = relevant[k]
             k += 1
-            if k == len(relevant) or relevant[k].end > first + window:
+            if k == len(relevant) or ends[relevant[k]] > first + window:
                 break
             removed += 1
             if removed > WILL_RUN_BATCH + 1:
@@ -227,13 +325,22 @@ def will_run(
                 break
         if not tested or last is None:
             continue
+        index.give(future, given, last + 1)
+        given = last + 1
         window *= 2
-        while k < len(relevant) and relevant[k].end > first + window:
+        while k < len(relevant) and ends[relevant[k]] > first + window:
             window *= 2
-        placement = fit(cand.need, cand.groups, future, cand.largest, excluded)
+        placement = fit(cand.need, cand.groups, future, cand.largest, blocked)
         if placement is not None:
-            return (last.end if last.end > now else now + 1), placement
+            return (ends[last] if ends[last] > now else now + 1), placement
     return None
+
+
+def _mask(nodes: set[int], size: int) -> np.ndarray:
+    mask = np.zeros(size, dtype=bool)
+    if nodes:
+        mask[np.fromiter(nodes, dtype=np.int64, count=len(nodes))] = True
+    return mask
 
 
 def _later_start(start_res: float, reservations: list[Reservation], usable: set[int]) -> float | None:
@@ -267,11 +374,12 @@ def backfill(
     now starts the job; a start within ``bf_window`` reserves the will-run's nodes, unless
     they overlap a reservation over that span (then tried again from that start)."""
     res = max(resolution, 1.0)
-    endings = sorted(running, key=lambda e: e.end)
+    endings = Endings(running)
     reservations: list[Reservation] = []
     started: list[tuple[str, list[tuple[int, Need]]]] = []
     tested = 0
     partition_nodes: dict[int, set[int]] = {}  # per partition (its groups list), built once a cycle
+    partition_mask: dict[int, np.ndarray] = {}
     for cand in queue:
         if tested >= max_job_test:
             break
@@ -279,12 +387,14 @@ def backfill(
         usable = partition_nodes.get(id(cand.groups))
         if usable is None:
             usable = partition_nodes[id(cand.groups)] = {n for g in cand.groups for n in g}
+            partition_mask[id(cand.groups)] = _mask(usable, free.gpus.size)
+        usable_mask = partition_mask[id(cand.groups)]
         start_res = now
         while start_res <= now + window:
             end = start_res + cand.limit
             excluded = {n for r in reservations if r.end > start_res and r.begin <= end for n in r.nodes}
             later = _later_start(start_res, reservations, usable)
-            answer = will_run(now, cand, free, endings, excluded, epoch, usable)
+            answer = will_run(now, cand, free, endings, excluded, epoch, usable_mask)
             if answer is None:
                 if later is None:
                     break
@@ -298,7 +408,7 @@ def backfill(
             if start <= now:
                 free.take(placement)
                 started.append((cand.job_id, placement))
-                bisect.insort(endings, Ending(now + cand.limit, tuple(placement)), key=lambda e: e.end)
+                endings.insert(Ending(now + cand.limit, tuple(placement)))
                 break
             if start > now + window:
                 break

@@ -36,18 +36,17 @@ from pydantic import Field
 from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits, PreemptKind
 from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
-from shapeshift.errors import InputError
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
-from shapeshift.policies.slurm.fairshare import FairShare
+from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.hooks import LimitsAndPreemption
 from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit, never_placeable
 from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
-from shapeshift.policies.slurm.priority import JobFacts, Multifactor
+from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
-from shapeshift.slurm.qos import Qos, read_qos
+from shapeshift.slurm.qos import read_qos
 
 
 class SlurmParams(PolicyParams):
@@ -71,18 +70,6 @@ class SlurmParams(PolicyParams):
     clock_origin: float = Field(default=0.0, allow_inf_nan=False)
 
 
-def _qos_table(text: str, dump: tuple[Qos, ...] = ()) -> dict[str, float]:
-    """Each QOS's normalised priority (its priority over the largest)."""
-    table: dict[str, float] = {q.name: float(q.priority) for q in dump}
-    for item in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or not value.strip().isdigit():
-            raise InputError(f"qos_priority item {item!r} must be NAME=WHOLE_NUMBER", field="qos_priority")
-        table[name.strip()] = float(value)
-    top = max(table.values(), default=0.0)
-    return {k: (v / top if top else 0.0) for k, v in table.items()}
-
-
 class SlurmPolicy(LimitsAndPreemption):
     name = "slurm"
     triggers = frozenset({ARRIVAL, COMPLETION})
@@ -96,7 +83,7 @@ class SlurmPolicy(LimitsAndPreemption):
         self._node_gpus: dict[int, tuple[Sequence[int], list[int]]] = {}
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
         self.qos_dump = {q.name: q for q in (read_qos(params.qos) if params.qos else ())}
-        self.qos = _qos_table(params.qos_priority, tuple(self.qos_dump.values()))
+        self.qos = qos_table(params.qos_priority, tuple(self.qos_dump.values()))
         #: ``preempt/qos`` (``None`` without it) and the limits (set up with the tree).
         self.preemption: QosPreemption | None = None
         self.limits: Limits | None = None
@@ -110,8 +97,15 @@ class SlurmPolicy(LimitsAndPreemption):
         self.prio: dict[str, int] = {}
         self.order: dict[str, int] = {}
         self.next_order = 0
-        self.starts: dict[str, float] = {}
-        self.ended: dict[str, float] = {}
+        #: The started jobs each calculation charges.
+        self.running = Running()
+        #: Each running job's planned end and nodes, for the backfill plan (kept from its
+        #: start to its end rather than rebuilt every cycle).
+        self.endings: dict[str, Ending] = {}
+        #: What each pending job's priority depends on besides time and usage.
+        self.facts: dict[str, JobFacts] = {}
+        #: ``never_placeable``'s answers per node list and GPU count.
+        self._refusals: dict[tuple[int, int], str] = {}
         self.last_tick = 0.0
         self.next_bf = 0.0
         #: Whether anything a backfill cycle depends on changed since the last one (a
@@ -176,7 +170,11 @@ class SlurmPolicy(LimitsAndPreemption):
         hit = self._node_gpus.get(id(nodes))
         if hit is None or hit[0] is not nodes:  # the engine hands the same tuple each time
             hit = self._node_gpus[id(nodes)] = (nodes, [cluster.nodes[i].gpus for i in nodes])
-        return never_placeable(spec.num_gpus, hit[1])
+            self._refusals = {k: v for k, v in self._refusals.items() if k[0] != id(nodes)}
+        answer = self._refusals.get((id(nodes), spec.num_gpus))
+        if answer is None:
+            answer = self._refusals[(id(nodes), spec.num_gpus)] = never_placeable(spec.num_gpus, hit[1])
+        return answer
 
     # -- facts about jobs -------------------------------------------------------------
     def partition_of(self, spec: JobSpec) -> SlurmPartition | None:
@@ -230,10 +228,12 @@ class SlurmPolicy(LimitsAndPreemption):
 
     def _priority(self, view: ClusterView, job_id: str, now: float) -> int:
         assert self.conf is not None and self.fairshare is not None
-        status = view.job(job_id)
         if not self.conf.priority.multifactor:
             return -self.order[job_id]
-        facts = self._facts(view, status.spec, status.partition)
+        facts = self.facts.get(job_id)
+        if facts is None:
+            status = view.job(job_id)
+            facts = self.facts[job_id] = self._facts(view, status.spec, status.partition)
         return self.multifactor.priority(facts, now, self.fairshare.factor(facts.assoc))
 
     # -- the clock: usage ticks and priority recalculation ----------------------------
@@ -245,18 +245,7 @@ class SlurmPolicy(LimitsAndPreemption):
         while self.last_tick + period <= view.now:
             ran = True
             tick = self.last_tick + period
-            charges = []
-            for job_id, start in list(self.starts.items()):
-                end = min(self.ended.get(job_id, tick), tick)
-                begin = max(start, self.last_tick)
-                if end > begin:
-                    spec = view.job(job_id).spec
-                    charges.append((self._assoc(spec), end - begin, self.billable(spec)))
-                if job_id in self.ended and self.ended[job_id] <= tick:
-                    del self.starts[job_id]
-            self.fairshare.decay_all(tick - self.last_tick)
-            for key, delta, billable in charges:
-                self.fairshare.add_usage(key, delta * self.fairshare.decay**delta * billable)
+            self.running.charge(self.fairshare, self.last_tick, tick)
             self.fairshare.recompute()
             for job_id in pending:
                 if job_id in self.prio:
@@ -271,7 +260,8 @@ class SlurmPolicy(LimitsAndPreemption):
         now = view.now
         for job_id in view.finished:
             end = view.job(job_id).end_time
-            self.ended[job_id] = now if end is None else end
+            self.running.finish(job_id, now if end is None else end)
+            self.endings.pop(job_id, None)
         pending = [j for part in view.partitions for j in view.pending(part)]
         if self.fairshare is None:
             self._tree(view, [view.job(j).spec for j in pending])
@@ -308,10 +298,15 @@ class SlurmPolicy(LimitsAndPreemption):
             self.dirty = self._backfill(view, rest, free, changes, reasons)
             self.next_bf = now + sched.params["bf_interval"]
         for job_id, alloc in changes.items():
-            if alloc is not None:
-                self.starts[job_id] = now
-                self.start_priority[job_id] = self.prio.pop(job_id, 0)
-                self.begin.pop(job_id, None)
+            if alloc is None:  # preempted: charged and dropped by the preemption step
+                continue
+            spec = view.job(job_id).spec
+            assert self.fairshare is not None
+            self.running.add(job_id, now, self.fairshare.index[self._assoc(spec)], self.billable(spec))
+            self.endings[job_id] = Ending(now + self.limit(spec), self._placement(alloc))
+            self.start_priority[job_id] = self.prio.pop(job_id, 0)
+            self.begin.pop(job_id, None)
+            self.facts.pop(job_id, None)
         wake = None
         if waiting:
             self.dirty = True
@@ -345,6 +340,10 @@ class SlurmPolicy(LimitsAndPreemption):
 
     def _need(self, spec: JobSpec) -> Need:
         return Need(spec.num_gpus, spec.num_cpus, spec.mem_gb)
+
+    @staticmethod
+    def _placement(alloc: Allocation) -> tuple[tuple[int, Need], ...]:
+        return tuple((n, Need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement)
 
     def _alloc(self, placement: list[tuple[int, Need]]) -> Allocation:
         return Allocation(tuple((n, Resources(need.gpus, need.cpus, need.mem)) for n, need in placement))
@@ -388,16 +387,22 @@ class SlurmPolicy(LimitsAndPreemption):
         plan changes as time passes, and the next cycle must run)."""
         assert self.conf is not None
         params = self.conf.scheduler.params
+        if not queue:  # nothing to test: no start, no reservation
+            self.planned = {}
+            ended = any(e.end <= view.now for e in self.endings.values())
+            return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
         running: list[Ending] = []
+        endings = self.endings
         for job_id, alloc in view.allocations.items():
-            status = view.job(job_id)
-            start = self.starts.get(job_id, status.started_at)
-            placement = tuple((n, Need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement)
-            running.append(Ending(start + self.limit(status.spec), placement))
+            ending = endings.get(job_id)
+            if ending is None:  # started before this policy saw it
+                status = view.job(job_id)
+                start = status.started_at if status.started_at is not None else view.now
+                ending = endings[job_id] = Ending(start + self.limit(status.spec), self._placement(alloc))
+            running.append(ending)
         for job_id, alloc in changes.items():
             if alloc is not None:
-                placement = tuple((n, Need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement)
-                running.append(Ending(view.now + self.limit(view.job(job_id).spec), placement))
+                running.append(Ending(view.now + self.limit(view.job(job_id).spec), self._placement(alloc)))
         candidates = []
         for job_id in queue:
             status = view.job(job_id)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shapeshift.errors import InputError
 from shapeshift.slurm.conf import PriorityConf
+from shapeshift.slurm.qos import Qos
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +89,15 @@ class Multifactor:
             - job.nice
         )
         return max(1, min(int(total), 0xFFFFFFFF))
+
+
+def qos_table(text: str, dump: tuple[Qos, ...] = ()) -> dict[str, float]:
+    """Each QOS's normalised priority (its priority over the largest)."""
+    table: dict[str, float] = {q.name: float(q.priority) for q in dump}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise InputError(f"qos_priority item {item!r} must be NAME=WHOLE_NUMBER", field="qos_priority")
+        table[name.strip()] = float(value)
+    top = max(table.values(), default=0.0)
+    return {k: (v / top if top else 0.0) for k, v in table.items()}

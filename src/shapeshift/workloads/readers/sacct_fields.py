@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
+from functools import lru_cache
 
 #: Time values ``sacct`` prints for an event that has not happened (yet).
 NO_TIME = frozenset({"", "unknown", "none", "n/a"})
@@ -58,6 +59,7 @@ def parse_limit(text: str) -> int | None:
     return parse_duration(text)
 
 
+@lru_cache(maxsize=256)  # a row repeats its times (Submit, Eligible, Start), and rows their neighbours'
 def parse_time(text: str, zone: tzinfo | None) -> float | None:
     """A ``sacct`` time as POSIX seconds; ``None`` for ``Unknown``/``None``.
 
@@ -97,6 +99,7 @@ def parse_mem(text: str) -> float:
     return mib_to_gb(number * scale)
 
 
+@lru_cache(maxsize=4096)  # a history holds few distinct TRES strings; the answer is frozen
 def parse_tres(text: str) -> Tres:
     """Read a ``ReqTRES``/``AllocTRES`` string. GPUs come from ``gres/gpu=N`` or, when
     only typed counts are given, the sum of ``gres/gpu:TYPE=N``."""
