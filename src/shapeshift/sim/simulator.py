@@ -103,11 +103,12 @@ def simulate(
     # loop asks each by name instead of gathering their instants into a list every event.
     done_due, done_fire = completions.due, completions.fire
     arrival_due, arrival_fire = arrivals.due, arrivals.fire
-    timer_due, timer_fire = (timer.due, timer.fire) if timer is not None else (_never, _nothing)
+    timer_due = timer.due if timer is not None else None
     wake_due, wake_fire = wakeup.due, wakeup.fire
 
     while True:
-        t_done, t_arrival, t_timer, t_wake = done_due(), arrival_due(), timer_due(), wake_due()
+        t_done, t_arrival, t_wake = done_due(), arrival_due(), wake_due()
+        t_timer = timer_due() if timer_due is not None else inf
         now = min(t_done, t_arrival, t_timer, t_wake)
         if now == inf:
             break
@@ -117,8 +118,8 @@ def simulate(
             events += done_fire(now)
         if t_arrival == now:
             events += arrival_fire(now)
-        if t_timer == now:
-            events += timer_fire(now)
+        if t_timer == now and timer is not None:
+            events += timer.fire(now)
         if t_wake == now:
             events += wake_fire(now)
         schedule = engine.step(now)
@@ -155,15 +156,6 @@ def simulate(
         wake_instants=wakeup.instants,
         stopped_idle=stopped_idle,
     )
-
-
-def _never() -> float:
-    """The instant a source that is not there fires: never."""
-    return math.inf
-
-
-def _nothing(now: float) -> int:
-    return 0
 
 
 def replay(
