@@ -197,6 +197,10 @@ class Engine:
         """Turn the desired state into actions: first everything that frees resources,
         then everything that takes them, so a schedule that moves resources from one job
         to another in the same decision is valid."""
+        if not schedule.changes:
+            if self._reshared:
+                self._apply_sharing(now)
+            return
         launches: list[tuple[JobStatus, Allocation]] = []
         moves: list[tuple[JobStatus, Allocation, Allocation]] = []
         for job_id, desired in schedule.changes.items():
@@ -294,10 +298,9 @@ class Engine:
                     f"{self.policy.name}: job {status.job_id} placed on {self.cluster.nodes[node].gpu_type} GPUs,"
                     f" a type it excludes"
                 )
-        who = f"{self.policy.name}: allocation for job {status.job_id}"
         if spec.gpu_milli and self.free.milli is not None and (alloc.gpu_milli is None) != self._whole_gpus:
             rule = "a share of a GPU, but declares whole_gpus" if self._whole_gpus else "a whole GPU for its fraction"
-            raise PolicyError(f"{who} gives {rule}")
+            raise PolicyError(f"{self.policy.name}: allocation for job {status.job_id} gives {rule}")
         shared = alloc.devices is not None or (alloc.gpu_milli is not None and self.free.milli is not None)
         if shared and self.sharing is None:
             raise PolicyError(
@@ -305,7 +308,7 @@ class Engine:
                 " (gpu_share_limit: 1)"
             )
         if not shared and not self.free.fits(alloc):
-            raise PolicyError(f"{who} over-allocates a node")
+            raise PolicyError(f"{self.policy.name}: allocation for job {status.job_id} over-allocates a node")
         if self.sharing is None:
             self.free.take(alloc)
         else:
@@ -314,7 +317,7 @@ class Engine:
                     "" if self.free.fits_host(alloc) else "over-allocates a node's CPUs or memory"
                 )
                 if problem:
-                    raise PolicyError(f"{who} {problem}")
+                    raise PolicyError(f"{self.policy.name}: allocation for job {status.job_id} {problem}")
             newly, joined = self.sharing.take(status, alloc)
             self.free.take(alloc, newly, self.sharing.devices[status.job_id])
             if self.free.held is not None:

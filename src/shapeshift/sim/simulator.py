@@ -24,7 +24,7 @@ from shapeshift.model import ClusterSpec, JobSpec
 from shapeshift.perf.colocation import InterferenceModel
 from shapeshift.perf.throughput import ThroughputModel, TraceSpeedModel
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
-from shapeshift.sim.sources import Arrivals, Completions, EventSource, RoundTimer, WakeUp
+from shapeshift.sim.sources import Arrivals, Completions, RoundTimer, WakeUp
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -92,9 +92,6 @@ def simulate(
     arrivals = Arrivals(jobs, engine)
     timer = RoundTimer(period, engine, arrivals) if period is not None else None
     wakeup = WakeUp(engine)
-    # Fired in this order when due at the same instant: the work (completions, then
-    # arrivals) before the clocks.
-    sources: tuple[EventSource, ...] = (completions, arrivals, *((timer,) if timer else ()), wakeup)
     n = arrivals.total
     events = 0
     idle_rounds = 0
@@ -102,22 +99,33 @@ def simulate(
     report_every = max(n // 200, 1)
     inf = math.inf
 
-    # Bound once: this loop runs once per event.
-    dues = tuple(source.due for source in sources)
-    fires = tuple(source.fire for source in sources)
+    # Bound once: this loop runs once per event. The sources are few and fixed, so the
+    # loop asks each by name instead of gathering their instants into a list every event.
+    done_due, done_fire = completions.due, completions.fire
+    arrival_due, arrival_fire = arrivals.due, arrivals.fire
+    timer_due = timer.due if timer is not None else None
+    wake_due, wake_fire = wakeup.due, wakeup.fire
 
     while True:
-        due = [d() for d in dues]
-        now = min(due)
+        t_done, t_arrival, t_wake = done_due(), arrival_due(), wake_due()
+        t_timer = timer_due() if timer_due is not None else inf
+        now = min(t_done, t_arrival, t_timer, t_wake)
         if now == inf:
             break
-        for fire, at in zip(fires, due, strict=True):
-            if at == now:
-                events += fire(now)
+        # Fired in this order when due at the same instant: the work (completions, then
+        # arrivals) before the clocks.
+        if t_done == now:
+            events += done_fire(now)
+        if t_arrival == now:
+            events += arrival_fire(now)
+        if t_timer == now and timer is not None:
+            events += timer.fire(now)
+        if t_wake == now:
+            events += wake_fire(now)
         schedule = engine.step(now)
         if timer is not None:
             timer.passed(now)
-        if due[0] > now and due[1] > now and arrivals.exhausted and queue.quiet_from(now):
+        if t_done > now and t_arrival > now and arrivals.exhausted and queue.quiet_from(now):
             # Only a clock fired, nothing will complete (no job runs, or every running job
             # is stuck at speed 0) and nothing will arrive: a policy that keeps its
             # schedule unchanged would spin the timer forever. Some policies' choices move

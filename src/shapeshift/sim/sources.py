@@ -71,6 +71,8 @@ class Arrivals:
         self.total = len(self._jobs)
         self._cursor = 0
         self._submit = engine.submit
+        #: The next job's submit time (asked once per event, moved only when jobs arrive).
+        self._next = self._jobs[0].submit_time if self._jobs else _INF
         #: Jobs rejected on arrival so far (they can never run).
         self.rejected = 0
 
@@ -79,7 +81,7 @@ class Arrivals:
         return self._cursor >= self.total
 
     def due(self) -> float:
-        return self._jobs[self._cursor].submit_time if self._cursor < self.total else _INF
+        return self._next
 
     def fire(self, now: float) -> int:
         jobs, n, cursor, submit = self._jobs, self.total, self._cursor, self._submit
@@ -89,6 +91,7 @@ class Arrivals:
                 self.rejected += 1
             cursor += 1
         self._cursor = cursor
+        self._next = jobs[cursor].submit_time if cursor < n else _INF
         return cursor - start
 
 

@@ -145,14 +145,16 @@ class ComposedPolicy:
         if self._prepare is not None:
             self._prepare(view)
         scratch: list[FreeResources] = []  # one copy of the free resources, made when first needed
+        wakes, preemptive = self._wakes, self.ordering.preemptive
 
         def decide_partition(partition: str) -> PartitionDecision:
-            self._wakes.pop(partition, None)
-            if view.pending_count(partition) == 0 and (not self.ordering.preemptive or not view.running(partition)):
+            if wakes:
+                wakes.pop(partition, None)
+            if view.pending_count(partition) == 0 and (not preemptive or not view.running(partition)):
                 return NOTHING  # nothing waits, or nothing at all: no decision can change anything
             if not scratch:
                 scratch.append(view.scratch())
-            if self.ordering.preemptive:
+            if preemptive:
                 return self._decide_preemptive(view, partition, scratch[0])
             return self._decide_greedy(view, partition, scratch[0])
 

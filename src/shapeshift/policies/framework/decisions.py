@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PartitionDecision:
     """What one step decided for one partition.
 
@@ -52,12 +52,14 @@ def decide_partitions(
     ``Schedule`` (``default_reason`` for jobs no step gave a reason; ``wake_at``, read after
     the last step, for when to decide again)."""
     dirty = view.dirty_partitions
-    if len(dirty) == 1 and (decision := decide(next(iter(dirty)))) is not NOTHING:
+    if len(dirty) == 1:
         # One partition (most decisions): its result is the schedule's, uncopied.
-        changes, reasons = decision.changes, decision.reasons
+        (partition,) = dirty
+        decision = decide(partition)
+        changes, reasons = (decision.changes, decision.reasons) if decision is not NOTHING else ({}, {})
     else:
         changes, reasons = {}, {}
-        for partition in sorted(dirty) if len(dirty) > 1 else ():
+        for partition in sorted(dirty):
             decision = decide(partition)
             if decision.changes:
                 changes.update(decision.changes)
