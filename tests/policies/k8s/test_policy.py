@@ -90,6 +90,30 @@ def test_kai_reclaims_over_quota_work(tmp_path):
     assert jcts(result) == {"a1": 150, "b1": 50}
 
 
+
+def test_kai_job_allocated_then_reclaimed_in_one_cycle_waits_for_the_next_cycle(tmp_path):
+    # 6 GPUs; queue a deserves 2, b 4 (fair shares 2 and 4: the quotas use every GPU). r1
+    # (a, 3 GPUs) runs over quota from 0. At 10, a2 (a, 2) and b1 (b, 4) arrive. Allocate:
+    # b is the more starved queue but b1 does not fit the 3 free GPUs; a2 fits and is
+    # allocated. Reclaim for b1 (b within its share, a at 5 > 2): victims newest first, a2
+    # then r1, free 6; b1 starts at 10. a2's allocation was undone within the session
+    # (statement), so it waits for KAI's next cycle one schedule period (1 s) later, when
+    # 2 GPUs are free: a2 runs 11-111. Placing a2 at 10 would be the undone allocation.
+    path = tmp_path / "kai.yaml"
+    path.write_text(
+        "kind: Queue\nmetadata: {name: a}\nspec:\n  resources:\n    gpu: {quota: 2}\n---\n"
+        "kind: Queue\nmetadata: {name: b}\nspec:\n  resources:\n    gpu: {quota: 4}\n"
+    )
+    policy = make_policy("kai", {"config": str(path)})
+    jobs = [
+        job("r1", 0, 3, 1000, queue_name="a"),
+        job("a2", 10, 2, 100, queue_name="a"),
+        job("b1", 10, 4, 100, queue_name="b"),
+    ]
+    result = by_id(run(jobs, "1x6", policy, overheads=NO_COST))
+    assert (result["b1"].first_start, result["a2"].first_start) == (10, 11)
+    assert result["r1"].preemptions == 1
+
 def test_unknown_queue_is_one_input_error(tmp_path):
     path = tmp_path / "kai.yaml"
     path.write_text(KAI)

@@ -120,9 +120,6 @@ class KaiTracker:
                     state.remove_running(job_id)
                     state.add_pending(job)
                 continue
-            if job_id in state.pending:  # started, then evicted in the same cycle
-                state.remove_pending(job_id)
-                state.add_running(kai_rules.Running(job, view.now))
             self._waiting[view.job(job_id).partition] -= 1
             self._held[job_id] = (job.queue, _gpus_held(alloc))
             if self.usage is not None:

@@ -30,6 +30,7 @@ that evicts its targets rather than a cycle later.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Literal
 
@@ -103,6 +104,10 @@ def queue_field(spec: JobSpec, queue_from: str) -> str:
     if queue_from in ("auto", "queue") and (spec.queue_name or queue_from == "queue"):
         return "queue"
     return "vc" if queue_from == "auto" else queue_from
+
+
+#: Seconds between KAI scheduling cycles (``defaultSchedulerPeriod``).
+KAI_SCHEDULE_PERIOD = 1.0
 
 
 def _place(
@@ -395,7 +400,14 @@ class KaiPolicy:
         outcome = state.cycle(view.now, tracker.historical_usage(view.now))
         held = view.allocations
         evicted = [n for n in outcome.evicted if n in held]
-        schedule = _place(view, self.placement, [n for n in outcome.started if n not in held], evicted)
+        # A job the cycle started and then took back (Allocate, then Reclaim) does not start:
+        # the session's statement undoes its allocation, and it waits for the next cycle,
+        # one schedule period later (cmd/scheduler/app/options/options.go, 1 s).
+        undone = {n for n in outcome.evicted if n not in held}
+        started = [n for n in outcome.started if n not in held and n not in undone]
+        schedule = _place(view, self.placement, started, evicted)
+        if undone:
+            schedule = dataclasses.replace(schedule, wake_at=view.now + KAI_SCHEDULE_PERIOD)
         tracker.settle(view, outcome, evicted, schedule)
         self.ledger.record(view, schedule, lambda j: self._jobs[j].queue)
         return schedule
