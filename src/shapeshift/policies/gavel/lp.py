@@ -64,13 +64,10 @@ def max_min_allocation(
     # Imported here: scipy.optimize costs ~0.5 s at start-up and only this step needs it.
     from scipy.optimize import linprog
 
-    jobs, types = speed.shape
-    x = np.zeros((jobs, types))
-    runnable = np.flatnonzero(speed.max(axis=1) > 0) if jobs else np.zeros(0, dtype=np.int64)
+    types = speed.shape[1]
+    x, runnable, s, d = _runnable(speed, demand)
     if runnable.size == 0:
         return x
-    s = speed[runnable]
-    d = demand[runnable].astype(float)
     proportional = s @ (capacity / capacity.sum())
     # The objective's per-job coefficient: Gavel multiplies throughput by the scale factor
     # and divides by the proportional throughput (a job that can run only on an absent
@@ -92,15 +89,13 @@ def max_min_allocation(
     c[n] = -1.0
     if fill_spare:
         c[:n] = -(1e-3 / m) * (s / s.max(axis=1, keepdims=True)).ravel()
-    a = np.zeros((2 * m + types, n + 1))
+    level = np.zeros((m, n + 1))
     # t - sum_k coeff[j,k] X[j,k] <= 0
-    a[rows[:, None], rows[:, None] * types + np.arange(types)] = -coeff
-    a[rows, n] = 1.0
-    # sum_k X[j,k] <= 1
-    a[m + rows[:, None], rows[:, None] * types + np.arange(types)] = 1.0
-    # sum_j demand_j X[j,k] <= G_k
-    a[2 * m + np.arange(types)[None, :], rows[:, None] * types + np.arange(types)] = d[:, None]
-    b = np.concatenate([np.zeros(m), np.ones(m), capacity.astype(float)])
+    level[rows[:, None], rows[:, None] * types + np.arange(types)] = -coeff
+    level[rows, n] = 1.0
+    base, limits = _base_constraints(d, capacity, types, n + 1)
+    a = np.vstack([level, base])
+    b = np.concatenate([np.zeros(m), limits])
     bounds = [(0.0, 1.0 if v > 0 else 0.0) for v in s.ravel()] + [(0.0, None)]
     result = linprog(c, A_ub=a, b_ub=b, bounds=bounds, method="highs")
     if not result.success:  # pragma: no cover - the LP is always feasible (X = 0)
@@ -119,25 +114,37 @@ def max_sum_throughput_allocation(speed: np.ndarray, demand: np.ndarray, capacit
     several optima exist Gavel returns ECOS's interior point and this HiGHS's vertex."""
     from scipy.optimize import linprog
 
-    jobs, types = speed.shape
-    x = np.zeros((jobs, types))
-    runnable = np.flatnonzero(speed.max(axis=1) > 0) if jobs else np.zeros(0, dtype=np.int64)
+    types = speed.shape[1]
+    x, runnable, s, d = _runnable(speed, demand)
     if runnable.size == 0:
         return x
-    s = speed[runnable]
-    d = demand[runnable].astype(float)
     m = runnable.size
     n = m * types
-    rows = np.arange(m)
-    a = np.zeros((m + types, n))
-    # sum_k X[j,k] <= 1
-    a[rows[:, None], rows[:, None] * types + np.arange(types)] = 1.0
-    # sum_j demand_j X[j,k] <= G_k
-    a[m + np.arange(types)[None, :], rows[:, None] * types + np.arange(types)] = d[:, None]
-    b = np.concatenate([np.ones(m), capacity.astype(float)])
+    a, b = _base_constraints(d, capacity, types, n)
     bounds = [(0.0, 1.0 if v > 0 else 0.0) for v in s.ravel()]
     result = linprog(-s.ravel(), A_ub=a, b_ub=b, bounds=bounds, method="highs")
     if not result.success:  # pragma: no cover - the LP is always feasible (X = 0)
         return x
     x[runnable] = np.clip(result.x.reshape(m, types), 0.0, 1.0)
     return x
+
+
+def _runnable(speed: np.ndarray, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The all-zero allocation, and the jobs some type can run (a zero speed row cannot)
+    with their speeds and demands: what both of Gavel's LPs solve over."""
+    jobs, types = speed.shape
+    runnable = np.flatnonzero(speed.max(axis=1) > 0) if jobs else np.zeros(0, dtype=np.int64)
+    return np.zeros((jobs, types)), runnable, speed[runnable], demand[runnable].astype(float)
+
+
+def _base_constraints(d: np.ndarray, capacity: np.ndarray, types: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gavel's base constraints (``Policy.get_base_constraints``) over X flattened row-major
+    (job, type) in the first ``m * types`` of ``width`` columns: ``sum_k X[j, k] <= 1`` and
+    ``sum_j demand_j X[j, k] <= G_k``."""
+    m = d.size
+    rows = np.arange(m)
+    cols = rows[:, None] * types + np.arange(types)
+    a = np.zeros((m + types, width))
+    a[rows[:, None], cols] = 1.0
+    a[m + np.arange(types)[None, :], cols] = d[:, None]
+    return a, np.concatenate([np.ones(m), capacity.astype(float)])
