@@ -12,10 +12,10 @@ together, so its whole request must fit).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig
+from shapeshift.k8s.kai_config import UNLIMITED, KaiConfig, QueueResource
 
 NON_PREEMPTIBLE = 100  # priority at and above which a workload is not preemptible
 EPS = 1e-9
@@ -64,25 +64,26 @@ def add(a: dict[str, float], b: Mapping[str, float], sign: float = 1.0) -> None:
         a[r] = a.get(r, 0.0) + sign * v
 
 
-def within_limits(config: KaiConfig, allocated: Mapping[str, Mapping[str, float]], job: Job) -> bool:
+def _within(
+    config: KaiConfig, allocated: Mapping[str, Mapping[str, float]], job: Job, bound: Callable[[QueueResource], float]
+) -> bool:
+    """Whether ``job`` keeps every queue on its chain within ``bound`` of each resource."""
     for q in config.chains[job.queue]:
         resource = config.queues[q].resource
         for r, v in job.request.items():
-            limit = resource(r).limit
-            if limit != UNLIMITED and allocated[q].get(r, 0.0) + v > limit + EPS:
+            cap = bound(resource(r))
+            if cap != UNLIMITED and allocated[q].get(r, 0.0) + v > cap + EPS:
                 return False
     return True
+
+
+def within_limits(config: KaiConfig, allocated: Mapping[str, Mapping[str, float]], job: Job) -> bool:
+    return _within(config, allocated, job, lambda res: res.limit)
 
 
 def within_deserved(config: KaiConfig, allocated_np: Mapping[str, Mapping[str, float]], job: Job) -> bool:
     """A non-preemptible job keeps its queue's non-preemptible allocation within quota."""
-    for q in config.chains[job.queue]:
-        resource = config.queues[q].resource
-        for r, v in job.request.items():
-            quota = resource(r).quota
-            if quota != UNLIMITED and allocated_np[q].get(r, 0.0) + v > quota + EPS:
-                return False
-    return True
+    return _within(config, allocated_np, job, lambda res: res.quota)
 
 
 def fits(free: Mapping[str, float], job: Job) -> bool:
