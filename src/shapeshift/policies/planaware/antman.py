@@ -59,6 +59,9 @@ class AntManParams(PlanAwareParams):
     max_used_gpu_mem_gb: float | None = Field(16.0, gt=0, allow_inf_nan=False)
     guaranteed_only_util_limit: bool = False
     prefer_empty_gpus: bool = False
+    guaranteed_backfill: bool = False
+    opportunistic_after: float | None = Field(3600.0, gt=0, allow_inf_nan=False)
+    dynamic_gpus: bool = False
 
 
 @register(
@@ -75,12 +78,15 @@ def antman_variant(params: AntManParams | None = None) -> Variant:
     return Variant(
         name="antman",
         replan=False,
-        elastic=False,
+        elastic=params.dynamic_gpus,
         order="fifo",
         steal=False,
         min_res=False,
         cpu_mode="requested",
+        max_scale=None,
         restore_penalty=params.restore_penalty,
+        reserve=not params.guaranteed_backfill,
+        opportunistic_after=params.opportunistic_after,
     )
 
 

@@ -68,6 +68,7 @@ class PlanAwareScheduler(Materialise):
 
     def __init__(self, variant: Variant, knowledge: Knowledge) -> None:
         self.variant = variant
+        self.reserved = {}
         self.name = variant.name
         self.knowledge = knowledge
         rounds = [r for r in (variant.guard_round, variant.retune_round) if r is not None]
@@ -77,6 +78,7 @@ class PlanAwareScheduler(Materialise):
         self._min_res: dict[str, tuple[int, Choice | None, float]] = {}
         self._pinned: set[str] = set()
         self._starved: set[str] = set()  # best-effort jobs started by the anti-starvation rule
+        self._converted: set[str] = set()  # guaranteed jobs running as best-effort (``opportunistic_after``)
         self.decide_calls = 0
 
     # ================================================================ decide
@@ -92,23 +94,51 @@ class PlanAwareScheduler(Materialise):
                 desired.pop(jid, None)
             self._decide_partition(view, part, desired, reasons)
         schedule = Schedule.replace(view.allocations, desired, reasons)
-        wake = self._next_starvation(view)
-        return schedule if wake is None else dataclasses.replace(schedule, wake_at=wake)
+        wake = [t for t in (self._next_starvation(view), self._next_conversion(view)) if t is not None]
+        return dataclasses.replace(schedule, wake_at=min(wake)) if wake else schedule
 
     def _next_starvation(self, view: ClusterView) -> float | None:
         """The instant the next waiting best-effort job crosses the starvation threshold, so
         the rule acts then, not at the next arrival or completion."""
-        limit = self.variant.starvation
+        return self._next_due(view, self.variant.starvation, guaranteed=False)
+
+    def _next_conversion(self, view: ClusterView) -> float | None:
+        """The instant the next queued guaranteed job turns opportunistic."""
+        return self._next_due(view, self.variant.opportunistic_after, guaranteed=True)
+
+    def _next_due(self, view: ClusterView, limit: float | None, guaranteed: bool) -> float | None:
         if limit is None:
             return None
         due = [
             view.job(jid).spec.submit_time + limit
             for part in view.partitions
             for jid in view.pending(part)
-            if not view.job(jid).spec.guaranteed
+            if view.job(jid).spec.guaranteed == guaranteed and jid not in self._converted
         ]
         due = [t for t in due if t > view.now + 1e-6]
         return min(due) if due else None
+
+    def _convert_waiting(self, view: ClusterView, part: str) -> None:
+        """AntMan Sec. 4: a guaranteed job queued longer than ``opportunistic_after`` runs
+        as an opportunistic (best-effort) job until it is upgraded (``_upgrade``)."""
+        limit = self.variant.opportunistic_after
+        if limit is None:
+            return
+        self._converted &= {j for p in view.partitions for j in (*view.running(p), *view.pending(p))}
+        for jid in view.pending(part):
+            spec = view.job(jid).spec
+            if spec.guaranteed and view.now - spec.submit_time >= limit - 1e-6:
+                self._converted.add(jid)
+
+    def _upgrade(self, jobs: dict[str, PlanJob], used: dict[str, int], quotas: dict[str, int]) -> None:
+        """AntMan Sec. 4: an opportunistic job that was guaranteed is guaranteed again, at
+        what it holds, as soon as its tenant's quota has room for it."""
+        for j in sorted((j for j in jobs.values() if j.id in self._converted and j.running), key=lambda j: j.order):
+            if used.get(j.spec.tenant, 0) + j.g <= quotas.get(j.spec.tenant, 0):
+                self._converted.discard(j.id)
+                j.protected = True
+                j.g_min = j.g_max = j.g
+                used[j.spec.tenant] = used.get(j.spec.tenant, 0) + j.g
 
     # ------------------------------------------------------------ job info
     def _gpn(self, view: ClusterView, nodes: list[int]) -> int:
@@ -128,7 +158,9 @@ class PlanAwareScheduler(Materialise):
             curve = np.arange(total_gpus + 1, dtype=float)
         scale = self._slope_scale(spec, gpn, curve)
         tenants = view.cluster.tenants
-        protected = (spec.guaranteed and tenants.get(spec.tenant, 0) > 0) or jid in self._starved
+        protected = (spec.guaranteed and tenants.get(spec.tenant, 0) > 0 and jid not in self._converted) or (
+            jid in self._starved
+        )
         fixed = not v.elastic or kn.knowledge(spec.model) is None
         cap = total_gpus if v.max_scale is None else min(total_gpus, int(v.max_scale * spec.num_gpus))
         min_cpus = None
@@ -199,6 +231,7 @@ class PlanAwareScheduler(Materialise):
         cluster = view.cluster
         self._node_types = view.free().node_types
         gpn = self._gpn(view, nodes)
+        self._convert_waiting(view, part)
         widest = max(nodes, key=lambda n: (cluster.nodes[n].gpus, -n))
         self._cpn_now = cluster.nodes[widest].cpus / max(cluster.nodes[widest].gpus, 1)
         total = sum(cluster.nodes[n].gpus for n in nodes)
@@ -243,19 +276,35 @@ class PlanAwareScheduler(Materialise):
                     j.pinned = True
                 elif j.spec.guaranteed:
                     used[j.spec.tenant] = used.get(j.spec.tenant, 0) + min(j.g, j.g_min)
+        self._upgrade(jobs, used, cluster.tenants)
         queue = [j for j in jobs.values() if j.pinned] + [jobs[i] for i in pending if jobs[i].protected]
+        # ``Variant.reserve`` (AntMan Sec. 4): a guaranteed job that cannot start keeps
+        # what it could get: the GPUs of its placement (``_reserve``), and its tenant's
+        # quota, so later guaranteed jobs of that tenant wait. Best-effort jobs may use
+        # the reserved GPUs (step 2 ignores the reservation).
+        self.reserved = {}
+        tenant_held: dict[str, str] = {}
         for j in queue:
+            head = tenant_held.get(j.spec.tenant)
+            if head is not None and not j.pinned:
+                reasons[j.id] = f"tenant {j.spec.tenant}'s quota reserved for guaranteed job {head}, queued before it"
+                continue
             quota = cluster.tenants.get(j.spec.tenant, 0)
             if j.spec.guaranteed and used.get(j.spec.tenant, 0) + j.g_min > quota:
                 reasons[j.id] = f"tenant {j.spec.tenant} quota: {used.get(j.spec.tenant, 0)} of {quota} GPUs in use"
+                if v.reserve:
+                    tenant_held[j.spec.tenant] = j.id
                 continue
             if self._place_guaranteed(j, self._allowed(j, nodes), gpn):
                 if j.spec.guaranteed:
                     used[j.spec.tenant] = used.get(j.spec.tenant, 0) + j.g_min
             else:
                 reasons[j.id] = f"no {j.g_min}-GPU placement free of guaranteed jobs"
+                if v.reserve:
+                    self._reserve(j, self._allowed(j, nodes), gpn)
         if v.starvation is not None:
             self._rescue_starved(jobs, pending, nodes, gpn, reasons)
+        self.reserved = {}
 
         # -- 2. visit best-effort and running jobs (guaranteed ones too, unless fixed)
         visitors = [j for j in jobs.values() if not j.protected or (j.running and not v.fixed_guaranteed)]

@@ -114,8 +114,24 @@ class Guarantee(Ledger):
             return True
         return not self.variant.fixed_guaranteed and w.running and w.g - w.unit >= w.g_min
 
+    #: GPUs per node set aside for guaranteed jobs that could not start (``Variant.reserve``).
+    reserved: dict[int, int]
+
+    def _reserve(self, j: PlanJob, nodes: list[int], gpn: int) -> None:
+        """Set aside for ``j`` what it could get of its packed placement: for each part of
+        the shape, the node with the most reclaimable GPUs left (AntMan Sec. 4: reserved
+        GPUs go to no other guaranteed job; best-effort jobs may use them meanwhile)."""
+        taken: set[int] = set()
+        for want in packed_placement(j.g_min, gpn):
+            cands = [n for n in nodes if n not in taken]
+            if not cands:
+                return
+            n = max(cands, key=lambda n: (self._reclaimable(n), -n))
+            taken.add(n)
+            self.reserved[n] = self.reserved.get(n, 0) + min(want, self._reclaimable(n))
+
     def _reclaimable(self, n: int) -> int:
-        total = self.free[n]
+        total = self.free[n] - self.reserved.get(n, 0)
         for i in self.on_node[n]:
             w = self.jobs[i]
             if not w.protected:
@@ -127,10 +143,11 @@ class Guarantee(Ledger):
     def _place_guaranteed(self, j: PlanJob, nodes: list[int], gpn: int) -> bool:
         """Give ``j`` its ``g_min`` GPUs: on free GPUs anywhere when a plan there reaches
         the target (unless ``pack_guaranteed``), else packed, shrinking others."""
-        if not self.variant.pack_guaranteed and sum(self.free[n] for n in nodes) >= j.g_min:
+        open_ = {n: max(0, self.free[n] - self.reserved.get(n, 0)) for n in nodes}
+        if not self.variant.pack_guaranteed and sum(open_.values()) >= j.g_min:
             mark = len(self.log)
-            for n in sorted(nodes, key=lambda n: (-self.free[n], n)):
-                take = min(self.free[n], j.g_min - j.g)
+            for n in sorted(nodes, key=lambda n: (-open_[n], n)):
+                take = min(open_[n], j.g_min - j.g)
                 if take > 0:
                     self._move(j, n, take)
             c = self.knowledge.best(j.spec.model, list(j.nodes.values()), self._job_cpus(j, j.g), j.space)

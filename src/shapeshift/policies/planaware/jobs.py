@@ -48,6 +48,8 @@ class Variant:
     starvation: float | None = None  # a best-effort job queued this long (s) is placed like a guaranteed one
     min_cpus: bool = False  # minRes also minimises CPUs (GPUs first, then CPUs)
     retune_round: float | None = None  # also decide every this many seconds; running jobs re-tune CPUs (Synergy)
+    reserve: bool = False  # a guaranteed job that cannot start reserves what it could get (AntMan)
+    opportunistic_after: float | None = None  # a guaranteed job queued this long (s) runs as best-effort (AntMan)
 
 
 @dataclass
