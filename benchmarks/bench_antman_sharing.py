@@ -1,4 +1,4 @@
-"""AntMan's sharing rules on the Rubick MT workload, each changed alone (README fidelity table).
+"""AntMan's rules on the Rubick MT workload, each changed alone (AntMan's fidelity table).
 
 Every run is ``shapeshift.reproduce.experiment.run_one`` on ``workload-mt`` (8 x 8 A800,
 ground-truth speeds, 78 s restore; ``antman`` on a cluster with ``gpu_share_limit: 2``
@@ -17,7 +17,13 @@ from typing import Any
 from shapeshift.reproduce.experiment import Paths, load_jobs, run_one
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "default (the authors' rules)": {},
+    "default (the paper's and the plugin's rules)": {},
+    "guaranteed_backfill=true": {"guaranteed_backfill": True},
+    "opportunistic_after=none": {"opportunistic_after": None},
+    "opportunistic_after=1800": {"opportunistic_after": 1800.0},
+    "opportunistic_after=7200": {"opportunistic_after": 7200.0},
+    "guaranteed_backfill=true, opportunistic_after=none": {"guaranteed_backfill": True, "opportunistic_after": None},
+    "dynamic_gpus=true": {"dynamic_gpus": True},
     "sharing=false": {"sharing": False},
     "guaranteed_slowdown=0.05": {"guaranteed_slowdown": 0.05},
     "idle_slots=false": {"idle_slots": False},

@@ -2,25 +2,37 @@
 run opportunistically, on idle GPUs and, on a sharing cluster, beside other jobs.
 
 AntMan (Xiao et al., "AntMan: Dynamic Scaling on GPU Clusters for Deep Learning", OSDI
-2020), as the multi-tenant baseline of the Rubick paper: guaranteed jobs of tenants with
-a GPU quota get exactly their requested resources and plan, in queue order, on the
-fewest nodes, preempting best-effort jobs when needed; best-effort jobs run on idle GPUs
-with their requested resources and plan, in queue order (backfilling), and never preempt
-anyone.
+2020), as the multi-tenant baseline of the Rubick paper. The paper's text was not in the
+corpora we could search: the Sec. 4 rules below are those of a public reading note of the
+paper (DicardoX/Research-Space, ``AntMan/README.md``, commit 3e392bd), the device-level
+rules those of the authors' Kubernetes plugin (alibaba/GPU-scheduler-for-deep-learning,
+commit 2069b38b, ``scheduler-plugins/pkg/antman/antman.go``; see ``antman_sharing``).
 
-**GPU sharing** (paper Sec. 3-4; ``antman_sharing``): on a cluster whose
-``gpu_share_limit`` is above 1, every job declares the GPU memory its plan needs, and a
-best-effort (opportunistic) job that finds no idle GPUs is packed onto the
-least-utilised GPUs with memory to spare, guaranteed jobs' GPUs included. The guaranteed
-job keeps its speed and the opportunistic job runs in its idle time slots (the
-interference model ``interference_model`` hands the run). A guaranteed job that needs a
+**Global scheduler** (Sec. 4): resource-guaranteed jobs (tenants with a GPU quota) get
+exactly their request and plan, packed on the fewest nodes, in queue order, preempting
+best-effort jobs when needed (which AntMan would shrink instead; ``antman_sharing``). A
+guaranteed job that cannot start *reserves* what it could get: the GPUs of its packed
+placement that no guaranteed job holds (later guaranteed jobs may not take them;
+best-effort jobs may use them meanwhile), and its tenant's remaining quota when the quota
+blocks it (later guaranteed jobs of that tenant wait). A guaranteed job queued longer
+than ``opportunistic_after`` turns *opportunistic*: it runs as a best-effort job, and is
+*upgraded* back to guaranteed as soon as its tenant's quota has room for what it holds.
+Best-effort (opportunistic) jobs take idle GPUs in queue order (backfilling) and never
+preempt anyone.
+
+**GPU sharing** (Sec. 3-4; ``antman_sharing``): on a cluster whose ``gpu_share_limit`` is
+above 1, every job declares the GPU memory its plan needs, and a best-effort job that
+finds no idle GPUs is packed onto the least-utilised GPUs with memory to spare,
+guaranteed jobs' GPUs included. The guaranteed job keeps its speed and the opportunistic
+job runs in its idle time slots (``interference_model``). A guaranteed job that needs a
 GPU keeps an opportunistic job beside it when memory allows and evicts it otherwise.
-``sharing=False`` (or a cluster with ``gpu_share_limit: 1``) gives the whole-GPU
-behaviour of earlier versions.
 
 | parameter | default | source |
 | --- | --- | --- |
-| ``sharing`` | True | paper Sec. 3-4 (False: whole GPUs only, the earlier ``antman``) |
+| ``opportunistic_after`` | 3600 s | Sec. 4: long-queued jobs turn opportunistic (value ours; ``None``: never) |
+| ``guaranteed_backfill`` | False | ours: no reservation; a later guaranteed job may start past a blocked one |
+| ``dynamic_gpus`` | False | the Rubick artifact's AntMan baseline resizes jobs' GPU counts (approximated; see docs) |
+| ``sharing`` | True | paper Sec. 3-4 (False: whole GPUs only) |
 | ``guaranteed_slowdown`` | 0.0 | paper Sec. 3.2: guaranteed jobs keep dedicated speed |
 | ``idle_slots`` | True | paper Sec. 3.2: opportunistic kernels run in idle slots |
 | ``max_gpu_util`` | 0.8 | antman.go ``limitedUtil``: no opportunistic job joins a GPU at 80% or more |
@@ -29,9 +41,7 @@ behaviour of earlier versions.
 | ``min_idle_share`` | 0.1 | ours, with ``guaranteed_only_util_limit``: idle share a guaranteed host must leave |
 | ``prefer_empty_gpus`` | False | ours: a guaranteed job takes empty GPUs first (source: at random) |
 
-The scheduler rules are those of the authors' Kubernetes scheduler plugin
-(alibaba/GPU-scheduler-for-deep-learning, commit 2069b38b,
-``scheduler-plugins/pkg/antman/antman.go``); see ``antman_sharing``.
+Measured effects and the rules not modelled: docs/policies/plan-aware.md (AntMan).
 """
 
 from __future__ import annotations
