@@ -114,3 +114,44 @@ def test_without_conversion_the_quota_blocked_job_waits_for_quota():
     # g1 frees A's quota at 1024 s; g2 then runs 320 s.
     t = run(_quota_blocked_small_job(), {"A": 3}, opportunistic_after=None)
     assert t["g2"] == pytest.approx(1024 + 320 - 10)
+
+
+def _converted_job_and(c):
+    return [
+        pjob("g1", 0, 2, 640, guaranteed=True, tenant="A"),  # 1024 s; A's quota of 2 is full
+        pjob("a2", 10, 1, 640, guaranteed=True, tenant="A"),  # 2048 s alone; opportunistic from 110 s
+        c,
+    ]
+
+
+def test_opportunistic_job_is_preempted_by_a_guaranteed_job_until_upgraded():
+    # At 500 s tenant C's c (2 GPUs) finds 1 free: a2 runs opportunistically (A's quota is
+    # full), so c preempts it. c: 320 it / 0.625 = 512 s. a2 ran 390 s (121.875 it) and
+    # comes back when c ends at 1012 s, with the 78 s pause: 518.125 / 0.3125 = 1658 s.
+    t = run(_converted_job_and(pjob("c", 500, 2, 320, guaranteed=True, tenant="C")), {"A": 2, "C": 4},
+            opportunistic_after=100.0)
+    assert t["c"] == pytest.approx(512.0)
+    assert t["a2"] == pytest.approx(1012 + 78 + 1658 - 10)
+
+
+def test_upgraded_job_keeps_its_gpu():
+    # g1 ends at 1024 s and a2 is guaranteed again (A's quota has room for its 1 GPU). At
+    # 1100 s c needs all 4 GPUs: it cannot take a2's and waits for a2 to end at
+    # 110 + 2048 = 2158 s, then runs 300 it / 1.25 = 240 s.
+    t = run(_converted_job_and(pjob("c", 1100, 4, 300, guaranteed=True, tenant="C")), {"A": 2, "C": 4},
+            opportunistic_after=100.0)
+    assert t["a2"] == pytest.approx(2158 - 10)
+    assert t["c"] == pytest.approx(2158 + 240 - 1100)
+
+
+def test_dynamic_gpus_grow_into_free_gpus_and_shrink_for_guaranteed_jobs():
+    # The Rubick artifact's AntMan baseline resizes jobs. b (2 GPUs asked) takes all 4:
+    # 125 it by 100 s, when g (2 GPUs) arrives and b shrinks to 2 (78 s pause). g: 512 s,
+    # ends at 612. b then has 125 + (612 - 178) x 0.625 = 396.25 it and grows back to 4
+    # (78 s pause): 883.75 / 1.25 = 707 s, ending at 1397 s. Without resizing b runs
+    # 1280 / 0.625 = 2048 s on the 2 GPUs it asked for.
+    jobs = [pjob("b", 0, 2, 1280, tenant="B"), pjob("g", 100, 2, 320, guaranteed=True, tenant="A")]
+    t = run(jobs, {"A": 4, "B": 0}, dynamic_gpus=True)
+    assert t["g"] == pytest.approx(512.0)
+    assert t["b"] == pytest.approx(612 + 78 + 707)
+    assert run(jobs, {"A": 4, "B": 0})["b"] == pytest.approx(2048.0)
