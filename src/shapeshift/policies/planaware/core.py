@@ -10,6 +10,10 @@ One decision, per partition, on every arrival and completion (Rubick, Algorithm 
    first) or, below their minimum, preempted; every placement passes AllocMem (host
    memory) before anything is committed. A best-effort job queued longer than
    ``Variant.starvation`` is placed the same way, without quota (Rubick arXiv v2, Sec. 5.2).
+   AntMan's variant (Sec. 4) adds ``Variant.reserve`` (a guaranteed job that cannot start
+   keeps the GPUs and quota it could get from later guaranteed jobs) and
+   ``Variant.opportunistic_after`` (a guaranteed job queued that long runs as a
+   best-effort one until its tenant's quota has room for it again).
 2. **Best-effort and running jobs**, guaranteed running jobs included (they are shrinkable
    to their ``minRes`` and growable), are visited in descending GPU slope of their
    sensitivity curves, ties by CPU slope (Rubick) or in queue order (FIFO baselines). A
