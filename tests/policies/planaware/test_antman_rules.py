@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 
 from shapeshift.engine.overheads import Overheads
+from shapeshift.errors import InputError
+from shapeshift.policies.framework.registry import make_policy
 from shapeshift.policies.planaware.antman import AntManParams, AntManScheduler, antman_variant
 from shapeshift.sim.simulator import simulate
 from tests.conftest import jcts
@@ -155,3 +157,11 @@ def test_dynamic_gpus_grow_into_free_gpus_and_shrink_for_guaranteed_jobs():
     assert t["g"] == pytest.approx(512.0)
     assert t["b"] == pytest.approx(612 + 78 + 707)
     assert run(jobs, {"A": 4, "B": 0})["b"] == pytest.approx(2048.0)
+
+
+def test_conversion_switched_off_by_the_word_none_and_bad_values_refused():
+    assert make_policy("antman", {"opportunistic_after": "none"}).params.opportunistic_after is None
+    assert make_policy("antman", {"opportunistic_after": "1800"}).params.opportunistic_after == 1800.0
+    for bad in ("nan", "-5", "soon"):
+        with pytest.raises(InputError, match="opportunistic_after"):
+            make_policy("antman", {"opportunistic_after": bad})
