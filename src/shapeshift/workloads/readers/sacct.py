@@ -237,7 +237,8 @@ class _Jobs:
         start = _time(path, row, "Start", zone)
         end = _time(path, row, "End", zone)
         if start is None or end is None:  # left out: nothing else of it is read
-            return tuple(start if c == "start_time" else end if c == "end_time" else None for c in _OUT)
+            kept = {"submit_time": eligible, "start_time": start, "end_time": end}
+            return tuple(kept.get(c) for c in _OUT)
         if end < start:
             raise InputError("End is before Start", path=str(path), line=row.line, field="End")
         alloc = _tres(path, row, "AllocTRES")
@@ -282,7 +283,10 @@ class _Jobs:
         """The kept jobs' columns (times from the earliest submission) and that time."""
         columns, starts, ends = self.columns, self.columns["start_time"], self.columns["end_time"]
         keep = []
+        eligibles = columns["submit_time"]
         for slot, count in enumerate(self.count):
+            if count == 1 and isinstance(eligibles[slot], InputError):
+                raise eligibles[slot]
             if slot in self.problem:
                 raise self.problem[slot]
             if starts[slot] is None:
@@ -296,18 +300,17 @@ class _Jobs:
             keep.append(slot)
         if not keep:
             raise InputError("no job in the file started and ended; nothing to replay", path=str(self.path))
-        submits, eligibles = self.submit, columns["submit_time"]
-        ready = []
+        submits, ready = self.submit, []
         for slot in keep:
             submit, eligible = submits[slot], eligibles[slot] if self.count[slot] == 1 else None
-            if isinstance(eligible, InputError):
-                raise eligible
             at = max(submit, eligible) if eligible is not None else submit
             # Slurm records a start before eligibility only for clock skew; the replay
             # cannot start a job before it exists.
             ready.append(min(at, starts[slot]))
         origin = min(ready)
-        out = {c: [columns[c][s] for s in keep] for c in _OUT}
+        every = len(keep) == len(self.count)  # the lists themselves, not copies, when all are kept
+        out = {c: columns[c] if every else [columns[c][s] for s in keep] for c in _OUT}
+        self.columns = {}
         out["submit_time"] = [float(round(t - origin)) for t in ready]
         out["start_time"] = [float(round(t - origin)) for t in out["start_time"]]
         out["end_time"] = [float(round(t - origin)) for t in out["end_time"]]
