@@ -8,7 +8,6 @@ from a heap of ends kept beside the mapping rather than from a pass over all of 
 from __future__ import annotations
 
 import heapq
-import itertools
 
 from shapeshift.policies.slurm.plan import Ending
 
@@ -20,15 +19,19 @@ class EndsByJob(dict[str, Ending]):
     def __init__(self) -> None:
         super().__init__()
         self._heap: list[tuple[float, int, str, Ending]] = []
-        self._seq = itertools.count()
+        self._seq = 0  # ties in end broken by insertion, never by comparing Endings
 
     def __setitem__(self, job_id: str, ending: Ending) -> None:
         super().__setitem__(job_id, ending)
-        heap = self._heap
-        heapq.heappush(heap, (ending.end, next(self._seq), job_id, ending))
-        if len(heap) > 2 * len(self) + 1024:  # stale entries under a far end: rebuilt
-            self._heap = [(e.end, next(self._seq), j, e) for j, e in self.items()]
+        self._seq += 1
+        heapq.heappush(self._heap, (ending.end, self._seq, job_id, ending))
+        if len(self._heap) > 2 * len(self) + 1024:  # stale entries under a far end: rebuilt
+            self._heap = [(e.end, k, j, e) for k, (j, e) in enumerate(self.items())]
             heapq.heapify(self._heap)
+
+    def __reduce__(self) -> tuple:
+        # Copied or pickled as its items: the heap is rebuilt from them.
+        return (_restore, (dict(self),))
 
     def any_by(self, now: float) -> bool:
         """Whether a job's planned end is at or before ``now`` (``any(e.end <= now ...)``)."""
@@ -36,3 +39,10 @@ class EndsByJob(dict[str, Ending]):
         while heap and self.get(heap[0][2]) is not heap[0][3]:
             heapq.heappop(heap)
         return bool(heap) and heap[0][0] <= now
+
+
+def _restore(items: dict[str, Ending]) -> EndsByJob:
+    ends = EndsByJob()
+    for job_id, ending in items.items():
+        ends[job_id] = ending
+    return ends
