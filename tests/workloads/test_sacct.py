@@ -136,3 +136,32 @@ def test_sacct_field_parsers():
     assert (tres.gpus, tres.nodes) == (4, 2) and tres.mem_gb == pytest.approx(1024**4 / 1e9)
     assert expand_ranges("1-3,7,10-14:2%4") == (1, 2, 3, 7, 10, 12, 14)
     assert math.isclose(parse_tres("mem=1024").mem_gb, 1.073741824)
+
+
+def test_only_the_last_attempt_of_a_requeued_job_is_read(tmp_path):
+    # Job 12's first attempt carries a TRES string that cannot be read and an End before
+    # its Start; the reader keeps the last attempt only (the module docstring's rule), so
+    # neither is an error. The same faults in a last attempt are, naming its line (3) and
+    # the first fault met (End is checked before the TRES).
+    first = ROWS[5].replace("cpu=1,gres/gpu=4,node=1|cpu=1", "gpu|cpu=1").replace("10:01:20", "10:00:00")
+    assert first.count("|") == ROWS[5].count("|")
+    work = read_sacct(_write(tmp_path, [HEADER, first, ROWS[6]]))
+    (job,) = work.jobs()
+    assert (job.job_id, job.submit_time, job.num_gpus, job.duration) == ("12", 0, 4, 60)
+    with pytest.raises(InputError) as bad:
+        read_sacct(_write(tmp_path, [HEADER, ROWS[6], first]))
+    assert (bad.value.line, bad.value.field) == (3, "End")
+
+
+def test_plain_utc_times_read_as_datetime_reads_them(tmp_path):
+    # The day-plus-seconds reading of YYYY-MM-DDTHH:MM:SS gives what datetime gives
+    # (2024-02-29T23:59:59 UTC is 1709251199), and a time datetime refuses (hour 24)
+    # is refused with its field.
+    from shapeshift.workloads.readers.sacct_fields import parse_time
+
+    assert parse_time("2024-02-29T23:59:59", None) == 1709251199.0
+    assert parse_time("1970-01-01T00:00:01", None) == 1.0
+    row = ROWS[0].replace("2024-03-01T10:01:00|2024-03-01T10:02:40", "2024-03-01T24:01:00|2024-03-01T10:02:40", 1)
+    with pytest.raises(InputError) as bad:
+        read_sacct(_write(tmp_path, [HEADER, row]))
+    assert bad.value.field == "Start"

@@ -155,28 +155,32 @@ def _best_run(share: Need, span: int, idx: np.ndarray, free: Free, blocked: np.n
         slice(int(idx[0]), int(idx[-1]) + 1) if idx.size and idx[-1] - idx[0] == idx.size - 1 else idx
     )
     cpus = free.cpus[at]
-    ok = (free.gpus[at] >= share.gpus) & (cpus + _EPS >= share.cpus) & (free.mem[at] + _EPS >= share.mem)
+    ok = free.gpus[at] >= share.gpus
+    ok &= cpus + _EPS >= share.cpus
+    ok &= free.mem[at] + _EPS >= share.mem
     if blocked is not None:
         ok &= ~blocked[at]
-    pos = np.flatnonzero(ok)
+    pos = ok.nonzero()[0]
     if pos.size < span:
         return None
     ids, usable_cpus = idx[pos], cpus[pos]
     if span == 1 and ids.size == 1:
         return [int(ids[0])]
     # Runs of consecutive node indexes (a node outside the partition or unusable breaks one).
-    breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+    breaks = (np.diff(ids) != 1).nonzero()[0] + 1
     starts = np.concatenate((_ZERO, breaks))
+    totals = np.add.reduceat(usable_cpus, starts)
+    if span == 1:  # every run is long enough: the run of fewest free CPUs, its node of fewest
+        best = int(totals.argmin())  # argmin: the first of equals
+        end = int(breaks[best]) if best < breaks.size else ids.size
+        first = int(starts[best])
+        return [int(ids[first + int(usable_cpus[first:end].argmin())])]
     ends = np.concatenate((breaks, (ids.size,)))
-    sufficient = np.flatnonzero(ends - starts >= span)
+    sufficient = (ends - starts >= span).nonzero()[0]
     if sufficient.size == 0:
         return ids[:span].tolist()
-    totals = np.add.reduceat(usable_cpus, starts)
     best = sufficient[np.argmin(totals[sufficient])]  # argmin: the first of equals
-    run, run_cpus = ids[starts[best] : ends[best]], usable_cpus[starts[best] : ends[best]]
-    if span == 1:
-        return [int(run[np.argmin(run_cpus)])]
-    return run[:span].tolist()
+    return ids[starts[best] : ends[best]][:span].tolist()
 
 
 _ZERO = np.zeros(1, dtype=np.int64)

@@ -38,6 +38,7 @@ from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.slurm.ends import EndsByJob
 from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.hooks import LimitsAndPreemption
 from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit, never_placeable
@@ -101,7 +102,7 @@ class SlurmPolicy(LimitsAndPreemption):
         self.running = Running()
         #: Each running job's planned end and nodes, for the backfill plan (kept from its
         #: start to its end rather than rebuilt every cycle).
-        self.endings: dict[str, Ending] = {}
+        self.endings = EndsByJob()
         #: What each pending job's priority depends on besides time and usage.
         self.facts: dict[str, JobFacts] = {}
         #: ``never_placeable``'s answers per node list and GPU count.
@@ -389,7 +390,7 @@ class SlurmPolicy(LimitsAndPreemption):
         params = self.conf.scheduler.params
         if not queue:  # nothing to test: no start, no reservation
             self.planned = {}
-            ended = any(e.end <= view.now for e in self.endings.values())
+            ended = self.endings.any_by(view.now)
             return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
         running: list[Ending] = []
         endings = self.endings
@@ -404,7 +405,7 @@ class SlurmPolicy(LimitsAndPreemption):
             if alloc is not None:
                 running.append(Ending(view.now + self.limit(view.job(job_id).spec), self._placement(alloc)))
         candidates = []
-        for job_id in queue:
+        for job_id in queue[: max(params["bf_max_job_test"], 0)]:  # the cycle tests no more
             status = view.job(job_id)
             part = status.partition
             candidates.append(

@@ -25,12 +25,16 @@ What a replay needs from each job, and how the rows become one job each:
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from functools import lru_cache
 from pathlib import Path
 
 from shapeshift.errors import InputError
 from shapeshift.workloads.readers.sacct_fields import (
+    JobId,
     Tres,
     base_state,
     parse_duration,
@@ -71,29 +75,28 @@ class SacctNotes:
         return out
 
 
-@dataclass
-class _Row:
-    line: int
-    values: dict[str, str]
-    job: str
+#: Columns of one job, in the reader's column lists (``_Columns``).
+_OUT = (
+    "job_id", "submit_time", "num_gpus", "duration", "name", "user", "vc", "tenant", "num_cpus", "mem_gb",
+    "cpu_only", "state", "start_time", "end_time", "time_limit", "qos", "attempts", "priority",
+)  # fmt: skip
 
 
-def _split(line: str) -> list[str]:
-    fields = line.rstrip("\r\n").split("|")
-    return fields
+class _Fields:
+    """One row's fields by name (``""`` for a field the header lacks), and its line."""
+
+    __slots__ = ("at", "fields", "line")
+
+    def __init__(self, at: dict[str, int], fields: list[str], line: int):
+        self.at, self.fields, self.line = at, fields, line
+
+    def get(self, column: str) -> str:
+        i = self.at.get(column)
+        return "" if i is None else self.fields[i]
 
 
-def _rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    if not path.exists():
-        raise InputError("sacct file not found", path=str(path))
-    try:
-        with open_text(path) as handle:
-            lines = [(n, text) for n, text in enumerate(handle, start=1) if text.strip()]
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise InputError(f"cannot read file: {exc}", path=str(path)) from None
-    if not lines:
-        raise InputError("file is empty", path=str(path))
-    header = [h.strip() for h in _split(lines[0][1])]
+def _header(path: Path, number: int, text: str) -> tuple[list[str], bool]:
+    header = [h.strip() for h in text.rstrip("\r\n").split("|")]
     trailing = header[-1] == ""  # --parsable ends every line with '|'
     if trailing:
         header = header[:-1]
@@ -103,20 +106,24 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
             f"missing sacct field(s) {', '.join(missing)}; found: {', '.join(header)}. "
             "Export with sacct --parsable2 --format=JobID,Submit,Start,End,State,...",
             path=str(path),
-            line=lines[0][0],
+            line=number,
             field=missing[0],
         )
-    rows = []
-    for number, text in lines[1:]:
-        fields = _split(text)
-        if trailing and fields and fields[-1] == "":
-            fields = fields[:-1]
-        if len(fields) != len(header):
-            raise InputError(
-                f"expected {len(header)} '|'-separated fields, got {len(fields)}", path=str(path), line=number
-            )
-        rows.append((number, [f.strip() for f in fields]))
-    return header, rows
+    return header, trailing
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The file's non-blank lines with their numbers, read as they are used (a history of
+    millions of rows is never held whole)."""
+    if not path.exists():
+        raise InputError("sacct file not found", path=str(path))
+    try:
+        with open_text(path) as handle:
+            for number, text in enumerate(handle, start=1):
+                if text and not text.isspace():
+                    yield number, text
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise InputError(f"cannot read file: {exc}", path=str(path)) from None
 
 
 def read_sacct(path: str | Path, zone: tzinfo | None = None) -> Workload:
@@ -125,23 +132,42 @@ def read_sacct(path: str | Path, zone: tzinfo | None = None) -> Workload:
 
 
 def read_sacct_notes(path: str | Path, zone: tzinfo | None = None) -> tuple[Workload, SacctNotes]:
-    """``read_sacct`` plus what it left out and folded (for a report)."""
+    """``read_sacct`` plus what it left out and folded (for a report).
+
+    Rows are read one at a time: a step row is counted and dropped, a job row becomes its
+    job's values in column lists at once (a later attempt of the same job overwrites
+    them), so memory grows with the jobs, not with the rows and their text."""
     import pandas as pd
 
     path = Path(path)
-    header, raw = _rows(path)
+    lines = _lines(path)
+    first = next(lines, None)
+    if first is None:
+        raise InputError("file is empty", path=str(path))
+    header, trailing = _header(path, *first)
+    at = {name: i for i, name in enumerate(header)}
+    width = len(header)
+    job_at = at["JobID"]
     notes = SacctNotes()
-    attempts: dict[str, list[_Row]] = {}
-    for number, fields in raw:
-        values = dict(zip(header, fields, strict=True))
+    jobs = _Jobs(path, header, zone)
+    for number, text in lines:
+        fields = text.rstrip("\r\n").split("|")
+        if trailing and fields and fields[-1] == "":
+            fields = fields[:-1]
+        if len(fields) != width:
+            raise InputError(f"expected {width} '|'-separated fields, got {len(fields)}", path=str(path), line=number)
+        job_text = fields[job_at].strip()
+        head, dot, _ = job_text.partition(".")
+        if dot and head.isdigit():  # a step of a plain job: the common case, read no further
+            notes.steps_folded += 1
+            continue
         try:
-            jid = parse_job_id(values["JobID"])
+            jid = JobId(job_text, "", het=False) if job_text.isdigit() else parse_job_id(job_text)
         except ValueError as exc:
             raise InputError(str(exc), path=str(path), line=number, field="JobID") from None
         if jid.het:
             raise InputError(
-                f"heterogeneous job {values['JobID']} is not supported (its components start together); "
-                "leave its lines out",
+                f"heterogeneous job {job_text} is not supported (its components start together); leave its lines out",
                 path=str(path),
                 line=number,
                 field="JobID",
@@ -149,29 +175,152 @@ def read_sacct_notes(path: str | Path, zone: tzinfo | None = None) -> tuple[Work
         if jid.step:
             notes.steps_folded += 1
             continue
+        row = _Fields(at, [f.strip() for f in fields], number)
         keys = [f"{jid.job}_{t}" for t in jid.array_tasks] if jid.array_tasks else [jid.job]
         notes.array_tasks += len(jid.array_tasks)
         for key in keys:
-            attempts.setdefault(key, []).append(_Row(number, values, key))
-    records = []
-    for key, rows in attempts.items():
-        record = _job(path, key, rows, zone, notes)
-        if record is not None:
-            records.append(record)
-    if not records:
-        raise InputError("no job in the file started and ended; nothing to replay", path=str(path))
-    origin = min(r["submit_time"] for r in records)
+            jobs.add(key, row)
+    frame, origin = jobs.frame(notes)
     notes.origin = origin
-    for r in records:
-        for column in ("submit_time", "start_time", "end_time"):
-            r[column] = float(round(r[column] - origin))
-        r["queue"] = r["start_time"] - r["submit_time"]
-    frame = pd.DataFrame(records)
-    return Workload.from_frame(path.stem, frame), notes
+    return Workload.from_frame(path.stem, pd.DataFrame(frame)), notes
 
 
-def _time(path: Path, row: _Row, column: str, zone: tzinfo | None) -> float | None:
-    text = row.values.get(column, "")
+class _Jobs:
+    """Each job's values as it is read: column lists (``_OUT``), one position per job in
+    order of first appearance; an attempt overwrites its job's earlier one, keeping the
+    earliest submission. A problem in an attempt a later one replaces is no problem (only
+    the last attempt counts), so the last attempt's is raised at the end."""
+
+    def __init__(self, path: Path, header: list[str], zone: tzinfo | None):
+        self.path, self.zone = path, zone
+        self.has_elapsed = "Elapsed" in header
+        self.slot: dict[str, int] = {}
+        self.columns: dict[str, list] = {c: [] for c in _OUT}
+        self.count: list[int] = []
+        self.submit: list[float] = []
+        self.problem: dict[int, InputError] = {}
+        self._text: dict[str, str] = {}  # one copy of each repeated name (user, account, ...)
+
+    def _same(self, text: str) -> str:
+        return self._text.setdefault(text, text)
+
+    def add(self, key: str, row: _Fields) -> None:
+        submit = _time(self.path, row, "Submit", self.zone)
+        if submit is None:
+            raise InputError("Submit must be a time", path=str(self.path), line=row.line, field="Submit")
+        slot = self.slot.get(key)
+        if slot is None:
+            slot = self.slot[key] = len(self.count)
+            self.count.append(1)
+            self.submit.append(submit)
+            for column in self.columns.values():
+                column.append(None)
+        else:
+            self.count[slot] += 1
+            self.submit[slot] = min(self.submit[slot], submit)
+        self.problem.pop(slot, None)
+        try:
+            values = self._values(key, row)
+        except InputError as exc:
+            self.problem[slot] = exc
+            return
+        for column, value in zip(self.columns.values(), values, strict=True):
+            column[slot] = value
+
+    def _values(self, key: str, row: _Fields) -> tuple:
+        """The ``_OUT`` values of one attempt (``submit_time``: its ``Eligible``)."""
+        path, zone, same = self.path, self.zone, self._same
+        try:
+            eligible = _time(path, row, "Eligible", zone)
+        except InputError as exc:  # read only when the job has one attempt (``frame``)
+            eligible = exc
+        start = _time(path, row, "Start", zone)
+        end = _time(path, row, "End", zone)
+        if start is None or end is None:  # left out: nothing else of it is read
+            kept = {"submit_time": eligible, "start_time": start, "end_time": end}
+            return tuple(kept.get(c) for c in _OUT)
+        if end < start:
+            raise InputError("End is before Start", path=str(path), line=row.line, field="End")
+        alloc = _tres(path, row, "AllocTRES")
+        req = _tres(path, row, "ReqTRES")
+        limit_text = row.get("Timelimit")
+        try:
+            limit = parse_limit(limit_text)
+        except ValueError as exc:
+            raise InputError(
+                f"cannot read {limit_text!r}: {exc}", path=str(path), line=row.line, field="Timelimit"
+            ) from None
+        run = end - start
+        if run > MAX_SECONDS:
+            raise InputError(
+                f"run time {run:g} s is beyond {MAX_SECONDS:g} s", path=str(path), line=row.line, field="End"
+            )
+        duration = float(_elapsed(path, row, run)) if self.has_elapsed else float(round(run))
+        gpus = alloc.gpus if alloc.gpus is not None else (req.gpus or 0)
+        priority = row.get("Priority")
+        return (
+            key,
+            eligible,
+            int(gpus),
+            duration,
+            same(row.get("JobName")),
+            same(row.get("User")),
+            same(row.get("Partition")),
+            same(row.get("Account")),
+            float(alloc.cpus if alloc.cpus is not None else (req.cpus or 0.0)),
+            float(alloc.mem_gb if alloc.mem_gb is not None else (req.mem_gb or 0.0)),
+            gpus == 0,
+            same(_state(row.get("State"))),
+            start,
+            end,
+            math.nan if limit is None else float(limit),
+            same(row.get("QOS")),
+            0,
+            float(priority) if priority.isdigit() else math.nan,
+        )
+
+    def frame(self, notes: SacctNotes) -> tuple[dict[str, list], float]:
+        """The kept jobs' columns (times from the earliest submission) and that time."""
+        columns, starts, ends = self.columns, self.columns["start_time"], self.columns["end_time"]
+        keep = []
+        eligibles = columns["submit_time"]
+        for slot, count in enumerate(self.count):
+            if count == 1 and isinstance(eligibles[slot], InputError):
+                raise eligibles[slot]
+            if slot in self.problem:
+                raise self.problem[slot]
+            if starts[slot] is None:
+                notes.never_started += 1
+                continue
+            if ends[slot] is None:
+                notes.not_ended += 1
+                continue
+            if count > 1:
+                notes.requeued += 1
+            keep.append(slot)
+        if not keep:
+            raise InputError("no job in the file started and ended; nothing to replay", path=str(self.path))
+        submits, ready = self.submit, []
+        for slot in keep:
+            submit, eligible = submits[slot], eligibles[slot] if self.count[slot] == 1 else None
+            at = max(submit, eligible) if eligible is not None else submit
+            # Slurm records a start before eligibility only for clock skew; the replay
+            # cannot start a job before it exists.
+            ready.append(min(at, starts[slot]))
+        origin = min(ready)
+        every = len(keep) == len(self.count)  # the lists themselves, not copies, when all are kept
+        out = {c: columns[c] if every else [columns[c][s] for s in keep] for c in _OUT}
+        self.columns = {}
+        out["submit_time"] = [float(round(t - origin)) for t in ready]
+        out["start_time"] = [float(round(t - origin)) for t in out["start_time"]]
+        out["end_time"] = [float(round(t - origin)) for t in out["end_time"]]
+        out["queue"] = [s - t for s, t in zip(out["start_time"], out["submit_time"], strict=True)]
+        out["attempts"] = [self.count[s] for s in keep]
+        return out, origin
+
+
+def _time(path: Path, row: _Fields, column: str, zone: tzinfo | None) -> float | None:
+    text = row.get(column)
     try:
         return parse_time(text, zone)
     except ValueError:
@@ -183,78 +332,26 @@ def _time(path: Path, row: _Row, column: str, zone: tzinfo | None) -> float | No
         ) from None
 
 
-def _tres(path: Path, row: _Row, column: str) -> Tres:
-    text = row.values.get(column, "")
+def _tres(path: Path, row: _Fields, column: str) -> Tres:
+    text = row.get(column)
+    if not text:
+        return _NO_TRES
     try:
         return parse_tres(text)
     except ValueError as exc:
         raise InputError(f"cannot read TRES {text!r}: {exc}", path=str(path), line=row.line, field=column) from None
 
 
-def _job(path: Path, key: str, rows: list[_Row], zone: tzinfo | None, notes: SacctNotes) -> dict | None:
-    """One job from its attempts (one row unless requeued)."""
-    submits = [(_time(path, r, "Submit", zone), r) for r in rows]
-    for value, r in submits:
-        if value is None:
-            raise InputError("Submit must be a time", path=str(path), line=r.line, field="Submit")
-    last = rows[-1]
-    submit = min(v for v, _ in submits if v is not None)
-    eligible = _time(path, last, "Eligible", zone) if len(rows) == 1 else None
-    start = _time(path, last, "Start", zone)
-    end = _time(path, last, "End", zone)
-    if start is None:
-        notes.never_started += 1
-        return None
-    if end is None:
-        notes.not_ended += 1
-        return None
-    if len(rows) > 1:
-        notes.requeued += 1
-    if end < start:
-        raise InputError("End is before Start", path=str(path), line=last.line, field="End")
-    ready = max(submit, eligible) if eligible is not None else submit
-    if start < ready:
-        # Slurm records a start before eligibility only for clock skew; the replay cannot
-        # start a job before it exists.
-        ready = start
-    alloc = _tres(path, last, "AllocTRES") if last.values.get("AllocTRES") else Tres()
-    req = _tres(path, last, "ReqTRES") if last.values.get("ReqTRES") else Tres()
-    limit_text = last.values.get("Timelimit", "")
-    try:
-        limit = parse_limit(limit_text)
-    except ValueError as exc:
-        raise InputError(
-            f"cannot read {limit_text!r}: {exc}", path=str(path), line=last.line, field="Timelimit"
-        ) from None
-    run = end - start
-    if run > MAX_SECONDS:
-        raise InputError(f"run time {run:g} s is beyond {MAX_SECONDS:g} s", path=str(path), line=last.line, field="End")
-    gpus = alloc.gpus if alloc.gpus is not None else (req.gpus or 0)
-    priority = last.values.get("Priority", "")
-    return {
-        "job_id": key,
-        "submit_time": ready,
-        "num_gpus": int(gpus),
-        "duration": float(round(run)) if "Elapsed" not in last.values else float(_elapsed(path, last, run)),
-        "name": last.values.get("JobName", ""),
-        "user": last.values.get("User", ""),
-        "vc": last.values.get("Partition", ""),
-        "tenant": last.values.get("Account", ""),
-        "num_cpus": float(alloc.cpus if alloc.cpus is not None else (req.cpus or 0.0)),
-        "mem_gb": float(alloc.mem_gb if alloc.mem_gb is not None else (req.mem_gb or 0.0)),
-        "cpu_only": gpus == 0,
-        "state": base_state(last.values.get("State", "")),
-        "start_time": start,
-        "end_time": end,
-        "time_limit": float("nan") if limit is None else float(limit),
-        "qos": last.values.get("QOS", ""),
-        "attempts": len(rows),
-        "priority": float(priority) if priority.isdigit() else float("nan"),
-    }
+_NO_TRES = Tres()
 
 
-def _elapsed(path: Path, row: _Row, run: float) -> int:
-    text = row.values.get("Elapsed", "")
+@lru_cache(maxsize=256)
+def _state(text: str) -> str:
+    return base_state(text)
+
+
+def _elapsed(path: Path, row: _Fields, run: float) -> int:
+    text = row.get("Elapsed")
     if not text:
         return round(run)
     try:

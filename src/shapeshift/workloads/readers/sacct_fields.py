@@ -30,6 +30,7 @@ def mib_to_gb(mib: float) -> float:
     return mib * 1048576 / 1e9
 
 
+@lru_cache(maxsize=65536)  # a history repeats its run times and limits
 def parse_duration(text: str) -> int:
     """``[DD-][HH:]MM:SS[.mmm]`` (``Elapsed``, ``Timelimit``) -> whole seconds."""
     text = text.strip()
@@ -59,13 +60,37 @@ def parse_limit(text: str) -> int | None:
     return parse_duration(text)
 
 
-@lru_cache(maxsize=256)  # a row repeats its times (Submit, Eligible, Start), and rows their neighbours'
 def parse_time(text: str, zone: tzinfo | None) -> float | None:
     """A ``sacct`` time as POSIX seconds; ``None`` for ``Unknown``/``None``.
 
     A time without an offset is on the site's clock: ``zone`` when given (so a daylight
     saving change is honoured), else read as UTC (one consistent clock; only the
-    differences between times matter to a replay)."""
+    differences between times matter to a replay). The plain UTC form sacct prints,
+    ``YYYY-MM-DDTHH:MM:SS``, is read as its day's start (parsed once per day) plus whole
+    seconds: the same number, without a ``datetime`` per value."""
+    if zone is None and len(text) == 19 and text.isascii() and text[10] == "T" and text[13] == ":" and text[16] == ":":
+        day = _day_start(text[:10])
+        hh, mm, ss = text[11:13], text[14:16], text[17:19]
+        if day is not None and hh.isdigit() and mm.isdigit() and ss.isdigit():
+            h, m, sec = int(hh), int(mm), int(ss)
+            if h < 24 and m < 60 and sec < 60:
+                return day + (h * 3600 + m * 60 + sec)
+    return _parse_time(text, zone)
+
+
+@lru_cache(maxsize=4096)
+def _day_start(text: str) -> float | None:
+    """POSIX seconds of ``YYYY-MM-DD``'s midnight UTC; ``None`` if not such a date."""
+    if len(text) != 10 or text[4] != "-" or text[7] != "-" or not (text[:4] + text[5:7] + text[8:]).isdigit():
+        return None
+    try:
+        return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=256)  # a row repeats its times (Submit, Eligible, Start), and rows their neighbours'
+def _parse_time(text: str, zone: tzinfo | None) -> float | None:
     if text.strip().lower() in NO_TIME:
         return None
     stamp = datetime.fromisoformat(text.strip())
