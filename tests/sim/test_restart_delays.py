@@ -83,3 +83,9 @@ def test_a_reconfiguration_pays_the_applications_delay(model, delay):
     assert jcts(result)["a"] == 1000 + 2 * delay
     # b (model "") starts at 200 with the artifact's default 30 s.
     assert jcts(result)["b"] == 30 + 10
+
+
+def test_the_rule_is_named_on_the_command_line_and_an_unknown_name_is_refused():
+    assert Overheads.parse_penalty("sia-artifact") == "sia-artifact"
+    with pytest.raises(ValueError, match="sia-artifact"):
+        Overheads(restore_penalty="sia")
