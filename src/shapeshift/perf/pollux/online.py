@@ -23,6 +23,9 @@ from shapeshift.model import Allocation, JobSpec
 from shapeshift.perf.pollux.goodput import PerfParams, fit_perf_params
 from shapeshift.perf.pollux.profiles import Row, app_name, load_profile
 
+#: The optimiser's tolerance of the artifact's per-job fits (``goodput.py``
+#: ``fit_perf_params``, ``minimize(..., tol=1e-5)``).
+FIT_TOL = 1e-5
 #: (nodes, replicas, per-replica batch) of one observation.
 Key = tuple[int, int, int]
 
@@ -72,7 +75,7 @@ class OnlineFits:
         if seen is None or not seen.rows:
             return None
         if seen.params is None:
-            seen.params = fit_perf_params(list(seen.rows.values()))
+            seen.params = fit_perf_params(list(seen.rows.values()), tol=FIT_TOL)
         return seen.params
 
     def types(self, job_id: str) -> list[str]:
