@@ -85,9 +85,3 @@ class OnlineFits:
     def max_replicas(self, job_id: str) -> int:
         """The most replicas ``job_id`` has run on, over every type (0 before its first run)."""
         return self._most.get(job_id, 0)
-
-    def forget(self, job_id: str) -> None:
-        for key in [k for k in self._seen if k[0] == job_id]:
-            del self._seen[key]
-        self._types.pop(job_id, None)
-        self._most.pop(job_id, None)
