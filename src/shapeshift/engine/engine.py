@@ -232,13 +232,12 @@ class Engine:
             status.started_at = now
             status.reconfigurations += 1
             status.version += 1
-            self.executor.reconfigure(status, desired, now, self.overheads.restore(desired.gpus))
+            pause = self.overheads.restore(desired.gpus, status.spec.model)
+            self.executor.reconfigure(status, desired, now, pause)
         for status, desired in launches:
             self._hold(status, desired)
             del self.pending[status.partition][status.job_id]
-            pause = self.overheads.launch_delay
-            if status.has_checkpoint:
-                pause += self.overheads.restore(desired.gpus)
+            pause = self.overheads.start(desired.gpus, status.spec.model, status.has_checkpoint)
             status.state = JobState.RUNNING
             status.last_update = now
             status.started_at = now

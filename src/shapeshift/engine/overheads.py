@@ -3,6 +3,10 @@
 Every preemption or reconfiguration is a checkpoint-and-restore: the job holds its
 GPUs but makes no progress for the restore penalty. Policies that preempt freely
 look great in simulators that forget this, so it is on by default (30 s).
+
+A named rule may also depend on the job's model: ``sia-artifact`` charges the restart
+delays the Sia artifact's calibrated simulator measured per application, on every start
+as that simulator does (below).
 """
 
 from __future__ import annotations
@@ -19,13 +23,46 @@ def helios_restore_penalty(gpus: int) -> float:
     return 30.0 if gpus <= 8 else 60.0
 
 
-NAMED_PENALTIES: dict[str, Callable[[int], float]] = {"helios": helios_restore_penalty}
+#: Seconds a Pollux-profile job makes no progress after each start, relaunch or
+#: reconfiguration in the Sia artifact (``sia-simulator/applications.py``, ``rescale_time``
+#: per application; 30 s for any other job, the ``or 30`` of ``job.py`` ``reallocate``).
+SIA_ARTIFACT_DELAYS: dict[str, float] = {
+    "pollux/cifar10": 50.0,
+    "pollux/deepspeech2": 25.0,
+    "pollux/bert": 120.0,
+    "pollux/yolov3": 80.0,
+    "pollux/imagenet": 250.0,
+    "pollux/ncf": 15.0,
+}
+SIA_ARTIFACT_DEFAULT_DELAY = 30.0
+
+
+def sia_artifact_delay(_gpus: int, model: str) -> float:
+    """The Sia artifact's restart delay of ``model``'s application (calibrated setting)."""
+    return SIA_ARTIFACT_DELAYS.get(model, SIA_ARTIFACT_DEFAULT_DELAY)
+
+
+def _by_gpus(rule: Callable[[int], float]) -> Callable[[int, str], float]:
+    return lambda gpus, _model: rule(gpus)
+
+
+#: Named restore-penalty rules: seconds from (GPU count, model name).
+NAMED_PENALTIES: dict[str, Callable[[int, str], float]] = {
+    "helios": _by_gpus(helios_restore_penalty),
+    "sia-artifact": sia_artifact_delay,
+}
+#: Rules charged on every start, a first one included, once: the Sia artifact's
+#: ``Job.reallocate`` restarts its countdown whenever a placement changes, from none too,
+#: so a relaunch after a preemption costs one delay, not a launch plus a restore.
+EVERY_START = frozenset({"sia-artifact"})
 
 
 @dataclass(frozen=True)
 class Overheads:
-    """``launch_delay`` applies to every launch; ``restore_penalty`` (seconds, or a rule by
-    GPU count) to every relaunch after a preemption and to every reconfiguration."""
+    """``launch_delay`` applies to every launch; ``restore_penalty`` (seconds, or a named
+    rule by GPU count and model) to every relaunch after a preemption and to every
+    reconfiguration; a rule in :data:`EVERY_START` to every start instead (first starts
+    included), once."""
 
     launch_delay: float = 0.0
     restore_penalty: float | str = 30.0
@@ -48,10 +85,18 @@ class Overheads:
         elif not (math.isfinite(self.restore_penalty) and self.restore_penalty >= 0):
             raise ValueError("restore_penalty must be a finite number of seconds >= 0")
 
-    def restore(self, gpus: int) -> float:
+    def restore(self, gpus: int, model: str = "") -> float:
+        """The pause of a reconfiguration to ``gpus`` GPUs of a job of ``model``."""
         if isinstance(self.restore_penalty, str):
-            return NAMED_PENALTIES[self.restore_penalty](gpus)
+            return NAMED_PENALTIES[self.restore_penalty](gpus, model)
         return float(self.restore_penalty)
+
+    def start(self, gpus: int, model: str, relaunch: bool) -> float:
+        """The pause of a launch: ``launch_delay``, plus the restore penalty after a
+        preemption (``relaunch``), or for an every-start rule its delay on every launch."""
+        if isinstance(self.restore_penalty, str) and self.restore_penalty in EVERY_START:
+            return self.launch_delay + self.restore(gpus, model)
+        return self.launch_delay + (self.restore(gpus, model) if relaunch else 0.0)
 
     @classmethod
     def parse_penalty(cls, text: str) -> float | str:

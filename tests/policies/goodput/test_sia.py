@@ -8,7 +8,8 @@ import pytest
 
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.view import ClusterView
-from shapeshift.model import BatchSpec, ClusterSpec, JobSpec, NodeSpec
+from shapeshift.model import Allocation, BatchSpec, ClusterSpec, JobSpec, NodeSpec, Resources
+from shapeshift.perf.pollux.goodput import step_time
 from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
 from shapeshift.policies.goodput.sia import SiaParams, SiaPolicy, _Job, _Option
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
@@ -20,9 +21,9 @@ CLUSTER = ClusterSpec(
 TYPES = {"fast": (2, 1), "slow": (2, 1)}
 
 
-def _view(tmp_path, now=60.0):
+def _view(tmp_path, now=60.0, **params):
     root = _profiles(tmp_path)
-    policy = SiaPolicy(SiaParams(profiles=str(root)), SiaParams().knowledge())
+    policy = SiaPolicy(SiaParams(profiles=str(root), **params), SiaParams().knowledge())
     truth = PolluxGroundTruth(root, tuple(n.gpu_type for n in CLUSTER.nodes))
     engine = Engine(CLUSTER, policy, SimulatedExecutor(truth, CompletionQueue()))
     spec = JobSpec("j", 0.0, 1, iterations=1, model="pollux/toy", batch=BatchSpec(32, 32, 128, 16, 64, adaptive=True))
@@ -39,7 +40,7 @@ def test_before_its_first_run_a_job_has_one_equal_option_per_type(tmp_path):
 
 
 def test_a_type_not_run_on_is_projected_by_the_1gpu_throughput_ratio(tmp_path):
-    policy, view = _view(tmp_path)
+    policy, view = _view(tmp_path, goodput_model="offline")
     policy._ran["j"] = ["slow"]
     policy._seen["j"] = 1  # ran on 1 GPU: explores up to 2
     job = policy._job(view, "j", TYPES)
@@ -48,6 +49,45 @@ def test_a_type_not_run_on_is_projected_by_the_1gpu_throughput_ratio(tmp_path):
     # fast = slow's model at the same replicas x (640 / 320) examples/s on one GPU.
     assert got["fast", 1] == pytest.approx(2 * got["slow", 1])
     assert got["fast", 2] == pytest.approx(2 * got["slow", 2])
+
+
+def _ran_one_gpu_on_slow(policy, view):
+    # The job reports one step on 1 slow GPU at batch 32 (no accumulation): the slow
+    # profile's step there is interp(32; 16 -> 0.05, 64 -> 0.2) = 0.1 s, sync 0.
+    on_slow = Allocation(((0, Resources(1)),), batch_size=32)
+    policy.online.observe(view.job("j").spec, on_slow, "slow")
+
+
+def test_the_online_model_is_the_jobs_own_on_the_type_it_ran_on(tmp_path):
+    policy, view = _view(tmp_path)
+    _ran_one_gpu_on_slow(policy, view)
+    fitted = policy.online.params("j", "slow")
+    assert policy.online.params("j", "fast") is None  # never ran there
+    # One row: the artifact's fit fixes alpha_c at half the compute time and fits the
+    # rest, so the model reproduces the one step it saw.
+    assert float(step_time(fitted, 1, 1, 32)) == pytest.approx(0.1, rel=1e-3)
+    assert policy.online.max_replicas("j") == 1
+
+
+def test_online_a_type_not_run_on_is_projected_and_exploration_is_shared(tmp_path):
+    policy, view = _view(tmp_path)
+    _ran_one_gpu_on_slow(policy, view)
+    job = policy._job(view, "j", TYPES)
+    got = {(o.gpu_type, o.gpus): o.goodput for o in job.options}
+    # Ran on 1 GPU (on slow): up to 2 GPUs on every type, fast included.
+    assert set(got) == {("fast", 1), ("fast", 2), ("slow", 1), ("slow", 2)}
+    # fast = the job's own slow model at the same replicas x (640 / 320) examples/s on one GPU.
+    assert got["fast", 1] == pytest.approx(2 * got["slow", 1])
+    assert got["fast", 2] == pytest.approx(2 * got["slow", 2])
+
+
+def test_online_a_job_not_yet_past_its_pause_has_no_model(tmp_path):
+    # Allocated but never run (no observation): still one equal 1-GPU option per type.
+    policy, view = _view(tmp_path)
+    policy._ran["j"] = ["slow"]
+    policy._seen["j"] = 2
+    job = policy._job(view, "j", TYPES)
+    assert sorted((o.gpu_type, o.gpus, o.goodput) for o in job.options) == [("fast", 1, 1.0), ("slow", 1, 1.0)]
 
 
 def test_a_waiting_job_pays_no_restart_factor(tmp_path):

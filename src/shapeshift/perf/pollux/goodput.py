@@ -98,9 +98,11 @@ def _objective(p: np.ndarray, nodes, replicas, bsz, compute, step) -> tuple[floa
     return value, jac
 
 
-def fit_perf_params(rows: list[Row]) -> PerfParams:
+def fit_perf_params(rows: list[Row], tol: float | None = None) -> PerfParams:
     """Fit the seven parameters to measured rows (deterministic: fixed start and bounds,
-    the artifact's ``fit_perf_params`` with its rules for missing kinds of rows)."""
+    the artifact's ``fit_perf_params`` with its rules for missing kinds of rows). ``tol``:
+    the optimiser's tolerance (default: near machine precision, for the one fit per
+    application); the Sia artifact fits each job's model with 1e-5 (``job.py``)."""
     from scipy.optimize import minimize
 
     nodes = np.array([r.nodes for r in rows], float)
@@ -132,7 +134,7 @@ def fit_perf_params(rows: list[Row]) -> PerfParams:
         jac=True,
         method="L-BFGS-B",
         bounds=bounds,
-        options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-10},
+        options={"maxiter": 2000, "ftol": tol or 1e-12, "gtol": tol or 1e-10},
     )
     p = [float(v) for v in result.x]
     if not np.any(nodes > 1):  # the artifact's prior: crossing nodes costs at least as much

@@ -11,10 +11,10 @@ type's own profile (``placements-<type>.csv``, :func:`.profiles.load_profile`), 
 artifact keeps one model per job and type; :func:`single_gpu_throughput` is the 1-GPU
 speed the artifact projects goodput across types with.
 
-Deviation from the artifact, named in the README: the artifact fits each *job's* model
-online from the configurations that job has run on; here every job of an application
-shares the model fitted offline on its profile rows (the exploration rule that limits a
-job to twice the replicas it has run on is kept in the policy).
+The artifact fits each *job's* model online from the configurations that job has run on
+(:mod:`.online`, which ``sia`` uses by default); the model fitted offline here on an
+application's profile rows is what ``pollux`` and ``sia``'s ``goodput_model=offline`` use
+(fidelity table in ``docs/policies/goodput.md``).
 """
 
 from __future__ import annotations
@@ -128,11 +128,13 @@ class GoodputKnowledge:
         progress: float,
         gpu_type: str | None = None,
         merged: tuple[str, ...] | None = None,
+        fitted: PerfParams | None = None,
     ) -> JobGoodput:
         """``spec``'s goodput table at ``progress`` (examples at its initial batch) on
         ``gpu_type``, with the noise it reports at ``batch_now`` (its current batch; its own
         size when not running). ``merged``: one model over these types' profiles together
-        (:func:`merged_params`) with the untyped batch limits, for a policy blind to types."""
+        (:func:`merged_params`) with the untyped batch limits, for a policy blind to types.
+        ``fitted``: the job's own model (:mod:`.online`) instead of the application's."""
         app = self.apps.get(app_name(spec.model))
         batch = spec.batch or BatchSpec(1)
         if app is None or spec.batch is None or self.root is None:
@@ -148,7 +150,9 @@ class GoodputKnowledge:
             limits = BatchLimits(batch.initial, batch.max_size, min_local, max_local)
         else:  # a fixed job evaluates its own batch only
             limits = BatchLimits(batch.size, batch.size, 1, max_local)
-        if merged:
+        if fitted is not None:
+            params = fitted
+        elif merged:
             params = merged_params(self.root, app.name, tuple(sorted(merged)))
         else:
             params = fitted_params(self.root, app.name, typed.gpu_type)

@@ -7,20 +7,23 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 
 * **configurations** per GPU type (§3; ``CONFIGS_4GPU``/``CONFIGS_8GPU``): 1, 2, 4, ...
   GPUs up to one node, then whole nodes (2 x, 3 x, ... GPUs per node);
-* **goodput** of every job in every configuration (§3): Pollux jobs from the throughput
-  model of the GPU type's own profile (``placements-<type>.csv`` where the profiles have
-  one, with the type's per-GPU batch limit) and their reported gradient noise, at the
-  best batch size (:mod:`shapeshift.perf.pollux`), on the types the job has run on; on a
-  type it has not run on, the model of the first type (cluster order) it has run on at
-  the same GPU count, times the ratio of the two types' 1-GPU throughputs
-  (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first run, its
-  1-GPU configuration on every type, each worth 1 (the artifact has no model yet);
+* **goodput** of every job in every configuration (§3): Pollux jobs from the job's own
+  throughput model on each GPU type it has run on, fitted on the step times of what it
+  ran there (:mod:`shapeshift.perf.pollux.online`; ``job.py`` ``Job.update_params``),
+  with the type's per-GPU batch limit and the job's reported gradient noise, at the best
+  batch size; on a type it has not run on, the model of the first type (cluster order)
+  it has run on at the same GPU count, times the ratio of the two types' 1-GPU
+  throughputs (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first
+  run, its 1-GPU configuration on every type, each worth 1 (the artifact has no model
+  yet); ``goodput_model=offline`` (ours) uses one model per application and type fitted
+  on the type's whole profile (``placements-<type>.csv``) instead;
   plan-aware (Rubick) jobs from the performance model
   restricted to data-parallel scaling of their requested plan: their global batch is
   fixed, so statistical efficiency is 1 and goodput is throughput; any other job is
   rigid (its requested GPU count only, goodput = that count, ``_get_rigid_goodputs``);
 * **limits**: an elastic job gets at most twice the most replicas it has run on, on any
-  type (``explore``; the artifact's ``--share_max_replicas``), at most ``max_replicas``
+  type (``explore``; the artifact's ``max_profiled_replicas`` with ``--share_max_replicas``;
+  with ``goodput_model=offline``, twice the most it was given), at most ``max_replicas``
   (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``); a fixed-batch Pollux
   job (NCF) its request (``pin_fixed_batch``, below);
 * **normalised goodput** (§3): divided by the job's smallest goodput over its
@@ -48,7 +51,8 @@ packed on the fewest nodes, one job spanning nodes per node
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 from pydantic import Field
@@ -60,6 +64,7 @@ from shapeshift.perf.arch import get_arch
 from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.perf.plans import packed_placement
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge
+from shapeshift.perf.pollux.online import OnlineFits
 from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import register
@@ -91,6 +96,10 @@ class SiaParams(PlanAwareParams):
     #: (``'ncf' in job.applications``) tests GPU-type names and never fires, so there NCF
     #: scales like any job at its fixed batch: ``pin_fixed_batch=false`` runs that.
     pin_fixed_batch: bool = True
+    #: ``online``: each job's own model per GPU type, fitted on what it ran there (the
+    #: artifact's ``Job.update_params``); ``offline`` (ours): one model per application and
+    #: type, fitted on the type's whole profile before the run.
+    goodput_model: Literal["online", "offline"] = "online"
 
 
 @dataclass
@@ -124,6 +133,9 @@ class SiaPolicy:
         self.default_round = params.round
         self.knowledge = knowledge
         self.goodput = GoodputKnowledge(params.profiles)
+        self.online = (
+            OnlineFits(self.goodput.root) if params.goodput_model == "online" and self.goodput.root else None
+        )
         self._seen: dict[str, int] = {}
         self._ran: dict[str, list[str]] = {}  # GPU types each job has run on, in order
         self._plan_cache: dict[tuple[object, ...], float] = {}
@@ -147,12 +159,21 @@ class SiaPolicy:
         plan_model = spec.plan is not None and self.knowledge.knowledge(spec.model) is not None
         kind = "pollux" if table.params is not None else "plan" if plan_model else "rigid"
         job = _Job(job_id, spec, kind)
+        seen = self._seen.get(job_id, 0)
+        if kind == "pollux" and self.online is not None:
+            if alloc is not None and current_type is not None and status.stall_until < view.now:
+                self.online.observe(spec, alloc, current_type)  # it has run there since its pause
+            ran[:] = self.online.types(job_id)
+            # The job's own model on each type it ran on (unused elsewhere but for its current one).
+            fits = {t: self.online.params(job_id, t) for t in tables}
+            tables = {t: table if fits[t] is None else replace(table, params=fits[t]) for t, table in tables.items()}
+            seen = self.online.max_replicas(job_id)
         cap = self.params.max_replicas
         if self.params.explore and kind != "rigid":
             # A plan-aware job is known to run on its request (its plan's smallest DP
             # scale unit may already need several GPUs): explore from there.
             floor = spec.num_gpus if kind == "plan" else 1
-            cap = min(cap, max(2 * self._seen.get(job_id, 0), floor))
+            cap = min(cap, max(2 * seen, floor))
         if kind == "pollux" and spec.batch is not None:
             scalable = spec.batch.adaptive or not self.params.pin_fixed_batch
             cap = min(cap, spec.batch.max_size // spec.batch.min_local if scalable else spec.num_gpus)
@@ -384,7 +405,13 @@ class SiaPolicy:
             alloc = status.allocation
             gpu_type = view.cluster.nodes[next(iter(place))].gpu_type
             table = self.goodput.job(spec, alloc.batch_size if alloc else None, status.progress_at(view.now), gpu_type)
-            batch = int(table.best(len(place), g)[1][0])
+            fitted = self.online.params(spec.job_id, gpu_type) if self.online is not None else table.params
+            if fitted is None:
+                # No model of its own on this type yet: the artifact's ``update_local_bsz``
+                # starts it at its initial batch, or its smallest per-GPU batch on every GPU.
+                batch = min(max(spec.batch.initial, table.limits.min_local * g), spec.batch.max_size)
+            else:
+                batch = int(replace(table, params=fitted).best(len(place), g)[1][0])
         if job.kind == "plan" and plan is not None:
             cpus, mem = self._cpus(spec, g), host_memory_gb(get_arch(spec.model), plan)
         else:

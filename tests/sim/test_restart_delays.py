@@ -1,0 +1,91 @@
+"""The Sia artifact's per-application restart delays (``--restore-penalty sia-artifact``).
+
+Expected pauses are the artifact's ``applications.py`` ``rescale_time`` values (CIFAR-10
+50 s, ImageNet 250 s, any other application 30 s), charged on every start, the first one
+included, once (its ``Job.reallocate`` restarts the countdown whenever the placement
+changes, from none too).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from shapeshift.engine.overheads import Overheads
+from shapeshift.model import Allocation, Resources, Schedule
+from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
+from shapeshift.policies.framework.placement import Consolidated
+from tests.conftest import by_id, jcts, job, run
+
+SIA = Overheads(restore_penalty="sia-artifact")
+
+
+def test_the_rule_reads_the_application_from_the_model():
+    assert SIA.restore(4, "pollux/cifar10") == 50
+    assert SIA.restore(1, "pollux/imagenet") == 250
+    assert SIA.restore(2, "pollux/ncf") == 15
+    # Another source's model, even with a Pollux application's name: the artifact's 30 s.
+    assert SIA.restore(2, "bert") == 30
+    assert SIA.restore(2, "") == 30
+
+
+def test_a_first_start_pays_the_applications_delay():
+    # 1 x 2 GPUs, both jobs start at 0: cifar10 0 + 50 + 100 = 150; imagenet 0 + 250 + 100 = 350.
+    trace = [job("c", 0, 1, 100, model="pollux/cifar10"), job("i", 0, 1, 100, model="pollux/imagenet")]
+    assert jcts(run(trace, "1x2", overheads=SIA)) == {"c": 150, "i": 350}
+
+
+def test_a_numeric_penalty_still_spares_the_first_start():
+    trace = [job("c", 0, 1, 100, model="pollux/cifar10")]
+    assert jcts(run(trace, "1x1", overheads=Overheads(restore_penalty=50.0))) == {"c": 100}
+
+
+class _ShortestRemainingFirst:
+    name = "test-srtf"
+    preemptive = True
+
+    def order(self, view, partition, jobs):
+        return sorted(jobs, key=lambda j: (view.remaining(j), j))
+
+
+def test_a_relaunch_after_a_preemption_pays_one_delay_not_a_launch_plus_a_restore():
+    # 1 GPU. a (imagenet, 1000 s of work) starts at 0, pauses 250 s, works 250-300 (50 s
+    # done). b (cifar10, 20 s) arrives at 300 and preempts a: b pauses 50 s, works 350-370.
+    # a relaunches at 370, pauses 250 s once, then works its 950 s left: 370 + 250 + 950.
+    policy = ComposedPolicy("test-srtf", AcceptAll(), _ShortestRemainingFirst(), Consolidated())
+    trace = [job("a", 0, 1, 1000, model="pollux/imagenet"), job("b", 300, 1, 20, model="pollux/cifar10")]
+    result = run(trace, "1x1", policy, overheads=SIA)
+    assert jcts(result) == {"a": 370 + 250 + 950, "b": 70}
+    assert by_id(result)["a"].preemptions == 1
+
+
+class _Scripted:
+    name = "scripted"
+    triggers = frozenset({"arrival", "completion"})
+    default_round = None
+
+    def __init__(self, script):
+        self.script = list(script)
+
+    def decide(self, view):
+        desired = self.script.pop(0)(view) if self.script else dict(view.allocations)
+        return Schedule.replace(view.allocations, desired)
+
+
+@pytest.mark.parametrize(("model", "delay"), [("pollux/cifar10", 50), ("pollux/yolov3", 80), ("other", 30)])
+def test_a_reconfiguration_pays_the_applications_delay(model, delay):
+    # a (1000 s) starts on node 0 at 0 and pauses `delay`: at 200, when b arrives, it has
+    # done 200 - delay. Moved to node 1, it pauses `delay` again and ends at
+    # 200 + delay + (1000 - (200 - delay)) = 1000 + 2 x delay.
+    on = lambda n: Allocation(((n, Resources(1)),))  # noqa: E731
+    script = [lambda v: {"a": on(0)}, lambda v: {"a": on(1), "b": on(0)}]
+    trace = [job("a", 0, 1, 1000, model=model), job("b", 200, 1, 10)]
+    result = run(trace, "2x1", _Scripted(script), overheads=SIA)
+    assert jcts(result)["a"] == 1000 + 2 * delay
+    # b (model "") starts at 200 with the artifact's default 30 s.
+    assert jcts(result)["b"] == 30 + 10
+
+
+def test_the_rule_is_named_on_the_command_line_and_an_unknown_name_is_refused():
+    assert Overheads.parse_penalty("sia-artifact") == "sia-artifact"
+    with pytest.raises(ValueError, match="sia-artifact"):
+        Overheads(restore_penalty="sia")
