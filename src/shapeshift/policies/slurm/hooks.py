@@ -8,11 +8,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shapeshift.engine.contract import PreemptKind
+from shapeshift.engine.state import JobState
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec
 from shapeshift.policies.slurm.plan import Free, Need
 from shapeshift.policies.slurm.preempt import QosPreemption, Running, choose
 from shapeshift.policies.slurm.qos_limits import Limits, Usage
+from shapeshift.policies.slurm.submit_limits import SubmitLimits
+from shapeshift.slurm.assoc import read_assoc
 
 if TYPE_CHECKING:
     from shapeshift.engine.fractions import TypedGroups
@@ -42,12 +45,31 @@ class LimitsAndPreemption:
     last_tick: float
     #: The earliest end of an exempt time that kept a preemptor waiting (``inf``: none).
     exempt_wake: float
+    #: The submit limits (``None``: none set) and the view of the last decision, whose
+    #: jobs' states say which counted jobs have ended.
+    submits: SubmitLimits | None = None
+    last_view: ClusterView | None = None
 
     if TYPE_CHECKING:  # SlurmPolicy's
 
         def _assoc(self, spec: JobSpec) -> str: ...
         def _need(self, spec: JobSpec) -> Need: ...
         def billable(self, spec: JobSpec) -> float: ...
+
+    def _set_submit_limits(self, qos: dict, assoc: str) -> None:
+        limits = SubmitLimits(qos, read_assoc(assoc) if assoc else ())
+        self.submits = limits if limits.active else None
+
+    def _submit_refusal(self, spec: JobSpec) -> str:
+        """Why a submit limit refuses ``spec`` at its arrival ('' if none does)."""
+        if self.submits is None:
+            return ""
+        view = self.last_view
+
+        def ended(job_id: str) -> bool:
+            return view is not None and view.job(job_id).state not in (JobState.PENDING, JobState.RUNNING)
+
+        return self.submits.submit(spec.job_id, spec.qos, spec.tenant or "root", spec.user or "nobody", ended)
 
     def _usage(self, view: ClusterView, job_id: str) -> Usage:
         assert self.limits is not None

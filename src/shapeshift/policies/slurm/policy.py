@@ -18,12 +18,11 @@ Slurm's defaults without either):
 * backfill (``plan.py``) every ``bf_interval`` seconds when ``SchedulerType`` is
   ``sched/backfill``.
 
-Jobs run for their recorded time; every plan uses the time limit (whole minutes; the
-job's, else the partition's ``DefaultTime``, else its ``MaxTime``). Preemption:
-``preempt/partition_prio`` preempts only on nodes that partitions share, and the
-replay's partitions share none, so it changes nothing; ``preempt/qos`` with REQUEUE or
-CANCEL is ``preempt.py`` (in the main scheduler). QOS and association limits hold jobs
-back (``qos_limits.py``).
+Jobs run for their recorded time; plans use the time limit (whole minutes; the job's,
+else the partition's ``DefaultTime``, else its ``MaxTime``). ``preempt/partition_prio``
+preempts only on nodes that partitions share (the replay's share none); ``preempt/qos``
+is ``preempt.py``. QOS/association limits hold jobs back (``qos_limits.py``), submit
+limits refuse them (``submit_limits.py``).
 """
 
 from __future__ import annotations
@@ -84,6 +83,7 @@ class SlurmPolicy(LimitsAndPreemption):
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
         self.qos_dump = {q.name: q for q in (read_qos(params.qos) if params.qos else ())}
         self.qos = qos_table(params.qos_priority, tuple(self.qos_dump.values()))
+        self._set_submit_limits(self.qos_dump, params.assoc)
         #: ``preempt/qos`` (``None`` without it) and the limits (set up with the tree).
         self.preemption: QosPreemption | None = None
         self.limits: Limits | None = None
@@ -174,7 +174,7 @@ class SlurmPolicy(LimitsAndPreemption):
         answer = self._refusals.get((id(nodes), spec.num_gpus))
         if answer is None:
             answer = self._refusals[(id(nodes), spec.num_gpus)] = never_placeable(spec.num_gpus, hit[1])
-        return answer
+        return answer or self._submit_refusal(spec)  # a submit limit refuses it too
 
     # -- facts about jobs -------------------------------------------------------------
     def partition_of(self, spec: JobSpec) -> SlurmPartition | None:
@@ -257,7 +257,7 @@ class SlurmPolicy(LimitsAndPreemption):
     def decide(self, view: ClusterView) -> Schedule:
         if not self._ready:
             self._setup(view)
-        now = view.now
+        now, self.last_view = view.now, view
         for job_id in view.finished:
             end = view.job(job_id).end_time
             self.running.finish(job_id, now if end is None else end)
