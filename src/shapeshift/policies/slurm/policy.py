@@ -83,7 +83,7 @@ class SlurmPolicy(LimitsAndPreemption):
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
         self.qos_dump = {q.name: q for q in (read_qos(params.qos) if params.qos else ())}
         self.qos = qos_table(params.qos_priority, tuple(self.qos_dump.values()))
-        self._set_submit_limits(self.qos_dump, params.assoc)
+        self._init_hooks(self.qos_dump, params.assoc)
         #: ``preempt/qos`` (``None`` without it) and the limits (set up with the tree).
         self.preemption: QosPreemption | None = None
         self.limits: Limits | None = None
@@ -288,6 +288,7 @@ class SlurmPolicy(LimitsAndPreemption):
         if self.limits is not None:
             self.limits.reset([self._usage(view, j) for j in view.allocations])
         self.exempt_wake = math.inf
+        self._grace_ends(view, free, changes)  # preempted jobs whose grace time is over
         self._main(view, queue, free, changes, reasons)
         assert self.conf is not None
         sched = self.conf.scheduler
