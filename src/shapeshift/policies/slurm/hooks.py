@@ -64,6 +64,7 @@ class LimitsAndPreemption:
         self.graced: dict[str, float] = {}
         self.preempting: dict[str, float] = {}
         self.victims: list[tuple[Ending | None, Ending | None]] = []
+        self.waiting_on: list[tuple[int, Need]] | None = None
 
     def _submit_refusal(self, spec: JobSpec) -> str:
         """Why a submit limit refuses ``spec`` at its arrival ('' if none does)."""
@@ -124,9 +125,10 @@ class LimitsAndPreemption:
         chooses are gone, or ``None``. Chosen jobs without a grace time are preempted now
         (their resources go back to ``free``); one with a grace time runs on until it ends
         (``_grace_ends``), and meanwhile the answer is ``None``: the job waits for it.
-        ``victims`` records what each preemption did to the chosen jobs' planned ends."""
+        ``victims`` records what each preemption did to the chosen jobs' planned ends,
+        ``waiting_on`` the nodes the job waits for while its preemption completes."""
         assert self.preemption is not None and self.conf is not None
-        self.victims = []
+        self.victims, self.waiting_on = [], None
         status = view.job(job_id)
         part = status.partition
         running = []
@@ -154,6 +156,7 @@ class LimitsAndPreemption:
             self.exempt_wake = min(self.exempt_wake, end)
             return None
         placement, victims = found
+        self.waiting_on = placement
         began = self.preempting.get(job_id)
         if began is not None and view.now < began + PREEMPT_IN_PROGRESS:
             return None  # its preemption is still in progress: no more jobs yet (kill_pending)
@@ -174,6 +177,7 @@ class LimitsAndPreemption:
                 self.victims.append((old, moved))
         if not waiting:
             self.preempting.pop(job_id, None)
+            self.waiting_on = None
         else:
             self.preempting[job_id] = view.now
             self.exempt_wake = min(self.exempt_wake, min(self.graced.values()))

@@ -37,6 +37,7 @@ from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.slurm.backfill_preempt import preempt_hook
 from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.hooks import LimitsAndPreemption
 from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit, never_placeable
@@ -425,6 +426,7 @@ class SlurmPolicy(LimitsAndPreemption):
             resolution=params["bf_resolution"],
             max_job_test=params["bf_max_job_test"],
             epoch=self.params.clock_origin,
+            preempt=preempt_hook(self, view, free, changes, reasons),
         )
         for job_id, placement in result.started:
             if self.limits is not None:
