@@ -13,17 +13,17 @@ from shapeshift.cluster import load_cluster
 from shapeshift.engine.state import JobState
 from tests.conftest import by_id, job, run
 
-QOS = "Name|Priority|Preempt\nnormal|0|\nhigh|100|normal\ntop|200|\n"
+QOS = "Name|Priority|Preempt|GraceTime\nnormal|0||{grace}\nhigh|100|normal|0\ntop|200||0\n"
 
 
-def _run(tmp_path, h_limit):
+def _run(tmp_path, h_limit, grace=0):
     path = tmp_path / "slurm.conf"
     path.write_text(
         "NodeName=n[1-2] CPUs=8 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=n[1-2] Default=YES\n"
         "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=1,bf_resolution=1\n"
         "PreemptType=preempt/qos\nPreemptMode=CANCEL\n"
     )
-    (tmp_path / "qos.txt").write_text(QOS)
+    (tmp_path / "qos.txt").write_text(QOS.format(grace=grace))
     jobs = [
         job("r", 0, 4, 100, vc="p", qos="top", time_limit=120),
         job("a", 0, 4, 50, vc="p", qos="normal", time_limit=60),
@@ -57,3 +57,14 @@ def test_backfill_does_not_preempt_on_nodes_reserved_for_a_higher_job(tmp_path):
     out = _run(tmp_path, h_limit=180)
     assert out["a"].state is JobState.COMPLETED and out["a"].preemptions == 0
     assert out["b"].first_start == 100 and out["h"].first_start == 110
+
+
+def test_backfill_preemption_with_a_grace_time_holds_the_nodes_until_it_ends(tmp_path):
+    # As the first test, with normal's GraceTime 30 s: at 2 backfill chooses a, which runs
+    # on to 32 (preempt.c); h cannot start and holds n2 from 2 (backfill reserves the
+    # nodes of a job whose preemption is under way). At 32 a is cancelled; the main
+    # scheduler still stops at b, and backfill starts h on n2 (its [32, 92] is clear of
+    # b's [120, 180]): h 32..52.
+    out = _run(tmp_path, h_limit=60, grace=30)
+    assert out["a"].state is JobState.CANCELLED and out["a"].end_time == 32
+    assert (out["h"].first_start, out["h"].end_time) == (32, 52)
