@@ -5,8 +5,8 @@
 older releases; ``parent`` means "use the parent's"), and ``ParentName`` when the dump
 has it (``sacctmgr show assoc format=account,user,share,parentname``); without it every
 account hangs under ``root``. ``GrpTRES`` (its ``gres/gpu``), ``GrpJobs``, ``MaxJobs``,
-``GrpSubmit`` and ``MaxSubmit`` are read where the dump has them. Users a history names but the dump lacks get Slurm's
-default share, 1, as ``sacctmgr add user`` gives them.
+``GrpSubmit`` and ``MaxSubmit`` are read where the dump has them. Users a history names
+but the dump lacks get Slurm's default share, 1, as ``sacctmgr add user`` gives them.
 """
 
 from __future__ import annotations
