@@ -1,7 +1,8 @@
-"""The slurm policy's QOS/association limits and ``preempt/qos`` steps, as a mixin of
-``SlurmPolicy`` (``policy.py``), which owns the state they read: the rules themselves are
-``qos_limits.py`` and ``preempt.py``; this is where the replay's bookkeeping meets them
-(usage counts, the requeued job's begin time and new place, its usage charged)."""
+"""The slurm policy's QOS/association limits, submit limits and ``preempt/qos`` steps, as
+a mixin of ``SlurmPolicy`` (``policy.py``), which owns the state they read: the rules
+themselves are ``qos_limits.py``, ``submit_limits.py`` and ``preempt.py``; this is where
+the replay's bookkeeping meets them (usage counts, grace times, the requeued job's begin
+time and new place, its usage charged)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,12 @@ class LimitsAndPreemption:
         view = self.last_view
 
         def ended(job_id: str) -> bool:
-            return view is not None and view.job(job_id).state not in (JobState.PENDING, JobState.RUNNING)
+            if view is None:  # before the first decision no job has ended
+                return False
+            try:
+                return view.job(job_id).state not in (JobState.PENDING, JobState.RUNNING)
+            except KeyError:  # asked about but never submitted (an admission check)
+                return True
 
         return self.submits.submit(spec.job_id, spec.qos, spec.tenant or "root", spec.user or "nobody", ended)
 
