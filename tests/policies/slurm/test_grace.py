@@ -57,3 +57,24 @@ def test_a_job_that_ends_within_its_grace_time_completes(tmp_path):
     out = _run(tmp_path, "CANCEL", a_duration=25)
     assert out["a"].state is JobState.COMPLETED and out["a"].preemptions == 0
     assert (out["h"].first_start, out["h"].end_time) == (25, 45)
+
+
+def test_a_signalled_job_is_preempted_at_its_grace_end_even_if_the_preemptor_started_elsewhere(tmp_path):
+    # Two 4-GPU nodes. x (top, not preemptable) holds n1 0..20, a (normal, GraceTime 30 s)
+    # n2 from 0. h (high) at 10 chooses a: a's end becomes 10 + 30 = 40 and h waits. At
+    # 20 x ends and h fits n1 without preempting: h 20..50. a was signalled: its end time
+    # stays 40, and job_time_limit preempts it then (CANCEL: cancelled at 40).
+    path = tmp_path / "slurm.conf"
+    path.write_text(
+        "NodeName=n[1-2] CPUs=8 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=n[1-2] Default=YES\n"
+        "SchedulerType=sched/builtin\nPreemptType=preempt/qos\nPreemptMode=CANCEL\n"
+    )
+    (tmp_path / "qos.txt").write_text(QOS + "top|200|00:00:00||cluster\n")
+    jobs = [
+        job("x", 0, 4, 20, vc="p", qos="top", time_limit=600),
+        job("a", 0, 4, 200, vc="p", qos="normal", time_limit=600),
+        job("h", 10, 4, 30, vc="p", qos="high", time_limit=600),
+    ]
+    out = by_id(run(jobs, load_cluster(path), "slurm", {"qos": str(tmp_path / "qos.txt")}))
+    assert (out["h"].first_start, out["h"].end_time) == (20, 50)
+    assert out["a"].state is JobState.CANCELLED and out["a"].end_time == 40
