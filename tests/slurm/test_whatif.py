@@ -123,3 +123,21 @@ def test_ignored_slurm_conf_keys_listed_on_one_line(inputs):
     )
     assert what.exit_code == 0, what.output
     assert sum(expected in line for line in what.output.splitlines()) == 1
+
+
+def test_whatif_shows_jobs_a_submit_limit_refuses(tmp_path):
+    # QOS normal: MaxSubmitPU 1. User a's job 3 is submitted at 2 while a's job 1 runs
+    # (0-60), and user b's job 4 at 3 while b's job 2 runs (1-31): 1 + 1 > 1 each, so the
+    # slurm replay refuses both at submission (QOSMaxSubmitJobPerUserLimit);
+    # comparison.csv counts them in jobs_rejected (recorded: 0, the history ran them).
+    (tmp_path / "slurm.conf").write_text(CONF)
+    history = HISTORY.replace("JobID|User|", "JobID|QOS|User|")
+    lines = history.splitlines()
+    history = "\n".join(line.replace("|", "|normal|", 1) if line[0].isdigit() else line for line in lines)
+    (tmp_path / "hist.txt").write_text(history + "\n")
+    (tmp_path / "qos.txt").write_text("Name|Priority|MaxSubmitPU\nnormal|0|1\n")
+    out = tmp_path / "out"
+    ss.whatif(tmp_path / "hist.txt", tmp_path / "slurm.conf", ["slurm"], qos=tmp_path / "qos.txt", out=out)
+    rows = [line.split(",") for line in (out / "comparison.csv").read_text().splitlines()]
+    table = {row[0]: dict(zip(rows[0], row, strict=True)) for row in rows[1:]}
+    assert table["recorded"]["jobs_rejected"] == "0" and table["slurm"]["jobs_rejected"] == "2"

@@ -4,9 +4,9 @@
 ``Account``, ``User`` (blank on an account's own row) and ``Share`` (``Fairshare`` in
 older releases; ``parent`` means "use the parent's"), and ``ParentName`` when the dump
 has it (``sacctmgr show assoc format=account,user,share,parentname``); without it every
-account hangs under ``root``. ``GrpTRES`` (its ``gres/gpu``), ``GrpJobs`` and ``MaxJobs``
-are read where the dump has them. Users a history names but the dump lacks get Slurm's
-default share, 1, as ``sacctmgr add user`` gives them.
+account hangs under ``root``. ``GrpTRES`` (its ``gres/gpu``), ``GrpJobs``, ``MaxJobs``,
+``GrpSubmit`` and ``MaxSubmit`` are read where the dump has them. Users a history names
+but the dump lacks get Slurm's default share, 1, as ``sacctmgr add user`` gives them.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ class Assoc:
     grp_gpus: int | None = None
     grp_jobs: int | None = None
     max_jobs: int | None = None
+    #: Jobs submitted and not ended of the association and everything under it
+    #: (``GrpSubmit``), of this association alone (``MaxSubmit``).
+    grp_submit: int | None = None
+    max_submit: int | None = None
 
     @property
     def key(self) -> str:
@@ -74,8 +78,8 @@ def read_assoc(path: str | Path) -> tuple[Assoc, ...]:
         user = row["user"]
         parent = account if user else row.get("parentname", "") or ("" if account == "root" else "root")
         limits: list[int | None] = []
-        for column in ("grptres", "grpjobs", "maxjobs"):
-            value = row.get(column, "")
+        for column in ("grptres", "grpjobs", "maxjobs", "grpsubmit", "maxsubmit"):
+            value = row.get(column, "") or row.get(column + "jobs", "")
             try:
                 if column != "grptres" and value and not value.isdigit():
                     raise ValueError("expected a whole number")

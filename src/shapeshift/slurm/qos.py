@@ -5,8 +5,9 @@ and ``Priority`` (the QOS factor of the multifactor priority is a QOS's priority
 largest one: ``priority_multifactor.c``, ``_get_priority_internal``,
 https://slurm.schedmd.com/priority_multifactor.html), the preemption fields ``Preempt``,
 ``PreemptMode``, ``PreemptExemptTime`` and ``GraceTime`` (``policies/slurm/preempt.py``)
-and the limits ``MaxTRESPU``, ``MaxJobsPU``, ``MaxSubmitPU``, ``GrpTRES`` and ``GrpJobs``
-(``policies/slurm/qos_limits.py``) where the dump has those columns. Of a TRES list only
+and the limits ``MaxTRESPU``, ``MaxJobsPU``, ``GrpTRES`` and ``GrpJobs``
+(``policies/slurm/qos_limits.py``), ``MaxSubmitPU``, ``MaxSubmitPA`` and ``GrpSubmit``
+(``policies/slurm/submit_limits.py``) where the dump has those columns. Of a TRES list only
 ``gres/gpu`` is read (the replay's jobs are whole-GPU requests).
 """
 
@@ -40,6 +41,10 @@ class Qos:
     max_submit_per_user: int | None = None
     grp_gpus: int | None = None
     grp_jobs: int | None = None
+    #: Jobs submitted and not ended (pending or running) of the whole QOS, and per
+    #: account (``GrpSubmit``, ``MaxSubmitPA``): over them a submission is refused.
+    grp_submit: int | None = None
+    max_submit_per_account: int | None = None
 
 
 def tres_gpus(text: str) -> int | None:
@@ -95,6 +100,8 @@ def read_qos(path: str | Path) -> tuple[Qos, ...]:
             ("max_jobs_per_user", ("maxjobspu", "maxjobsperuser")),
             ("max_submit_per_user", ("maxsubmitpu", "maxsubmitjobsperuser")),
             ("grp_jobs", ("grpjobs",)),
+            ("grp_submit", ("grpsubmit", "grpsubmitjobs")),
+            ("max_submit_per_account", ("maxsubmitpa", "maxsubmitjobsperaccount")),
         ):
             column, value = _field(row, names)
             if value and not value.isdigit():
@@ -121,6 +128,8 @@ def read_qos(path: str | Path) -> tuple[Qos, ...]:
                 counts["max_submit_per_user"],
                 gpus["grp_gpus"],
                 counts["grp_jobs"],
+                counts["grp_submit"],
+                counts["max_submit_per_account"],
             )
         )
     return tuple(result)

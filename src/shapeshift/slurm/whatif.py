@@ -25,6 +25,10 @@ from typing import Any
 from shapeshift.errors import InputError
 
 GROUP_COLUMNS = ("source", "group", "jobs", "avg_wait", "p50_wait", "p90_wait", "avg_jct", "gpu_hours")
+#: ``comparison.csv``'s columns after the summary's metrics: jobs refused at submission
+#: (Slurm's submit limits, ``policies/slurm/submit_limits.py``) and the slurm replay's
+#: preemptions by kind (empty where a source has none).
+EXTRA_COLUMNS = ("jobs_rejected", "slurm_preempt_requeued", "slurm_preempt_cancelled")
 
 
 @dataclass
@@ -43,7 +47,8 @@ class WhatIf:
 
         from shapeshift.runs.result_columns import COMPARE_KEYS
 
-        rows = [{"source": s, **{k: v.get(k) for k in COMPARE_KEYS}} for s, v in self.summaries.items()]
+        keys = (*COMPARE_KEYS, *EXTRA_COLUMNS)
+        rows = [{"source": s, **{k: v.get(k) for k in keys}} for s, v in self.summaries.items()]
         return pd.DataFrame(rows)
 
 

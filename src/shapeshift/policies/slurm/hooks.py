@@ -1,24 +1,27 @@
-"""The slurm policy's QOS/association limits and ``preempt/qos`` steps, as a mixin of
-``SlurmPolicy`` (``policy.py``), which owns the state they read: the rules themselves are
-``qos_limits.py`` and ``preempt.py``; this is where the replay's bookkeeping meets them
-(usage counts, the requeued job's begin time and new place, its usage charged)."""
+"""The slurm policy's QOS/association limits, submit limits and ``preempt/qos`` steps, as
+a mixin of ``SlurmPolicy`` (``policy.py``), which owns the state they read: the rules
+themselves are ``qos_limits.py``, ``submit_limits.py`` and ``preempt.py``; this is where
+the replay's bookkeeping meets them (usage counts, grace times, the requeued job's begin
+time and new place, its usage charged)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from shapeshift.engine.contract import PreemptKind
+from shapeshift.engine.state import JobState
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec
-from shapeshift.policies.slurm.plan import Free, Need
-from shapeshift.policies.slurm.preempt import QosPreemption, Running, choose
+from shapeshift.policies.slurm.plan import Ending, Free, Need
+from shapeshift.policies.slurm.preempt import PREEMPT_IN_PROGRESS, QosPreemption, Running, choose
 from shapeshift.policies.slurm.qos_limits import Limits, Usage
+from shapeshift.policies.slurm.submit_limits import SubmitLimits
+from shapeshift.slurm.assoc import read_assoc
 
 if TYPE_CHECKING:
     from shapeshift.engine.fractions import TypedGroups
     from shapeshift.policies.slurm.fairshare import FairShare
     from shapeshift.policies.slurm.fairshare import Running as Charged
-    from shapeshift.policies.slurm.plan import Ending
     from shapeshift.slurm.conf import SlurmConf
 
 
@@ -42,12 +45,43 @@ class LimitsAndPreemption:
     last_tick: float
     #: The earliest end of an exempt time that kept a preemptor waiting (``inf``: none).
     exempt_wake: float
+    #: The submit limits (``None``: none set) and the view of the last decision, whose
+    #: jobs' states say which counted jobs have ended.
+    submits: SubmitLimits | None = None
+    last_view: ClusterView | None = None
 
     if TYPE_CHECKING:  # SlurmPolicy's
 
         def _assoc(self, spec: JobSpec) -> str: ...
         def _need(self, spec: JobSpec) -> Need: ...
         def billable(self, spec: JobSpec) -> float: ...
+
+    def _init_hooks(self, qos: dict, assoc: str) -> None:
+        limits = SubmitLimits(qos, read_assoc(assoc) if assoc else ())
+        self.submits = limits if limits.active else None
+        #: Preempted jobs in their grace time, with its end; preemptors that wait for
+        #: them, with when their preemption began; the planned ends the last
+        #: preemption step changed (old, new or ``None``: gone), for backfill's plan.
+        self.graced: dict[str, float] = {}
+        self.preempting: dict[str, float] = {}
+        self.victims: list[tuple[Ending | None, Ending | None]] = []
+        self.waiting_on: list[tuple[int, Need]] | None = None
+
+    def _submit_refusal(self, spec: JobSpec) -> str:
+        """Why a submit limit refuses ``spec`` at its arrival ('' if none does)."""
+        if self.submits is None:
+            return ""
+        view = self.last_view
+
+        def ended(job_id: str) -> bool:
+            if view is None:  # before the first decision no job has ended
+                return False
+            try:
+                return view.job(job_id).state not in (JobState.PENDING, JobState.RUNNING)
+            except KeyError:  # asked about but never submitted (an admission check)
+                return True
+
+        return self.submits.submit(spec.job_id, spec.qos, spec.tenant or "root", spec.user or "nobody", ended)
 
     def _usage(self, view: ClusterView, job_id: str) -> Usage:
         assert self.limits is not None
@@ -86,11 +120,21 @@ class LimitsAndPreemption:
         }
 
     def _preempt_for(
-        self, view: ClusterView, job_id: str, free: Free, changes: dict[str, Allocation | None]
+        self,
+        view: ClusterView,
+        job_id: str,
+        free: Free,
+        changes: dict[str, Allocation | None],
+        excluded: set[int] | None = None,
     ) -> list[tuple[int, Need]] | None:
-        """Nodes for ``job_id`` once the jobs ``preempt/qos`` chooses are preempted (they
-        are, and their resources go back to ``free``), or ``None``."""
+        """Nodes for ``job_id`` (outside ``excluded``) once the jobs ``preempt/qos``
+        chooses are gone, or ``None``. Chosen jobs without a grace time are preempted now
+        (their resources go back to ``free``); one with a grace time runs on until it ends
+        (``_grace_ends``), and meanwhile the answer is ``None``: the job waits for it.
+        ``victims`` records what each preemption did to the chosen jobs' planned ends,
+        ``waiting_on`` the nodes the job waits for while its preemption completes."""
         assert self.preemption is not None and self.conf is not None
+        self.victims, self.waiting_on = [], None
         status = view.job(job_id)
         part = status.partition
         running = []
@@ -112,26 +156,76 @@ class LimitsAndPreemption:
         qos, prio = status.spec.qos, self.prio[job_id]
         cands = self.preemption.candidates(view.now, qos, prio, nodes, running)
         groups, largest = self.typed.of(status.spec, self.groups[part], self.largest[part])  # --gres=gpu:TYPE:N
-        found = choose(self._need(status.spec), groups, largest, free, cands) if cands else None
+        found = choose(self._need(status.spec), groups, largest, free, cands, excluded) if cands else None
         if found is None:
             end = self.preemption.exempt_end(view.now, qos, prio, nodes, running)
             self.exempt_wake = min(self.exempt_wake, end)
             return None
         placement, victims = found
+        self.waiting_on = placement
+        began = self.preempting.get(job_id)
+        if began is not None and view.now < began + PREEMPT_IN_PROGRESS:
+            return None  # its preemption is still in progress: no more jobs yet (kill_pending)
+        waiting = False
         for victim in victims:
-            kind = self.preemption.kind(victim.qos)
-            self.preempted[victim.job_id] = kind
-            self.preempt_log.append(kind)
-            changes[victim.job_id] = None
-            free.give(list(victim.placement))
-            self._charge_run(view, victim.job_id)
-            if self.limits is not None:
-                self.limits.add(self._usage(view, victim.job_id), -1)
-            if kind is PreemptKind.REQUEUE:
-                self.begin[victim.job_id] = view.now + self.preemption.requeue_delay
-                self.prio.pop(victim.job_id, None)
-                # decide() gives it a new place among equals (a new submit time), as a new job.
+            grace = self.preemption.grace(victim.qos)
+            if grace <= 0:
+                self._preempt_now(view, victim.job_id, list(victim.placement), free, changes)
+                continue
+            waiting = True
+            if victim.job_id in self.graced:  # already signalled: it runs out its grace
+                continue
+            end = view.now + grace
+            self.graced[victim.job_id] = end
+            old = self.endings.get(victim.job_id)
+            if old is not None and old.end > end:
+                self.endings[victim.job_id] = moved = Ending(end, old.placement)
+                self.victims.append((old, moved))
+        if not waiting:
+            self.preempting.pop(job_id, None)
+            self.waiting_on = None
+        else:
+            self.preempting[job_id] = view.now
+            self.exempt_wake = min(self.exempt_wake, min(self.graced.values()))
+            return None
         return placement
+
+    def _preempt_now(
+        self, view: ClusterView, job_id: str, placement: list[tuple[int, Need]], free: Free, changes: dict
+    ) -> None:
+        """Preempt ``job_id`` now: stopped, its resources back in ``free``, its run charged."""
+        assert self.preemption is not None
+        kind = self.preemption.kind(view.job(job_id).spec.qos)
+        self.preempted[job_id] = kind
+        self.preempt_log.append(kind)
+        changes[job_id] = None
+        free.give(placement)
+        self.victims.append((self.endings.get(job_id), None))
+        self._charge_run(view, job_id)
+        if self.limits is not None:
+            self.limits.add(self._usage(view, job_id), -1)
+        if kind is PreemptKind.REQUEUE:
+            self.begin[job_id] = view.now + self.preemption.requeue_delay
+            self.prio.pop(job_id, None)
+            # decide() gives it a new place among equals (a new submit time), as a new job.
+
+    def _grace_ends(self, view: ClusterView, free: Free, changes: dict[str, Allocation | None]) -> None:
+        """Preempt the jobs whose grace time is over (``job_time_limit``); forget those
+        that ended on their own; wake the replay at the next grace end."""
+        if not self.graced:
+            return
+        self.victims = []
+        for job_id, end in list(self.graced.items()):
+            alloc = view.allocations.get(job_id)
+            if alloc is None or end <= view.now:
+                del self.graced[job_id]
+                if alloc is not None:
+                    placement = [(n, Need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement]
+                    self._preempt_now(view, job_id, placement, free, changes)
+            else:
+                self.exempt_wake = min(self.exempt_wake, end)
+        if not self.graced:
+            self.preempting.clear()
 
     def _charge_run(self, view: ClusterView, job_id: str) -> None:
         """Charge a preempted run's usage as a completed one's is charged at the next

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,6 +254,11 @@ class Endings:
         bisect.insort(self.items, ending, key=lambda e: e.end)
         self._built = False
 
+    def remove(self, ending: Ending) -> None:
+        if ending in self.items:  # a job without a time limit has no end here
+            self.items.remove(ending)
+            self._built = False
+
     def on(self, usable: np.ndarray) -> list[int]:
         """The positions of the ends with a node where ``usable`` (a boolean array) holds."""
         if not self.items:
@@ -359,6 +365,12 @@ def _later_start(start_res: float, reservations: list[Reservation], usable: set[
     return None
 
 
+#: Backfill's preemption step (``backfill_preempt.py``): for a job that cannot start
+#: now, given the nodes it may not use and the plan's ends, the nodes it starts on now
+#: (``True``) or holds from now while its preemption completes (``False``), or ``None``.
+PreemptHook = Callable[[Candidate, set[int], Endings], tuple[list[tuple[int, Need]], bool] | None]
+
+
 def backfill(
     now: float,
     queue: list[Candidate],
@@ -369,6 +381,7 @@ def backfill(
     resolution: float,
     max_job_test: int,
     epoch: float = 0.0,
+    preempt: PreemptHook | None = None,
 ) -> BackfillResult:
     """One backfill cycle (``_attempt_backfill``; see the module docstring). ``free`` is
     updated with the jobs it starts. For each job, from ``start_res`` = now: the nodes
@@ -376,7 +389,8 @@ def backfill(
     will-run test (``will_run``) gives a start and nodes; a start after the next instant
     a reserved node comes free is tried again from that instant (``TRY_LATER``); a start
     now starts the job; a start within ``bf_window`` reserves the will-run's nodes, unless
-    they overlap a reservation over that span (then tried again from that start)."""
+    they overlap a reservation over that span (then tried again from that start).
+    ``preempt``: a job that cannot start now may start by preempting (``PreemptHook``)."""
     res = max(resolution, 1.0)
     endings = Endings(running)
     reservations: list[Reservation] = []
@@ -399,6 +413,14 @@ def backfill(
             excluded = {n for r in reservations if r.end > start_res and r.begin <= end for n in r.nodes}
             later = _later_start(start_res, reservations, usable)
             answer = will_run(now, cand, free, endings, excluded, epoch, usable_mask)
+            if preempt is not None and start_res <= now and (answer is None or answer[0] > now):
+                taken = preempt(cand, excluded, endings)
+                if taken is not None and not taken[1]:
+                    finish = math.floor((now + cand.limit + res - 1) / res) * res
+                    held = frozenset(n for n, _ in taken[0])
+                    reservations.append(Reservation(cand.job_id, held, math.floor(now / res) * res, finish))
+                    break
+                answer = (now, taken[0]) if taken is not None else answer
             if answer is None:
                 if later is None:
                     break

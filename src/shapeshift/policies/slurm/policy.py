@@ -18,12 +18,11 @@ Slurm's defaults without either):
 * backfill (``plan.py``) every ``bf_interval`` seconds when ``SchedulerType`` is
   ``sched/backfill``.
 
-Jobs run for their recorded time; every plan uses the time limit (whole minutes; the
-job's, else the partition's ``DefaultTime``, else its ``MaxTime``). Preemption:
-``preempt/partition_prio`` preempts only on nodes that partitions share, and the
-replay's partitions share none, so it changes nothing; ``preempt/qos`` with REQUEUE or
-CANCEL is ``preempt.py`` (in the main scheduler). QOS and association limits hold jobs
-back (``qos_limits.py``).
+Jobs run for their recorded time; plans use the time limit (whole minutes; the job's,
+else the partition's ``DefaultTime``, else its ``MaxTime``). ``preempt/partition_prio``
+preempts only on nodes that partitions share (the replay's share none); ``preempt/qos``
+is ``preempt.py``. QOS/association limits hold jobs back (``qos_limits.py``), submit
+limits refuse them (``submit_limits.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.slurm.backfill_preempt import preempt_hook
 from shapeshift.policies.slurm.ends import EndsByJob
 from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.hooks import LimitsAndPreemption
@@ -85,6 +85,7 @@ class SlurmPolicy(LimitsAndPreemption):
         self.conf: SlurmConf | None = read_slurm_conf(params.conf) if params.conf else None
         self.qos_dump = {q.name: q for q in (read_qos(params.qos) if params.qos else ())}
         self.qos = qos_table(params.qos_priority, tuple(self.qos_dump.values()))
+        self._init_hooks(self.qos_dump, params.assoc)
         #: ``preempt/qos`` (``None`` without it) and the limits (set up with the tree).
         self.preemption: QosPreemption | None = None
         self.limits: Limits | None = None
@@ -175,7 +176,7 @@ class SlurmPolicy(LimitsAndPreemption):
         answer = self._refusals.get((id(nodes), spec.num_gpus))
         if answer is None:
             answer = self._refusals[(id(nodes), spec.num_gpus)] = never_placeable(spec.num_gpus, hit[1])
-        return answer
+        return answer or self._submit_refusal(spec)  # a submit limit refuses it too
 
     # -- facts about jobs -------------------------------------------------------------
     def partition_of(self, spec: JobSpec) -> SlurmPartition | None:
@@ -258,7 +259,7 @@ class SlurmPolicy(LimitsAndPreemption):
     def decide(self, view: ClusterView) -> Schedule:
         if not self._ready:
             self._setup(view)
-        now = view.now
+        now, self.last_view = view.now, view
         for job_id in view.finished:
             end = view.job(job_id).end_time
             self.running.finish(job_id, now if end is None else end)
@@ -289,6 +290,7 @@ class SlurmPolicy(LimitsAndPreemption):
         if self.limits is not None:
             self.limits.reset([self._usage(view, j) for j in view.allocations])
         self.exempt_wake = math.inf
+        self._grace_ends(view, free, changes)  # preempted jobs whose grace time is over
         self._main(view, queue, free, changes, reasons)
         assert self.conf is not None
         sched = self.conf.scheduler
@@ -407,15 +409,9 @@ class SlurmPolicy(LimitsAndPreemption):
         candidates = []
         for job_id in queue[: max(params["bf_max_job_test"], 0)]:  # the cycle tests no more
             status = view.job(job_id)
-            part = status.partition
-            candidates.append(
-                Candidate(
-                    job_id,
-                    self._need(status.spec),
-                    self.limit(status.spec),
-                    *self.typed.of(status.spec, self.groups[part], self.largest[part]),
-                )
-            )
+            spec, part = status.spec, status.partition
+            typed = self.typed.of(spec, self.groups[part], self.largest[part])
+            candidates.append(Candidate(job_id, self._need(spec), self.limit(spec), *typed))
         result = backfill(
             view.now,
             candidates,
@@ -425,6 +421,7 @@ class SlurmPolicy(LimitsAndPreemption):
             resolution=params["bf_resolution"],
             max_job_test=params["bf_max_job_test"],
             epoch=self.params.clock_origin,
+            preempt=preempt_hook(self, view, free, changes, reasons),
         )
         for job_id, placement in result.started:
             if self.limits is not None:

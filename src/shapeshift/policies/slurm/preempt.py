@@ -26,17 +26,28 @@ slurm.conf(5) ``PreemptMode``:
   (its age and its place among equals start again) and a begin time ``cred_expire + 1``
   seconds later (``AuthInfo=cred_expire``, default 120; ``batch_requeue_fini``; master
   also reads ``SchedulerParameters=requeue_delay``, not read here);
+* a QOS ``GraceTime`` (``preempt_qos.c``, ``_get_grace_time``: the preemptee's QOS's):
+  the job is sent SIGTERM and runs on until ``GraceTime`` seconds after (its end time
+  becomes the earlier of its own and that, ``_job_check_grace_internal``); then
+  ``job_time_limit`` (``job_mgr.c``) preempts it as above. Its resources stay held
+  until then, so the preemptor waits. While a preemption it began is younger than
+  ``KillWait + MessageTimeout`` (defaults 30 + 10 s), the preemptor preempts no more
+  jobs (``select_nodes``, ``kill_pending``, ``node_scheduler.c``);
 * the mode of a job is its QOS's ``PreemptMode``, else the cluster's (``preempt_p_get_mode``).
 
 In the main scheduler a preemptor sorts before any job it may preempt
-(``sort_job_queue2``). Slurm starts the preemptor at its next pass, once the preempted
-jobs' nodes are released; the replay has no completing state and starts it at once.
+(``sort_job_queue2``); backfill preempts too (``backfill_preempt.py``). Slurm starts the
+preemptor at its next pass, once the preempted jobs' nodes are released; the replay has
+no completing state and starts it at once (after a grace time: when it ends).
 
-Refused with one line, naming the source: SUSPEND (the preemptor and the suspended job
-time-slice under the gang scheduler, ``src/slurmctld/gang.c``, and suspended jobs keep
-their GRES, so a GPU job cannot gain GPUs by suspending one: slurm.conf(5)
-``PreemptMode``), and a QOS ``GraceTime`` above 0 (the preempted job runs on for that
-long, which the replay does not model).
+Refused with one line, naming the source: SUSPEND. A suspended job gives up its CPU
+cores only and keeps its memory and GRES (``select/cons_common``, ``_build_cr_job_list``
+removes a SUSPEND-mode preemptee with ``JOB_RES_ACTION_RESUME``: cores only,
+``job_resources.c``; slurm.conf(5) ``PreemptMode``: "Suspended jobs will not release
+GRES. Higher priority jobs will not be able to preempt to gain access to GRES"), and the
+preemptor and the suspended job then share the cores by the gang scheduler's time
+slices (``src/slurmctld/gang.c``, ``SchedulerTimeSlice``) within one partition. The
+replay's engine has no suspended state and no time slicing, so it cannot replay this.
 """
 
 from __future__ import annotations
@@ -55,6 +66,9 @@ from shapeshift.slurm.qos import Qos
 REORDER_COUNT = 1
 #: ``AuthInfo=cred_expire`` default (``DEFAULT_EXPIRATION_WINDOW``).
 CRED_EXPIRE = 120
+#: ``KillWait`` + ``MessageTimeout`` defaults (``DEFAULT_KILL_WAIT``,
+#: ``DEFAULT_MSG_TIMEOUT``): how long a preemptor's preemption counts as in progress.
+PREEMPT_IN_PROGRESS = 30 + 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +96,24 @@ class QosPreemption:
         modes = {self.mode(name) for q in qos.values() for name in q.preempt} | {self.cluster_mode}
         if "suspend" in modes:
             raise InputError(
-                "PreemptType=preempt/qos with PreemptMode=SUSPEND: the preemptor and the suspended job"
-                " time-slice under the gang scheduler (src/slurmctld/gang.c) and suspended jobs keep their GPUs"
-                " (slurm.conf(5) PreemptMode); the slurm replay does not model it",
+                "PreemptType=preempt/qos with PreemptMode=SUSPEND: a suspended job keeps its memory and GPUs"
+                " and gives up only its CPU cores (select/cons_common/job_test.c _build_cr_job_list,"
+                " JOB_RES_ACTION_RESUME; slurm.conf(5) PreemptMode: suspended jobs do not release GRES), and the"
+                " preemptor time-slices with it under the gang scheduler (src/slurmctld/gang.c); the slurm"
+                " replay has no suspended state or time slices; use REQUEUE or CANCEL",
                 path=conf.path,
                 field="PreemptMode",
             )
-        graced = sorted(q.name for q in qos.values() if q.grace_time > 0)
-        if graced:
-            raise InputError(
-                f"QOS {', '.join(graced)}: GraceTime above 0 (a preempted job runs on that long,"
-                " src/interfaces/preempt.c _job_check_grace_internal); the slurm replay does not model it",
-                field="GraceTime",
-            )
+
+    def grace(self, qos: str) -> int:
+        """The preemptee's grace time in seconds (``_get_grace_time``: its QOS's ``GraceTime``)."""
+        q = self.qos.get(qos)
+        return q.grace_time if q is not None else 0
+
+    def may_preempt_any(self, qos: str) -> bool:
+        """Whether a job of ``qos`` may preempt any job at all (a quick test before a search)."""
+        q = self.qos.get(qos)
+        return q is not None and (bool(q.preempt) or self._flag(q, "within"))
 
     def mode(self, qos: str) -> str:
         """The job's preemption mode (``preempt_p_get_mode``): its QOS's, else the cluster's."""
@@ -172,17 +191,23 @@ class QosPreemption:
 
 
 def choose(
-    need: Need, groups: list[list[int]], largest: int, free: Free, candidates: list[Running]
+    need: Need,
+    groups: list[list[int]],
+    largest: int,
+    free: Free,
+    candidates: list[Running],
+    excluded: set[int] | None = None,
 ) -> tuple[list[tuple[int, Need]], list[Running]] | None:
-    """Nodes for ``need`` and the jobs to preempt for them (``_run_now``), or ``None``
-    when even all candidates gone leave no room. ``free`` is not changed."""
+    """Nodes for ``need`` outside ``excluded`` and the jobs to preempt for them
+    (``_run_now``), or ``None`` when even all candidates gone leave no room. ``free`` is
+    not changed."""
     order = list(candidates)
     passes = 0
     while True:
         future = free.copy()
         for i, cand in enumerate(order):
             future.give(list(cand.placement))
-            placement = fit(need, groups, future, largest)
+            placement = fit(need, groups, future, largest, excluded)
             if placement is None:
                 continue
             chosen = {n for n, _ in placement}

@@ -16,9 +16,9 @@ jobs. The checks, in Slurm's order:
 * QOS ``GrpTRES`` gres/gpu (``QOSGrpGRES``), ``MaxTRESPU`` gres/gpu (``QOSMaxGRESPerUser``);
 * association ``GrpTRES`` gres/gpu up the tree (``AssocGrpGRES``).
 
-Counted per QOS and user, per QOS, and per association. ``MaxSubmitPU`` refuses a
-submission (``acct_policy_validate``) rather than holding a job, and is not applied
-(docs/slurm.md).
+Counted per QOS and user, per QOS, and per association. The submit limits
+(``MaxSubmitPU``, ``GrpSubmit``, ...) refuse a submission rather than hold a job:
+``submit_limits.py``.
 """
 
 from __future__ import annotations
