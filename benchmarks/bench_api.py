@@ -1,4 +1,4 @@
-"""The controller's HTTP API under load (issue 20, item 19), against a real ``shapeshift serve``.
+"""The controller's HTTP API under load, against a real ``shapeshift serve``.
 
     python benchmarks/bench_api.py [--clients 64] [--submits 4] [--idle 1000] [--runs 1]
     python benchmarks/bench_api.py --idle 0 --runs 5 --compare /work/main/src

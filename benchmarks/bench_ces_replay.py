@@ -1,4 +1,4 @@
-"""CES (Helios cluster energy saving) figures on the Philly node series (issue 7).
+"""CES (Helios cluster energy saving) figures on the Philly node series.
 
 Run: python benchmarks/bench_ces_replay.py [SERIES] [--sim]
 

@@ -4,7 +4,7 @@
    GPUs, measured profiles with statistical efficiency from ``pollux-profiles``, 30 s
    restarts as the authors' simulator) under ``pollux`` with 60 s rounds and prints
    the wall time and the average JCT (the original Pollux simulator needs tens of
-   minutes for this trace). Goal (issue 14): under 60 s on the 2-core machine.
+   minutes for this trace). Goal: under 60 s on the 2-core machine.
 2. Decision time of ``pollux`` with 160 jobs on 64 GPUs: all of workload-6 submitted at
    once, jobs placed and run for ``--warm`` rounds of 60 s (so jobs hold GPUs, have
    progress and restart history), then ``--repeat`` more rounds each timed; p50 / p99.

@@ -1,4 +1,4 @@
-"""Decision time of ``kueue`` and ``kai`` (issue: 10,000 pending workloads over 100 queues
+"""Decision time of ``kueue`` and ``kai`` (goal: 10,000 pending workloads over 100 queues
 in 10 cohorts, p99 per decision under 50 ms) and a replay of the Philly trace mapped to
 queues by virtual cluster (goal: under 2 minutes).
 

@@ -1,4 +1,4 @@
-"""Primo figures for the README (issue 16): duration prediction, monotone effect, model choice, CES.
+"""Primo figures for the docs: duration prediction, monotone effect, model choice, CES.
 
     python benchmarks/bench_primo.py [--part helios|philly|ces|all] [--trials 12] [--jobs 20000]
 

@@ -10,7 +10,7 @@ and runs already there are skipped, so an interrupted sweep resumes where it sto
 Workloads: ``base``, ``bp``, ``mt`` (the paper's traces) and ``llm50`` (the base trace
 redrawn so half the jobs are LLaMA jobs, ``reproduce --sweep llm`` at 0.5). The
 deviations (parameters of ``rubick``, defaults = the paper) are listed in DEVIATIONS;
-``legacy`` switches all of them on at once (the defaults before issue 17). Guarantee
+``legacy`` switches all of them on at once (the older defaults, see CHANGELOG.md). Guarantee
 rules (margins, SLO guard, fixed or packed guaranteed jobs) only act on ``mt``, the only
 trace with guaranteed jobs; they are run there only.
 """

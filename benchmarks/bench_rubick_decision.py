@@ -9,7 +9,7 @@ cold first decision (fitting the 7-row samples) is printed separately.
 
     python benchmarks/bench_rubick_decision.py [--policy rubick] [--repeat 50]
 
-Requirement (issue 6): p50 and p99 under 200 ms.
+Requirement: p50 and p99 under 200 ms.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ is that run's alone. Printed per run: wall seconds of the simulation (``run``: b
 simulate and summary; the trace is read before timing), decisions, peak RSS; per policy and
 regime, the growth exponent b of wall = a * jobs^b fitted over the sizes (1 = linear), and
 the same fit of the preemptions the policy's rules make (where every size has some).
-Goals on the project's 2-core machine (issue 22): every policy under 30 s at 100k jobs on a
+Goals on the project's 2-core machine: every policy under 30 s at 100k jobs on a
 cluster sized for about 80% utilisation (``load80``) and on one without queueing (``free``),
 b under 1.2; 1,000,000 jobs with fifo under 60 s and 4 GB. ``overload`` is a stress test:
 its load grows with the trace, and at these sizes las's and gavel's rules restart more
@@ -64,7 +64,7 @@ CLUSTERS = {"free": "1000x8", "overload": "150x8"}
 REGIMES = ("load80", "free", "overload")
 RATE = 500.0
 SEED = 1
-#: The utilisation the ``load80`` cluster is sized for (issue 22), and its node size.
+#: The utilisation the ``load80`` cluster is sized for, and its node size.
 TARGET_LOAD = 0.8
 GPUS_PER_NODE = 8
 

@@ -1,5 +1,5 @@
 """The scale benchmark's ``load80`` cluster: sized so the trace's offered load fills 80%
-of its GPUs (issue 22). Hand-derived on tiny traces."""
+of its GPUs. Hand-derived on tiny traces."""
 
 from __future__ import annotations
 

@@ -142,7 +142,7 @@ def test_long_boot_does_not_stop_the_simulation_early():
 
 
 def test_a_job_arriving_between_bins_wakes_nodes_at_once():
-    """Issue 18, bug 4 (Helios Algorithm 2's arrival check). 4x8, FIFO, buffer 0, boot 300 s.
+    """Helios Algorithm 2's arrival check). 4x8, FIFO, buffer 0, boot 300 s.
     a (8 GPUs, 100 s) at 0: the first control step keeps 1 node and powers 3 down. b (16
     GPUs) arrives at 700, between the bins at 600 and 1200: one more node is woken at 700
     and is up at 1000, when b starts (not woken at the 1200 bin and started at 1500)."""

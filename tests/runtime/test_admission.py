@@ -1,4 +1,4 @@
-"""Issue 20 items 2, 3, 6, 7, 10, 11, 12: what a submit goes through, launch failures,
+"""What a submit goes through, launch failures,
 unwritable or locked state, and one controller per state directory."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The bounded chaos test (issue 20): 12 jobs submitted while the controller is SIGKILLed
+"""The bounded chaos test: 12 jobs submitted while the controller is SIGKILLed
 and restarted 3 times. Whatever the timing, no acknowledged job is lost, none runs to
 the end twice, none is stuck, and every job ends completed (the demo's injected failures
 are retried within max_retries). The long form is benchmarks/bench_runtime_chaos.py."""

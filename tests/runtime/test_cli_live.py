@@ -1,4 +1,4 @@
-"""The live runtime's CLI as a user meets it (issue 21): machine-readable output, filters,
+"""The live runtime's CLI as a user meets it: machine-readable output, filters,
 logs without a controller, and every way ``serve`` can fail to start as one line, exit 2."""
 
 from __future__ import annotations

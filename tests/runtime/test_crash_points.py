@@ -1,4 +1,4 @@
-"""Crash-injection harness (issue 20, items 1-5 and 13): the controller dies at a named
+"""Crash-injection harness: the controller dies at a named
 point (``SHAPESHIFT_CRASH_AT``, see ``store.crash_point``) exactly as if SIGKILLed, a new
 controller starts on the same state directory, and the outcome must be the truth.
 

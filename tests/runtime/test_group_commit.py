@@ -1,4 +1,4 @@
-"""Group commit of submits (issue 20, item 19's latency goal): concurrent submits share one
+"""Group commit of submits (for the submit latency goal): concurrent submits share one
 transaction without losing exactly-once (submission ids) or durability before the answer."""
 
 from __future__ import annotations

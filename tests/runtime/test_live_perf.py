@@ -1,4 +1,4 @@
-"""Issue 20 item 20: a plan-aware policy running live learns from the workers' reports
+"""A plan-aware policy running live learns from the workers' reports
 (the same ``Knowledge.observe``/refit as in simulation), and ``queue --perf`` shows the
 model's predicted iteration time beside the observed one."""
 

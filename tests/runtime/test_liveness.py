@@ -1,4 +1,4 @@
-"""Issue 20 items 9 and 14: time limits, progress heartbeats, and the shutdown choice."""
+"""Time limits, progress heartbeats, and the shutdown choice."""
 
 from __future__ import annotations
 

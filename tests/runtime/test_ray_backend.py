@@ -84,9 +84,9 @@ def test_three_jobs_on_two_ray_nodes_all_complete(live, ray_cluster):
     reason="kills a Ray node (about 12 s alone under load): set SHAPESHIFT_RAY_NODE_KILL=1",
 )
 def test_a_dead_ray_node_is_excluded_and_the_healthy_job_completes_on_time(live, ray_cluster):
-    # Issue 20 item 8 (kept last: it removes a node of the module's cluster). Two long jobs,
-    # one per node; node001 dies. The old backend froze the loop on blocking Ray calls and
-    # placed the retry on the dead node again. Now: the job on node000 keeps being polled
+    # Kept last (it removes a node of the module's cluster). Two long jobs, one per
+    # node; node001 dies. The loop must not block on Ray calls nor place the retry on
+    # the dead node: the job on node000 keeps being polled
     # and completes; the vanished job is requeued and runs on node000, never on node001.
     from shapeshift.runtime.backends.ray_backend import RayBackend
 

@@ -1,7 +1,7 @@
-"""Issue 20 item 8 without a Ray cluster: the Ray backend's calls from the control loop
+"""Without a Ray cluster: the Ray backend's calls from the control loop
 return at once, whatever a dead node does, and dead nodes are named. Ray itself is
-replaced by a stand-in whose remote calls never answer (a node that died mid-call); the
-old backend blocked 30 s per rank in ``ray.get``. The end-to-end version, with a real
+replaced by a stand-in whose remote calls never answer (a node that died mid-call), so
+a blocking ``ray.get`` would hang the test. The end-to-end version, with a real
 two-node local Ray cluster, is ``test_ray_backend.py``."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""The controller as a local attacker would try it (issue 20, items 15-19): each test
-failed on the stdlib server and the single shared token."""
+"""The controller as a local attacker would try it."""
 
 from __future__ import annotations
 

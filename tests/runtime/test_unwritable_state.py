@@ -1,7 +1,7 @@
-"""Issue 20, item 10: a read-only or full state store while the controller runs.
+"""A read-only or full state store while the controller runs.
 
-It used to look healthy: ``/health`` said OK and a submit dropped the connection. Now
-``/health`` answers 503 naming the cause, a submit gets ONE clear 503 (nothing stored:
+The controller must not look healthy then: ``/health``
+answers 503 naming the cause, a submit gets ONE clear 503 (nothing stored:
 no job row, no event, no job id used up), reads keep answering, the controller stays up
 and takes submits again once the store is writable.
 

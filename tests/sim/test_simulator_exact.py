@@ -224,7 +224,7 @@ def test_each_completion_is_reported_once_to_the_next_decision():
 
 
 def test_a_job_finishing_as_another_arrives_finishes_first():
-    """Issue 18, bug 3: 0.1 + 0.2 is 0.30000000000000004 in floating point. a (submitted at
+    """0.1 + 0.2 is 0.30000000000000004 in floating point. a (submitted at
     0.1, 0.2 s) finishes at 0.3, the instant b arrives; LAS must not preempt the finishing
     job for b. Expected: a ends at 0.3, no preemption."""
     from shapeshift.engine.overheads import Overheads

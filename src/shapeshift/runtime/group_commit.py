@@ -1,6 +1,6 @@
 """Group commit: one thread handles every submission waiting at that moment in one call.
 
-Why: a burst of submits (64 clients x 4 at once) used to cost each submit its own thread
+Why: a burst of submits (64 clients x 4 at once) would otherwise cost each submit its own thread
 hop from the event loop and its own SQLite transaction, serialised behind the store's
 write lock, so the last submit of the burst waited behind ~1 ms of work per earlier one.
 Here the event loop only queues the request body and awaits a future; one admission

@@ -27,7 +27,7 @@ def test_load_based_admission_holds_a_job_until_capacity_frees():
 
 
 def test_load_based_admission_lets_demand_cross_the_threshold_by_one_job():
-    """Issue 18, bug 2 (Blox ``load_based_accept.py``): 1x4, a (3 GPUs, 1,000 s) at 0 and
+    """Blox ``load_based_accept.py``: 1x4, a (3 GPUs, 1,000 s) at 0 and
     b (2 GPUs, 10 s) at 1. Demand before b is 3 <= 4 (1.0x) and <= 4.8 (1.2x): b is
     admitted at 1 in both cases; event-driven LAS then runs it at once (it has attained
     nothing), preempting a."""
@@ -40,7 +40,7 @@ def test_load_based_admission_lets_demand_cross_the_threshold_by_one_job():
 
 
 def test_load_based_demand_counts_jobs_it_did_not_admit_itself():
-    """Issue 18, bug 1: after ``auto`` switches from accept-all to load-based 1.2x, the
+    """After ``auto`` switches from accept-all to load-based 1.2x, the
     running jobs still count as demand. 1x4; four 1-GPU 5,000 s jobs run from 0 (demand 4);
     eight 1-GPU 50 s jobs arrive at 100. Demand 4 <= 4.8 admits one (demand 5 > 4.8), so
     exactly one newcomer is admitted at 100, not all eight."""

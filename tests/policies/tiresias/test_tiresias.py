@@ -83,8 +83,7 @@ def test_tiresias_skew_placement_consolidates_only_models_with_skewed_tensors():
 
 
 def test_a_spread_placement_sensitive_job_runs_slower_with_the_placement_model():
-    # trace-placement (default changed by issue 18: Gavel's measured figures replace the
-    # approximate 1.3x). Transformer at batch 64 on 2 V100s, Gavel's
+    # trace-placement: Gavel's measured figures, not an approximate 1.3x. Transformer at batch 64 on 2 V100s, Gavel's
     # simulation_throughputs.json: 15.876 steps/s on one server, 7.005 spread, so spread
     # over 2 nodes when one could hold its 2 GPUs it runs at 7.005 / 15.876 (the
     # "generic" GPUs of a shorthand cluster take the V100 figures). On one node, or with a
