@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from shapeshift.cli.main import app
 from shapeshift.errors import InputError
-from shapeshift.policies.framework.registry import PolicyInfo, PolicyParams, _typed_values, make_policy
+from shapeshift.policies.framework.registry import PolicyInfo, PolicyParams, _typed_values, make_policy, policy_info
 
 
 @pytest.mark.parametrize("text", ["3250,7200", "[3250, 7200]", " 3250 , 7200 "])
@@ -56,3 +56,17 @@ def test_the_command_line_takes_both_forms():
         assert result.exit_code == 0, result.output
     bad = runner.invoke(app, ["simulate", "--policy", "tiresias", "--policy-arg", "thresholds=1,x", "-q"])
     assert bad.exit_code == 2 and "element 2 ('x')" in bad.output and "Traceback" not in bad.output
+
+
+def test_none_turns_off_a_parameter_whose_off_value_is_none():
+    # rubick's starvation_threshold is ``float | None`` (None: the rule is off), so the
+    # command line's ``none`` must reach it as None; a plain float parameter refuses it.
+    rubick = policy_info("rubick")
+    for word in ("none", "NONE "):
+        values = _typed_values(rubick, {"starvation_threshold": word})
+        assert rubick.params.model_validate(values).starvation_threshold is None
+    make_policy("rubick", {"starvation_threshold": "none"})  # builds
+    with pytest.raises(InputError, match="starvation_threshold"):
+        make_policy("rubick", {"starvation_threshold": "never"})
+    with pytest.raises(InputError):
+        make_policy("tiresias", {"starvation": "none"})

@@ -147,13 +147,21 @@ def _container(annotation: Any) -> type | None:
     return None
 
 
+def _is_none_word(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "none"
+
+
 def _typed_values(info: PolicyInfo, args: Mapping[str, Any]) -> dict[str, Any]:
-    """Command-line text for list and mapping parameters as lists and mappings:
+    """Command-line text as typed values: ``none`` for a parameter that may be None, and
+    list and mapping parameters as lists and mappings:
     ``3250,7200`` or JSON ``[3250, 7200]`` for a list; ``a:1,b:2`` or JSON
     ``{"a": 1}`` for a mapping. Elements are then checked by the parameter model."""
     fields = {f.alias or key: f for key, f in info.params.model_fields.items()}
     out = dict(args)
     for key, value in args.items():
+        if key in fields and _is_none_word(value) and type(None) in get_args(fields[key].annotation):
+            out[key] = None  # ``name=none`` turns off a parameter whose off value is None
+            continue
         kind = _container(fields[key].annotation) if key in fields else None
         if kind is None or not isinstance(value, str):
             continue

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Schedule
@@ -72,12 +72,6 @@ class AntManParams(PlanAwareParams):
     guaranteed_backfill: bool = False
     opportunistic_after: float | None = Field(3600.0, gt=0, allow_inf_nan=False)
     dynamic_gpus: bool = False
-
-    @field_validator("opportunistic_after", mode="before")
-    @classmethod
-    def _none_word(cls, value: object) -> object:
-        """``--policy-arg opportunistic_after=none`` switches the conversion off."""
-        return None if isinstance(value, str) and value.strip().lower() == "none" else value
 
 
 @register(
