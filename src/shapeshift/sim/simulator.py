@@ -102,8 +102,8 @@ def simulate(
     # Bound once: this loop runs once per event. The sources are few and fixed, so the
     # loop asks each by name instead of gathering their instants into a list every event.
     # Completions and the timer move with every event; the next arrival moves only when
-    # arrivals fire, and the wake-up only when it fires or the policy decides, so those
-    # two are asked again only then.
+    # arrivals fire, and the wake-up only when it fires or a decision asks for one or
+    # replaces one, so those two are asked again only then.
     done_due, done_fire = completions.due, completions.fire
     arrival_due, arrival_fire = arrivals.due, arrivals.fire
     timer_due = timer.due if timer is not None else None
@@ -132,8 +132,8 @@ def simulate(
         if woke:
             events += wake_fire(now)
         schedule = engine.step(now)
-        if schedule is not None or woke:
-            t_wake = wake_due()
+        if woke or (schedule is not None and (schedule.wake_at is not None or t_wake < inf)):
+            t_wake = wake_due()  # a decision that asks for no wake-up leaves none standing
         if timer is not None:
             timer.passed(now)
         if not work and arrivals.exhausted and queue.quiet_from(now):

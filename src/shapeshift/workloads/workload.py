@@ -113,6 +113,12 @@ def format_gpu_speed(speeds: tuple[tuple[str, float], ...]) -> str:
 def _parsed(values: list[str], parse: Callable[[str], Any], empty: Any) -> Iterator[Any]:
     """``parse`` of each text in ``values`` ("" is ``empty``), each distinct text parsed
     once, lazily: a bad text raises when its row is reached, after the rows before it."""
+    if not any(values):  # the column is empty, as most are in most traces
+        return repeat(empty, len(values))
+    return _parse_each(values, parse, empty)
+
+
+def _parse_each(values: list[str], parse: Callable[[str], Any], empty: Any) -> Iterator[Any]:
     known: dict[str, Any] = {"": empty}
     for text in values:
         value = known.get(text, known)

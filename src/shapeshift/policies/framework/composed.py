@@ -154,14 +154,21 @@ class ComposedPolicy:
             return decide_partitions(
                 view, lambda partition: self._decide_partition(view, partition, scratch), _WAITING, self._first_wake
             )
-        # One partition (most decisions, once per event): decided here, its result the
-        # schedule's, as ``decide_partitions`` would, without its per-partition calls.
+        # One partition (most decisions, once per event): the step of ``_decide_partition``
+        # taken here, its result the schedule's, as ``decide_partitions`` would give, without
+        # the calls per partition that cost a tenth of a decision.
         (partition,) = dirty
-        decision = self._decide_partition(view, partition, [])
         wakes = self._wakes
+        if wakes:
+            wakes.pop(partition, None)
+        preemptive = self.ordering.preemptive
+        if view.pending_count(partition) == 0 and (not preemptive or not view.running(partition)):
+            return Schedule(view.allocations, {}, {}, _WAITING, min(wakes.values()) if wakes else None)
+        if preemptive:
+            decision = self._decide_preemptive(view, partition, view.scratch())
+        else:
+            decision = self._decide_greedy(view, partition, view.scratch())
         wake = min(wakes.values()) if wakes else None
-        if decision is NOTHING:
-            return Schedule(view.allocations, {}, {}, _WAITING, wake)
         return Schedule(view.allocations, decision.changes, decision.reasons, _WAITING, wake)
 
     def _decide_partition(self, view: ClusterView, partition: str, scratch: list[FreeResources]) -> PartitionDecision:
