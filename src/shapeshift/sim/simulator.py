@@ -101,31 +101,42 @@ def simulate(
 
     # Bound once: this loop runs once per event. The sources are few and fixed, so the
     # loop asks each by name instead of gathering their instants into a list every event.
+    # Completions and the timer move with every event; the next arrival moves only when
+    # arrivals fire, and the wake-up only when it fires or a decision asks for one or
+    # replaces one, so those two are asked again only then.
     done_due, done_fire = completions.due, completions.fire
     arrival_due, arrival_fire = arrivals.due, arrivals.fire
     timer_due = timer.due if timer is not None else None
     wake_due, wake_fire = wakeup.due, wakeup.fire
+    t_arrival, t_wake = arrival_due(), wake_due()
 
     while True:
-        t_done, t_arrival, t_wake = done_due(), arrival_due(), wake_due()
+        t_done = done_due()
         t_timer = timer_due() if timer_due is not None else inf
         now = min(t_done, t_arrival, t_timer, t_wake)
         if now == inf:
             break
         # Fired in this order when due at the same instant: the work (completions, then
         # arrivals) before the clocks.
+        work = False
         if t_done == now:
             events += done_fire(now)
+            work = True
         if t_arrival == now:
             events += arrival_fire(now)
+            t_arrival = arrival_due()
+            work = True
         if t_timer == now and timer is not None:
             events += timer.fire(now)
-        if t_wake == now:
+        woke = t_wake == now
+        if woke:
             events += wake_fire(now)
         schedule = engine.step(now)
+        if woke or (schedule is not None and (schedule.wake_at is not None or t_wake < inf)):
+            t_wake = wake_due()  # a decision that asks for no wake-up leaves none standing
         if timer is not None:
             timer.passed(now)
-        if t_done > now and t_arrival > now and arrivals.exhausted and queue.quiet_from(now):
+        if not work and arrivals.exhausted and queue.quiet_from(now):
             # Only a clock fired, nothing will complete (no job runs, or every running job
             # is stuck at speed 0) and nothing will arrive: a policy that keeps its
             # schedule unchanged would spin the timer forever. Some policies' choices move

@@ -89,6 +89,10 @@ def _where(view: ClusterView, partition: str) -> str:
     return f" in vc {partition}" if partition else ""
 
 
+#: Why a waiting job that no step explained waits.
+_WAITING = "waiting behind higher-priority jobs"
+
+
 def left_behind(gpus: int, where: str, left: int) -> str:
     """Why a waiting job was passed over in a preemptive walk: ``left`` GPUs remained."""
     return f"needs {count(gpus, 'GPU')}{where}, {left} left after higher-priority jobs"
@@ -144,21 +148,42 @@ class ComposedPolicy:
     def decide(self, view: ClusterView) -> Schedule:
         if self._prepare is not None:
             self._prepare(view)
-        scratch: list[FreeResources] = []  # one copy of the free resources, made when first needed
-        wakes, preemptive = self._wakes, self.ordering.preemptive
+        dirty = view.dirty_partitions
+        if len(dirty) != 1:
+            scratch: list[FreeResources] = []  # one copy of the free resources, made when first needed
+            return decide_partitions(
+                view, lambda partition: self._decide_partition(view, partition, scratch), _WAITING, self._first_wake
+            )
+        # One partition (most decisions, once per event): the step of ``_decide_partition``
+        # taken here, its result the schedule's, as ``decide_partitions`` would give, without
+        # the calls per partition that cost a tenth of a decision.
+        (partition,) = dirty
+        wakes = self._wakes
+        if wakes:
+            wakes.pop(partition, None)
+        preemptive = self.ordering.preemptive
+        if view.pending_count(partition) == 0 and (not preemptive or not view.running(partition)):
+            return Schedule(view.allocations, {}, {}, _WAITING, min(wakes.values()) if wakes else None)
+        if preemptive:
+            decision = self._decide_preemptive(view, partition, view.scratch())
+        else:
+            decision = self._decide_greedy(view, partition, view.scratch())
+        wake = min(wakes.values()) if wakes else None
+        return Schedule(view.allocations, decision.changes, decision.reasons, _WAITING, wake)
 
-        def decide_partition(partition: str) -> PartitionDecision:
-            if wakes:
-                wakes.pop(partition, None)
-            if view.pending_count(partition) == 0 and (not preemptive or not view.running(partition)):
-                return NOTHING  # nothing waits, or nothing at all: no decision can change anything
-            if not scratch:
-                scratch.append(view.scratch())
-            if preemptive:
-                return self._decide_preemptive(view, partition, scratch[0])
-            return self._decide_greedy(view, partition, scratch[0])
-
-        return decide_partitions(view, decide_partition, "waiting behind higher-priority jobs", self._first_wake)
+    def _decide_partition(self, view: ClusterView, partition: str, scratch: list[FreeResources]) -> PartitionDecision:
+        """One partition's step; ``scratch`` holds the one copy of the free resources that
+        every partition of the decision shares, made when first needed."""
+        if self._wakes:
+            self._wakes.pop(partition, None)
+        preemptive = self.ordering.preemptive
+        if view.pending_count(partition) == 0 and (not preemptive or not view.running(partition)):
+            return NOTHING  # nothing waits, or nothing at all: no decision can change anything
+        if not scratch:
+            scratch.append(view.scratch())
+        if preemptive:
+            return self._decide_preemptive(view, partition, scratch[0])
+        return self._decide_greedy(view, partition, scratch[0])
 
     def _first_wake(self) -> float | None:
         """When the first lease keeping a newcomer waiting runs out, in any partition."""

@@ -136,7 +136,8 @@ def _shared_rules(fraction_rule: str) -> Callable[[_Find], _Find]:
         def find(self: Any, job: JobSpec, nodes: np.ndarray, free: FreeResources) -> Allocation | None:
             if job.num_gpus == 0:
                 return _cpu_only(job, nodes, free)
-            nodes = eligible(job, nodes, free)
+            if job.gpu_types:
+                nodes = eligible(job, nodes, free)
             if job.gpu_milli and free.milli is not None:
                 return fraction_find(job, nodes, free, fraction_rule)
             return find_whole(self, job, nodes, free)
