@@ -36,6 +36,13 @@ class LucidParams(PolicyParams):
     system_tuner: bool = False
     tuner_every_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
     tuner_jobs: int = Field(300, ge=10)
+    #: Sharing scores per profiled configuration (the artifact: model, dataset, batch size,
+    #: AMP; ``configs.py``) where ``profiles`` gives configurations, else per model (our
+    #: catalog's one profile per model); ``model`` ignores ``profiles``.
+    scores: Literal["configuration", "model"] = "configuration"
+    #: A per-configuration profile file in the artifact's column layout (``configs.py``),
+    #: read from the user's disk; "" = none (every job is scored per model).
+    profiles: str = ""
     #: Binder: most a pair's sharing scores may add up to (artifact: 2).
     share_threshold: int = Field(2, ge=0, le=4)
     #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
