@@ -124,3 +124,27 @@ def test_a_configuration_pairs_by_its_own_label_and_memory(tmp_path):
         result = simulate([first, job("b", batch, submit=1.0)], one_gpu(), policy, overheads=Overheads(0.0, 0.0))
         assert {j.job_id: j.first_start for j in result.jobs}["b"] == pytest.approx(start)
     assert policy.scores == {"a": 2, "b": 2}
+
+
+def test_monotone_gpus_pools_a_shorter_estimate_for_more_gpus():
+    # The thesis's PAV rule on the duration estimate's GPU-count shape: 50 jobs each of 1,
+    # 2, 4 and 8 GPUs lasting 1000, 500, 2000 and 4000 s. Unconstrained, 2 GPUs predict
+    # less than 1. Pool-adjacent violators pools the 1- and 2-GPU bins into their
+    # count-weighted mean (equal counts: the plain mean) and leaves 4 and 8 in order.
+    from shapeshift.perf.colocation import SharingProfile
+    from shapeshift.policies.lucid.models import DurationModel, PrAMSettings
+
+    PROFILE = SharingProfile(0.5, 0.2, 3.0)  # noqa: N806 (a constant of this test)
+    settings = PrAMSettings(interactions=0, max_rounds=2000)
+    fitted = {}
+    for monotone in (False, True):
+        model = DurationModel(settings=settings, monotone_gpus=monotone)
+        for i, (gpus, seconds) in enumerate([(1, 1000.0), (2, 500.0), (4, 2000.0), (8, 4000.0)] * 50):
+            model.observe(JobSpec(f"j{i}", 0.0, gpus, duration=seconds), PROFILE, seconds)
+        model.fit()
+        specs = [JobSpec(f"q{g}", 0.0, g, duration=1.0) for g in (1, 2, 4, 8)]
+        fitted[monotone] = model.predict(specs, [PROFILE] * 4)
+    free, pav = fitted[False], fitted[True]
+    assert free[1] < free[0]
+    assert pav[0] == pytest.approx(pav[1]) and pav[0] == pytest.approx((free[0] + free[1]) / 2)
+    assert pav[1] <= pav[2] <= pav[3] and pav[2:] == pytest.approx(free[2:])

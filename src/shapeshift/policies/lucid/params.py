@@ -66,6 +66,9 @@ class LucidParams(PolicyParams):
     pram_interactions: int = Field(20, ge=0)
     pram_max_rounds: int = Field(5000, ge=1)
     outer_bags: int = Field(1, ge=1)
+    #: The thesis's rule, off as the artifact's notebook lacks it: the duration estimate
+    #: made non-decreasing in the GPU count (pool-adjacent violators, ``models.py``).
+    monotone_gpus: bool = False
     #: Ablation only, not Lucid: order the main queue by the job's recorded duration
     #: (GPUs x true duration) instead of the learned estimate, to measure what the
     #: estimate costs. A scheduler cannot know it.

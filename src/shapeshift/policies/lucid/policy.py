@@ -91,7 +91,7 @@ class Lucid(BinderMixin):
         pram = PrAMSettings(
             params.pram_learning_rate, params.pram_interactions, params.pram_max_rounds, params.outer_bags
         )
-        self.durations = DurationModel(params.seed, pram, params.train_window)
+        self.durations = DurationModel(params.seed, pram, params.train_window, params.monotone_gpus)
         self.forecaster = SubmissionForecaster(params.seed, pram)
         self.placement = PLACEMENTS[params.placement]()
         self.features: dict[str, SharingProfile] = {}
