@@ -134,7 +134,7 @@ def test_monotone_gpus_pools_a_shorter_estimate_for_more_gpus():
     from shapeshift.perf.colocation import SharingProfile
     from shapeshift.policies.lucid.models import DurationModel, PrAMSettings
 
-    PROFILE = SharingProfile(0.5, 0.2, 3.0)  # noqa: N806 (a constant of this test)
+    PROFILE = SharingProfile(0.5, 0.2, 3.0)
     settings = PrAMSettings(interactions=0, max_rounds=2000)
     fitted = {}
     for monotone in (False, True):
