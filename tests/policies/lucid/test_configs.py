@@ -148,3 +148,16 @@ def test_monotone_gpus_pools_a_shorter_estimate_for_more_gpus():
     assert free[1] < free[0]
     assert pav[0] == pytest.approx(pav[1]) and pav[0] == pytest.approx((free[0] + free[1]) / 2)
     assert pav[1] <= pav[2] <= pav[3] and pav[2:] == pytest.approx(free[2:])
+
+
+def test_the_forecaster_still_fits_beside_monotone_gpus():
+    # Found by the Philly run with oracle durations: the GPU-count rule was applied to the
+    # submission forecaster's fit too, which has no GPU count, and every fit failed.
+    # Three days of one submission per 10-minute bin: the forecaster fits and forecasts.
+    from shapeshift.policies.lucid.models import PrAMSettings, SubmissionForecaster
+
+    forecaster = SubmissionForecaster(settings=PrAMSettings(interactions=0, max_rounds=20))
+    for b in range(3 * 144):
+        forecaster.observe_submit(b * 600.0 + 1.0)
+    now = 3 * 86400.0
+    assert forecaster.fit(now) and forecaster.forecast(now) is not None

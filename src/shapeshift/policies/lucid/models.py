@@ -293,8 +293,6 @@ class SubmissionForecaster:
         y = series[start - first :]
         self.model = _pram(self.seed, self.settings, 0, len(FORECAST_FEATURES))
         self.model.fit(x, y)
-        if self.monotone_gpus and len(np.unique(x[:, GPUS])) > 1:
-            self.model.monotonize(GPUS, increasing=True)
         self.evaluate = RowEvaluator(self.model)
         self._cached = None
         return True
