@@ -86,6 +86,10 @@ def test_a_bad_row_is_one_error_naming_line_and_field(tmp_path, row, line, field
 def test_missing_columns_and_missing_file_are_input_errors(tmp_path):
     with pytest.raises(InputError, match="lack columns"):
         ConfigProfiles.read(profiles(tmp_path, "model,dataset,batchsize\ntoy,set,32\n"))
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"model,dataset\n\xff\xfe\n")
+    with pytest.raises(InputError, match="not UTF-8"):
+        ConfigProfiles.read(binary)
     with pytest.raises(InputError, match="cannot read"):
         Lucid(LucidParams(profiles=str(tmp_path / "absent.csv")))
 

@@ -82,6 +82,8 @@ class ConfigProfiles:
             text = path.read_text()
         except OSError as exc:
             raise InputError(f"cannot read Lucid profiles: {exc.strerror}", path=str(path)) from None
+        except UnicodeDecodeError:
+            raise InputError("Lucid profiles are not UTF-8 text", path=str(path)) from None
         rows = csv.DictReader(text.splitlines())
         fields = set(rows.fieldnames or ())
         missing = [c for c in COLUMNS if c not in fields]
