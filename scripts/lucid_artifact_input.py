@@ -12,7 +12,9 @@ Writes into ``OUT_DIR`` (outside the repository):
 and, with ``--artifact`` (a work tree of S-Lab-System-Group/Lucid ``simulation/``), the
 artifact's Philly input under ``OUT_DIR/artifact``: ``cluster_full_log.csv`` (the same jobs
 with the same ids, and every later Philly job for its estimator notebook to train on),
-``vc_config.csv`` (``philly`` = 44 nodes). Each job gets the model Shapeshift draws for it
+``vc_config.csv`` (``philly`` = 44 nodes), and ``OUT_DIR/lucid-profiles.csv``: each
+week job's configuration with the artifact's label, for Shapeshift's
+``--policy-arg profiles=...`` (per-configuration sharing scores). Each job gets the model Shapeshift draws for it
 (``shapeshift.perf.colocation``: a hash of id and seed 0) and one of that model's
 profiled configurations (dataset, batch size, AMP) from the artifact's own
 ``analyzer/single_data.csv``, by a hash of its id, with that configuration's measured
@@ -93,12 +95,15 @@ def main() -> None:
                 "submit_time": job.timestamp,
                 "duration": round(job.duration),
                 **{k: config[k] for k in ("dataset", "model", "batchsize", "amp", "speed")},
-                **{k: config[k] for k in ("gpu_util", "gmem_util", "gmem")},
+                **{k: config[k] for k in ("gpu_util", "gmem_util", "gmem", "label")},
             }
         )
     target = out / "artifact"
     target.mkdir(exist_ok=True)
-    pd.DataFrame(rows).to_csv(target / "cluster_full_log.csv", index=False)
+    frame = pd.DataFrame(rows)
+    frame.drop(columns="label").to_csv(target / "cluster_full_log.csv", index=False)
+    profiles = ["job_id", "model", "dataset", "batchsize", "amp", "gpu_util", "gmem_util", "gmem", "label"]
+    frame[profiles].head(len(week)).to_csv(out / "lucid-profiles.csv", index=False)
     (target / "vc_config.csv").write_text(f",num\nphilly,{NODES}\n")
     print(f"{len(rows)} jobs (from {FIRST}) -> {target / 'cluster_full_log.csv'}")
 

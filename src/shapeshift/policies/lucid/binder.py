@@ -25,6 +25,7 @@ class BinderMixin:
 
     features: dict[str, SharingProfile]
     scores: dict[str, int]
+    labels: dict[str, int]
     priority: dict[str, float]
     profiling: dict[str, float]
     running_partners: RunningPartners
@@ -45,9 +46,13 @@ class BinderMixin:
         return hit[1]
 
     def _score(self, job_id: str) -> int:
+        """The job's configuration's label where the profile file gives one, else the
+        packing model's score of its measured features."""
         score = self.scores.get(job_id)
         if score is None:
-            score = self.scores[job_id] = sharing_score(self.packing, self.features[job_id])
+            label = self.labels.get(job_id)
+            score = label if label is not None else sharing_score(self.packing, self.features[job_id])
+            self.scores[job_id] = score
         return score
 
     def _memory(self, view: ClusterView, job_id: str, node: int) -> float:

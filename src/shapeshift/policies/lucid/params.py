@@ -36,6 +36,13 @@ class LucidParams(PolicyParams):
     system_tuner: bool = False
     tuner_every_days: float = Field(7.0, gt=0.0, allow_inf_nan=False)
     tuner_jobs: int = Field(300, ge=10)
+    #: Sharing scores per profiled configuration (the artifact: model, dataset, batch size,
+    #: AMP; ``configs.py``) where ``profiles`` gives configurations, else per model (our
+    #: catalog's one profile per model); ``model`` ignores ``profiles``.
+    scores: Literal["configuration", "model"] = "configuration"
+    #: A per-configuration profile file in the artifact's column layout (``configs.py``),
+    #: read from the user's disk; "" = none (every job is scored per model).
+    profiles: str = ""
     #: Binder: most a pair's sharing scores may add up to (artifact: 2).
     share_threshold: int = Field(2, ge=0, le=4)
     #: Binder: a newcomer's priority may be at most this times its partner's (artifact: 2).
@@ -59,6 +66,9 @@ class LucidParams(PolicyParams):
     pram_interactions: int = Field(20, ge=0)
     pram_max_rounds: int = Field(5000, ge=1)
     outer_bags: int = Field(1, ge=1)
+    #: The thesis's rule, off as the artifact's notebook lacks it: the duration estimate
+    #: made non-decreasing in the GPU count (pool-adjacent violators, ``models.py``).
+    monotone_gpus: bool = False
     #: Ablation only, not Lucid: order the main queue by the job's recorded duration
     #: (GPUs x true duration) instead of the learned estimate, to measure what the
     #: estimate costs. A scheduler cannot know it.

@@ -56,11 +56,12 @@ import numpy as np
 from shapeshift.engine.replay import Replay, require
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Schedule
-from shapeshift.perf.colocation import SharingProfile
+from shapeshift.perf.colocation import SharingProfile, noisy
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
 from shapeshift.policies.framework.placement import PLACEMENTS
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.lucid.binder import BinderMixin
+from shapeshift.policies.lucid.configs import ConfigProfiles
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, PartnerIndex, fit_packing_model
 from shapeshift.policies.lucid.params import LucidParams
@@ -90,11 +91,16 @@ class Lucid(BinderMixin):
         pram = PrAMSettings(
             params.pram_learning_rate, params.pram_interactions, params.pram_max_rounds, params.outer_bags
         )
-        self.durations = DurationModel(params.seed, pram, params.train_window)
+        self.durations = DurationModel(params.seed, pram, params.train_window, params.monotone_gpus)
         self.forecaster = SubmissionForecaster(params.seed, pram)
         self.placement = PLACEMENTS[params.placement]()
         self.features: dict[str, SharingProfile] = {}
         self.scores: dict[str, int] = {}
+        #: Per-configuration profiles (``profiles``) and the labels they gave jobs.
+        configs = params.profiles and params.scores == "configuration"
+        self.configs = ConfigProfiles.read(params.profiles) if configs else None
+        self.labels: dict[str, int] = {}
+        self.configured: set[str] = set()
         self.running_partners = RunningPartners()
         self._shapes: dict[int, tuple[np.ndarray, tuple[int, int, float]]] = {}
         self.priority: dict[str, float] = {}
@@ -299,7 +305,7 @@ class Lucid(BinderMixin):
                 changes[job_id] = None
                 free.give(alloc)
                 spec = view.job(job_id).spec
-                self._to_main(view, partition, spec, measure(spec, self.p.seed))
+                self._to_main(view, partition, spec, self._measure(spec))
         queue = self.profile_queue.get(partition, [])
         while queue:
             job_id = queue[0][2]
@@ -375,11 +381,23 @@ class Lucid(BinderMixin):
             self.awaiting_profile.discard(job_id)
             self._measure_unprofiled(job_id, spec)  # measured while it runs
 
+    def _measure(self, spec: JobSpec) -> SharingProfile:
+        """What the profiler reads for ``spec``: its configuration's figures where the
+        profile file gives its configuration (the artifact's per-configuration data),
+        else its model's profile; with the profiler's reading noise either way."""
+        config = self.configs.of(spec) if self.configs is not None else None
+        if config is None:
+            return measure(spec, self.p.seed)
+        self.configured.add(spec.job_id)
+        if config.label is not None:
+            self.labels[spec.job_id] = config.label
+        return noisy(config.profile, spec.job_id, self.p.seed)
+
     def _measure_unprofiled(self, job_id: str, spec: JobSpec) -> None:
         """Features for a job the profiler has not measured: read once it runs (the
         artifact knows every job's features, so it pairs unprofiled jobs too)."""
         if job_id not in self.features:
-            self.features[job_id] = measure(spec, self.p.seed)
+            self.features[job_id] = self._measure(spec)
 
     def summary_fields(self) -> dict[str, float | int]:
         """Policy figures for ``summary.json``."""
@@ -389,6 +407,8 @@ class Lucid(BinderMixin):
             "lucid_paired": self.paired,
             "lucid_paired_over_4_gpus": self.paired_large,
         }
+        if self.configs is not None:
+            fields["lucid_scored_by_configuration"] = len(self.configured)
         if self.scaler is not None:
             fields.update(lucid_profiler_grown=self.scaler.grown, lucid_profiler_shrunk=self.scaler.shrunk)
         if self.p.system_tuner:
