@@ -224,7 +224,8 @@ class SiaPolicy:
             return float(table.best(k, r)[0][0])
         if kind == "plan":
             # Throughput per packed shape changes only when the model is refit: cached.
-            version = getattr(self.knowledge.knowledge(spec.model), "version", 0)
+            model = self.knowledge.knowledge(spec.model)
+            version = model.version if model is not None else 0
             key = (spec.job_id, r, gpn, version)
             if key not in self._plan_cache:
                 self._plan_cache[key] = self._plan_goodput(spec, r, gpn)

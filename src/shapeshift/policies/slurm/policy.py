@@ -46,6 +46,7 @@ from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
 from shapeshift.slurm.assoc import complete_tree, read_assoc
+from shapeshift.slurm.cluster import SlurmCluster
 from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
 from shapeshift.slurm.qos import read_qos
 
@@ -123,7 +124,7 @@ class SlurmPolicy(LimitsAndPreemption):
 
     # -- set-up on the first decision: the cluster is known only then -----------------
     def _setup(self, view: ClusterView) -> None:
-        conf = self.conf or getattr(view.cluster, "slurm", None)
+        conf = self.conf or (view.cluster.slurm if isinstance(view.cluster, SlurmCluster) else None)
         if conf is None:
             from shapeshift.slurm.conf import SlurmConf as Conf
 
