@@ -28,6 +28,7 @@ class StubKnowledge:
         self.thr = thr
         self.observed = observed
         self.refits = 0
+        self.version = 0  # as ModelKnowledge: bumped on a refit; the stub never refits
 
     def knowledge(self, model: str) -> object:
         return self
