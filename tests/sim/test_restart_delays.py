@@ -11,10 +11,11 @@ from __future__ import annotations
 import pytest
 
 from shapeshift.engine.overheads import Overheads
-from shapeshift.model import Allocation, Resources, Schedule
+from shapeshift.model import Allocation, Resources
 from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.placement import Consolidated
 from tests.conftest import by_id, jcts, job, run
+from tests.sim.test_simulator_exact import Scripted
 
 SIA = Overheads(restore_penalty="sia-artifact")
 
@@ -58,19 +59,6 @@ def test_a_relaunch_after_a_preemption_pays_one_delay_not_a_launch_plus_a_restor
     assert by_id(result)["a"].preemptions == 1
 
 
-class _Scripted:
-    name = "scripted"
-    triggers = frozenset({"arrival", "completion"})
-    default_round = None
-
-    def __init__(self, script):
-        self.script = list(script)
-
-    def decide(self, view):
-        desired = self.script.pop(0)(view) if self.script else dict(view.allocations)
-        return Schedule.replace(view.allocations, desired)
-
-
 @pytest.mark.parametrize(("model", "delay"), [("pollux/cifar10", 50), ("pollux/yolov3", 80), ("other", 30)])
 def test_a_reconfiguration_pays_the_applications_delay(model, delay):
     # a (1000 s) starts on node 0 at 0 and pauses `delay`: at 200, when b arrives, it has
@@ -79,7 +67,7 @@ def test_a_reconfiguration_pays_the_applications_delay(model, delay):
     on = lambda n: Allocation(((n, Resources(1)),))  # noqa: E731
     script = [lambda v: {"a": on(0)}, lambda v: {"a": on(1), "b": on(0)}]
     trace = [job("a", 0, 1, 1000, model=model), job("b", 200, 1, 10)]
-    result = run(trace, "2x1", _Scripted(script), overheads=SIA)
+    result = run(trace, "2x1", Scripted(script), overheads=SIA)
     assert jcts(result)["a"] == 1000 + 2 * delay
     # b (model "") starts at 200 with the artifact's default 30 s.
     assert jcts(result)["b"] == 30 + 10
