@@ -22,7 +22,8 @@
 #   second-scale jobs; PriorityCalcPeriod cannot go below one minute.
 #
 # Environment: NODES (default 4), GPUS (per node, default 4), CPUS (per node, default 8),
-# SLURM_EXTRA (extra slurm.conf lines, e.g. "PriorityWeightJobSize=1000"), and the
+# KILL_WAIT (KillWait, default 1), SLURM_EXTRA (extra slurm.conf lines, e.g.
+# "PriorityWeightJobSize=1000"), and the
 # ports CTLD_PORT (6817), DBD_PORT (6819), DBPORT (mariadb, 3307), NODE_PORT (17000 + i).
 set -euo pipefail
 
@@ -31,6 +32,7 @@ DIR=${2:-/tmp/ss-slurm}
 NODES=${NODES:-4}
 GPUS=${GPUS:-4}
 CPUS=${CPUS:-8}
+KILL_WAIT=${KILL_WAIT:-1}
 DBPORT=${DBPORT:-3307}
 CTLD_PORT=${CTLD_PORT:-6817}
 DBD_PORT=${DBD_PORT:-6819}
@@ -84,7 +86,7 @@ TaskPlugin=task/none
 MpiDefault=none
 ReturnToService=2
 InactiveLimit=0
-KillWait=1
+KillWait=$KILL_WAIT
 MinJobAge=600
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory

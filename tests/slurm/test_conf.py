@@ -165,3 +165,46 @@ def test_conf_preemption_keys(tmp_path):
     # Slurm's defaults: no exempt time (-1), cred_expire 120, lowest-priority first.
     conf = read_slurm_conf(_conf(tmp_path, "NodeName=n1 CPUs=4 Gres=gpu:2\nPartitionName=p Nodes=ALL\n"))
     assert (conf.preempt_exempt_time, conf.cred_expire, conf.preempt_youngest_first) == (None, 120, False)
+
+
+def test_conf_kill_wait_and_message_timeout(tmp_path):
+    # read_config.c: KillWait and MessageTimeout are uint16 values (s_p_handle_uint16:
+    # 0..65535, UNLIMITED/INFINITE = 65535), defaults 30 and 10 (DEFAULT_KILL_WAIT,
+    # DEFAULT_MSG_TIMEOUT).
+    head = "NodeName=n1 CPUs=4 Gres=gpu:2\nPartitionName=p Nodes=ALL\n"
+    conf = read_slurm_conf(_conf(tmp_path, head))
+    assert (conf.kill_wait, conf.msg_timeout) == (30, 10)
+    conf = read_slurm_conf(_conf(tmp_path, head + "KillWait=5\nMessageTimeout=UNLIMITED\n"))
+    assert (conf.kill_wait, conf.msg_timeout) == (5, 65535)
+    assert "killwait" not in conf.ignored and "messagetimeout" not in conf.ignored
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("KillWait=inf\n", "KillWait"),
+        ("KillWait=nan\n", "KillWait"),
+        ("KillWait=-1\n", "KillWait"),
+        ("KillWait=2.5\n", "KillWait"),
+        ("MessageTimeout=65536\n", "MessageTimeout"),
+        ("MessageTimeout=ten\n", "MessageTimeout"),
+    ],
+)
+def test_conf_bad_kill_wait_or_message_timeout_names_file_line_key(tmp_path, text, key):
+    path = _conf(tmp_path, "NodeName=n1 CPUs=4 Gres=gpu:2\nPartitionName=p Nodes=ALL\n" + text)
+    with pytest.raises(InputError) as err:
+        read_slurm_conf(path)
+    assert (err.value.path, err.value.line, err.value.field) == (str(path), 3, key)
+
+
+def test_conf_suspend_needs_gang_and_a_bad_mode_names_its_own_line(tmp_path):
+    # read_config.c: "PreemptMode=SUSPEND requires GANG too" (slurmctld does not start);
+    # SUSPEND,GANG is read. A bad PreemptMode names the PreemptMode line, not another.
+    head = "NodeName=n1 CPUs=4 Gres=gpu:2\nPartitionName=p Nodes=ALL\nSchedulerParameters=bf_interval=5\n"
+    for text, match in (("PreemptMode=SUSPEND\n", "requires GANG"), ("PreemptMode=PAUSE\n", "bad PreemptMode")):
+        path = _conf(tmp_path, head + "PreemptType=preempt/qos\n" + text)
+        with pytest.raises(InputError, match=match) as err:
+            read_slurm_conf(path)
+        assert (err.value.line, err.value.field) == (5, "PreemptMode")
+    conf = read_slurm_conf(_conf(tmp_path, head + "PreemptType=preempt/qos\nPreemptMode=SUSPEND,GANG\n"))
+    assert (conf.preempt_mode, conf.preempt_flags) == ("suspend", ("gang",))

@@ -108,6 +108,11 @@ class SlurmConf:
     #: ``AuthInfo=cred_expire`` (seconds, default 120): a requeued job may begin that long
     #: plus one second after its requeue (``job_mgr.c``).
     cred_expire: int = 120
+    #: ``KillWait`` and ``MessageTimeout`` (seconds; defaults 30 and 10,
+    #: ``DEFAULT_KILL_WAIT``/``DEFAULT_MSG_TIMEOUT``): a preemptor whose preemption began
+    #: less than their sum ago preempts no more jobs (``node_scheduler.c``, ``select_nodes``).
+    kill_wait: int = 30
+    msg_timeout: int = 10
     ignored: tuple[str, ...] = ()
 
     def partition(self, name: str) -> SlurmPartition | None:
@@ -299,6 +304,17 @@ def _partition(reader: _Reader, number: int, values: dict[str, str], nodes: dict
     )
 
 
+def _uint16(text: str) -> int:
+    """A ``uint16`` value as ``s_p_handle_uint16`` reads it (``parse_value.c``): a whole
+    number 0..65535, or ``UNLIMITED``/``INFINITE`` (``INFINITE16``, 65535)."""
+    if text.strip().lower() in ("unlimited", "infinite"):
+        return 0xFFFF
+    number = count(text)
+    if number > 0xFFFF:
+        raise ValueError("expected a whole number from 0 to 65535")
+    return number
+
+
 def _billing_weight(key: str, text: str) -> float:
     """A ``TRESBillingWeights`` weight per unit the replay counts (CPUs, GPUs, GB): a
     memory weight's suffix names its unit (``0.25G`` per GB) and a bare one is per MB
@@ -368,9 +384,19 @@ def _globals(
         bf_continue=bf_continue,
     )
     preempt_mode = get("preemptmode", "OFF", str).lower()
+    mode_line = glob.get("preemptmode", (None, ""))[0]
     if not set(preempt_mode.split(",")) <= _PREEMPT_MODES:
-        raise InputError(f"bad PreemptMode {preempt_mode!r}", path=str(reader.path), line=number, field="PreemptMode")
+        raise InputError(
+            f"bad PreemptMode {preempt_mode!r}", path=str(reader.path), line=mode_line, field="PreemptMode"
+        )
     modes = preempt_mode.split(",")
+    if modes == ["suspend"]:  # read_config.c: slurmctld refuses to start
+        raise InputError(
+            "PreemptMode=SUSPEND requires GANG too (PreemptMode=SUSPEND,GANG), as slurmctld says",
+            path=str(reader.path),
+            line=mode_line,
+            field="PreemptMode",
+        )
     exempt_text = get("preemptexempttime", "-1", str).strip()
     exempt = None if exempt_text in ("-1", "") else get("preemptexempttime", "-1", lambda t: time_seconds(t) or 0)
     preempt_params = {p.strip().lower() for p in get("preemptparameters", "", str).split(",")}
@@ -378,8 +404,16 @@ def _globals(
     cred_expire = reader.value("AuthInfo.cred_expire", auth["cred_expire"], count) if "cred_expire" in auth else 120
     if cred_expire < 5:  # slurm_cred.c: an invalid value falls back to the default
         cred_expire = 120
+
+    def uint16(key: str, name: str, default: str) -> int:
+        number, text = glob.get(key, (0, default))
+        reader.line = number
+        return reader.value(name, text, _uint16)
+
+    kill_wait = uint16("killwait", "KillWait", "30")
+    msg_timeout = uint16("messagetimeout", "MessageTimeout", "10")
     modelled = {"prioritytype", "priorityflags", "schedulertype", "schedulerparameters", "preempttype", "preemptmode"}
-    modelled |= {"preemptexempttime", "preemptparameters"}
+    modelled |= {"preemptexempttime", "preemptparameters", "killwait", "messagetimeout"}
     modelled |= {k for k in glob if k.startswith("priorityweight") and k != "priorityweighttres"}
     modelled |= {"prioritydecayhalflife", "prioritymaxage", "priorityfavorsmall", "prioritycalcperiod"}
     reader.ignored.update(k for k in glob if k not in modelled)
@@ -396,6 +430,8 @@ def _globals(
         preempt_youngest_first="youngest_first" in preempt_params
         or "preempt_youngest_first" in {k for k in text.lower().split(",")},
         cred_expire=cred_expire,
+        kill_wait=kill_wait,
+        msg_timeout=msg_timeout,
         ignored=tuple(sorted(reader.ignored)),
     )
 

@@ -1,4 +1,4 @@
-"""``preempt/qos`` (REQUEUE, CANCEL; SUSPEND refused; GraceTime: test_grace.py) and QOS/association limits.
+"""``preempt/qos`` (REQUEUE, CANCEL; SUSPEND: test_suspend.py; GraceTime: test_grace.py) and QOS/association limits.
 
 Expectations derived by hand from Slurm's source (master after 25.05, checked against
 22.05): preempt_qos.c, src/interfaces/preempt.c, cons_tres/job_test.c ``_run_now``,
@@ -116,14 +116,6 @@ def test_preempt_exempt_time_protects_a_young_job(tmp_path):
     extra = "PreemptType=preempt/qos\nPreemptMode=CANCEL\nPreemptExemptTime=00:00:45\n"
     result = by_id(run(_pair(), _cluster(tmp_path, extra), "slurm", _qos(tmp_path)))
     assert result["h"].first_start == 45
-
-
-def test_suspend_is_refused_with_one_line_naming_why(tmp_path):
-    # A suspended job keeps its GPUs (cons_common _build_cr_job_list: cores only) and
-    # time-slices with its preemptor (gang.c): the engine has neither.
-    cluster = _cluster(tmp_path, "PreemptType=preempt/qos\nPreemptMode=SUSPEND,GANG\n")
-    with pytest.raises(InputError, match=r"SUSPEND.*GPUs.*_build_cr_job_list.*gang.c"):
-        run(_pair(), cluster, "slurm", _qos(tmp_path))
 
 
 def _r(job_id, node, gpus, order):

@@ -13,7 +13,7 @@ from shapeshift.engine.state import JobState
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec
 from shapeshift.policies.slurm.plan import Ending, Free, Need
-from shapeshift.policies.slurm.preempt import PREEMPT_IN_PROGRESS, QosPreemption, Running, choose
+from shapeshift.policies.slurm.preempt import QosPreemption, Running, choose
 from shapeshift.policies.slurm.qos_limits import Limits, Usage
 from shapeshift.policies.slurm.submit_limits import SubmitLimits
 from shapeshift.slurm.assoc import read_assoc
@@ -156,16 +156,22 @@ class LimitsAndPreemption:
         qos, prio = status.spec.qos, self.prio[job_id]
         cands = self.preemption.candidates(view.now, qos, prio, nodes, running)
         groups, largest = self.typed.of(status.spec, self.groups[part], self.largest[part])  # --gres=gpu:TYPE:N
-        found = choose(self._need(status.spec), groups, largest, free, cands, excluded) if cands else None
+        rule = self.preemption
+        need = self._need(status.spec)
+        found = choose(need, groups, largest, free, cands, excluded, rule.suspends) if cands else None
+        # A job left out only for its exempt time may change the choice when it ends,
+        # whether or not the job waits on a preemption meanwhile: look again then.
+        self.exempt_wake = min(self.exempt_wake, rule.exempt_end(view.now, qos, prio, nodes, running))
         if found is None:
-            end = self.preemption.exempt_end(view.now, qos, prio, nodes, running)
-            self.exempt_wake = min(self.exempt_wake, end)
             return None
         placement, victims = found
         self.waiting_on = placement
         began = self.preempting.get(job_id)
-        if began is not None and view.now < began + PREEMPT_IN_PROGRESS:
-            return None  # its preemption is still in progress: no more jobs yet (kill_pending)
+        if began is not None and view.now < began + rule.in_progress:
+            # Its preemption is still in progress: no more jobs yet (kill_pending); the
+            # replay looks again when that window ends (Slurm: at its next pass).
+            self.exempt_wake = min(self.exempt_wake, began + rule.in_progress)
+            return None
         waiting = False
         for victim in victims:
             grace = self.preemption.grace(victim.qos)

@@ -31,8 +31,8 @@ slurm.conf(5) ``PreemptMode``:
   becomes the earlier of its own and that, ``_job_check_grace_internal``); then
   ``job_time_limit`` (``job_mgr.c``) preempts it as above. Its resources stay held
   until then, so the preemptor waits. While a preemption it began is younger than
-  ``KillWait + MessageTimeout`` (defaults 30 + 10 s), the preemptor preempts no more
-  jobs (``select_nodes``, ``kill_pending``, ``node_scheduler.c``);
+  ``KillWait + MessageTimeout`` (slurm.conf; defaults 30 + 10 s), the preemptor
+  preempts no more jobs (``select_nodes``, ``kill_pending``, ``node_scheduler.c``);
 * the mode of a job is its QOS's ``PreemptMode``, else the cluster's (``preempt_p_get_mode``).
 
 In the main scheduler a preemptor sorts before any job it may preempt
@@ -40,14 +40,26 @@ In the main scheduler a preemptor sorts before any job it may preempt
 preemptor at its next pass, once the preempted jobs' nodes are released; the replay has
 no completing state and starts it at once (after a grace time: when it ends).
 
-Refused with one line, naming the source: SUSPEND. A suspended job gives up its CPU
-cores only and keeps its memory and GRES (``select/cons_common``, ``_build_cr_job_list``
-removes a SUSPEND-mode preemptee with ``JOB_RES_ACTION_RESUME``: cores only,
-``job_resources.c``; slurm.conf(5) ``PreemptMode``: "Suspended jobs will not release
-GRES. Higher priority jobs will not be able to preempt to gain access to GRES"), and the
-preemptor and the suspended job then share the cores by the gang scheduler's time
-slices (``src/slurmctld/gang.c``, ``SchedulerTimeSlice``) within one partition. The
-replay's engine has no suspended state and no time slicing, so it cannot replay this.
+SUSPEND (slurm.conf ``PreemptMode=SUSPEND,GANG``, or a QOS's ``PreemptMode=suspend``):
+a suspended job gives up its CPU cores only and keeps its memory and GRES
+(``cons_common/job_test.c`` ``_build_cr_job_list`` removes a SUSPEND-mode preemptee with
+``JOB_RES_ACTION_RESUME``: cores only, ``job_resources.c``; slurm.conf(5)
+``PreemptMode``: "Suspended jobs will not release GRES. Higher priority jobs will not
+be able to preempt to gain access to GRES"). So in 22.05's ``_run_now``:
+
+* when the first candidate's mode is SUSPEND, the job is only tried on an extra row of
+  cores (``qos_preemptor``): its GPUs and memory must be free, its cores may be held;
+  no job is suspended for it by the selection, and no REQUEUE or CANCEL candidate is
+  tried at all;
+* otherwise SUSPEND-mode candidates are skipped ("can't remove job"): only the REQUEUE
+  and CANCEL ones are taken off and preempted.
+
+A GPU job whose GPUs a SUSPEND-mode job holds therefore waits for that job's end, as
+the real 22.05 did (docs/slurm.md). What the replay cannot do: where a preemptor's GPUs
+and memory are free and only cores are held, Slurm starts it and the gang scheduler
+time-slices it with the jobs on those cores (``gang.c``, ``SchedulerTimeSlice``); the
+engine has no suspended state or time slices, so the replay keeps those cores held and
+the preemptor waits for them (docs/slurm.md's fidelity table).
 """
 
 from __future__ import annotations
@@ -57,7 +69,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from shapeshift.engine.contract import PreemptKind
-from shapeshift.errors import InputError
 from shapeshift.policies.slurm.plan import Free, Need, fit
 from shapeshift.slurm.conf import SlurmConf
 from shapeshift.slurm.qos import Qos
@@ -66,9 +77,6 @@ from shapeshift.slurm.qos import Qos
 REORDER_COUNT = 1
 #: ``AuthInfo=cred_expire`` default (``DEFAULT_EXPIRATION_WINDOW``).
 CRED_EXPIRE = 120
-#: ``KillWait`` + ``MessageTimeout`` defaults (``DEFAULT_KILL_WAIT``,
-#: ``DEFAULT_MSG_TIMEOUT``): how long a preemptor's preemption counts as in progress.
-PREEMPT_IN_PROGRESS = 30 + 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +101,8 @@ class QosPreemption:
         self.exempt = conf.preempt_exempt_time
         self.requeue_delay = conf.cred_expire + 1
         self.youngest_first = youngest_first
-        modes = {self.mode(name) for q in qos.values() for name in q.preempt} | {self.cluster_mode}
-        if "suspend" in modes:
-            raise InputError(
-                "PreemptType=preempt/qos with PreemptMode=SUSPEND: a suspended job keeps its memory and GPUs"
-                " and gives up only its CPU cores (select/cons_common/job_test.c _build_cr_job_list,"
-                " JOB_RES_ACTION_RESUME; slurm.conf(5) PreemptMode: suspended jobs do not release GRES), and the"
-                " preemptor time-slices with it under the gang scheduler (src/slurmctld/gang.c); the slurm"
-                " replay has no suspended state or time slices; use REQUEUE or CANCEL",
-                path=conf.path,
-                field="PreemptMode",
-            )
+        #: How long a preemptor's preemption counts as in progress (``kill_pending``).
+        self.in_progress = conf.kill_wait + conf.msg_timeout
 
     def grace(self, qos: str) -> int:
         """The preemptee's grace time in seconds (``_get_grace_time``: its QOS's ``GraceTime``)."""
@@ -120,6 +119,10 @@ class QosPreemption:
         q = self.qos.get(qos)
         own = q.preempt_mode if q is not None else "cluster"
         return self.cluster_mode if own in ("cluster", "off") else own
+
+    def suspends(self, job: Running) -> bool:
+        """Whether ``job``'s preemption mode is SUSPEND (it keeps its GPUs and memory)."""
+        return self.mode(job.qos) == "suspend"
 
     def kind(self, qos: str) -> PreemptKind:
         return PreemptKind.CANCEL if self.mode(qos) == "cancel" else PreemptKind.REQUEUE
@@ -197,15 +200,23 @@ def choose(
     free: Free,
     candidates: list[Running],
     excluded: set[int] | None = None,
+    suspends: Callable[[Running], bool] | None = None,
 ) -> tuple[list[tuple[int, Need]], list[Running]] | None:
     """Nodes for ``need`` outside ``excluded`` and the jobs to preempt for them
     (``_run_now``), or ``None`` when even all candidates gone leave no room. ``free`` is
-    not changed."""
+    not changed. A candidate ``suspends`` says is SUSPEND-mode keeps its resources: with
+    one first in the order nothing is tried (the extra-row test, which the replay's held
+    cores fail as the plain fit did); elsewhere it is skipped."""
     order = list(candidates)
+    keeps = suspends or (lambda _: False)
+    if order and keeps(order[0]):
+        return None
     passes = 0
     while True:
         future = free.copy()
         for i, cand in enumerate(order):
+            if keeps(cand):
+                continue  # "can't remove job"
             future.give(list(cand.placement))
             placement = fit(need, groups, future, largest, excluded)
             if placement is None:
@@ -215,7 +226,7 @@ def choose(
             done = passes > REORDER_COUNT or len(order) <= passes + 1
             passes += 1
             if done:
-                return placement, [c for c in tried if any(n in chosen for n, _ in c.placement)]
+                return placement, [c for c in tried if not keeps(c) and any(n in chosen for n, _ in c.placement)]
             held = {c.job_id: sum(1 for n, _ in c.placement if n in chosen) for c in tried[:-1]}
             last = tried[-1]
             order = [last, *sorted((c for c in order if c is not last), key=lambda c: -held.get(c.job_id, 0))]
