@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from shapeshift.errors import InputError
-from shapeshift.slurm.values import count, expand_hostlist, time_seconds, yes_no
+from shapeshift.slurm.values import billing_weight, count, expand_hostlist, time_seconds, uint16_value, yes_no
 
 #: The ``SchedulerParameters`` options the replay models, with Slurm's defaults
 #: (``src/plugins/sched/backfill/backfill.c``: ``BACKFILL_WINDOW``, ``BACKFILL_RESOLUTION``,
@@ -283,7 +283,7 @@ def _partition(reader: _Reader, number: int, values: dict[str, str], nodes: dict
     if mode and not set(mode.split(",")) <= _PREEMPT_MODES:
         raise InputError(f"bad PreemptMode {mode!r}", path=str(reader.path), line=number, field="PreemptMode")
     billing = tuple(
-        (k.strip().lower(), reader.value("TRESBillingWeights", v, lambda t, k=k: _billing_weight(k.strip().lower(), t)))
+        (k.strip().lower(), reader.value("TRESBillingWeights", v, lambda t, k=k: billing_weight(k.strip().lower(), t)))
         for k, _, v in (item.partition("=") for item in values.get("tresbillingweights", "").split(",") if item)
     )
     known = {"partitionname", "nodes", "default", "prioritytier", "priorityjobfactor", "priority", "preemptmode"}
@@ -302,30 +302,6 @@ def _partition(reader: _Reader, number: int, values: dict[str, str], nodes: dict
         billing=billing,
         up=values.get("state", "UP").upper() == "UP",
     )
-
-
-def _uint16(text: str) -> int:
-    """A ``uint16`` value as ``s_p_handle_uint16`` reads it (``parse_value.c``): a whole
-    number 0..65535, or ``UNLIMITED``/``INFINITE`` (``INFINITE16``, 65535)."""
-    if text.strip().lower() in ("unlimited", "infinite"):
-        return 0xFFFF
-    number = count(text)
-    if number > 0xFFFF:
-        raise ValueError("expected a whole number from 0 to 65535")
-    return number
-
-
-def _billing_weight(key: str, text: str) -> float:
-    """A ``TRESBillingWeights`` weight per unit the replay counts (CPUs, GPUs, GB): a
-    memory weight's suffix names its unit (``0.25G`` per GB) and a bare one is per MB
-    (slurm.conf man page)."""
-    scale = {"K": 1e6, "M": 1e3, "G": 1.0, "T": 1e-3}
-    unit = text[-1:].upper()
-    bare_scale = 1e3 if key == "mem" else 1.0
-    number = float(text[:-1]) * scale[unit] if unit in scale else float(text) * bare_scale
-    if not (number >= 0 and number < float("inf")):
-        raise ValueError("expected a finite weight >= 0")
-    return number
 
 
 def _globals(
@@ -408,7 +384,7 @@ def _globals(
     def uint16(key: str, name: str, default: str) -> int:
         number, text = glob.get(key, (0, default))
         reader.line = number
-        return reader.value(name, text, _uint16)
+        return reader.value(name, text, uint16_value)
 
     kill_wait = uint16("killwait", "KillWait", "30")
     msg_timeout = uint16("messagetimeout", "MessageTimeout", "10")

@@ -109,3 +109,27 @@ def count(text: str, *, minimum: int = 0) -> int:
     if not text.lstrip("-").isdigit() or int(text) < minimum:
         raise ValueError(f"expected a whole number >= {minimum}")
     return int(text)
+
+
+def uint16_value(text: str) -> int:
+    """A ``uint16`` value as ``s_p_handle_uint16`` reads it (``parse_value.c``): a whole
+    number 0..65535, or ``UNLIMITED``/``INFINITE`` (``INFINITE16``, 65535)."""
+    if text.strip().lower() in ("unlimited", "infinite"):
+        return 0xFFFF
+    number = count(text)
+    if number > 0xFFFF:
+        raise ValueError("expected a whole number from 0 to 65535")
+    return number
+
+
+def billing_weight(key: str, text: str) -> float:
+    """A ``TRESBillingWeights`` weight per unit the replay counts (CPUs, GPUs, GB): a
+    memory weight's suffix names its unit (``0.25G`` per GB) and a bare one is per MB
+    (slurm.conf man page)."""
+    scale = {"K": 1e6, "M": 1e3, "G": 1.0, "T": 1e-3}
+    unit = text[-1:].upper()
+    bare_scale = 1e3 if key == "mem" else 1.0
+    number = float(text[:-1]) * scale[unit] if unit in scale else float(text) * bare_scale
+    if not (number >= 0 and number < float("inf")):
+        raise ValueError("expected a finite weight >= 0")
+    return number
