@@ -45,21 +45,23 @@ a suspended job gives up its CPU cores only and keeps its memory and GRES
 (``cons_common/job_test.c`` ``_build_cr_job_list`` removes a SUSPEND-mode preemptee with
 ``JOB_RES_ACTION_RESUME``: cores only, ``job_resources.c``; slurm.conf(5)
 ``PreemptMode``: "Suspended jobs will not release GRES. Higher priority jobs will not
-be able to preempt to gain access to GRES"). So in 22.05's ``_run_now``:
+be able to preempt to gain access to GRES"). In 22.05's ``_run_now``:
 
-* when the first candidate's mode is SUSPEND, the job is only tried on an extra row of
-  cores (``qos_preemptor``): its GPUs and memory must be free, its cores may be held;
-  no job is suspended for it by the selection, and no REQUEUE or CANCEL candidate is
-  tried at all;
+* when the first candidate's mode is SUSPEND, the job is tried once more on the
+  partition's extra row of cores (``qos_preemptor``), and no REQUEUE or CANCEL
+  candidate is tried at all. The extra row is used only where the job may share cores
+  (``_get_job_node_req``: a partition with ``OverSubscribe=FORCE``, or ``YES`` and a
+  job asking to share); with the default ``OverSubscribe=NO`` that test is the plain
+  one again, so the job waits and nothing is suspended;
 * otherwise SUSPEND-mode candidates are skipped ("can't remove job"): only the REQUEUE
   and CANCEL ones are taken off and preempted.
 
-A GPU job whose GPUs a SUSPEND-mode job holds therefore waits for that job's end, as
-the real 22.05 did (docs/slurm.md). What the replay cannot do: where a preemptor's GPUs
-and memory are free and only cores are held, Slurm starts it and the gang scheduler
-time-slices it with the jobs on those cores (``gang.c``, ``SchedulerTimeSlice``); the
-engine has no suspended state or time slices, so the replay keeps those cores held and
-the preemptor waits for them (docs/slurm.md's fidelity table).
+So a GPU job whose GPUs a SUSPEND-mode job holds waits for that job's end, and so does
+one whose cores it holds, as the real 22.05 did (docs/slurm.md). The replay does not
+read ``OverSubscribe`` (cores are never shared); in a partition that shares them, Slurm
+would start such a preemptor on shared cores (its GPUs and memory free) and the gang
+scheduler would time-slice it with the jobs there (``gang.c``, ``SchedulerTimeSlice``),
+which the engine, without a suspended state or time slices, cannot replay.
 """
 
 from __future__ import annotations
