@@ -7,8 +7,8 @@ candidates are skipped, "can't remove job") and ``_build_cr_job_list`` (a SUSPEN
 job is taken off with ``JOB_RES_ACTION_RESUME``: cores only, its GRES and memory stay);
 ``node_scheduler.c`` ``select_nodes`` (``kill_pending``: no more jobs preempted while the
 last preemption is younger than ``KillWait + MessageTimeout``); ``preempt_qos.c``
-(candidates sorted by QOS priority << 16 + nodes). The replay's time-slicing difference
-(GPUs free, only cores held) is in docs/slurm.md's fidelity table.
+(candidates sorted by QOS priority << 16 + nodes). What the replay does not do (core
+sharing under OverSubscribe=FORCE, time slices) is in docs/slurm.md's fidelity table.
 """
 
 from __future__ import annotations
@@ -133,11 +133,13 @@ def test_choose_with_suspend_mode_candidates():
     assert [v.job_id for v in victims] == ["x"]
 
 
-def test_gpus_free_but_cores_held_waits_in_the_replay(tmp_path):
-    # Documented difference: one node of 8 CPUs and 4 GPUs. a (normal: SUSPEND) 1 GPU and
-    # all 8 CPUs 0..100; h (high) 1 GPU, 1 CPU at 10. Slurm's extra-row test passes (3
-    # GPUs and the memory free, cores may be shared) and the gang scheduler time-slices
-    # a and h. The replay has no time slices: a keeps its cores and h waits: 100..120.
+def test_a_job_whose_cores_a_suspend_mode_job_holds_waits(tmp_path):
+    # One node of 8 CPUs and 4 GPUs. a (normal: SUSPEND) 1 GPU and all 8 CPUs 0..100; h
+    # (high) 1 GPU, 1 CPU at 10. The plain test fails (no free core); a is the first
+    # candidate and SUSPEND-mode, so only the extra row of cores is tried, but the
+    # partition does not share cores (OverSubscribe=NO: _get_job_node_req gives
+    # NODE_CR_ONE_ROW, and _job_test then tries one row only): the same test, which
+    # fails. Nothing is suspended; h waits for a's end: 100..120.
     jobs = [
         job("a", 0, 1, 100, vc="p", qos="normal", time_limit=600, num_cpus=8),
         job("h", 10, 1, 20, vc="p", qos="high", time_limit=600, num_cpus=1),
