@@ -34,11 +34,11 @@ high|100|00:00:00|normal,cq,sus,graced,young||cluster|
 """
 
 
-def _run(tmp_path, jobs, nodes=2, extra="PreemptMode=SUSPEND,GANG\n"):
+def _run(tmp_path, jobs, nodes=2, extra="PreemptMode=SUSPEND,GANG\n", sched="builtin"):
     path = tmp_path / "slurm.conf"
     path.write_text(
         f"NodeName=n[1-{nodes}] CPUs=8 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=n[1-{nodes}] Default=YES\n"
-        "SchedulerType=sched/builtin\nPreemptType=preempt/qos\n" + extra
+        f"SchedulerType=sched/{sched}\nPreemptType=preempt/qos\n" + extra
     )
     (tmp_path / "qos.txt").write_text(QOS)
     return by_id(run(jobs, load_cluster(path), "slurm", {"qos": str(tmp_path / "qos.txt")}))
@@ -79,19 +79,21 @@ def _three(s_qos):
     ]
 
 
-def test_a_suspend_mode_first_candidate_stops_all_preemption(tmp_path):
+@pytest.mark.parametrize("sched", ["builtin", "backfill"])
+def test_a_suspend_mode_first_candidate_stops_all_preemption(tmp_path, sched):
+    # Backfill (``_start_job`` -> ``select_nodes`` -> ``_run_now``) selects the same way.
     # Candidates by QOS priority << 16 + nodes: s (normal, 0 + 1) before c1, c2 (cq,
     # 10 << 16 + 1). s is first and SUSPEND-mode: only the extra-row test, which fails
     # (no node has 4 free GPUs), and the CANCEL-mode c1, c2 are never tried. h waits for
     # c2's end: 60..80; nobody is preempted.
-    out = _run(tmp_path, _three("normal"))
+    out = _run(tmp_path, _three("normal"), sched=sched)
     assert (out["h"].first_start, out["h"].end_time) == (60, 80)
     assert all(out[j].preemptions == 0 and out[j].state is JobState.COMPLETED for j in ("s", "c1", "c2"))
     # Contrast: s in QOS top (no candidate). Candidates c1, c2 (equal: submission order).
     # Pass 1: off c1 -> n1 has 3 free, no; off c2 -> fits on n2; reorder c2, c1. Pass 2:
     # off c2 -> fits, 2 candidates <= 2 passes: stop. c2 holds the chosen n2: cancelled
     # at 10, h runs 10..30.
-    out = _run(tmp_path, _three("top"))
+    out = _run(tmp_path, _three("top"), sched=sched)
     assert out["c2"].state is JobState.CANCELLED and out["c2"].end_time == 10
     assert out["h"].first_start == 10 and out["c1"].preemptions == 0
 

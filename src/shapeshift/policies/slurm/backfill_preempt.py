@@ -6,8 +6,10 @@ Slurm's backfill preempts as its main scheduler does (Slurm 22.05, tag
 * ``_try_sched`` (``src/plugins/sched/backfill/backfill.c``) hands the will-run test
   the job's preemptable jobs (``slurm_find_preemptable_jobs``);
 * the will-run test (``_will_run_test``, ``src/plugins/select/cons_common/job_test.c``)
-  first tries the free resources, then the resources with every candidate gone: if the
-  job fits so, its start is *now*, "for backfill scheduler to initiate preemption";
+  first tries the free resources, then the resources with every candidate gone (a
+  SUSPEND-mode one gives up its cores only, ``_build_cr_job_list``; the replay's
+  held cores keep it whole): if the job fits so, its start is *now*, "for backfill
+  scheduler to initiate preemption";
 * a job that may start now is started with ``_start_job``: ``select_nodes`` on the
   nodes no higher job has reserved over the job's time limit (``exc_node_bitmap``), so
   ``_run_now`` chooses the jobs to preempt among them as in the main scheduler
