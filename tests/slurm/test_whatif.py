@@ -141,3 +141,14 @@ def test_whatif_shows_jobs_a_submit_limit_refuses(tmp_path):
     rows = [line.split(",") for line in (out / "comparison.csv").read_text().splitlines()]
     table = {row[0]: dict(zip(rows[0], row, strict=True)) for row in rows[1:]}
     assert table["recorded"]["jobs_rejected"] == "0" and table["slurm"]["jobs_rejected"] == "2"
+
+
+def test_whatif_bad_kill_wait_is_one_line_with_exit_2(inputs):
+    # A non-finite KillWait: one line naming the file, line and key; exit status 2.
+    conf = "NodeName=n1 CPUs=8 Gres=gpu:4\nPartitionName=gpu Nodes=n1 Default=YES\nKillWait=inf\n"
+    (inputs / "kw.conf").write_text(conf)
+    args = ["whatif", "--sacct", str(inputs / "hist.txt"), "--slurm-conf", str(inputs / "kw.conf")]
+    result = CliRunner().invoke(app, [*args, "--out", str(inputs / "o")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "kw.conf:3" in result.output and "KillWait" in result.output
+    assert not (inputs / "o").exists() or not any((inputs / "o").iterdir())  # nothing stored
