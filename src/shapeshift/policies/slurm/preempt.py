@@ -1,4 +1,4 @@
-"""Preemption by QOS (``PreemptType=preempt/qos``) with ``PreemptMode`` REQUEUE or CANCEL.
+"""Preemption by QOS (``PreemptType=preempt/qos``) with ``PreemptMode`` REQUEUE, CANCEL or SUSPEND.
 
 Follows Slurm master after 25.05 (commit 284c3b95; the same rules in tag
 ``slurm-22-05-8-1`` except where noted), https://slurm.schedmd.com/preempt.html and
