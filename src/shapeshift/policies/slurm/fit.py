@@ -166,7 +166,9 @@ def _best_run(
     if span == 1 and ids.size == 1:
         return [int(ids[0])]
     # Runs of consecutive node indexes (a node outside the partition or unusable breaks one).
-    breaks = (np.diff(ids) != 1).nonzero()[0] + 1
+    breaks = ((ids[1:] - ids[:-1]) != 1).nonzero()[0] + 1
+    if not breaks.size:  # one run, long enough: nothing to choose between runs
+        return [int(ids[int(usable_cpus.argmin())])] if span == 1 else ids[:span].tolist()
     starts = np.concatenate((_ZERO, breaks))
     totals = np.add.reduceat(usable_cpus, starts)
     if span == 1:  # every run is long enough: the run of fewest free CPUs, its node of fewest
