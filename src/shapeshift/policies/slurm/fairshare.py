@@ -55,6 +55,7 @@ class FairShare:
         self._ancestors: list[np.ndarray] | None = None
         #: Per association (``index`` order): keys, parent index, share, user?, USE_PARENT?
         self._static: tuple | None = None
+        self._user_flags: tuple[dict[str, bool], list[int], int] | None = None
         self._dirty = True
 
     @property
@@ -204,17 +205,23 @@ class FairShare:
         level[use_parent & ~user] = math.nan
         return dict(zip(keys, level.tolist(), strict=True))
 
+    def _users(self) -> tuple[dict[str, bool], list[int], int]:
+        """Whether each association (``index`` order) is a user, its tie-break (users
+        first) and the number of users; rebuilt when the tree grows."""
+        if self._user_flags is None or self._static is None:
+            is_user = {k: bool(self.tree[k].user) for k in self.index}
+            self._user_flags = (is_user, [0 if u else 1 for u in is_user.values()], sum(is_user.values()))
+        return self._user_flags
+
     def _fair_tree(self) -> dict[str, float]:
-        tree = self.tree
-        is_user = {k: bool(a.user) for k, a in tree.items()}
-        total = sum(is_user.values())
+        is_user, ties, total = self._users()
         factors: dict[str, float] = {}
         if not total:
             return factors
         levels = self._levels()
         # Siblings sort by level_fs descending, users before accounts on ties: one key
         # per association, looked up by the sort itself.
-        order = {k: (-v, 0 if is_user[k] else 1) for k, v in levels.items()}
+        order = dict(zip(levels, zip([-v for v in levels.values()], ties, strict=True), strict=True))
         children = self.children
         state = {"rank": total, "rnt": total}
 
