@@ -55,6 +55,7 @@ class FairShare:
         self._ancestors: list[np.ndarray] | None = None
         #: Per association (``index`` order): keys, parent index, share, user?, USE_PARENT?
         self._static: tuple | None = None
+        self._user_flags: tuple[dict[str, bool], list[int], int] | None = None
         self._dirty = True
 
     @property
@@ -204,20 +205,28 @@ class FairShare:
         level[use_parent & ~user] = math.nan
         return dict(zip(keys, level.tolist(), strict=True))
 
+    def _users(self) -> tuple[dict[str, bool], list[int], int]:
+        """Whether each association (``index`` order) is a user, its tie-break (users
+        first) and the number of users; rebuilt when the tree grows."""
+        if self._user_flags is None or self._static is None:
+            is_user = {k: bool(self.tree[k].user) for k in self.index}
+            self._user_flags = (is_user, [0 if u else 1 for u in is_user.values()], sum(is_user.values()))
+        return self._user_flags
+
     def _fair_tree(self) -> dict[str, float]:
-        tree = self.tree
-        users = [k for k, a in tree.items() if a.user]
-        total = len(users)
+        is_user, ties, total = self._users()
         factors: dict[str, float] = {}
         if not total:
             return factors
         levels = self._levels()
-        is_user = {k: bool(a.user) for k, a in tree.items()}
+        # Siblings sort by level_fs descending, users before accounts on ties: one key
+        # per association, looked up by the sort itself.
+        order = dict(zip(levels, zip([-v for v in levels.values()], ties, strict=True), strict=True))
         children = self.children
         state = {"rank": total, "rnt": total}
 
         def walk(siblings: list[str], account_tied: bool) -> None:
-            ranked = sorted(siblings, key=lambda k: (-levels[k], 0 if is_user[k] else 1))
+            ranked = sorted(siblings, key=order.__getitem__)
             previous = None
             i = 0
             while i < len(ranked):
@@ -306,10 +315,16 @@ class Running:
         delta = end - np.maximum(self.start, last)
         ran = np.flatnonzero(delta > 0)
         # Few distinct spans (the whole period, and the jobs that started or ended in it):
-        # each coefficient in Python floats, as job-by-job charging computes it.
-        spans, which = np.unique(delta[ran], return_inverse=True)
-        coef = np.asarray([d * fairshare.decay**d for d in spans.tolist()], dtype=np.float64)
-        amounts = coef[which] * self.billable[ran] if ran.size else np.zeros(0)
+        # each coefficient in Python floats, as job-by-job charging computes it. Most jobs
+        # ran the whole period; only the others' spans are sorted out.
+        spans = delta[ran]
+        whole = tick - last
+        coef = np.full(spans.size, whole * fairshare.decay**whole)
+        part = np.flatnonzero(spans != whole)
+        if part.size:
+            distinct, which = np.unique(spans[part], return_inverse=True)
+            coef[part] = np.asarray([d * fairshare.decay**d for d in distinct.tolist()], dtype=np.float64)[which]
+        amounts = coef * self.billable[ran]
         fairshare.decay_all(tick - last)
         fairshare.charge(self.assoc[ran], amounts)
         # Ended jobs become dead slots (end -inf: never charged again), compacted away

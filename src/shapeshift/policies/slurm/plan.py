@@ -17,7 +17,7 @@ describe it:
   up (``_set_slot_time``), whole nodes, as Slurm's node-space map does; one that fits
   nowhere in the window reserves nothing.
 
-Node choice follows ``select/cons_tres`` (``fit``).
+Node choice follows ``select/cons_tres`` (``fit.py``).
 """
 
 from __future__ import annotations
@@ -26,165 +26,12 @@ import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from shapeshift.policies.slurm.fit import _ZERO, Free, Need, _blocked, fit, never_placeable, node_span
 
-@dataclass(frozen=True, slots=True)
-class Need:
-    gpus: int
-    cpus: float
-    mem: float
-
-
-@dataclass
-class Free:
-    """Free GPUs, CPUs and memory per node index (numpy arrays, so a fit scans all nodes at once)."""
-
-    gpus: Any
-    cpus: Any
-    mem: Any
-
-    def __post_init__(self) -> None:
-        self.gpus = np.asarray(self.gpus, dtype=np.int64)
-        self.cpus = np.asarray(self.cpus, dtype=np.float64)
-        self.mem = np.asarray(self.mem, dtype=np.float64)
-
-    def copy(self) -> Free:
-        return Free(self.gpus.copy(), self.cpus.copy(), self.mem.copy())
-
-    def take(self, placement: list[tuple[int, Need]]) -> None:
-        for node, need in placement:
-            self.gpus[node] -= need.gpus
-            self.cpus[node] -= need.cpus
-            self.mem[node] -= need.mem
-
-    def give(self, placement: list[tuple[int, Need]]) -> None:
-        for node, need in placement:
-            self.gpus[node] += need.gpus
-            self.cpus[node] += need.cpus
-            self.mem[node] += need.mem
-
-
-_EPS = 1e-9
-
-
-def node_span(gpus: int, largest: int) -> int:
-    """How many nodes a job of ``gpus`` GPUs spans where the largest node has ``largest``:
-    one if it fits on a node, else the fewest nodes over which its GPUs divide equally
-    (the per-node GRES request a whole-job GPU count becomes)."""
-    span = 1 if gpus <= largest or largest <= 0 else math.ceil(gpus / largest)
-    if span > 1 and gpus % span:
-        span = next((k for k in range(span, gpus + 1) if gpus % k == 0), gpus)
-    return span
-
-
-def never_placeable(gpus: int, node_gpus: list[int]) -> str:
-    """Why a job of ``gpus`` GPUs can never start on nodes with ``node_gpus`` GPUs under
-    ``fit``'s equal per-node share ('' if it can). slurmctld refuses such a job at
-    submission (``ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE``, ``src/slurmctld/job_mgr.c``) rather
-    than letting it hold the head of its partition's queue for ever."""
-    largest = max(node_gpus, default=0)
-    span = node_span(gpus, largest)
-    share = gpus // span
-    able = sum(1 for n in node_gpus if n >= share)
-    if span > able:
-        return (
-            f"Requested node configuration is not available: {gpus} GPUs as {span} nodes of {share}"
-            f" GPU(s) each, and the partition has {able} such node(s)"
-        )
-    return ""
-
-
-def fit(
-    need: Need, groups: list[list[int]], free: Free, largest: int, excluded: set[int] | np.ndarray | None = None
-) -> list[tuple[int, Need]] | None:
-    """Nodes for ``need``, or ``None``, chosen as ``select/cons_tres`` does
-    (``src/plugins/topology/common/eval_nodes.c``, ``_eval_nodes_consec``): ``groups``
-    are the partition's nodes by ``Weight`` (lightest first, each in index order), tried
-    cumulatively; the nodes that could host the job form runs of consecutive indexes;
-    the best run is the one with enough nodes and the fewest free CPUs (the first on
-    ties), and in it a one-node job takes the node with the fewest free CPUs (the first
-    on ties), a multi-node job the first nodes. A job with more GPUs than the largest
-    node spans ``ceil(gpus / largest)`` nodes, an equal share on each (per-node GRES).
-    ``excluded``: nodes left out, as a set or a boolean array over all nodes."""
-    blocked = _blocked(excluded, free.gpus.size) if isinstance(excluded, set) else excluded
-    span = node_span(need.gpus, largest)
-    share = Need(need.gpus // span, need.cpus / span, need.mem / span)
-    for allowed in _cumulative(groups):
-        chosen = _best_run(share, span, allowed, free, blocked)
-        if chosen is not None:
-            return [(node, share) for node in chosen]
-    return None
-
-
-#: ``_cumulative``'s arrays per groups list, by its identity (the policy hands the same
-#: lists on every call); the list itself is kept to tell a reused identity apart.
-_CUMULATIVE: dict[int, tuple[list[list[int]], list[np.ndarray]]] = {}
-
-
-def _cumulative(groups: list[list[int]]) -> list[np.ndarray]:
-    """The node indexes ``fit`` tries, group after group: the first group, then the first
-    two, ..., each sorted (built once per groups list, not once per fit)."""
-    hit = _CUMULATIVE.get(id(groups))
-    if hit is not None and hit[0] is groups:
-        return hit[1]
-    arrays: list[np.ndarray] = []
-    allowed: list[int] = []
-    for group in groups:
-        allowed = sorted(allowed + group)
-        arrays.append(np.asarray(allowed, dtype=np.int64))
-    if len(_CUMULATIVE) >= 256:
-        _CUMULATIVE.clear()
-    _CUMULATIVE[id(groups)] = (groups, arrays)
-    return arrays
-
-
-def _blocked(excluded: set[int], size: int) -> np.ndarray | None:
-    """``excluded`` as a boolean array over ``size`` nodes (``None`` when empty)."""
-    if not excluded:
-        return None
-    mask = np.zeros(size, dtype=bool)
-    mask[np.fromiter(excluded, dtype=np.int64, count=len(excluded))] = True
-    return mask
-
-
-def _best_run(share: Need, span: int, idx: np.ndarray, free: Free, blocked: np.ndarray | None) -> list[int] | None:
-    # Consecutive indexes (a partition of one node range) are read as a slice, not gathered.
-    at: slice | np.ndarray = (
-        slice(int(idx[0]), int(idx[-1]) + 1) if idx.size and idx[-1] - idx[0] == idx.size - 1 else idx
-    )
-    cpus = free.cpus[at]
-    ok = free.gpus[at] >= share.gpus
-    ok &= cpus + _EPS >= share.cpus
-    ok &= free.mem[at] + _EPS >= share.mem
-    if blocked is not None:
-        ok &= ~blocked[at]
-    pos = ok.nonzero()[0]
-    if pos.size < span:
-        return None
-    ids, usable_cpus = idx[pos], cpus[pos]
-    if span == 1 and ids.size == 1:
-        return [int(ids[0])]
-    # Runs of consecutive node indexes (a node outside the partition or unusable breaks one).
-    breaks = (np.diff(ids) != 1).nonzero()[0] + 1
-    starts = np.concatenate((_ZERO, breaks))
-    totals = np.add.reduceat(usable_cpus, starts)
-    if span == 1:  # every run is long enough: the run of fewest free CPUs, its node of fewest
-        best = int(totals.argmin())  # argmin: the first of equals
-        end = int(breaks[best]) if best < breaks.size else ids.size
-        first = int(starts[best])
-        return [int(ids[first + int(usable_cpus[first:end].argmin())])]
-    ends = np.concatenate((breaks, (ids.size,)))
-    sufficient = (ends - starts >= span).nonzero()[0]
-    if sufficient.size == 0:
-        return ids[:span].tolist()
-    best = sufficient[np.argmin(totals[sufficient])]  # argmin: the first of equals
-    return ids[starts[best] : ends[best]][:span].tolist()
-
-
-_ZERO = np.zeros(1, dtype=np.int64)
+__all__ = ["Free", "Need", "fit", "never_placeable", "node_span"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,16 +35,17 @@ from pydantic import Field
 from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits, PreemptKind
 from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
-from shapeshift.model import Allocation, ClusterSpec, JobSpec, Resources, Schedule
+from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
-from shapeshift.policies.slurm.backfill_preempt import preempt_hook
+from shapeshift.policies.slurm.cycle import BackfillCycle
 from shapeshift.policies.slurm.ends import EndsByJob
 from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.hooks import LimitsAndPreemption
-from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit, never_placeable
+from shapeshift.policies.slurm.plan import Ending, Free, Need, fit, never_placeable
 from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
+from shapeshift.policies.slurm.shapes import Shapes, free_copy
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.cluster import SlurmCluster
 from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
@@ -72,7 +73,7 @@ class SlurmParams(PolicyParams):
     clock_origin: float = Field(default=0.0, allow_inf_nan=False)
 
 
-class SlurmPolicy(LimitsAndPreemption):
+class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
     name = "slurm"
     triggers = frozenset({ARRIVAL, COMPLETION})
     default_round = None
@@ -117,10 +118,12 @@ class SlurmPolicy(LimitsAndPreemption):
         #: started by the previous one, and time passing only adds reservations. So the
         #: replay skips those cycles; the decisions are the same.
         self.dirty = True
-        #: Each started job's priority when it started (what sacct's Priority records).
+        #: Each started job's priority when it started (what sacct's Priority records),
+        #: kept where preemption reads it.
         self.start_priority: dict[str, int] = {}
         #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
         self.planned: dict[str, float] = {}
+        self.shapes = Shapes()
 
     # -- set-up on the first decision: the cluster is known only then -----------------
     def _setup(self, view: ClusterView) -> None:
@@ -271,13 +274,20 @@ class SlurmPolicy(LimitsAndPreemption):
         # Every calculation due runs, whatever else happened at this instant.
         if self._ticks(view, pending) or view.finished:
             self.dirty = True
-        for job_id in pending:
-            if job_id not in self.prio:
-                self.dirty = True
-                self.order[job_id] = self.next_order  # a requeued job's anew: a new submit time
-                self.next_order += 1
+        # A lone pending job's priority orders nothing (without preemption, the only other
+        # reader): it is computed, for this instant and this usage, only if it stays pending.
+        lone = self.preemption is None and len(pending) == 1
+        fresh = [j for j in pending if j not in self.prio]
+        for job_id in fresh:
+            self.dirty = True
+            self.order[job_id] = self.next_order  # a requeued job's anew: a new submit time
+            self.next_order += 1
+            if lone:
+                self._assoc(view.job(job_id).spec)  # the tree grows in the same order
+            else:
                 self.prio[job_id] = self._priority(view, job_id, now)
-        free = self._free(view)
+        # Nothing reads the free resources without a job to place or a grace time to end.
+        free = self._free(view) if pending or self.graced else _NO_FREE
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
         waiting = [j for j in pending if self.begin.get(j, now) > now]
@@ -287,7 +297,7 @@ class SlurmPolicy(LimitsAndPreemption):
         if self.preemption is not None:
             queue = sort_queue(pending, self._sort_key(view), self._qos_prio(view), self.preemption)
         else:
-            queue = sorted(pending, key=self._sort_key(view))
+            queue = sorted(pending, key=self._sort_key(view)) if len(pending) > 1 else pending
         if self.limits is not None:
             self.limits.reset([self._usage(view, j) for j in view.allocations])
         self.exempt_wake = math.inf
@@ -308,9 +318,13 @@ class SlurmPolicy(LimitsAndPreemption):
             assert self.fairshare is not None
             self.running.add(job_id, now, self.fairshare.index[self._assoc(spec)], self.billable(spec))
             self.endings[job_id] = Ending(now + self.limit(spec), self._placement(alloc))
-            self.start_priority[job_id] = self.prio.pop(job_id, 0)
+            priority = self.prio.pop(job_id, 0)
+            if self.preemption is not None:
+                self.start_priority[job_id] = priority
             self.begin.pop(job_id, None)
             self.facts.pop(job_id, None)
+        if lone and fresh and fresh[0] not in changes:
+            self.prio[fresh[0]] = self._priority(view, fresh[0], now)
         wake = None
         if waiting:
             self.dirty = True
@@ -340,17 +354,16 @@ class SlurmPolicy(LimitsAndPreemption):
     @staticmethod
     def _free(view: ClusterView) -> Free:
         f = view.free()
-        return Free(f.gpus.copy(), f.cpus.copy(), f.mem.copy())
+        return free_copy(f.gpus, f.cpus, f.mem)
 
     def _need(self, spec: JobSpec) -> Need:
-        return Need(spec.num_gpus, spec.num_cpus, spec.mem_gb)
+        return self.shapes.of(spec)
 
-    @staticmethod
-    def _placement(alloc: Allocation) -> tuple[tuple[int, Need], ...]:
-        return tuple((n, Need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement)
+    def _placement(self, alloc: Allocation) -> tuple[tuple[int, Need], ...]:
+        return self.shapes.placement(alloc)
 
     def _alloc(self, placement: list[tuple[int, Need]]) -> Allocation:
-        return Allocation(tuple((n, Resources(need.gpus, need.cpus, need.mem)) for n, need in placement))
+        return self.shapes.alloc(placement)
 
     def _main(
         self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
@@ -384,57 +397,9 @@ class SlurmPolicy(LimitsAndPreemption):
             if self.limits is not None:
                 self.limits.add(self._usage(view, job_id), +1)
 
-    def _backfill(
-        self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
-    ) -> bool:
-        """One backfill cycle; returns whether a running job is past its limit (then the
-        plan changes as time passes, and the next cycle must run)."""
-        assert self.conf is not None
-        params = self.conf.scheduler.params
-        if not queue:  # nothing to test: no start, no reservation
-            self.planned = {}
-            ended = self.endings.any_by(view.now)
-            return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
-        running: list[Ending] = []
-        endings = self.endings
-        for job_id, alloc in view.allocations.items():
-            ending = endings.get(job_id)
-            if ending is None:  # started before this policy saw it
-                status = view.job(job_id)
-                start = status.started_at if status.started_at is not None else view.now
-                ending = endings[job_id] = Ending(start + self.limit(status.spec), self._placement(alloc))
-            running.append(ending)
-        for job_id, alloc in changes.items():
-            if alloc is not None:
-                running.append(Ending(view.now + self.limit(view.job(job_id).spec), self._placement(alloc)))
-        candidates = []
-        for job_id in queue[: max(params["bf_max_job_test"], 0)]:  # the cycle tests no more
-            status = view.job(job_id)
-            spec, part = status.spec, status.partition
-            typed = self.typed.of(spec, self.groups[part], self.largest[part])
-            candidates.append(Candidate(job_id, self._need(spec), self.limit(spec), *typed))
-        result = backfill(
-            view.now,
-            candidates,
-            free,
-            [e for e in running if math.isfinite(e.end)],
-            window=params["bf_window"],
-            resolution=params["bf_resolution"],
-            max_job_test=params["bf_max_job_test"],
-            epoch=self.params.clock_origin,
-            preempt=preempt_hook(self, view, free, changes, reasons),
-        )
-        for job_id, placement in result.started:
-            if self.limits is not None:
-                # A job the cycle's earlier starts put over a limit is not started.
-                if self._over_limit(view, job_id, reasons):
-                    free.give(placement)
-                    continue
-                self.limits.add(self._usage(view, job_id), +1)
-            changes[job_id] = self._alloc(placement)
-            reasons.pop(job_id, None)
-        self.planned = {r.job_id: r.begin for r in result.reservations}
-        return any(e.end <= view.now for e in running)
+
+#: The free resources of a decision with nothing to place (never read).
+_NO_FREE = Free((), (), ())
 
 
 @register(

@@ -319,10 +319,21 @@ class _Jobs:
         return out, origin
 
 
+#: The last time read: its text, zone and value. A job row's Submit, Eligible and Start
+#: are often the same text, read once (one tuple, replaced whole: safe across threads).
+_LAST_TIME: tuple[str | None, tzinfo | None, float | None] = (None, None, None)
+
+
 def _time(path: Path, row: _Fields, column: str, zone: tzinfo | None) -> float | None:
+    global _LAST_TIME
     text = row.get(column)
+    last = _LAST_TIME
+    if text == last[0] and zone is last[1]:
+        return last[2]
     try:
-        return parse_time(text, zone)
+        value = parse_time(text, zone)
+        _LAST_TIME = (text, zone, value)
+        return value
     except ValueError:
         raise InputError(
             f"cannot read time {text!r}; expected YYYY-MM-DDTHH:MM:SS, Unknown or None",

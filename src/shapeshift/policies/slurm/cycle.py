@@ -1,0 +1,96 @@
+"""The slurm policy's backfill cycle: what it hands ``plan.backfill`` and what it keeps.
+
+``SlurmPolicy.decide`` runs a cycle every ``bf_interval`` seconds after something
+changed (``policy.py``); this part gathers the running jobs' planned ends, the first
+``bf_max_job_test`` pending jobs as candidates, runs the plan (``plan.py``, Slurm's
+``_attempt_backfill``) and turns its starts into allocations, within the QOS limits.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import Allocation, JobSpec
+from shapeshift.policies.slurm.backfill_preempt import preempt_hook
+from shapeshift.policies.slurm.ends import EndsByJob
+from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill
+
+if TYPE_CHECKING:
+    from shapeshift.engine.fractions import TypedGroups
+    from shapeshift.policies.slurm.qos_limits import Limits
+    from shapeshift.slurm.conf import SlurmConf
+
+
+class BackfillCycle:
+    params: Any  # SlurmParams: its clock_origin
+    conf: SlurmConf | None
+    endings: EndsByJob
+    typed: TypedGroups
+    groups: dict[str, list[list[int]]]
+    largest: dict[str, int]
+    limits: Limits | None
+    #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
+    planned: dict[str, float]
+
+    if TYPE_CHECKING:  # SlurmPolicy's and LimitsAndPreemption's
+
+        def limit(self, spec: JobSpec) -> float: ...
+        def _need(self, spec: JobSpec) -> Need: ...
+        def _placement(self, alloc: Allocation) -> tuple[tuple[int, Need], ...]: ...
+        def _alloc(self, placement: list[tuple[int, Need]]) -> Allocation: ...
+        def _over_limit(self, view: ClusterView, job_id: str, reasons: dict) -> bool: ...
+        def _usage(self, view: ClusterView, job_id: str): ...
+
+    def _backfill(
+        self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
+    ) -> bool:
+        """One backfill cycle; returns whether a running job is past its limit (then the
+        plan changes as time passes, and the next cycle must run)."""
+        assert self.conf is not None
+        params = self.conf.scheduler.params
+        if not queue:  # nothing to test: no start, no reservation
+            self.planned = {}
+            ended = self.endings.any_by(view.now)
+            return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
+        running: list[Ending] = []
+        endings = self.endings
+        for job_id, alloc in view.allocations.items():
+            ending = endings.get(job_id)
+            if ending is None:  # started before this policy saw it
+                status = view.job(job_id)
+                start = status.started_at if status.started_at is not None else view.now
+                ending = endings[job_id] = Ending(start + self.limit(status.spec), self._placement(alloc))
+            running.append(ending)
+        for job_id, alloc in changes.items():
+            if alloc is not None:
+                running.append(Ending(view.now + self.limit(view.job(job_id).spec), self._placement(alloc)))
+        candidates = []
+        for job_id in queue[: max(params["bf_max_job_test"], 0)]:  # the cycle tests no more
+            status = view.job(job_id)
+            spec, part = status.spec, status.partition
+            typed = self.typed.of(spec, self.groups[part], self.largest[part])
+            candidates.append(Candidate(job_id, self._need(spec), self.limit(spec), *typed))
+        result = backfill(
+            view.now,
+            candidates,
+            free,
+            [e for e in running if math.isfinite(e.end)],
+            window=params["bf_window"],
+            resolution=params["bf_resolution"],
+            max_job_test=params["bf_max_job_test"],
+            epoch=self.params.clock_origin,
+            preempt=preempt_hook(self, view, free, changes, reasons),
+        )
+        for job_id, placement in result.started:
+            if self.limits is not None:
+                # A job the cycle's earlier starts put over a limit is not started.
+                if self._over_limit(view, job_id, reasons):
+                    free.give(placement)
+                    continue
+                self.limits.add(self._usage(view, job_id), +1)
+            changes[job_id] = self._alloc(placement)
+            reasons.pop(job_id, None)
+        self.planned = {r.job_id: r.begin for r in result.reservations}
+        return any(e.end <= view.now for e in running)

@@ -1,0 +1,67 @@
+"""The per-node amounts the slurm policy hands around, built once per distinct value.
+
+A replay starts one job per submission and asks for the same few request shapes
+(GPUs, CPUs, memory) again and again: a ``Need`` per fit, a ``Resources`` per placed
+node, both frozen. Building a frozen dataclass costs more than the fit's arithmetic, so
+equal amounts share one object. The key includes each number's type, so a shared
+object is the very value a fresh one would have been (``4`` and ``4.0`` stay apart).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shapeshift.model import Allocation, JobSpec, Resources
+from shapeshift.policies.slurm.plan import Free, Need
+
+#: Distinct amounts kept before the tables are emptied (a guard, never reached by a
+#: replay's handful of shapes).
+_LIMIT = 65536
+
+
+class Shapes:
+    """Shared ``Need`` and ``Resources`` objects, and conversions between placements."""
+
+    def __init__(self) -> None:
+        self._needs: dict[tuple, Need] = {}
+        self._resources: dict[tuple, Resources] = {}
+
+    def need(self, gpus: int, cpus: float, mem: float) -> Need:
+        key = (gpus, cpus, mem, type(gpus), type(cpus), type(mem))
+        hit = self._needs.get(key)
+        if hit is None:
+            if len(self._needs) >= _LIMIT:
+                self._needs.clear()
+            hit = self._needs[key] = Need(gpus, cpus, mem)
+        return hit
+
+    def of(self, spec: JobSpec) -> Need:
+        """What ``spec`` asks for in all."""
+        return self.need(spec.num_gpus, spec.num_cpus, spec.mem_gb)
+
+    def resources(self, need: Need) -> Resources:
+        key = (need.gpus, need.cpus, need.mem, type(need.gpus), type(need.cpus), type(need.mem))
+        hit = self._resources.get(key)
+        if hit is None:
+            if len(self._resources) >= _LIMIT:
+                self._resources.clear()
+            hit = self._resources[key] = Resources(need.gpus, need.cpus, need.mem)
+        return hit
+
+    def placement(self, alloc: Allocation) -> tuple[tuple[int, Need], ...]:
+        """An allocation's nodes and amounts as the planner's ``Need``s."""
+        return tuple((n, self.need(r.gpus, r.cpus, r.mem_gb)) for n, r in alloc.placement)
+
+    def alloc(self, placement: list[tuple[int, Need]]) -> Allocation:
+        """The allocation of a planned placement."""
+        return Allocation(tuple((n, self.resources(need)) for n, need in placement))
+
+
+def free_copy(gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarray) -> Free:
+    """A ``Free`` holding copies of the engine's free arrays, in ``Free``'s dtypes (one
+    copy each, without ``Free``'s conversions of arrays that are already arrays)."""
+    free = object.__new__(Free)
+    free.gpus = np.array(gpus, dtype=np.int64)
+    free.cpus = np.array(cpus, dtype=np.float64)
+    free.mem = np.array(mem, dtype=np.float64)
+    return free
