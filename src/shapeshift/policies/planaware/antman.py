@@ -66,7 +66,8 @@ class AntManParams(PlanAwareParams):
     idle_slots: bool = True
     min_idle_share: float = Field(0.1, ge=0, le=1)
     max_gpu_util: float = Field(0.8, gt=0, le=1)
-    max_used_gpu_mem_gb: float | None = Field(16.0, gt=0, allow_inf_nan=False)
+    max_used_gpu_mem_gb: float | None = Field(None, gt=0, allow_inf_nan=False)
+    preempt_opportunistic: bool = False
     guaranteed_only_util_limit: bool = False
     prefer_empty_gpus: bool = False
     guaranteed_backfill: bool = False
@@ -132,6 +133,7 @@ class AntManScheduler(PlanAwareScheduler):
             max_gpu_util=self.params.max_gpu_util, max_used_gpu_mem_gb=self.params.max_used_gpu_mem_gb,
             guaranteed_only_util_limit=self.params.guaranteed_only_util_limit,
             prefer_empty_gpus=self.params.prefer_empty_gpus,
+            evict_opportunistic=self.params.preempt_opportunistic,
         )
 
     def interference_model(self, default: InterferenceModel) -> InterferenceModel:
@@ -153,7 +155,14 @@ class AntManScheduler(PlanAwareScheduler):
         desired: dict[str, Allocation] = dict(inner.allocations)
         desired.update({j: view.allocations[j] for j in sorted(self.packed)})
         reasons = dict(inner.reasons)
-        desired, newly, evicted = self.packer.finish(view, ledger, desired, self.packed, reasons)
+        keep: set[str] = set()
+        if not self.params.preempt_opportunistic:
+            # Running opportunistic jobs the skeleton stopped for guaranteed ones: they stay
+            # where they run when there is room (Sec. 3.3). A converted guaranteed job
+            # still counts as guaranteed for speeds, so it is stopped as before.
+            keep = {j for j in view.allocations
+                    if j not in desired and j not in self.packed and not view.job(j).spec.guaranteed}
+        desired, newly, evicted = self.packer.finish(view, ledger, desired, self.packed, reasons, keep)
         self.packed = (self.packed - evicted) | newly
         self.packings += len(newly)
         self.evictions += len(evicted)

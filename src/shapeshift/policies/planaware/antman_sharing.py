@@ -120,9 +120,11 @@ class OpportunisticPacker:
     """
 
     def __init__(self, min_idle_share: float, idle_slots: bool, seed: int = 0, *,
-                 max_gpu_util: float = MAX_GPU_UTIL, max_used_gpu_mem_gb: float | None = MAX_USED_GPU_MEM_GB,
-                 guaranteed_only_util_limit: bool = False, prefer_empty_gpus: bool = False):
+                 max_gpu_util: float = MAX_GPU_UTIL, max_used_gpu_mem_gb: float | None = None,
+                 guaranteed_only_util_limit: bool = False, prefer_empty_gpus: bool = False,
+                 evict_opportunistic: bool = False):
         self.min_idle_share = min_idle_share
+        self.evict_opportunistic = evict_opportunistic
         self.idle_slots = idle_slots
         self.seed = seed
         self.max_gpu_util = max_gpu_util
@@ -249,17 +251,28 @@ class OpportunisticPacker:
         desired: dict[str, Allocation],
         packed: set[str],
         reasons: dict[str, str],
+        keep: set[str] | frozenset[str] = frozenset(),
     ) -> tuple[dict[str, Allocation], set[str], set[str]]:
+        """``keep``: running opportunistic jobs the skeleton stopped to free their GPUs;
+        each stays where it runs when its GPUs and node still have room (``_keep``)."""
         self._load(view, ledger, desired)
         evicted: set[str] = set()
         fresh = [j for j, a in desired.items() if a is not view.allocations.get(j)]
         for job_id in fresh:  # guaranteed first: they choose their GPUs before anyone else
             if self._spec(job_id).guaranteed:
                 desired[job_id] = self._name_devices(job_id, desired[job_id], desired, packed, evicted, reasons)
+        newly: set[str] = {j for j in sorted(keep) if self._keep(j, desired, reasons)}
+        sharing = packed | newly
         for job_id in fresh:
             if not self._spec(job_id).guaranteed:
-                desired[job_id] = self._name_devices(job_id, desired[job_id], desired, packed, evicted, reasons)
-        newly: set[str] = set()
+                named = self._name_devices(job_id, desired[job_id], desired, sharing, evicted, reasons)
+                if named is None:
+                    for n, r in desired.pop(job_id).placement:
+                        self.cpus_free[n] += r.cpus
+                        self.mem_free[n] += r.mem_gb
+                    reasons[job_id] = "no GPU free of jobs at or above the utilisation limit"
+                else:
+                    desired[job_id] = named
         for part in sorted(view.dirty_partitions):
             if part not in view.partitions:
                 continue
@@ -276,6 +289,33 @@ class OpportunisticPacker:
                 reasons.pop(job_id, None)
         return desired, newly, evicted
 
+    def _keep(self, job_id: str, desired: dict[str, Allocation], reasons: dict[str, str]) -> bool:
+        """Paper Sec. 3.3 (local coordinator): a guaranteed job landing on an opportunistic
+        job's GPU throttles it instead of preempting it. The job keeps its allocation when
+        each of its GPUs has a free slot (``gpu_share_limit``) and the memory it uses, and
+        its nodes the CPUs and host memory, after this decision's guaranteed jobs."""
+        alloc = self.view.allocations[job_id]
+        devices = self.ledger.devices.get(job_id, ())
+        if not devices:
+            return False
+        for node, gpu in devices:
+            here = self.occupants.get((node, gpu), {})
+            mem = self.ledger.holders[node][gpu][job_id]
+            if len(here) >= self.ledger.limit:
+                return False
+            if self._memory_used((node, gpu)) + mem > self.cluster.nodes[node].gpu_mem_gb + _EPS:
+                return False
+        for n, r in alloc.placement:
+            if r.cpus > self.cpus_free[n] + _EPS or r.mem_gb > self.mem_free[n] + _EPS:
+                return False
+        desired[job_id] = alloc
+        self._charge_host(alloc)
+        self._slots = None
+        for node, gpu in devices:
+            self.occupants.setdefault((node, gpu), {})[job_id] = self.ledger.holders[node][gpu][job_id]
+        reasons.pop(job_id, None)
+        return True
+
     def _name_devices(
         self,
         job_id: str,
@@ -284,14 +324,16 @@ class OpportunisticPacker:
         packed: set[str],
         evicted: set[str],
         reasons: dict[str, str],
-    ) -> Allocation:
+    ) -> Allocation | None:
         """GPUs for a count-based allocation of the skeleton, among those only packed jobs
         (or nobody) hold; packed jobs that fit beside it stay, the rest are evicted.
 
         A guaranteed job draws them at random (antman.go ``Reserve`` shuffles the free
         GPUs; seeded per job); with ``prefer_empty_gpus`` (ours), and always for an
         opportunistic job (the least-utilised GPU first), empty GPUs come first, then
-        those where it fits beside the packed jobs."""
+        those where it fits beside the packed jobs. An opportunistic job evicts nobody
+        (paper Sec. 3.3: it only joins GPUs below the utilisation limit): where it finds
+        no room it does not start (None), unless ``evict_opportunistic`` (ours)."""
         spec = self._spec(job_id)
         devices: list[Device] = []
         mem = min(self._gpu_memory(spec, alloc.plan, node) for node, _ in alloc.placement)
@@ -312,7 +354,12 @@ class OpportunisticPacker:
                 rng.shuffle(candidates)
             else:
                 candidates.sort()
-            for _, _, gpu in candidates[: res.gpus]:
+            chosen = candidates[: res.gpus]
+            if not spec.guaranteed and not self.evict_opportunistic and any(unfit for _, unfit, _ in chosen):
+                for device in devices:  # undo what this job took on earlier nodes
+                    self.occupants.get(device, {}).pop(job_id, None)
+                return None
+            for _, _, gpu in chosen:
                 device = (node, gpu)
                 if not self._room(device, spec, mem):
                     for victim in list(self.occupants.get(device, {})):
