@@ -1,4 +1,4 @@
-"""AntMan's GPU sharing (OSDI'20 Sec. 3-4) on tiny scenarios computed by hand.
+"""AntMan's GPU sharing (OSDI'20 Sec. 3.1 and 3.3) on tiny scenarios computed by hand.
 
 Speeds come from ``tests.policies.planaware.stubs`` (10 samples/s per GPU, batch 32, so one GPU
 runs 0.3125 it/s and two 0.625 it/s). The jobs' models have no architecture in the
@@ -58,10 +58,10 @@ def opportunistic(job_id: str, submit: float, iterations: int):
 
 
 def test_opportunistic_job_packed_beside_guaranteed_job_when_memory_fits():
-    # 2.1 + 2.1 = 4.2 GB <= 5 GB: o joins one of g's GPUs at once (Sec. 4).
+    # 2.1 + 2.1 = 4.2 GB <= 5 GB: o joins one of g's GPUs at once (Sec. 3.3).
     result, policy = run([guaranteed("g", 0), opportunistic("o", 10, 100)], gpu_mem_gb=5.0)
     t = jcts(result)
-    # g keeps its dedicated speed (GpuOpManager, Sec. 3.2): 800 it / 0.625 it/s
+    # g keeps its dedicated speed (GpuOpManager, Sec. 3.1.2): 800 it / 0.625 it/s
     assert t["g"] == pytest.approx(1280.0)
     # o runs in PPO's idle slots: 100 it / (0.3125 x 0.869) it/s, all before g ends
     assert t["o"] == pytest.approx(100 / (ONE_GPU * IDLE_BESIDE_PPO))

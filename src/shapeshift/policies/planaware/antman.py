@@ -1,42 +1,47 @@
-"""``antman``: guaranteed jobs first with exactly what they asked for; best-effort jobs
-run opportunistically, on idle GPUs and, on a sharing cluster, beside other jobs.
+"""``antman``: guaranteed jobs first with exactly what they asked for; opportunistic jobs
+run on idle GPUs and, on a sharing cluster, beside other jobs, throttled, never preempted.
 
 AntMan (Xiao et al., "AntMan: Dynamic Scaling on GPU Clusters for Deep Learning", OSDI
-2020), as the multi-tenant baseline of the Rubick paper. The paper's text was not in the
-corpora we could search: the Sec. 4 rules below are those of a public reading note of the
-paper (DicardoX/Research-Space, ``AntMan/README.md``, commit 3e392bd), the device-level
-rules those of the authors' Kubernetes plugin (alibaba/GPU-scheduler-for-deep-learning,
-commit 2069b38b, ``scheduler-plugins/pkg/antman/antman.go``; see ``antman_sharing``).
+2020, pp. 533-548), as the multi-tenant baseline of the Rubick paper. The rules below are
+the paper's Sec. 3.2-3.3 and Algorithm 1 (``scheduleJob``); the device-level constants
+the paper leaves open come from the authors' Kubernetes plugin
+(alibaba/GPU-scheduler-for-deep-learning, commit 2069b38b,
+``scheduler-plugins/pkg/antman/antman.go``; see ``antman_sharing``).
 
-**Global scheduler** (Sec. 4): resource-guaranteed jobs (tenants with a GPU quota) get
-exactly their request and plan, packed on the fewest nodes, in queue order, preempting
-best-effort jobs when needed (which AntMan would shrink instead; ``antman_sharing``). A
-guaranteed job that cannot start *reserves* what it could get: the GPUs of its packed
-placement that no guaranteed job holds (later guaranteed jobs may not take them;
-best-effort jobs may use them meanwhile), and its tenant's remaining quota when the quota
-blocks it (later guaranteed jobs of that tenant wait). A guaranteed job queued longer
-than ``opportunistic_after`` turns *opportunistic*: it runs as a best-effort job, and is
-*upgraded* back to guaranteed as soon as its tenant's quota has room for what it holds.
-Best-effort (opportunistic) jobs take idle GPUs in queue order (backfilling) and never
-preempt anyone.
+**Global scheduler** (Sec. 3.3): a tenant's quota is a number of GPUs; a
+resource-guaranteed job consumes it, an opportunistic one does not (Sec. 3.2). Guaranteed
+jobs get exactly their request, packed on the fewest nodes (Algorithm 1 line 1: the
+job's topology constraint), in queue order, on GPUs no other guaranteed job holds. A
+guaranteed job whose request can only partly be met *reserves* what it could get (lines
+7-8): the GPUs of its packed placement that no guaranteed job holds (no later guaranteed
+job takes them; opportunistic jobs may use them meanwhile), and its tenant's remaining
+quota when the quota blocks it (later guaranteed jobs of that tenant wait). Jobs that
+queue long run as opportunistic jobs and are *upgraded* to guaranteed, in preference to
+starting new ones, once their tenant's quota has room for what they hold. The paper
+estimates the queueing delay and gives no threshold; ours converts a guaranteed job queued
+longer than ``opportunistic_after``. Opportunistic jobs take idle GPUs in queue order and
+never preempt anyone.
 
-**GPU sharing** (Sec. 3-4; ``antman_sharing``): on a cluster whose ``gpu_share_limit`` is
-above 1, every job declares the GPU memory its plan needs, and a best-effort job that
-finds no idle GPUs is packed onto the least-utilised GPUs with memory to spare,
-guaranteed jobs' GPUs included. The guaranteed job keeps its speed and the opportunistic
-job runs in its idle time slots (``interference_model``). A guaranteed job that needs a
-GPU keeps an opportunistic job beside it when memory allows and evicts it otherwise.
+**GPU sharing** (Sec. 3.1, 3.3; ``antman_sharing``): on a cluster whose
+``gpu_share_limit`` is above 1, every job declares the GPU memory its plan needs, and an
+opportunistic job that finds no idle GPUs is packed onto the least-utilised GPUs below
+80% utilisation (Sec. 3.3: M = 80%, any occupant), guaranteed jobs' GPUs included. A
+guaranteed job that lands on an opportunistic job's GPU does not preempt it: the
+opportunistic job stays, runs in the guaranteed job's idle time slots
+(``interference_model``) and only leaves when the engine's hard limits (jobs per GPU, GPU
+memory) leave it no room, where AntMan would move its tensors to host memory.
 
 | parameter | default | source |
 | --- | --- | --- |
-| ``opportunistic_after`` | 3600 s | Sec. 4: long-queued jobs turn opportunistic (value ours; ``None``: never) |
+| ``opportunistic_after`` | 3600 s | Sec. 3.3: long-queued jobs run opportunistically (no threshold given: ours) |
 | ``guaranteed_backfill`` | False | ours: no reservation; a later guaranteed job may start past a blocked one |
 | ``dynamic_gpus`` | False | the Rubick artifact's AntMan baseline resizes jobs' GPU counts (approximated; see docs) |
-| ``sharing`` | True | paper Sec. 3-4 (False: whole GPUs only) |
-| ``guaranteed_slowdown`` | 0.0 | paper Sec. 3.2: guaranteed jobs keep dedicated speed |
-| ``idle_slots`` | True | paper Sec. 3.2: opportunistic kernels run in idle slots |
-| ``max_gpu_util`` | 0.8 | antman.go ``limitedUtil``: no opportunistic job joins a GPU at 80% or more |
-| ``max_used_gpu_mem_gb`` | 16 | antman.go ``limitedMem``: nor one whose occupants use 16 GiB or more |
+| ``sharing`` | True | paper Sec. 3 (False: whole GPUs only) |
+| ``preempt_opportunistic`` | False | ours: guaranteed jobs preempt opportunistic jobs (source: throttle) |
+| ``guaranteed_slowdown`` | 0.0 | paper Sec. 3.1.2, 3.3: guaranteed jobs keep dedicated speed |
+| ``idle_slots`` | True | paper Sec. 3.1.2: opportunistic kernels run in idle slots |
+| ``max_gpu_util`` | 0.8 | Sec. 3.3, M = 80%: no opportunistic job joins a GPU at 80% or more |
+| ``max_used_gpu_mem_gb`` | None | Sec. 3.3: no memory limit (16: antman.go ``limitedMem``) |
 | ``guaranteed_only_util_limit`` | False | ours: limit utilisation only beside guaranteed jobs, at ``min_idle_share`` |
 | ``min_idle_share`` | 0.1 | ours, with ``guaranteed_only_util_limit``: idle share a guaranteed host must leave |
 | ``prefer_empty_gpus`` | False | ours: a guaranteed job takes empty GPUs first (source: at random) |
@@ -137,7 +142,7 @@ class AntManScheduler(PlanAwareScheduler):
         )
 
     def interference_model(self, default: InterferenceModel) -> InterferenceModel:
-        """How jobs sharing a GPU run under this policy (the GpuOpManager, Sec. 3.2)."""
+        """How jobs sharing a GPU run under this policy (the GpuOpManager, Sec. 3.1.2)."""
         if not self.params.sharing:
             return default
         return AntManInterference(default, self.params.guaranteed_slowdown, self.params.idle_slots, self.params.seed)

@@ -3,14 +3,14 @@
 AntMan (Xiao et al., OSDI 2020) co-designs the scheduler with the DL framework so that
 several jobs share a GPU without hurting the job that paid for it:
 
-* **Dynamic memory scaling** (paper Sec. 3.1): a job's GPU memory is bounded to what it
+* **Dynamic memory scaling** (paper Sec. 3.1.1): a job's GPU memory is bounded to what it
   uses, and the rest of the GPU's memory is open to other jobs. We declare each job's
   per-GPU memory from the plan's memory estimate (``shapeshift.perf.memory``; for a
   model without an architecture, its sharing profile) and treat the GPU's memory as a
-  hard limit (the engine's ``GpuLedger``). AntMan instead spills an opportunistic job's
-  overflow to host memory when a guaranteed job grows; our memory figures are constant
-  while a job runs, so nothing needs to spill.
-* **Adaptive computation** (Sec. 3.2, the GpuOpManager): an opportunistic job's kernels
+  hard limit (the engine's ``GpuLedger``). AntMan instead moves an opportunistic job's
+  tensors to host memory when a guaranteed job needs the GPU's memory (Sec. 3.3); here
+  the opportunistic job stops when its memory no longer fits.
+* **Adaptive computation** (Sec. 3.1.2, the GpuOpManager): an opportunistic job's kernels
   are launched only in the idle time slots of the resource-guaranteed job on its GPU, so
   the guaranteed job keeps its dedicated speed. ``AntManInterference`` models it: a
   guaranteed job beside opportunistic ones runs at ``1 - guaranteed_slowdown`` (default
@@ -18,23 +18,22 @@ several jobs share a GPU without hurting the job that paid for it:
   idle share, ``1 - u`` of the guaranteed partner's GPU utilisation (its sharing
   profile, ``shapeshift.perf.colocation``), never faster than the default model allows.
   Two opportunistic jobs interfere as the default model says.
-* **Scheduling** (Sec. 4, the global scheduler and local coordinators; the authors'
-  re-implementation, alibaba/GPU-scheduler-for-deep-learning at commit 2069b38b,
-  ``scheduler-plugins/pkg/antman/antman.go``): guaranteed jobs get their requested GPUs
-  first, drawn at random among the GPUs no guaranteed job holds (``Reserve``: the free
-  GPUs are shuffled; opportunistic jobs do not count as holders). An opportunistic job
-  goes to the least-utilised GPU whose utilisation is below 80% and whose used memory is
-  below 16 GiB (``Reserve``/``GpuScore``: ``limitedUtil``, ``limitedMem``), which
-  includes GPUs held by guaranteed jobs. When a guaranteed job lands on a GPU an
-  opportunistic job sits on, the opportunistic job stays beside it if memory allows,
-  else it is evicted (back to the queue): the engine's GPU memory is a hard limit where
-  AntMan would shrink the guest's memory into host memory. ``OpportunisticPacker`` does
-  the device-level part of this.
+* **Scheduling** (Sec. 3.3 and Algorithm 1): guaranteed jobs get their requested GPUs
+  first, among the GPUs no guaranteed job holds; which of those is the plugin's rule
+  (alibaba/GPU-scheduler-for-deep-learning at commit 2069b38b,
+  ``scheduler-plugins/pkg/antman/antman.go``, ``Reserve``: the free GPUs are shuffled).
+  An opportunistic job goes to the least-utilised GPUs whose utilisation is below M =
+  80% (Sec. 3.3; ``limitedUtil`` in the plugin), whoever runs there; the plugin also
+  requires used memory below 16 GiB (``limitedMem``), off by default here. A GPU holds
+  at most one guaranteed job. A guaranteed job landing on an opportunistic job's GPU
+  throttles it rather than preempting it (Sec. 3.3, local coordinator): the
+  opportunistic job stays when the GPU's job count and memory allow, else it is
+  stopped (back to the queue). A new opportunistic job evicts nobody.
+  ``OpportunisticPacker`` does the device-level part of this.
 
-The paper's text was not at hand while this was written (no copy in the reference
-corpora); the rules above follow the authors' scheduler plugin and the paper's design as
-summarised in its abstract and in public reviews of it. Where we had to choose, the
-choice is a named parameter of ``antman`` with a row in the fidelity table.
+Paper text read: the USENIX proceedings PDF (osdi20-xiao.pdf, 17 pages). Where the paper
+leaves a choice open it follows the plugin; where we had to choose, the choice is a named
+parameter of ``antman`` with a row in the fidelity table.
 """
 
 from __future__ import annotations
@@ -54,9 +53,11 @@ from shapeshift.perf.memory import estimate_memory
 
 #: A speed the interference model never goes below (an engine rate must stay positive).
 MIN_SPEED = 0.01
-#: antman.go ``limitedUtil`` (80%): a GPU at or above this utilisation takes no opportunistic job.
+#: Paper Sec. 3.3, M = 80% (antman.go ``limitedUtil``): a GPU at or above this utilisation
+#: takes no opportunistic job.
 MAX_GPU_UTIL = 0.8
-#: antman.go ``limitedMem`` (16 GiB): a GPU using this much memory takes no opportunistic job.
+#: antman.go ``limitedMem`` (16 GiB; not in the paper): with ``max_used_gpu_mem_gb``, a GPU
+#: using this much memory takes no opportunistic job.
 MAX_USED_GPU_MEM_GB = 16.0
 _EPS = 1e-9
 
@@ -70,7 +71,7 @@ def idle_share(job: JobSpec, seed: int = 0) -> float:
 
 @dataclass(frozen=True)
 class AntManInterference:
-    """Pair speeds under AntMan's GpuOpManager (module docstring, paper Sec. 3.2)."""
+    """Pair speeds under AntMan's GpuOpManager (module docstring, paper Sec. 3.1.2)."""
 
     fallback: InterferenceModel = field(default_factory=UtilisationInterference)
     guaranteed_slowdown: float = 0.0
@@ -199,7 +200,7 @@ class OpportunisticPacker:
             return job.guaranteed or self._takes_guest(device)
         if not self.idle_slots:
             return True
-        # The opportunistic side only runs in the guaranteed side's idle slots (Sec. 3.2).
+        # The opportunistic side only runs in the guaranteed side's idle slots (Sec. 3.1.2).
         profiles = [self._util(j) for j in here] + [self._util(job.job_id)]
         hosts = [u for u, guaranteed in profiles if guaranteed]
         if not hosts or len(hosts) == len(profiles):
@@ -414,7 +415,7 @@ class OpportunisticPacker:
         reasons[victim] = f"evicted: job {by} needs {what}"
 
     def _pack(self, spec: JobSpec, nodes: list[int]) -> Allocation | None:
-        """The job's requested GPUs on the least-utilised GPUs with room (Sec. 4), on as
+        """The job's requested GPUs on the least-utilised GPUs with room (Sec. 3.3), on as
         few nodes as possible; its requested plan, CPUs and host memory."""
         plan = spec.plan if spec.plan is not None and spec.plan.gpus == spec.num_gpus else None
         per_node: dict[int, list[tuple[float, int]]] = {}
