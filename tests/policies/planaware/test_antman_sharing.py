@@ -17,7 +17,7 @@ from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import ClusterSpec
 from shapeshift.policies.planaware.antman import AntManParams, AntManScheduler, antman_variant
-from shapeshift.policies.planaware.antman_sharing import AntManInterference
+from shapeshift.policies.planaware.antman_jobs import AntManInterference
 from shapeshift.sim.simulator import simulate
 from tests.conftest import jcts
 from tests.policies.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob

@@ -59,7 +59,8 @@ from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Schedule
 from shapeshift.perf.colocation import InterferenceModel
 from shapeshift.policies.framework.registry import register
-from shapeshift.policies.planaware.antman_sharing import AntManInterference, OpportunisticPacker
+from shapeshift.policies.planaware.antman_jobs import AntManInterference
+from shapeshift.policies.planaware.antman_sharing import OpportunisticPacker
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import PlanAwareScheduler, Variant
 from shapeshift.policies.planaware.knowledge import Knowledge

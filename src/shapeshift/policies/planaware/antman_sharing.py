@@ -12,7 +12,7 @@ several jobs share a GPU without hurting the job that paid for it:
   the opportunistic job stops when its memory no longer fits.
 * **Adaptive computation** (Sec. 3.1.2, the GpuOpManager): an opportunistic job's kernels
   are launched only in the idle time slots of the resource-guaranteed job on its GPU, so
-  the guaranteed job keeps its dedicated speed. ``AntManInterference`` models it: a
+  the guaranteed job keeps its dedicated speed. ``AntManInterference`` (``antman_jobs``) models it: a
   guaranteed job beside opportunistic ones runs at ``1 - guaranteed_slowdown`` (default
   0, the paper's goal), and an opportunistic job beside a guaranteed one at the GPU's
   idle share, ``1 - u`` of the guaranteed partner's GPU utilisation (its sharing
@@ -40,19 +40,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from shapeshift.engine.fractions import allowed_nodes
 from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.view import ClusterView
-from shapeshift.model import Allocation, ExecutionPlan, JobSpec, NodeSpec, Resources
-from shapeshift.perf.arch import UnknownModelError, get_arch
-from shapeshift.perf.colocation import InterferenceModel, UtilisationInterference, profile_of
-from shapeshift.perf.ground_truth import host_memory_gb
-from shapeshift.perf.memory import estimate_memory
+from shapeshift.model import Allocation, ExecutionPlan, JobSpec, Resources
+from shapeshift.perf.colocation import profile_of
+from shapeshift.policies.planaware.antman_jobs import gpu_memory_gb, host_memory
 
-#: A speed the interference model never goes below (an engine rate must stay positive).
-MIN_SPEED = 0.01
 #: Paper Sec. 3.3, M = 80% (antman.go ``limitedUtil``): a GPU at or above this utilisation
 #: takes no opportunistic job.
 MAX_GPU_UTIL = 0.8
@@ -62,53 +57,6 @@ MAX_USED_GPU_MEM_GB = 16.0
 _EPS = 1e-9
 
 Device = tuple[int, int]
-
-
-def idle_share(job: JobSpec, seed: int = 0) -> float:
-    """Share of a GPU's time that ``job`` leaves idle running alone (1 - GPU utilisation)."""
-    return max(0.0, 1.0 - profile_of(job, seed).gpu_util)
-
-
-@dataclass(frozen=True)
-class AntManInterference:
-    """Pair speeds under AntMan's GpuOpManager (module docstring, paper Sec. 3.1.2)."""
-
-    fallback: InterferenceModel = field(default_factory=UtilisationInterference)
-    guaranteed_slowdown: float = 0.0
-    idle_slots: bool = True
-    seed: int = 0
-
-    def pair_speed(self, job: JobSpec, partner: JobSpec) -> float:
-        if job.guaranteed and not partner.guaranteed:
-            return 1.0 - self.guaranteed_slowdown
-        shared = self.fallback.pair_speed(job, partner)
-        if partner.guaranteed and not job.guaranteed and self.idle_slots:
-            return max(MIN_SPEED, min(shared, idle_share(partner, self.seed)))
-        return shared
-
-
-def gpu_memory_gb(job: JobSpec, plan: ExecutionPlan | None, node: NodeSpec) -> float:
-    """GPU memory per GPU that ``job`` is bounded to (paper Sec. 3.1): the plan's estimate,
-    else the job's sharing profile; never above the GPU's memory."""
-    estimate = None
-    if plan is not None:
-        try:
-            estimate = estimate_memory(get_arch(job.model), plan, node=node).gpu_gb
-        except UnknownModelError:  # a model without an architecture: its sharing profile
-            estimate = None
-    if estimate is None:
-        estimate = profile_of(job).gpu_mem_gb
-    return min(estimate, node.gpu_mem_gb)
-
-
-def host_memory(job: JobSpec, plan: ExecutionPlan | None) -> float:
-    """Host memory of a packed job, as the plan-aware skeleton's AllocMem counts it."""
-    if plan is None:
-        return job.mem_gb
-    try:
-        return max(host_memory_gb(get_arch(job.model), plan), job.mem_gb if job.guaranteed else 0.0)
-    except UnknownModelError:
-        return job.mem_gb
 
 
 class OpportunisticPacker:
