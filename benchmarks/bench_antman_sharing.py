@@ -17,13 +17,21 @@ from typing import Any
 from shapeshift.reproduce.experiment import Paths, load_jobs, run_one
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "default (the paper's and the plugin's rules)": {},
+    "default (the paper's rules)": {},
+    "preempt_opportunistic=true": {"preempt_opportunistic": True},
+    "max_used_gpu_mem_gb=16": {"max_used_gpu_mem_gb": 16.0},
+    "preempt_opportunistic=true, max_used_gpu_mem_gb=16": {"preempt_opportunistic": True, "max_used_gpu_mem_gb": 16.0},
     "guaranteed_backfill=true": {"guaranteed_backfill": True},
     "opportunistic_after=none": {"opportunistic_after": None},
     "opportunistic_after=1800": {"opportunistic_after": 1800.0},
     "opportunistic_after=7200": {"opportunistic_after": 7200.0},
     "guaranteed_backfill=true, opportunistic_after=none": {"guaranteed_backfill": True, "opportunistic_after": None},
     "dynamic_gpus=true": {"dynamic_gpus": True},
+    "dynamic_gpus=true, guaranteed_backfill=true, opportunistic_after=none": {
+        "dynamic_gpus": True,
+        "guaranteed_backfill": True,
+        "opportunistic_after": None,
+    },
     "sharing=false": {"sharing": False},
     "guaranteed_slowdown=0.05": {"guaranteed_slowdown": 0.05},
     "idle_slots=false": {"idle_slots": False},

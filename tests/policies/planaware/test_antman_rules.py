@@ -1,4 +1,4 @@
-"""AntMan's global-scheduler rules (OSDI'20 Sec. 4) and our departures from them, on tiny
+"""AntMan's global-scheduler rules (OSDI'20 Sec. 3.3) and our departures from them, on tiny
 scenarios computed by hand.
 
 Speeds come from ``tests.policies.planaware.stubs``: 10 samples/s per GPU at batch 32, so
@@ -38,7 +38,7 @@ def _blocked_by_gpus():
 
 def test_blocked_guaranteed_job_reserves_the_free_gpu_for_itself_not_for_later_guaranteed_jobs():
     # At 10 s g2 needs 2 GPUs, 1 is free and no best-effort job holds any: it reserves
-    # (Sec. 4). g3 (20 s) queues behind it; the opportunistic b (30 s) may use the
+    # (Sec. 3.3). g3 (20 s) queues behind it; the opportunistic b (30 s) may use the
     # reserved GPU: it runs 30-350. At 1024 s g1 ends: g2 and g3 start together.
     t = run(_blocked_by_gpus(), {"A": 8, "B": 0})
     assert t["g2"] == pytest.approx(1024 + 1024 - 10)
@@ -105,7 +105,7 @@ def _quota_blocked_small_job():
 
 
 def test_guaranteed_job_queued_past_the_threshold_runs_opportunistically():
-    # Sec. 4: g2 waits for quota from 10 s; at 10 + 100 = 110 s it turns opportunistic and
+    # Sec. 3.3: g2 waits for quota from 10 s; at 10 + 100 = 110 s it turns opportunistic and
     # takes the idle fourth GPU: 110-430.
     t = run(_quota_blocked_small_job(), {"A": 3}, opportunistic_after=100.0)
     assert t["g2"] == pytest.approx(430 - 10)

@@ -1,4 +1,4 @@
-"""AntMan's GPU sharing (OSDI'20 Sec. 3-4) on tiny scenarios computed by hand.
+"""AntMan's GPU sharing (OSDI'20 Sec. 3.1 and 3.3) on tiny scenarios computed by hand.
 
 Speeds come from ``tests.policies.planaware.stubs`` (10 samples/s per GPU, batch 32, so one GPU
 runs 0.3125 it/s and two 0.625 it/s). The jobs' models have no architecture in the
@@ -17,7 +17,7 @@ from shapeshift.analysis.metrics import summarize
 from shapeshift.engine.overheads import Overheads
 from shapeshift.model import ClusterSpec
 from shapeshift.policies.planaware.antman import AntManParams, AntManScheduler, antman_variant
-from shapeshift.policies.planaware.antman_sharing import AntManInterference
+from shapeshift.policies.planaware.antman_jobs import AntManInterference
 from shapeshift.sim.simulator import simulate
 from tests.conftest import jcts
 from tests.policies.planaware.stubs import StubKnowledge, StubTruth, cluster, pjob
@@ -58,10 +58,10 @@ def opportunistic(job_id: str, submit: float, iterations: int):
 
 
 def test_opportunistic_job_packed_beside_guaranteed_job_when_memory_fits():
-    # 2.1 + 2.1 = 4.2 GB <= 5 GB: o joins one of g's GPUs at once (Sec. 4).
+    # 2.1 + 2.1 = 4.2 GB <= 5 GB: o joins one of g's GPUs at once (Sec. 3.3).
     result, policy = run([guaranteed("g", 0), opportunistic("o", 10, 100)], gpu_mem_gb=5.0)
     t = jcts(result)
-    # g keeps its dedicated speed (GpuOpManager, Sec. 3.2): 800 it / 0.625 it/s
+    # g keeps its dedicated speed (GpuOpManager, Sec. 3.1.2): 800 it / 0.625 it/s
     assert t["g"] == pytest.approx(1280.0)
     # o runs in PPO's idle slots: 100 it / (0.3125 x 0.869) it/s, all before g ends
     assert t["o"] == pytest.approx(100 / (ONE_GPU * IDLE_BESIDE_PPO))
@@ -112,11 +112,19 @@ def test_no_opportunistic_job_on_a_gpu_at_eighty_percent_utilisation():
 
 
 def test_the_used_memory_limit_of_a_gpu():
-    # antman.go limitedMem (16 GiB): occupants using 17 GB leave no room for a guest even
-    # at low utilisation; at 15 GB they do; an empty GPU always takes one.
+    # Paper Sec. 3.3: the candidates of an opportunistic job are the GPUs below M = 80%
+    # utilisation, whatever memory their occupants use, so occupants using 17 GB at 10%
+    # leave room. The plugin's limitedMem (16 GiB, ``max_used_gpu_mem_gb=16``) refuses them
+    # and takes 15 GB; an empty GPU always takes one.
     from shapeshift.policies.planaware.antman_sharing import OpportunisticPacker
 
-    packer = OpportunisticPacker(0.1, True)
+    paper = OpportunisticPacker(0.1, True)
+    paper._profile = {"a": (0.1, False)}
+    paper.occupants = {(0, 0): {"a": 17.0}}
+    assert paper._takes_guest((0, 0))
+    assert AntManParams().max_used_gpu_mem_gb is None
+
+    packer = OpportunisticPacker(0.1, True, max_used_gpu_mem_gb=16.0)
     packer._profile = {"a": (0.1, False)}
     packer.occupants = {(0, 0): {"a": 17.0}, (0, 1): {"a": 15.0}}
     assert not packer._takes_guest((0, 0))
@@ -210,3 +218,55 @@ def test_the_plugin_limits_refuse_non_finite_values():
         with pytest.raises(ValidationError):
             AntManParams(**bad)
     assert AntManParams(max_used_gpu_mem_gb=None).max_used_gpu_mem_gb is None
+
+
+IDLE_BESIDE_RESNET = 1 - 0.989  # ResNet50's GPU utilisation 0.989 (Lucid profile), 7.4 GB
+
+
+def test_guaranteed_job_keeps_the_opportunistic_job_it_lands_on():
+    # Paper Sec. 3.3 (local coordinator): a guaranteed job arriving on a GPU an
+    # opportunistic job runs on throttles it; nobody is preempted. o (NeuMF, 2.1 GB, 1000
+    # it) starts alone on an idle GPU at 0 s. g (ResNet50, 2 GPUs, 800 it) arrives at 100 s
+    # and needs both GPUs: 7.4 + 2.1 <= 10 GB, so o stays beside it, in ResNet50's idle
+    # 1.1%, until g ends at 100 + 800 / 0.625 = 1380 s, then runs alone.
+    g = guaranteed("g", 100, model="ResNet50")
+    o = opportunistic("o", 0, 1000)
+    result, policy = run([g, o], gpu_mem_gb=10.0)
+    t = jcts(result)
+    assert t["g"] == pytest.approx(1280.0)
+    done = 100 * ONE_GPU + 1280 * ONE_GPU * IDLE_BESIDE_RESNET
+    assert t["o"] == pytest.approx(1380 + (1000 - done) / ONE_GPU)
+    assert summarize(result)["preemptions"] == 0
+    assert policy.packings == 1
+    # Ours (preempt_opportunistic): g preempts o at 100 s; o may not join g's GPUs (98.9%
+    # >= 80%), so it restarts when g ends, after the 78 s restore pause.
+    result, _ = run([g, o], gpu_mem_gb=10.0, preempt_opportunistic=True)
+    assert summarize(result)["preemptions"] == 1
+    assert jcts(result)["o"] == pytest.approx(1380 + 78 + (1000 - 100 * ONE_GPU) / ONE_GPU)
+
+
+def test_the_opportunistic_job_is_preempted_when_its_memory_does_not_fit():
+    # As above on 9 GB GPUs: 7.4 + 2.1 > 9, so the engine's hard memory limit stops o at
+    # 100 s (AntMan would move its tensors to host memory); it restarts at 1380 + 78 s.
+    result, policy = run([guaranteed("g", 100, model="ResNet50"), opportunistic("o", 0, 1000)], gpu_mem_gb=9.0)
+    assert summarize(result)["preemptions"] == 1
+    assert policy.packings == 0
+    assert jcts(result)["o"] == pytest.approx(1380 + 78 + (1000 - 100 * ONE_GPU) / ONE_GPU)
+
+
+def test_a_new_opportunistic_job_evicts_nobody():
+    # o1 (ResNet50, 7.4 GB, 200 it) starts alone at 0 s and stays beside g (ResNet50, 2 GPUs)
+    # from 100 s (14.8 <= 20 GB). g ends at 1380 s; o1 has done 100 x 0.3125 + 1280 x
+    # 0.3125 x 0.011 it and ends alone at 1380 + rest / 0.3125 s. o2 (NeuMF, 2 GPUs, 100
+    # it) arrives at 1390 s: o1's GPU is at 98.9% >= 80%, so o2 may not join it (Sec. 3.3)
+    # and starts when o1 ends, running 100 / 0.625 = 160 s.
+    jobs = [guaranteed("g", 100, model="ResNet50"), besteffort("o1", 0, 200, "ResNet50"),
+            replace(pjob("o2", 1390, 2, 100, tenant="B"), model="NeuMF")]
+    result, policy = run(jobs, gpu_mem_gb=20.0)
+    t = jcts(result)
+    done = 100 * ONE_GPU + 1280 * ONE_GPU * IDLE_BESIDE_RESNET
+    o1_end = 1380 + (200 - done) / ONE_GPU
+    assert t["o1"] == pytest.approx(o1_end)
+    assert t["o2"] == pytest.approx(o1_end + 160 - 1390)
+    assert policy.evictions == 0
+    assert summarize(result)["preemptions"] == 0

@@ -1,42 +1,47 @@
-"""``antman``: guaranteed jobs first with exactly what they asked for; best-effort jobs
-run opportunistically, on idle GPUs and, on a sharing cluster, beside other jobs.
+"""``antman``: guaranteed jobs first with exactly what they asked for; opportunistic jobs
+run on idle GPUs and, on a sharing cluster, beside other jobs, throttled, never preempted.
 
 AntMan (Xiao et al., "AntMan: Dynamic Scaling on GPU Clusters for Deep Learning", OSDI
-2020), as the multi-tenant baseline of the Rubick paper. The paper's text was not in the
-corpora we could search: the Sec. 4 rules below are those of a public reading note of the
-paper (DicardoX/Research-Space, ``AntMan/README.md``, commit 3e392bd), the device-level
-rules those of the authors' Kubernetes plugin (alibaba/GPU-scheduler-for-deep-learning,
-commit 2069b38b, ``scheduler-plugins/pkg/antman/antman.go``; see ``antman_sharing``).
+2020, pp. 533-548), as the multi-tenant baseline of the Rubick paper. The rules below are
+the paper's Sec. 3.2-3.3 and Algorithm 1 (``scheduleJob``); the device-level constants
+the paper leaves open come from the authors' Kubernetes plugin
+(alibaba/GPU-scheduler-for-deep-learning, commit 2069b38b,
+``scheduler-plugins/pkg/antman/antman.go``; see ``antman_sharing``).
 
-**Global scheduler** (Sec. 4): resource-guaranteed jobs (tenants with a GPU quota) get
-exactly their request and plan, packed on the fewest nodes, in queue order, preempting
-best-effort jobs when needed (which AntMan would shrink instead; ``antman_sharing``). A
-guaranteed job that cannot start *reserves* what it could get: the GPUs of its packed
-placement that no guaranteed job holds (later guaranteed jobs may not take them;
-best-effort jobs may use them meanwhile), and its tenant's remaining quota when the quota
-blocks it (later guaranteed jobs of that tenant wait). A guaranteed job queued longer
-than ``opportunistic_after`` turns *opportunistic*: it runs as a best-effort job, and is
-*upgraded* back to guaranteed as soon as its tenant's quota has room for what it holds.
-Best-effort (opportunistic) jobs take idle GPUs in queue order (backfilling) and never
-preempt anyone.
+**Global scheduler** (Sec. 3.3): a tenant's quota is a number of GPUs; a
+resource-guaranteed job consumes it, an opportunistic one does not (Sec. 3.2). Guaranteed
+jobs get exactly their request, packed on the fewest nodes (Algorithm 1 line 1: the
+job's topology constraint), in queue order, on GPUs no other guaranteed job holds. A
+guaranteed job whose request can only partly be met *reserves* what it could get (lines
+7-8): the GPUs of its packed placement that no guaranteed job holds (no later guaranteed
+job takes them; opportunistic jobs may use them meanwhile), and its tenant's remaining
+quota when the quota blocks it (later guaranteed jobs of that tenant wait). Jobs that
+queue long run as opportunistic jobs and are *upgraded* to guaranteed, in preference to
+starting new ones, once their tenant's quota has room for what they hold. The paper
+estimates the queueing delay and gives no threshold; ours converts a guaranteed job queued
+longer than ``opportunistic_after``. Opportunistic jobs take idle GPUs in queue order and
+never preempt anyone.
 
-**GPU sharing** (Sec. 3-4; ``antman_sharing``): on a cluster whose ``gpu_share_limit`` is
-above 1, every job declares the GPU memory its plan needs, and a best-effort job that
-finds no idle GPUs is packed onto the least-utilised GPUs with memory to spare,
-guaranteed jobs' GPUs included. The guaranteed job keeps its speed and the opportunistic
-job runs in its idle time slots (``interference_model``). A guaranteed job that needs a
-GPU keeps an opportunistic job beside it when memory allows and evicts it otherwise.
+**GPU sharing** (Sec. 3.1, 3.3; ``antman_sharing``): on a cluster whose
+``gpu_share_limit`` is above 1, every job declares the GPU memory its plan needs, and an
+opportunistic job that finds no idle GPUs is packed onto the least-utilised GPUs below
+80% utilisation (Sec. 3.3: M = 80%, any occupant), guaranteed jobs' GPUs included. A
+guaranteed job that lands on an opportunistic job's GPU does not preempt it: the
+opportunistic job stays, runs in the guaranteed job's idle time slots
+(``interference_model``) and only leaves when the engine's hard limits (jobs per GPU, GPU
+memory) leave it no room, where AntMan would move its tensors to host memory.
 
 | parameter | default | source |
 | --- | --- | --- |
-| ``opportunistic_after`` | 3600 s | Sec. 4: long-queued jobs turn opportunistic (value ours; ``None``: never) |
+| ``opportunistic_after`` | 3600 s | Sec. 3.3: long-queued jobs run opportunistically (no threshold given: ours) |
 | ``guaranteed_backfill`` | False | ours: no reservation; a later guaranteed job may start past a blocked one |
 | ``dynamic_gpus`` | False | the Rubick artifact's AntMan baseline resizes jobs' GPU counts (approximated; see docs) |
-| ``sharing`` | True | paper Sec. 3-4 (False: whole GPUs only) |
-| ``guaranteed_slowdown`` | 0.0 | paper Sec. 3.2: guaranteed jobs keep dedicated speed |
-| ``idle_slots`` | True | paper Sec. 3.2: opportunistic kernels run in idle slots |
-| ``max_gpu_util`` | 0.8 | antman.go ``limitedUtil``: no opportunistic job joins a GPU at 80% or more |
-| ``max_used_gpu_mem_gb`` | 16 | antman.go ``limitedMem``: nor one whose occupants use 16 GiB or more |
+| ``sharing`` | True | paper Sec. 3 (False: whole GPUs only) |
+| ``preempt_opportunistic`` | False | ours: guaranteed jobs preempt opportunistic jobs (source: throttle) |
+| ``guaranteed_slowdown`` | 0.0 | paper Sec. 3.1.2, 3.3: guaranteed jobs keep dedicated speed |
+| ``idle_slots`` | True | paper Sec. 3.1.2: opportunistic kernels run in idle slots |
+| ``max_gpu_util`` | 0.8 | Sec. 3.3, M = 80%: no opportunistic job joins a GPU at 80% or more |
+| ``max_used_gpu_mem_gb`` | None | Sec. 3.3: no memory limit (16: antman.go ``limitedMem``) |
 | ``guaranteed_only_util_limit`` | False | ours: limit utilisation only beside guaranteed jobs, at ``min_idle_share`` |
 | ``min_idle_share`` | 0.1 | ours, with ``guaranteed_only_util_limit``: idle share a guaranteed host must leave |
 | ``prefer_empty_gpus`` | False | ours: a guaranteed job takes empty GPUs first (source: at random) |
@@ -54,7 +59,8 @@ from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, Schedule
 from shapeshift.perf.colocation import InterferenceModel
 from shapeshift.policies.framework.registry import register
-from shapeshift.policies.planaware.antman_sharing import AntManInterference, OpportunisticPacker
+from shapeshift.policies.planaware.antman_jobs import AntManInterference
+from shapeshift.policies.planaware.antman_sharing import OpportunisticPacker
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import PlanAwareScheduler, Variant
 from shapeshift.policies.planaware.knowledge import Knowledge
@@ -66,7 +72,8 @@ class AntManParams(PlanAwareParams):
     idle_slots: bool = True
     min_idle_share: float = Field(0.1, ge=0, le=1)
     max_gpu_util: float = Field(0.8, gt=0, le=1)
-    max_used_gpu_mem_gb: float | None = Field(16.0, gt=0, allow_inf_nan=False)
+    max_used_gpu_mem_gb: float | None = Field(None, gt=0, allow_inf_nan=False)
+    preempt_opportunistic: bool = False
     guaranteed_only_util_limit: bool = False
     prefer_empty_gpus: bool = False
     guaranteed_backfill: bool = False
@@ -132,10 +139,11 @@ class AntManScheduler(PlanAwareScheduler):
             max_gpu_util=self.params.max_gpu_util, max_used_gpu_mem_gb=self.params.max_used_gpu_mem_gb,
             guaranteed_only_util_limit=self.params.guaranteed_only_util_limit,
             prefer_empty_gpus=self.params.prefer_empty_gpus,
+            evict_opportunistic=self.params.preempt_opportunistic,
         )
 
     def interference_model(self, default: InterferenceModel) -> InterferenceModel:
-        """How jobs sharing a GPU run under this policy (the GpuOpManager, Sec. 3.2)."""
+        """How jobs sharing a GPU run under this policy (the GpuOpManager, Sec. 3.1.2)."""
         if not self.params.sharing:
             return default
         return AntManInterference(default, self.params.guaranteed_slowdown, self.params.idle_slots, self.params.seed)
@@ -153,7 +161,14 @@ class AntManScheduler(PlanAwareScheduler):
         desired: dict[str, Allocation] = dict(inner.allocations)
         desired.update({j: view.allocations[j] for j in sorted(self.packed)})
         reasons = dict(inner.reasons)
-        desired, newly, evicted = self.packer.finish(view, ledger, desired, self.packed, reasons)
+        keep: set[str] = set()
+        if not self.params.preempt_opportunistic:
+            # Running opportunistic jobs the skeleton stopped for guaranteed ones: they stay
+            # where they run when there is room (Sec. 3.3). A converted guaranteed job
+            # still counts as guaranteed for speeds, so it is stopped as before.
+            keep = {j for j in view.allocations
+                    if j not in desired and j not in self.packed and not view.job(j).spec.guaranteed}
+        desired, newly, evicted = self.packer.finish(view, ledger, desired, self.packed, reasons, keep)
         self.packed = (self.packed - evicted) | newly
         self.packings += len(newly)
         self.evictions += len(evicted)

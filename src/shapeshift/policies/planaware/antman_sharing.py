@@ -3,111 +3,60 @@
 AntMan (Xiao et al., OSDI 2020) co-designs the scheduler with the DL framework so that
 several jobs share a GPU without hurting the job that paid for it:
 
-* **Dynamic memory scaling** (paper Sec. 3.1): a job's GPU memory is bounded to what it
+* **Dynamic memory scaling** (paper Sec. 3.1.1): a job's GPU memory is bounded to what it
   uses, and the rest of the GPU's memory is open to other jobs. We declare each job's
   per-GPU memory from the plan's memory estimate (``shapeshift.perf.memory``; for a
   model without an architecture, its sharing profile) and treat the GPU's memory as a
-  hard limit (the engine's ``GpuLedger``). AntMan instead spills an opportunistic job's
-  overflow to host memory when a guaranteed job grows; our memory figures are constant
-  while a job runs, so nothing needs to spill.
-* **Adaptive computation** (Sec. 3.2, the GpuOpManager): an opportunistic job's kernels
+  hard limit (the engine's ``GpuLedger``). AntMan instead moves an opportunistic job's
+  tensors to host memory when a guaranteed job needs the GPU's memory (Sec. 3.3); here
+  the opportunistic job stops when its memory no longer fits.
+* **Adaptive computation** (Sec. 3.1.2, the GpuOpManager): an opportunistic job's kernels
   are launched only in the idle time slots of the resource-guaranteed job on its GPU, so
-  the guaranteed job keeps its dedicated speed. ``AntManInterference`` models it: a
+  the guaranteed job keeps its dedicated speed. ``AntManInterference`` (``antman_jobs``) models it: a
   guaranteed job beside opportunistic ones runs at ``1 - guaranteed_slowdown`` (default
   0, the paper's goal), and an opportunistic job beside a guaranteed one at the GPU's
   idle share, ``1 - u`` of the guaranteed partner's GPU utilisation (its sharing
   profile, ``shapeshift.perf.colocation``), never faster than the default model allows.
   Two opportunistic jobs interfere as the default model says.
-* **Scheduling** (Sec. 4, the global scheduler and local coordinators; the authors'
-  re-implementation, alibaba/GPU-scheduler-for-deep-learning at commit 2069b38b,
-  ``scheduler-plugins/pkg/antman/antman.go``): guaranteed jobs get their requested GPUs
-  first, drawn at random among the GPUs no guaranteed job holds (``Reserve``: the free
-  GPUs are shuffled; opportunistic jobs do not count as holders). An opportunistic job
-  goes to the least-utilised GPU whose utilisation is below 80% and whose used memory is
-  below 16 GiB (``Reserve``/``GpuScore``: ``limitedUtil``, ``limitedMem``), which
-  includes GPUs held by guaranteed jobs. When a guaranteed job lands on a GPU an
-  opportunistic job sits on, the opportunistic job stays beside it if memory allows,
-  else it is evicted (back to the queue): the engine's GPU memory is a hard limit where
-  AntMan would shrink the guest's memory into host memory. ``OpportunisticPacker`` does
-  the device-level part of this.
+* **Scheduling** (Sec. 3.3 and Algorithm 1): guaranteed jobs get their requested GPUs
+  first, among the GPUs no guaranteed job holds; which of those is the plugin's rule
+  (alibaba/GPU-scheduler-for-deep-learning at commit 2069b38b,
+  ``scheduler-plugins/pkg/antman/antman.go``, ``Reserve``: the free GPUs are shuffled).
+  An opportunistic job goes to the least-utilised GPUs whose utilisation is below M =
+  80% (Sec. 3.3; ``limitedUtil`` in the plugin), whoever runs there; the plugin also
+  requires used memory below 16 GiB (``limitedMem``), off by default here. A GPU holds
+  at most one guaranteed job. A guaranteed job landing on an opportunistic job's GPU
+  throttles it rather than preempting it (Sec. 3.3, local coordinator): the
+  opportunistic job stays when the GPU's job count and memory allow, else it is
+  stopped (back to the queue). A new opportunistic job evicts nobody.
+  ``OpportunisticPacker`` does the device-level part of this.
 
-The paper's text was not at hand while this was written (no copy in the reference
-corpora); the rules above follow the authors' scheduler plugin and the paper's design as
-summarised in its abstract and in public reviews of it. Where we had to choose, the
-choice is a named parameter of ``antman`` with a row in the fidelity table.
+Paper text read: the USENIX proceedings PDF (osdi20-xiao.pdf, 17 pages). Where the paper
+leaves a choice open it follows the plugin; where we had to choose, the choice is a named
+parameter of ``antman`` with a row in the fidelity table.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from shapeshift.engine.fractions import allowed_nodes
 from shapeshift.engine.sharing import GpuLedger
 from shapeshift.engine.view import ClusterView
-from shapeshift.model import Allocation, ExecutionPlan, JobSpec, NodeSpec, Resources
-from shapeshift.perf.arch import UnknownModelError, get_arch
-from shapeshift.perf.colocation import InterferenceModel, UtilisationInterference, profile_of
-from shapeshift.perf.ground_truth import host_memory_gb
-from shapeshift.perf.memory import estimate_memory
+from shapeshift.model import Allocation, ExecutionPlan, JobSpec, Resources
+from shapeshift.perf.colocation import profile_of
+from shapeshift.policies.planaware.antman_jobs import gpu_memory_gb, host_memory
 
-#: A speed the interference model never goes below (an engine rate must stay positive).
-MIN_SPEED = 0.01
-#: antman.go ``limitedUtil`` (80%): a GPU at or above this utilisation takes no opportunistic job.
+#: Paper Sec. 3.3, M = 80% (antman.go ``limitedUtil``): a GPU at or above this utilisation
+#: takes no opportunistic job.
 MAX_GPU_UTIL = 0.8
-#: antman.go ``limitedMem`` (16 GiB): a GPU using this much memory takes no opportunistic job.
+#: antman.go ``limitedMem`` (16 GiB; not in the paper): with ``max_used_gpu_mem_gb``, a GPU
+#: using this much memory takes no opportunistic job.
 MAX_USED_GPU_MEM_GB = 16.0
 _EPS = 1e-9
 
 Device = tuple[int, int]
-
-
-def idle_share(job: JobSpec, seed: int = 0) -> float:
-    """Share of a GPU's time that ``job`` leaves idle running alone (1 - GPU utilisation)."""
-    return max(0.0, 1.0 - profile_of(job, seed).gpu_util)
-
-
-@dataclass(frozen=True)
-class AntManInterference:
-    """Pair speeds under AntMan's GpuOpManager (module docstring, paper Sec. 3.2)."""
-
-    fallback: InterferenceModel = field(default_factory=UtilisationInterference)
-    guaranteed_slowdown: float = 0.0
-    idle_slots: bool = True
-    seed: int = 0
-
-    def pair_speed(self, job: JobSpec, partner: JobSpec) -> float:
-        if job.guaranteed and not partner.guaranteed:
-            return 1.0 - self.guaranteed_slowdown
-        shared = self.fallback.pair_speed(job, partner)
-        if partner.guaranteed and not job.guaranteed and self.idle_slots:
-            return max(MIN_SPEED, min(shared, idle_share(partner, self.seed)))
-        return shared
-
-
-def gpu_memory_gb(job: JobSpec, plan: ExecutionPlan | None, node: NodeSpec) -> float:
-    """GPU memory per GPU that ``job`` is bounded to (paper Sec. 3.1): the plan's estimate,
-    else the job's sharing profile; never above the GPU's memory."""
-    estimate = None
-    if plan is not None:
-        try:
-            estimate = estimate_memory(get_arch(job.model), plan, node=node).gpu_gb
-        except UnknownModelError:  # a model without an architecture: its sharing profile
-            estimate = None
-    if estimate is None:
-        estimate = profile_of(job).gpu_mem_gb
-    return min(estimate, node.gpu_mem_gb)
-
-
-def host_memory(job: JobSpec, plan: ExecutionPlan | None) -> float:
-    """Host memory of a packed job, as the plan-aware skeleton's AllocMem counts it."""
-    if plan is None:
-        return job.mem_gb
-    try:
-        return max(host_memory_gb(get_arch(job.model), plan), job.mem_gb if job.guaranteed else 0.0)
-    except UnknownModelError:
-        return job.mem_gb
 
 
 class OpportunisticPacker:
@@ -120,9 +69,11 @@ class OpportunisticPacker:
     """
 
     def __init__(self, min_idle_share: float, idle_slots: bool, seed: int = 0, *,
-                 max_gpu_util: float = MAX_GPU_UTIL, max_used_gpu_mem_gb: float | None = MAX_USED_GPU_MEM_GB,
-                 guaranteed_only_util_limit: bool = False, prefer_empty_gpus: bool = False):
+                 max_gpu_util: float = MAX_GPU_UTIL, max_used_gpu_mem_gb: float | None = None,
+                 guaranteed_only_util_limit: bool = False, prefer_empty_gpus: bool = False,
+                 evict_opportunistic: bool = False):
         self.min_idle_share = min_idle_share
+        self.evict_opportunistic = evict_opportunistic
         self.idle_slots = idle_slots
         self.seed = seed
         self.max_gpu_util = max_gpu_util
@@ -197,7 +148,7 @@ class OpportunisticPacker:
             return job.guaranteed or self._takes_guest(device)
         if not self.idle_slots:
             return True
-        # The opportunistic side only runs in the guaranteed side's idle slots (Sec. 3.2).
+        # The opportunistic side only runs in the guaranteed side's idle slots (Sec. 3.1.2).
         profiles = [self._util(j) for j in here] + [self._util(job.job_id)]
         hosts = [u for u, guaranteed in profiles if guaranteed]
         if not hosts or len(hosts) == len(profiles):
@@ -249,17 +200,28 @@ class OpportunisticPacker:
         desired: dict[str, Allocation],
         packed: set[str],
         reasons: dict[str, str],
+        keep: set[str] | frozenset[str] = frozenset(),
     ) -> tuple[dict[str, Allocation], set[str], set[str]]:
+        """``keep``: running opportunistic jobs the skeleton stopped to free their GPUs;
+        each stays where it runs when its GPUs and node still have room (``_keep``)."""
         self._load(view, ledger, desired)
         evicted: set[str] = set()
         fresh = [j for j, a in desired.items() if a is not view.allocations.get(j)]
         for job_id in fresh:  # guaranteed first: they choose their GPUs before anyone else
             if self._spec(job_id).guaranteed:
                 desired[job_id] = self._name_devices(job_id, desired[job_id], desired, packed, evicted, reasons)
+        newly: set[str] = {j for j in sorted(keep) if self._keep(j, desired, reasons)}
+        sharing = packed | newly
         for job_id in fresh:
             if not self._spec(job_id).guaranteed:
-                desired[job_id] = self._name_devices(job_id, desired[job_id], desired, packed, evicted, reasons)
-        newly: set[str] = set()
+                named = self._name_devices(job_id, desired[job_id], desired, sharing, evicted, reasons)
+                if named is None:
+                    for n, r in desired.pop(job_id).placement:
+                        self.cpus_free[n] += r.cpus
+                        self.mem_free[n] += r.mem_gb
+                    reasons[job_id] = "no GPU free of jobs at or above the utilisation limit"
+                else:
+                    desired[job_id] = named
         for part in sorted(view.dirty_partitions):
             if part not in view.partitions:
                 continue
@@ -276,6 +238,33 @@ class OpportunisticPacker:
                 reasons.pop(job_id, None)
         return desired, newly, evicted
 
+    def _keep(self, job_id: str, desired: dict[str, Allocation], reasons: dict[str, str]) -> bool:
+        """Paper Sec. 3.3 (local coordinator): a guaranteed job landing on an opportunistic
+        job's GPU throttles it instead of preempting it. The job keeps its allocation when
+        each of its GPUs has a free slot (``gpu_share_limit``) and the memory it uses, and
+        its nodes the CPUs and host memory, after this decision's guaranteed jobs."""
+        alloc = self.view.allocations[job_id]
+        devices = self.ledger.devices.get(job_id, ())
+        if not devices:
+            return False
+        for node, gpu in devices:
+            here = self.occupants.get((node, gpu), {})
+            mem = self.ledger.holders[node][gpu][job_id]
+            if len(here) >= self.ledger.limit:
+                return False
+            if self._memory_used((node, gpu)) + mem > self.cluster.nodes[node].gpu_mem_gb + _EPS:
+                return False
+        for n, r in alloc.placement:
+            if r.cpus > self.cpus_free[n] + _EPS or r.mem_gb > self.mem_free[n] + _EPS:
+                return False
+        desired[job_id] = alloc
+        self._charge_host(alloc)
+        self._slots = None
+        for node, gpu in devices:
+            self.occupants.setdefault((node, gpu), {})[job_id] = self.ledger.holders[node][gpu][job_id]
+        reasons.pop(job_id, None)
+        return True
+
     def _name_devices(
         self,
         job_id: str,
@@ -284,14 +273,16 @@ class OpportunisticPacker:
         packed: set[str],
         evicted: set[str],
         reasons: dict[str, str],
-    ) -> Allocation:
+    ) -> Allocation | None:
         """GPUs for a count-based allocation of the skeleton, among those only packed jobs
         (or nobody) hold; packed jobs that fit beside it stay, the rest are evicted.
 
         A guaranteed job draws them at random (antman.go ``Reserve`` shuffles the free
         GPUs; seeded per job); with ``prefer_empty_gpus`` (ours), and always for an
         opportunistic job (the least-utilised GPU first), empty GPUs come first, then
-        those where it fits beside the packed jobs."""
+        those where it fits beside the packed jobs. An opportunistic job evicts nobody
+        (paper Sec. 3.3: it only joins GPUs below the utilisation limit): where it finds
+        no room it does not start (None), unless ``evict_opportunistic`` (ours)."""
         spec = self._spec(job_id)
         devices: list[Device] = []
         mem = min(self._gpu_memory(spec, alloc.plan, node) for node, _ in alloc.placement)
@@ -312,7 +303,12 @@ class OpportunisticPacker:
                 rng.shuffle(candidates)
             else:
                 candidates.sort()
-            for _, _, gpu in candidates[: res.gpus]:
+            chosen = candidates[: res.gpus]
+            if not spec.guaranteed and not self.evict_opportunistic and any(unfit for _, unfit, _ in chosen):
+                for device in devices:  # undo what this job took on earlier nodes
+                    self.occupants.get(device, {}).pop(job_id, None)
+                return None
+            for _, _, gpu in chosen:
                 device = (node, gpu)
                 if not self._room(device, spec, mem):
                     for victim in list(self.occupants.get(device, {})):
@@ -367,7 +363,7 @@ class OpportunisticPacker:
         reasons[victim] = f"evicted: job {by} needs {what}"
 
     def _pack(self, spec: JobSpec, nodes: list[int]) -> Allocation | None:
-        """The job's requested GPUs on the least-utilised GPUs with room (Sec. 4), on as
+        """The job's requested GPUs on the least-utilised GPUs with room (Sec. 3.3), on as
         few nodes as possible; its requested plan, CPUs and host memory."""
         plan = spec.plan if spec.plan is not None and spec.plan.gpus == spec.num_gpus else None
         per_node: dict[int, list[tuple[float, int]]] = {}

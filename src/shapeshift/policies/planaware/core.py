@@ -10,7 +10,7 @@ One decision, per partition, on every arrival and completion (Rubick, Algorithm 
    first) or, below their minimum, preempted; every placement passes AllocMem (host
    memory) before anything is committed. A best-effort job queued longer than
    ``Variant.starvation`` is placed the same way, without quota (Rubick arXiv v2, Sec. 5.2).
-   AntMan's variant (Sec. 4) adds ``Variant.reserve`` (a guaranteed job that cannot start
+   AntMan's variant (Sec. 3.3) adds ``Variant.reserve`` (a guaranteed job that cannot start
    keeps the GPUs and quota it could get from later guaranteed jobs) and
    ``Variant.opportunistic_after`` (a guaranteed job queued that long runs as a
    best-effort one until its tenant's quota has room for it again).
@@ -123,7 +123,7 @@ class PlanAwareScheduler(Materialise):
         return min(due) if due else None
 
     def _convert_waiting(self, view: ClusterView, part: str) -> None:
-        """AntMan Sec. 4: a guaranteed job queued longer than ``opportunistic_after`` runs
+        """AntMan Sec. 3.3: a guaranteed job queued longer than ``opportunistic_after`` runs
         as an opportunistic (best-effort) job until it is upgraded (``_upgrade``)."""
         limit = self.variant.opportunistic_after
         if limit is None:
@@ -135,7 +135,7 @@ class PlanAwareScheduler(Materialise):
                 self._converted.add(jid)
 
     def _upgrade(self, jobs: dict[str, PlanJob], used: dict[str, int], quotas: dict[str, int]) -> None:
-        """AntMan Sec. 4: an opportunistic job that was guaranteed is guaranteed again, at
+        """AntMan Sec. 3.3: an opportunistic job that was guaranteed is guaranteed again, at
         what it holds, as soon as its tenant's quota has room for it."""
         for j in sorted((j for j in jobs.values() if j.id in self._converted and j.running), key=lambda j: j.order):
             if used.get(j.spec.tenant, 0) + j.g <= quotas.get(j.spec.tenant, 0):
@@ -282,7 +282,7 @@ class PlanAwareScheduler(Materialise):
                     used[j.spec.tenant] = used.get(j.spec.tenant, 0) + min(j.g, j.g_min)
         self._upgrade(jobs, used, cluster.tenants)
         queue = [j for j in jobs.values() if j.pinned] + [jobs[i] for i in pending if jobs[i].protected]
-        # ``Variant.reserve`` (AntMan Sec. 4): a guaranteed job that cannot start keeps
+        # ``Variant.reserve`` (AntMan Sec. 3.3): a guaranteed job that cannot start keeps
         # what it could get: the GPUs of its placement (``_reserve``), and its tenant's
         # quota, so later guaranteed jobs of that tenant wait. Best-effort jobs may use
         # the reserved GPUs (step 2 ignores the reservation).

@@ -119,8 +119,9 @@ class Guarantee(Ledger):
 
     def _reserve(self, j: PlanJob, nodes: list[int], gpn: int) -> None:
         """Set aside for ``j`` what it could get of its packed placement: for each part of
-        the shape, the node with the most reclaimable GPUs left (AntMan Sec. 4: reserved
-        GPUs go to no other guaranteed job; best-effort jobs may use them meanwhile)."""
+        the shape, the node with the most reclaimable GPUs left (AntMan Sec. 3.3, Algorithm
+        1 lines 7-8: reserved GPUs go to no other guaranteed job; best-effort jobs may use
+        them meanwhile)."""
         taken: set[int] = set()
         for want in packed_placement(j.g_min, gpn):
             cands = [n for n in nodes if n not in taken]
