@@ -69,6 +69,7 @@ from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
+from shapeshift.policies.goodput.epochs import epoch_at, next_boundary
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
@@ -100,6 +101,10 @@ class SiaParams(PlanAwareParams):
     #: artifact's ``Job.update_params``); ``offline`` (ours): one model per application and
     #: type, fitted on the type's whole profile before the run.
     goodput_model: Literal["online", "offline"] = "online"
+    #: ``epoch``: a Pollux job with an adaptive batch re-chooses it after every epoch it
+    #: completes, recording a row of its model for each batch it runs (the artifact's
+    #: ``Job.step``; :mod:`.epochs`); ``round`` (ours): once per round.
+    batch_retune: Literal["epoch", "round"] = "epoch"
 
 
 @dataclass
@@ -137,6 +142,8 @@ class SiaPolicy:
             OnlineFits(self.goodput.root) if params.goodput_model == "online" and self.goodput.root else None
         )
         self._seen: dict[str, int] = {}
+        #: Per running job: (epoch, progress) when its batch was last chosen.
+        self._tuned: dict[str, tuple[int, float]] = {}
         self._ran: dict[str, list[str]] = {}  # GPU types each job has run on, in order
         self._plan_cache: dict[tuple[object, ...], float] = {}
 
@@ -269,7 +276,61 @@ class SiaPolicy:
     # ------------------------------------------------------------ decide
     def decide(self, view: ClusterView) -> Schedule:
         self.knowledge.observe(view)
-        return decide_partitions(view, self._decide_partition, self._seen)
+        if self.params.batch_retune == "round" or self.goodput.root is None:
+            return decide_partitions(view, self._decide_partition, self._seen)
+        if view.timer_fired:
+            schedule = decide_partitions(view, self._decide_partition, self._seen)
+        else:  # a wake-up at an epoch boundary: batches only, the round's allocation stays
+            schedule = self._retune(view)
+        return replace(schedule, wake_at=self._mark_epochs(view, schedule))
+
+    def _app(self, spec: JobSpec):  # type: ignore[no-untyped-def]
+        """The Pollux profile of a job whose batch adapts, else None."""
+        if spec.batch is None or not spec.batch.adaptive:
+            return None
+        return self.goodput.apps.get(app_name(spec.model))
+
+    def _retune(self, view: ClusterView) -> Schedule:
+        """Every running job that finished an epoch since its batch was chosen records
+        the row it ran and takes the best batch for its model on the same GPUs, with the
+        noise it measured in that epoch (the artifact's ``grad_params`` of its last step)."""
+        desired = dict(view.allocations)
+        for job_id, alloc in view.allocations.items():
+            status = view.job(job_id)
+            app, tuned = self._app(status.spec), self._tuned.get(job_id)
+            if app is None or tuned is None or status.stall_until > view.now:
+                continue
+            if epoch_at(app, status.progress_at(view.now), status.rate) <= tuned[0]:
+                continue
+            gpu_type = view.cluster.nodes[alloc.placement[0][0]].gpu_type
+            if self.online is not None:
+                self.online.observe(status.spec, alloc, gpu_type)
+            batch = self._batch(status.spec, alloc.batch_size, tuned[1], gpu_type, len(alloc.placement), alloc.gpus)
+            if batch != alloc.batch_size:
+                desired[job_id] = replace(alloc, batch_size=batch)
+        return Schedule.replace(view.allocations, desired)
+
+    def _mark_epochs(self, view: ClusterView, schedule: Schedule) -> float | None:
+        """Remember each running job's epoch and progress; the next instant one of them
+        finishes an epoch (a job whose allocation changes now: a microsecond on, once the
+        engine has set its new rate)."""
+        self._tuned = {}
+        wake: float | None = None
+        for job_id in {*schedule.base, *schedule.changes}:
+            alloc = schedule.changes.get(job_id, schedule.base.get(job_id))
+            status = view.job(job_id)
+            app = self._app(status.spec)
+            if alloc is None or app is None:
+                continue
+            done = status.progress_at(view.now)
+            self._tuned[job_id] = (epoch_at(app, done, status.rate), done)
+            if job_id in schedule.changes:
+                at: float | None = view.now + 1e-6
+            else:
+                at = next_boundary(status, app, view.now)
+            if at is not None and (wake is None or at < wake):
+                wake = at
+        return wake
 
     def _decide_partition(
         self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]
@@ -405,14 +466,8 @@ class SiaPolicy:
             status = view.job(spec.job_id)
             alloc = status.allocation
             gpu_type = view.cluster.nodes[next(iter(place))].gpu_type
-            table = self.goodput.job(spec, alloc.batch_size if alloc else None, status.progress_at(view.now), gpu_type)
-            fitted = self.online.params(spec.job_id, gpu_type) if self.online is not None else table.params
-            if fitted is None:
-                # No model of its own on this type yet: the artifact's ``update_local_bsz``
-                # starts it at its initial batch, or its smallest per-GPU batch on every GPU.
-                batch = min(max(spec.batch.initial, table.limits.min_local * g), spec.batch.max_size)
-            else:
-                batch = int(replace(table, params=fitted).best(len(place), g)[1][0])
+            batch_now = alloc.batch_size if alloc else None
+            batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, len(place), g)
         if job.kind == "plan" and plan is not None:
             cpus, mem = self._cpus(spec, g), host_memory_gb(get_arch(spec.model), plan)
         else:
@@ -428,6 +483,20 @@ class SiaPolicy:
             free_c[n] -= r.cpus
             free_m[n] -= r.mem_gb
         return Allocation(tuple(shares), plan, batch_size=batch)
+
+
+    def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, nodes: int, g: int) -> int:
+        """The best batch on ``nodes`` nodes and ``g`` GPUs of ``gpu_type`` for the job's
+        own model there (``update_local_bsz``), with the noise it measured at ``batch_now``
+        and ``progress``."""
+        assert spec.batch is not None
+        table = self.goodput.job(spec, batch_now, progress, gpu_type)
+        fitted = self.online.params(spec.job_id, gpu_type) if self.online is not None else table.params
+        if fitted is None:
+            # No model of its own on this type yet: the artifact's ``update_local_bsz``
+            # starts it at its initial batch, or its smallest per-GPU batch on every GPU.
+            return min(max(spec.batch.initial, table.limits.min_local * g), spec.batch.max_size)
+        return int(replace(table, params=fitted).best(nodes, g)[1][0])
 
 
 def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
