@@ -65,7 +65,7 @@ from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.perf.plans import packed_placement
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge
 from shapeshift.perf.pollux.online import OnlineFits
-from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
+from shapeshift.perf.pollux.profiles import NAMESPACE, app_name, load_profile
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
@@ -105,6 +105,11 @@ class SiaParams(PlanAwareParams):
     #: completes, recording a row of its model for each batch it runs (the artifact's
     #: ``Job.step``; :mod:`.epochs`); ``round`` (ours): once per round.
     batch_retune: Literal["epoch", "round"] = "epoch"
+    #: ``placement``: on typed profiles a job's own batch choice keeps each GPU's batch
+    #: within what was measured on its placement (the artifact's ``get_max_local_bsz``);
+    #: ``type`` (ours): within the type's limit, the one the goodputs of every
+    #: configuration assume (DeepSpeech2 on ``rtx``: 57, where a 4-GPU placement measured 80).
+    batch_cap: Literal["placement", "type"] = "placement"
 
 
 @dataclass
@@ -305,7 +310,8 @@ class SiaPolicy:
             gpu_type = view.cluster.nodes[alloc.placement[0][0]].gpu_type
             if self.online is not None:
                 self.online.observe(status.spec, alloc, gpu_type)
-            batch = self._batch(status.spec, alloc.batch_size, tuned[1], gpu_type, len(alloc.placement), alloc.gpus)
+            shape = tuple(r.gpus for _, r in alloc.placement)
+            batch = self._batch(status.spec, alloc.batch_size, tuned[1], gpu_type, shape)
             if batch != alloc.batch_size:
                 desired[job_id] = replace(alloc, batch_size=batch)
         return Schedule.replace(view.allocations, desired)
@@ -467,7 +473,7 @@ class SiaPolicy:
             alloc = status.allocation
             gpu_type = view.cluster.nodes[next(iter(place))].gpu_type
             batch_now = alloc.batch_size if alloc else None
-            batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, len(place), g)
+            batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, tuple(shape))
         if job.kind == "plan" and plan is not None:
             cpus, mem = self._cpus(spec, g), host_memory_gb(get_arch(spec.model), plan)
         else:
@@ -485,18 +491,27 @@ class SiaPolicy:
         return Allocation(tuple(shares), plan, batch_size=batch)
 
 
-    def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, nodes: int, g: int) -> int:
-        """The best batch on ``nodes`` nodes and ``g`` GPUs of ``gpu_type`` for the job's
-        own model there (``update_local_bsz``), with the noise it measured at ``batch_now``
-        and ``progress``."""
+    def _batch(
+        self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: tuple[int, ...]
+    ) -> int:
+        """The best batch on ``shape`` (GPUs per node) of ``gpu_type`` for the job's own
+        model there (``update_local_bsz``), with the noise it measured at ``batch_now`` and
+        ``progress``, each GPU's batch within what was measured on that placement
+        (``batch_cap``)."""
         assert spec.batch is not None
+        g = sum(shape)
         table = self.goodput.job(spec, batch_now, progress, gpu_type)
+        profile = load_profile(self.goodput.root, app_name(spec.model), gpu_type) if self.goodput.root else None
+        if self.params.batch_cap == "placement" and profile is not None and profile.gpu_type is not None:
+            cap = profile.local_cap(shape)
+            limits = replace(table.limits, max_local=cap, min_local=min(table.limits.min_local, cap))
+            table = replace(table, limits=limits)
         fitted = self.online.params(spec.job_id, gpu_type) if self.online is not None else table.params
         if fitted is None:
             # No model of its own on this type yet: the artifact's ``update_local_bsz``
             # starts it at its initial batch, or its smallest per-GPU batch on every GPU.
             return min(max(spec.batch.initial, table.limits.min_local * g), spec.batch.max_size)
-        return int(replace(table, params=fitted).best(nodes, g)[1][0])
+        return int(replace(table, params=fitted).best(len(shape), g)[1][0])
 
 
 def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
