@@ -170,3 +170,13 @@ def test_a_local_batch_above_the_placements_cap_accumulates(tmp_path):
     # gradients give efficiency 32 / 64 = 0.5 -> 64 x 0.5 / 0.13 examples/s.
     spread = Allocation(((0, Resources(1)), (1, Resources(1))), batch_size=64)
     assert truth.rate(job, spread) == pytest.approx(64 * 0.5 / 0.13)
+
+
+def test_gavels_profiled_throughput_splits_by_the_placements_cap(tmp_path):
+    from shapeshift.perf.pollux.reference import fixed_batch_throughput
+
+    root = str(_profiles(tmp_path).resolve())
+    # The artifact's ``predict_xput``: batch 64 on 2 slow GPUs one per node, placement "11",
+    # local 32 above its cap 16 (``get_max_local_bsz``): one accumulation at atomic 16, the
+    # scalability row's 0.08 s step with 0.03 s sync: 64 / (0.08 + 0.05) examples/s.
+    assert fixed_batch_throughput(root, "toy", "slow", 2, 1, 64) == pytest.approx(64 / 0.13)
