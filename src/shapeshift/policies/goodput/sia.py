@@ -37,7 +37,12 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 * **objective** (§3): minimise ``sum x_jc round(g_jc^p, 2)`` (capped at 3000) plus
   ``lambda_n`` for every job left without GPUs, with ``p = -0.5`` and ``lambda_n = 1.1``;
   one configuration per job, GPUs of each type within the type's total; a job in the
-  middle of a checkpoint-restore keeps its configuration (``preserve_ckpt_allocs``).
+  middle of a checkpoint-restore keeps its configuration (``preserve_ckpt_allocs``);
+* **batch** (``job.py``, ``Job.update_local_bsz``): a Pollux job runs at the best batch
+  for its own model on its GPUs, re-chosen after every epoch it completes, not only
+  each round (``Job.step``; ``batch_retune``, :mod:`.epochs`); on typed profiles each
+  GPU's batch stays within what its placement measured (``get_max_local_bsz``;
+  ``batch_cap``), the type's limit bounding only the goodputs above.
 
 Solved with ``scipy.optimize.milp`` (HiGHS; relative gap 1e-4 as the artifact's CBC
 setting); on a cluster of one GPU type the program is a multiple-choice knapsack over
