@@ -70,11 +70,12 @@ from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.perf.plans import packed_placement
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge
 from shapeshift.perf.pollux.online import OnlineFits
-from shapeshift.perf.pollux.profiles import NAMESPACE, app_name, load_profile
+from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
-from shapeshift.policies.goodput.epochs import epoch_at, next_boundary
+from shapeshift.policies.goodput.epochs import EpochRetuner, Shape, own_batch
+from shapeshift.policies.goodput.sia_mip import solve_mip
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
@@ -152,8 +153,7 @@ class SiaPolicy:
             OnlineFits(self.goodput.root) if params.goodput_model == "online" and self.goodput.root else None
         )
         self._seen: dict[str, int] = {}
-        #: Per running job: (epoch, progress) when its batch was last chosen.
-        self._tuned: dict[str, tuple[int, float]] = {}
+        self.retuner = EpochRetuner(self.goodput, self.online, self._batch)
         self._ran: dict[str, list[str]] = {}  # GPU types each job has run on, in order
         self._plan_cache: dict[tuple[object, ...], float] = {}
 
@@ -291,57 +291,8 @@ class SiaPolicy:
         if view.timer_fired:
             schedule = decide_partitions(view, self._decide_partition, self._seen)
         else:  # a wake-up at an epoch boundary: batches only, the round's allocation stays
-            schedule = self._retune(view)
-        return replace(schedule, wake_at=self._mark_epochs(view, schedule))
-
-    def _app(self, spec: JobSpec):  # type: ignore[no-untyped-def]
-        """The Pollux profile of a job whose batch adapts, else None."""
-        if spec.batch is None or not spec.batch.adaptive:
-            return None
-        return self.goodput.apps.get(app_name(spec.model))
-
-    def _retune(self, view: ClusterView) -> Schedule:
-        """Every running job that finished an epoch since its batch was chosen records
-        the row it ran and takes the best batch for its model on the same GPUs, with the
-        noise it measured in that epoch (the artifact's ``grad_params`` of its last step)."""
-        desired = dict(view.allocations)
-        for job_id, alloc in view.allocations.items():
-            status = view.job(job_id)
-            app, tuned = self._app(status.spec), self._tuned.get(job_id)
-            if app is None or tuned is None or status.stall_until > view.now:
-                continue
-            if epoch_at(app, status.progress_at(view.now), status.rate) <= tuned[0]:
-                continue
-            gpu_type = view.cluster.nodes[alloc.placement[0][0]].gpu_type
-            if self.online is not None:
-                self.online.observe(status.spec, alloc, gpu_type)
-            shape = tuple(r.gpus for _, r in alloc.placement)
-            batch = self._batch(status.spec, alloc.batch_size, tuned[1], gpu_type, shape)
-            if batch != alloc.batch_size:
-                desired[job_id] = replace(alloc, batch_size=batch)
-        return Schedule.replace(view.allocations, desired)
-
-    def _mark_epochs(self, view: ClusterView, schedule: Schedule) -> float | None:
-        """Remember each running job's epoch and progress; the next instant one of them
-        finishes an epoch (a job whose allocation changes now: a microsecond on, once the
-        engine has set its new rate)."""
-        self._tuned = {}
-        wake: float | None = None
-        for job_id in {*schedule.base, *schedule.changes}:
-            alloc = schedule.changes.get(job_id, schedule.base.get(job_id))
-            status = view.job(job_id)
-            app = self._app(status.spec)
-            if alloc is None or app is None:
-                continue
-            done = status.progress_at(view.now)
-            self._tuned[job_id] = (epoch_at(app, done, status.rate), done)
-            if job_id in schedule.changes:
-                at: float | None = view.now + 1e-6
-            else:
-                at = next_boundary(status, app, view.now)
-            if at is not None and (wake is None or at < wake):
-                wake = at
-        return wake
+            schedule = self.retuner.retune(view)
+        return replace(schedule, wake_at=self.retuner.mark(view, schedule))
 
     def _decide_partition(
         self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]
@@ -392,39 +343,8 @@ class SiaPolicy:
         return {job.job_id: job.options[job.best_by_count[r]] for job, r in zip(jobs, counts, strict=True) if r > 0}
 
     def _solve_milp(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import coo_array
-
-        cost: list[float] = []
-        var_job: list[int] = []
-        var_opt: list[_Option] = []
-        lower: list[float] = []
-        for i, job in enumerate(jobs):
-            for k, (option, c) in enumerate(zip(job.options, self.costs(view, job), strict=True)):
-                cost.append(float(c))
-                var_job.append(i)
-                var_opt.append(option)
-                lower.append(1.0 if job.pinned and k == job.current else 0.0)
-        if not cost:
-            return {}
-        n = len(cost)
-        a_job = coo_array((np.ones(n), (var_job, np.arange(n))), shape=(len(jobs), n)).tocsr()
-        type_names = sorted(by_type)
-        rows = [type_names.index(o.gpu_type) for o in var_opt]
-        a_gpu = coo_array(([float(o.gpus) for o in var_opt], (rows, np.arange(n))), shape=(len(type_names), n)).tocsr()
-        caps = [float(sum(view.cluster.nodes[m].gpus for m in by_type[t])) for t in type_names]
-        res = milp(
-            np.array(cost),
-            constraints=[LinearConstraint(a_job, 0, 1), LinearConstraint(a_gpu, 0, caps)],
-            integrality=np.ones(n),
-            bounds=Bounds(np.array(lower), 1),
-            options={"time_limit": self.params.time_limit, "mip_rel_gap": 1e-4},
-        )
-        chosen: dict[str, _Option] = {}
-        if res.x is not None:
-            for v in np.flatnonzero(res.x > 0.5):
-                chosen[jobs[var_job[v]].job_id] = var_opt[v]
-        return chosen
+        caps = {t: float(sum(view.cluster.nodes[m].gpus for m in members)) for t, members in by_type.items()}
+        return solve_mip(jobs, [self.costs(view, job) for job in jobs], caps, self.params.time_limit)
 
     # ------------------------------------------------------------ placement
     def _place(
@@ -496,27 +416,9 @@ class SiaPolicy:
         return Allocation(tuple(shares), plan, batch_size=batch)
 
 
-    def _batch(
-        self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: tuple[int, ...]
-    ) -> int:
-        """The best batch on ``shape`` (GPUs per node) of ``gpu_type`` for the job's own
-        model there (``update_local_bsz``), with the noise it measured at ``batch_now`` and
-        ``progress``, each GPU's batch within what was measured on that placement
-        (``batch_cap``)."""
-        assert spec.batch is not None
-        g = sum(shape)
-        table = self.goodput.job(spec, batch_now, progress, gpu_type)
-        profile = load_profile(self.goodput.root, app_name(spec.model), gpu_type) if self.goodput.root else None
-        if self.params.batch_cap == "placement" and profile is not None and profile.gpu_type is not None:
-            cap = profile.local_cap(shape)
-            limits = replace(table.limits, max_local=cap, min_local=min(table.limits.min_local, cap))
-            table = replace(table, limits=limits)
-        fitted = self.online.params(spec.job_id, gpu_type) if self.online is not None else table.params
-        if fitted is None:
-            # No model of its own on this type yet: the artifact's ``update_local_bsz``
-            # starts it at its initial batch, or its smallest per-GPU batch on every GPU.
-            return min(max(spec.batch.initial, table.limits.min_local * g), spec.batch.max_size)
-        return int(replace(table, params=fitted).best(len(shape), g)[1][0])
+    def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: Shape) -> int:
+        by_placement = self.params.batch_cap == "placement"
+        return own_batch(self.goodput, self.online, spec, batch_now, progress, gpu_type, shape, by_placement)
 
 
 def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
