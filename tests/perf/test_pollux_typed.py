@@ -144,3 +144,39 @@ def test_gavel_with_profiles_rates_pollux_jobs_per_type(tmp_path):
     assert GavelPolicy(360.0, profiles=root)._speed(job, "fast", 2) == pytest.approx(20.0)
     # Without profiles: the job's own or the catalog's speed (no per-type profile).
     assert GavelPolicy(360.0)._speed(job, "fast", 2) != pytest.approx(20.0)
+
+
+def test_a_typed_profile_caps_the_local_batch_by_what_its_placement_measured(tmp_path):
+    # The Sia artifact's ``get_max_local_bsz``: the largest local batch measured on the
+    # placement; for one it never measured, on any larger configuration of the
+    # scalability table; never above what any placement of as many GPUs measured.
+    root = str(_profiles(tmp_path).resolve())
+    slow = load_profile(root, "toy", "slow")
+    assert slow.local_cap((1,)) == 64  # placement "1" measured 16 and 64
+    assert slow.local_cap((2,)) == 64
+    # "11" (two nodes, one GPU each) is not in placements-slow.csv: the scalability rows
+    # with >= 2 nodes and >= 2 replicas measured 16; placement "2" (2 GPUs) measured 64.
+    assert slow.local_cap((1, 1)) == 16
+    assert load_profile(root, "toy", "fast").local_cap((1,)) == 32
+    assert load_profile(root, "toy", None).local_cap((1, 1)) == 64  # untyped: the application's limit
+
+
+def test_a_local_batch_above_the_placements_cap_accumulates(tmp_path):
+    truth = PolluxGroundTruth(_profiles(tmp_path), ("slow", "slow"))
+    job = _job(32, adaptive=True)
+    # Batch 64 over two slow nodes, one GPU each: local 32 > the placement's cap 16, so one
+    # accumulation step at atomic 16. The step at (2 nodes, 2 replicas, 16) is the
+    # scalability row, 0.08 s with 0.03 s sync: 0.08 + 1 x (0.08 - 0.03) = 0.13 s; noise-free
+    # gradients give efficiency 32 / 64 = 0.5 -> 64 x 0.5 / 0.13 examples/s.
+    spread = Allocation(((0, Resources(1)), (1, Resources(1))), batch_size=64)
+    assert truth.rate(job, spread) == pytest.approx(64 * 0.5 / 0.13)
+
+
+def test_gavels_profiled_throughput_splits_by_the_placements_cap(tmp_path):
+    from shapeshift.perf.pollux.reference import fixed_batch_throughput
+
+    root = str(_profiles(tmp_path).resolve())
+    # The artifact's ``predict_xput``: batch 64 on 2 slow GPUs one per node, placement "11",
+    # local 32 above its cap 16 (``get_max_local_bsz``): one accumulation at atomic 16, the
+    # scalability row's 0.08 s step with 0.03 s sync: 64 / (0.08 + 0.05) examples/s.
+    assert fixed_batch_throughput(root, "toy", "slow", 2, 1, 64) == pytest.approx(64 / 0.13)

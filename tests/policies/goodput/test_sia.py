@@ -108,3 +108,53 @@ def test_a_running_job_pays_the_restart_factor_elsewhere(tmp_path):
     # normalised 1.5) x 60/90 = 1 -> round(1^-0.5, 2) - 1.1 = -0.1; its own stays -0.1.
     running = _Job("j", spec, "pollux", [_Option("slow", 1, 1, 5.0), _Option("slow", 1, 2, 7.5)], current=0)
     assert policy.costs(view, running).tolist() == pytest.approx([-0.1, -0.1])
+
+
+# The toy application with noisy gradients (grad_sqr 1, grad_var 100 in both epochs of
+# 100 steps at the initial batch 32): a bigger batch is statistically almost as good.
+NOISY = "progress,iteration,metric,grad_sqr,grad_var\n100,100,0.5,1.0,100.0\n200,200,0.6,1.0,100.0\n"
+
+
+def _one_slow_node(tmp_path, **params):
+    root = _profiles(tmp_path)
+    for name in ("validation-32.csv", "validation-128.csv"):
+        (root / "toy" / name).write_text(NOISY)
+    cluster = ClusterSpec((NodeSpec("s0", 2, 16, 64, gpu_type="slow"),))
+    policy = SiaPolicy(SiaParams(profiles=str(root), **params), SiaParams().knowledge())
+    truth = PolluxGroundTruth(root, ("slow",))
+    engine = Engine(cluster, policy, SimulatedExecutor(truth, CompletionQueue()))
+    spec = JobSpec("j", 0.0, 1, iterations=1, model="pollux/toy", batch=BatchSpec(32, 32, 128, 16, 64, adaptive=True))
+    engine.submit(spec, 0.0)
+    engine.fire_timer()
+    first = engine.step(0.0)  # a round: the job starts on 1 GPU at its initial batch 32 (no model yet)
+    assert first is not None and first.changes["j"].gpus == 1 and first.changes["j"].batch_size == 32
+    return policy, engine, first
+
+
+def test_a_job_retunes_its_batch_when_it_finishes_an_epoch(tmp_path):
+    # The artifact's ``Job.step`` re-chooses the batch after every epoch. At batch 32 on
+    # one slow GPU a step takes 0.1 s (no accumulation), efficiency 1: 320 examples/s, so
+    # epoch 0 (100 steps x 32 = 3,200 examples) ends at t = 10 s.
+    policy, engine, first = _one_slow_node(tmp_path)
+    assert first.wake_at == pytest.approx(1e-6)  # its rate is known once the launch is applied
+    engine.fire_wakeup()
+    again = engine.step(1e-6)
+    assert again is not None and not again.changes and again.wake_at == pytest.approx(10.0)
+    engine.fire_wakeup()
+    retuned = engine.step(10.0)
+    # At t = 10 s the job has one row, (1 node, 1 GPU, 32) -> 0.1 s: its fit fixes alpha_c
+    # at half the compute, 0.05, so beta_c = 0.05 / 32 and a step at atomic b takes
+    # 0.05 + b / 640. On one GPU a batch B > 32 accumulates once (atomic B / 2): step
+    # 0.1 + B / 640. Goodput = 32 x gain / step with gain = (100 + 1) / (100 x 32 / B + 1):
+    # B = 32: 32 / 0.1 = 320; B = 128: 32 x 101 / 26 / 0.3 = 414.4, the best of the
+    # candidates (it rises with B). Same GPU: a batch change, not a restart.
+    assert retuned is not None
+    assert retuned.changes["j"].batch_size == 128
+    assert retuned.changes["j"].placement == first.changes["j"].placement
+    assert policy.online.params("j", "slow") is not None
+
+
+def test_batch_retune_round_keeps_the_batch_for_the_round(tmp_path):
+    # Ours: the batch is chosen once per round; no wake-up between rounds.
+    _, _, first = _one_slow_node(tmp_path, batch_retune="round")
+    assert first.wake_at is None

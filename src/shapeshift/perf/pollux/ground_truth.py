@@ -16,7 +16,8 @@ the executor as the Pollux artifact's simulator charges a job (``simulator/simul
   ``Job.step``), step times come from the profile of the type the job runs on
   (``placements-<type>.csv``/``scalability-<type>.csv`` where they exist,
   :func:`.profiles.load_profile`); an allocation over several types runs on its majority
-  type's profile (ties: the type of its first node);
+  type's profile (ties: the type of its first node); a local batch above what was
+  measured on the placement accumulates (:meth:`.ApplicationProfile.local_cap`);
 * ``calibrate``: the Sia artifact's calibration (``simulator_config.py``, ``SLOWDOWNS``:
   every application's goodput divided by a factor fitted to its real runs). Off by default,
   as in the Pollux simulator and the Sia artifact's homogeneous runs.
@@ -29,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from shapeshift.engine.batching import batch_of, split_batch
-from shapeshift.model import Allocation, JobSpec
+from shapeshift.model import Allocation, BatchSpec, JobSpec
 from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, efficiency, load_profile, load_profiles
 
 #: Per-application slowdowns of the Sia artifact's calibration (``simulator_config.py``).
@@ -41,6 +42,14 @@ SIA_SLOWDOWNS: dict[str, float] = {
     "deepspeech2": 1.2,
     "ncf": 1.5,
 }
+
+
+def typed_limits(batch: BatchSpec, app: ApplicationProfile, shape: tuple[int, ...]) -> BatchSpec:
+    """``batch`` with the per-GPU limit of a typed profile on ``shape`` (:meth:`.local_cap`)."""
+    if app.gpu_type is None:
+        return batch
+    cap = app.local_cap(shape)
+    return batch if cap == batch.max_local else replace(batch, max_local=cap, min_local=min(batch.min_local, cap))
 
 
 class PolluxGroundTruth:
@@ -94,11 +103,10 @@ class PolluxGroundTruth:
         replicas = allocation.gpus
         if replicas < 1:
             return 0.0, math.inf
-        batch = job.batch
-        if app.gpu_type is not None and app.max_local != batch.max_local:  # the type's memory limit
-            batch = replace(batch, max_local=app.max_local, min_local=min(batch.min_local, app.max_local))
+        shape = tuple(r.gpus for _, r in allocation.placement)
+        batch = typed_limits(job.batch, app, shape)
         split = split_batch(batch, batch_of(batch, allocation), replicas)
-        step, sync = app.step_sync(tuple(r.gpus for _, r in allocation.placement), split.atomic)
+        step, sync = app.step_sync(shape, split.atomic)
         seconds = step + split.accum * (step - sync)
         size = split.global_batch
         # 1e-9 steps of slack: a job exactly at a boundary (done = boundary x init, in

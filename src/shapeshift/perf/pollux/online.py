@@ -16,11 +16,12 @@ count it has run on, over all types, bounds how far it may grow (the artifact's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from shapeshift.engine.batching import batch_of, split_batch
 from shapeshift.model import Allocation, JobSpec
 from shapeshift.perf.pollux.goodput import PerfParams, fit_perf_params
+from shapeshift.perf.pollux.ground_truth import typed_limits
 from shapeshift.perf.pollux.profiles import Row, app_name, load_profile
 
 #: The optimiser's tolerance of the artifact's per-job fits (``goodput.py``
@@ -52,11 +53,9 @@ class OnlineFits:
         profile = load_profile(self.root, app_name(spec.model), gpu_type or None)
         if profile is None:
             return
-        batch = spec.batch
-        if profile.gpu_type is not None and profile.max_local != batch.max_local:  # the type's memory limit
-            batch = replace(batch, max_local=profile.max_local, min_local=min(batch.min_local, profile.max_local))
-        split = split_batch(batch, batch_of(batch, allocation), allocation.gpus)
         shape = tuple(r.gpus for _, r in allocation.placement)
+        batch = typed_limits(spec.batch, profile, shape)
+        split = split_batch(batch, batch_of(batch, allocation), allocation.gpus)
         key = (len(shape), allocation.gpus, int(split.atomic))
         seen = self._seen.setdefault((spec.job_id, gpu_type), _Seen())
         if key in seen.rows:

@@ -145,6 +145,34 @@ class ApplicationProfile:
         """Measured (step, sync) seconds of one optimiser step without accumulation."""
         return self._step_sync(canonical_placement(placement), local_bsz)
 
+    def local_cap(self, placement: tuple[int, ...]) -> int:
+        """The largest per-GPU batch a job runs on ``placement``.
+
+        Untyped (the Pollux simulator): the application's limit, ``max_local``. Typed (the
+        Sia artifact's ``placements-<type>.csv``): the largest local batch measured on that
+        placement, else on any larger configuration of ``scalability-<type>.csv``, and no
+        more than the largest measured on any placement of as many GPUs
+        (``Application.get_max_local_bsz`` and the correction in ``Job.update_local_bsz``,
+        ``sia-simulator/applications.py`` and ``job.py``). There the type-wide limit
+        (``max_local``, DeepSpeech2 at most 57 on ``rtx``) bounds only what the scheduler
+        assumes of a job, not the batch the job runs at.
+        """
+        if self.gpu_type is None:
+            return self.max_local
+        return self._local_cap(canonical_placement(placement))
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one profile per application, kept for the run
+    def _local_cap(self, key: str) -> int:
+        nodes, replicas = len(key), sum(int(c) for c in key)
+        found = self._by_placement.get(key)
+        if found is not None:
+            cap = float(found[0][-1])
+        else:
+            larger = [r.local_bsz for r in self.scalability_rows if r.nodes >= nodes and r.replicas >= replicas]
+            cap = max(larger) if larger else float(self.max_local)
+        same = [r.local_bsz for r in self.rows if r.replicas == replicas]
+        return int(min(cap, max(same)) if same else cap)
+
     def measured(self, placement: tuple[int, ...], local_bsz: float) -> bool:
         """False when the placement was measured but not at this local batch (the artifact's
         interpolation would fail there); unmeasured placements are interpolated."""

@@ -73,7 +73,8 @@ def fixed_batch_throughput(root: str, app: str, gpu_type: str | None, gpus: int,
     """Examples/s of ``app`` at a fixed global batch ``size`` on ``gpus`` GPUs of
     ``gpu_type`` packed ``per_node`` to a node, from that type's profile, as the Sia
     artifact rates a job for Gavel (``gavel.py``, ``predict_xput``): the batch split with
-    the type's per-GPU limit, one accumulation at least on a single GPU, measured step
+    the placement's per-GPU limit (``get_max_local_bsz``,
+    :meth:`.ApplicationProfile.local_cap`), one accumulation at least on a single GPU, measured step
     plus ``accum x (step - sync)``. Statistical efficiency is left out (the batch is fixed)."""
     import math
 
@@ -84,7 +85,7 @@ def fixed_batch_throughput(root: str, app: str, gpu_type: str | None, gpus: int,
         return 0.0
     placement = packed(gpus, per_node)
     local = math.ceil(size / gpus - 1e-8)
-    accum = math.ceil(local / profile.max_local - 1e-8) - 1
+    accum = math.ceil(local / profile.local_cap(placement) - 1e-8) - 1
     if gpus == 1:
         accum = max(1, accum)
     atomic = math.ceil(local / (accum + 1) - 1e-8)

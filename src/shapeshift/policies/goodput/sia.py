@@ -37,7 +37,12 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 * **objective** (§3): minimise ``sum x_jc round(g_jc^p, 2)`` (capped at 3000) plus
   ``lambda_n`` for every job left without GPUs, with ``p = -0.5`` and ``lambda_n = 1.1``;
   one configuration per job, GPUs of each type within the type's total; a job in the
-  middle of a checkpoint-restore keeps its configuration (``preserve_ckpt_allocs``).
+  middle of a checkpoint-restore keeps its configuration (``preserve_ckpt_allocs``);
+* **batch** (``job.py``, ``Job.update_local_bsz``): a Pollux job runs at the best batch
+  for its own model on its GPUs, re-chosen after every epoch it completes, not only
+  each round (``Job.step``; ``batch_retune``, :mod:`.epochs`); on typed profiles each
+  GPU's batch stays within what its placement measured (``get_max_local_bsz``;
+  ``batch_cap``), the type's limit bounding only the goodputs above.
 
 Solved with ``scipy.optimize.milp`` (HiGHS; relative gap 1e-4 as the artifact's CBC
 setting); on a cluster of one GPU type the program is a multiple-choice knapsack over
@@ -69,6 +74,8 @@ from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
+from shapeshift.policies.goodput.epochs import EpochRetuner, Shape, own_batch
+from shapeshift.policies.goodput.sia_mip import solve_mip
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
@@ -100,6 +107,15 @@ class SiaParams(PlanAwareParams):
     #: artifact's ``Job.update_params``); ``offline`` (ours): one model per application and
     #: type, fitted on the type's whole profile before the run.
     goodput_model: Literal["online", "offline"] = "online"
+    #: ``epoch``: a Pollux job with an adaptive batch re-chooses it after every epoch it
+    #: completes, recording a row of its model for each batch it runs (the artifact's
+    #: ``Job.step``; :mod:`.epochs`); ``round`` (ours): once per round.
+    batch_retune: Literal["epoch", "round"] = "epoch"
+    #: ``placement``: on typed profiles a job's own batch choice keeps each GPU's batch
+    #: within what was measured on its placement (the artifact's ``get_max_local_bsz``);
+    #: ``type`` (ours): within the type's limit, the one the goodputs of every
+    #: configuration assume (DeepSpeech2 on ``rtx``: 57, where a 4-GPU placement measured 80).
+    batch_cap: Literal["placement", "type"] = "placement"
 
 
 @dataclass
@@ -137,6 +153,7 @@ class SiaPolicy:
             OnlineFits(self.goodput.root) if params.goodput_model == "online" and self.goodput.root else None
         )
         self._seen: dict[str, int] = {}
+        self.retuner = EpochRetuner(self.goodput, self.online, self._batch)
         self._ran: dict[str, list[str]] = {}  # GPU types each job has run on, in order
         self._plan_cache: dict[tuple[object, ...], float] = {}
 
@@ -269,7 +286,13 @@ class SiaPolicy:
     # ------------------------------------------------------------ decide
     def decide(self, view: ClusterView) -> Schedule:
         self.knowledge.observe(view)
-        return decide_partitions(view, self._decide_partition, self._seen)
+        if self.params.batch_retune == "round" or self.goodput.root is None:
+            return decide_partitions(view, self._decide_partition, self._seen)
+        if view.timer_fired:
+            schedule = decide_partitions(view, self._decide_partition, self._seen)
+        else:  # a wake-up at an epoch boundary: batches only, the round's allocation stays
+            schedule = self.retuner.retune(view)
+        return replace(schedule, wake_at=self.retuner.mark(view, schedule))
 
     def _decide_partition(
         self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]
@@ -320,39 +343,8 @@ class SiaPolicy:
         return {job.job_id: job.options[job.best_by_count[r]] for job, r in zip(jobs, counts, strict=True) if r > 0}
 
     def _solve_milp(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import coo_array
-
-        cost: list[float] = []
-        var_job: list[int] = []
-        var_opt: list[_Option] = []
-        lower: list[float] = []
-        for i, job in enumerate(jobs):
-            for k, (option, c) in enumerate(zip(job.options, self.costs(view, job), strict=True)):
-                cost.append(float(c))
-                var_job.append(i)
-                var_opt.append(option)
-                lower.append(1.0 if job.pinned and k == job.current else 0.0)
-        if not cost:
-            return {}
-        n = len(cost)
-        a_job = coo_array((np.ones(n), (var_job, np.arange(n))), shape=(len(jobs), n)).tocsr()
-        type_names = sorted(by_type)
-        rows = [type_names.index(o.gpu_type) for o in var_opt]
-        a_gpu = coo_array(([float(o.gpus) for o in var_opt], (rows, np.arange(n))), shape=(len(type_names), n)).tocsr()
-        caps = [float(sum(view.cluster.nodes[m].gpus for m in by_type[t])) for t in type_names]
-        res = milp(
-            np.array(cost),
-            constraints=[LinearConstraint(a_job, 0, 1), LinearConstraint(a_gpu, 0, caps)],
-            integrality=np.ones(n),
-            bounds=Bounds(np.array(lower), 1),
-            options={"time_limit": self.params.time_limit, "mip_rel_gap": 1e-4},
-        )
-        chosen: dict[str, _Option] = {}
-        if res.x is not None:
-            for v in np.flatnonzero(res.x > 0.5):
-                chosen[jobs[var_job[v]].job_id] = var_opt[v]
-        return chosen
+        caps = {t: float(sum(view.cluster.nodes[m].gpus for m in members)) for t, members in by_type.items()}
+        return solve_mip(jobs, [self.costs(view, job) for job in jobs], caps, self.params.time_limit)
 
     # ------------------------------------------------------------ placement
     def _place(
@@ -405,14 +397,8 @@ class SiaPolicy:
             status = view.job(spec.job_id)
             alloc = status.allocation
             gpu_type = view.cluster.nodes[next(iter(place))].gpu_type
-            table = self.goodput.job(spec, alloc.batch_size if alloc else None, status.progress_at(view.now), gpu_type)
-            fitted = self.online.params(spec.job_id, gpu_type) if self.online is not None else table.params
-            if fitted is None:
-                # No model of its own on this type yet: the artifact's ``update_local_bsz``
-                # starts it at its initial batch, or its smallest per-GPU batch on every GPU.
-                batch = min(max(spec.batch.initial, table.limits.min_local * g), spec.batch.max_size)
-            else:
-                batch = int(replace(table, params=fitted).best(len(place), g)[1][0])
+            batch_now = alloc.batch_size if alloc else None
+            batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, tuple(shape))
         if job.kind == "plan" and plan is not None:
             cpus, mem = self._cpus(spec, g), host_memory_gb(get_arch(spec.model), plan)
         else:
@@ -428,6 +414,11 @@ class SiaPolicy:
             free_c[n] -= r.cpus
             free_m[n] -= r.mem_gb
         return Allocation(tuple(shares), plan, batch_size=batch)
+
+
+    def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: Shape) -> int:
+        by_placement = self.params.batch_cap == "placement"
+        return own_batch(self.goodput, self.online, spec, batch_now, progress, gpu_type, shape, by_placement)
 
 
 def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
