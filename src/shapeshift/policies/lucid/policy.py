@@ -102,6 +102,9 @@ class Lucid(BinderMixin):
         self.labels: dict[str, int] = {}
         self.configured: set[str] = set()
         self.running_partners = RunningPartners()
+        self.pair_of: dict[str, str] = {}
+        self.joined_by: dict[str, str] = {}
+        self.locked: set[str] = set()
         self._shapes: dict[int, tuple[np.ndarray, tuple[int, int, float]]] = {}
         self.priority: dict[str, float] = {}
         #: Jobs waiting for (or in) the profiler, and when each profiling run started.
@@ -137,7 +140,9 @@ class Lucid(BinderMixin):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, view: ClusterView) -> None:
+        ended = set(view.finished)
         for job_id in view.finished:
+            self._release(view, job_id, ended, self.p.pair_release)
             status = view.job(job_id)
             if job_id in self.profiling:
                 del self.profiling[job_id]
@@ -353,8 +358,8 @@ class Lucid(BinderMixin):
                 self._measure_unprofiled(job_id, spec)
             if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
                 if partners is None:
-                    partners = PartnerIndex(self.rules, self._partners(view, partition))
-                alloc = self._pair(view, spec, partners, free, gpu_mem)
+                    partners = PartnerIndex(self.rules, self._partners(view, partition, changes))
+                alloc = self._pair(view, spec, partners, free, gpu_mem, changes)
                 if alloc is not None:
                     self.paired += 1
                     self.paired_large += spec.num_gpus > 4
@@ -380,6 +385,10 @@ class Lucid(BinderMixin):
             del queue[job_id]
             self.awaiting_profile.discard(job_id)
             self._measure_unprofiled(job_id, spec)  # measured while it runs
+            if pairing and job_id not in self.pair_of and self._may_offer(spec, alloc, largest):
+                if partners is None:
+                    partners = PartnerIndex(self.rules, self._partners(view, partition, changes))
+                self._offer(view, partners, job_id, alloc)
 
     def _measure(self, spec: JobSpec) -> SharingProfile:
         """What the profiler reads for ``spec``: its configuration's figures where the
