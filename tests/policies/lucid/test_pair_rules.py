@@ -141,3 +141,31 @@ def test_a_job_leaving_the_profiler_is_no_partner_on_its_profiling_gpu():
     assert jobs["n"].first_start == pytest.approx(400.0) and jobs["n"].end_time == pytest.approx(500.0)
     assert jobs["n"].shared_seconds == pytest.approx(0.0)
     assert policy.paired == 1  # p beside m
+
+
+def test_jobs_leaving_the_profiler_together_get_distinct_gpus_under_a_pair():
+    # Reproduces a crash: node 0 profiles (2 GPUs, T_prof 200 s), node 1 (2 GPUs) is main.
+    # 0: a (ncf, 2000 s) and b (ncf, 1000 s) profile; big (2 GPUs, 200 s) takes node 1.
+    # 10, 20: f1, f2 (resnet50, 150 s) and 30: n (ncf, 1500 s) wait (no partner of their
+    # GPU count, no free GPU). 200: big ends; a and b leave the profiler, f1 and f2 take
+    # it. Main queue by priority: b (1000) goes alone to node 1, n (1500 <= 2 x 1000, Tiny
+    # + Tiny) joins b at once, then a (2000) goes alone. a and b are moves the engine
+    # holds in the order they entered the decision (a first): a must not land on b's GPU.
+    # b has 800 s left: ends 1000, shared with n 200-1000; n ends 1700; a ends 2000.
+    jobs_in = [
+        JobSpec("a", 0.0, 1, duration=2000.0, model="ncf"),
+        JobSpec("b", 0.0, 1, duration=1000.0, model="ncf"),
+        JobSpec("big", 0.0, 2, duration=200.0, model="resnet50"),
+        JobSpec("f1", 10.0, 1, duration=150.0, model="resnet50"),
+        JobSpec("f2", 20.0, 1, duration=150.0, model="resnet50"),
+        JobSpec("n", 30.0, 1, duration=1500.0, model="ncf"),
+    ]
+    policy = Lucid(LucidParams(oracle_durations=True))
+    nodes = tuple(NodeSpec(f"n{i}", 2, 16, 128, gpu_mem_gb=24.0) for i in range(2))
+    result = simulate(
+        jobs_in, ClusterSpec(nodes, gpu_share_limit=2), policy, overheads=Overheads(0.0, 0.0), interference=FullSpeed()
+    )
+    jobs = {j.job_id: (j.first_start, j.end_time, j.shared_seconds) for j in result.jobs}
+    assert jobs["n"] == (pytest.approx(200.0), pytest.approx(1700.0), pytest.approx(800.0))
+    assert jobs["b"][1:] == (pytest.approx(1000.0), pytest.approx(800.0))
+    assert jobs["a"][1:] == (pytest.approx(2000.0), pytest.approx(0.0))

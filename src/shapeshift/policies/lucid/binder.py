@@ -16,7 +16,6 @@ from shapeshift.model import Allocation, JobSpec, Resources
 from shapeshift.policies.lucid.packing import Candidate, PartnerIndex, sharing_score
 
 if TYPE_CHECKING:
-    from shapeshift.engine.sharing import Device
     from shapeshift.engine.state import FreeResources
     from shapeshift.engine.view import ClusterView
     from shapeshift.perf.colocation import SharingProfile
@@ -24,36 +23,40 @@ if TYPE_CHECKING:
     from shapeshift.policies.lucid.partners import RunningPartners
 
 
-def launch_devices(
-    view: ClusterView, changes: Mapping[str, Allocation | None], job_id: str, node: int
-) -> tuple[Device, ...]:
-    """The GPUs of ``node`` the engine gives ``job_id`` for its allocation in ``changes``.
-    The engine (``Engine.reconcile``) first frees the GPUs of every job whose allocation
-    changes, then holds the moved jobs' new allocations and then the launches, each in the
-    order of ``changes``; an allocation that names no GPUs takes the lowest-numbered empty
-    ones (``GpuLedger.take``)."""
+_NEW = "\0placed now"
+
+
+def name_devices(view: ClusterView, changes: Mapping[str, Allocation | None], alloc: Allocation) -> Allocation:
+    """``alloc`` naming the GPUs it will hold, so that a job placed alone may be joined in
+    the same decision (``PartnerIndex.add``) on exactly its GPUs. They are the ones the
+    engine would give it (``Engine.reconcile``: it frees the GPUs of every job whose
+    allocation changes, holds moved jobs' new allocations, then launches, each in the
+    order of ``changes``; an allocation naming no GPUs takes the lowest-numbered empty
+    ones, ``GpuLedger.take``) once it is added after everything in ``changes``."""
     ledger = view.sharing
     assert ledger is not None
     running = view.allocations
-    held = [set(jobs) for jobs in ledger.holders[node]]
+    nodes = {node for node, _ in alloc.placement}
+    held = {node: [set(jobs) for jobs in ledger.holders[node]] for node in nodes}
     for other in changes:
         if other in running:
-            for n, gpu in ledger.devices.get(other, ()):
-                if n == node:
-                    held[gpu].discard(other)
+            for node, gpu in ledger.devices.get(other, ()):
+                if node in held:
+                    held[node][gpu].discard(other)
     moves = [(j, a) for j, a in changes.items() if a is not None and j in running]
     launches = [(j, a) for j, a in changes.items() if a is not None and j not in running]
-    for other, alloc in moves + launches:
-        if alloc.devices is not None:
-            mine = tuple(d for d in alloc.devices if d[0] == node)
-        else:
-            wanted = sum(res.gpus for n, res in alloc.placement if n == node)
-            mine = tuple((node, gpu) for gpu, jobs in enumerate(held) if not jobs)[:wanted]
-        for _, gpu in mine:
-            held[gpu].add(other)
-        if other == job_id:
-            return mine
-    raise AssertionError(f"{job_id} is not placed on node {node} in this decision")
+    for other, given in [*moves, *launches, (_NEW, alloc)]:
+        for node, res in given.placement:
+            if node not in held:
+                continue
+            if given.devices is not None:
+                mine = [gpu for n, gpu in given.devices if n == node]
+            else:
+                mine = [gpu for gpu, jobs in enumerate(held[node]) if not jobs][: res.gpus]
+            for gpu in mine:
+                held[node][gpu].add(other)
+    devices = tuple((node, gpu) for node, _ in alloc.placement for gpu, jobs in enumerate(held[node]) if _NEW in jobs)
+    return replace(alloc, devices=devices)
 
 
 class BinderMixin:
@@ -147,11 +150,7 @@ class BinderMixin:
         node = ledger.devices[partner.job_id][0][0] if placed is None else placed[0]
         if free.cpus[node] + 1e-9 < spec.num_cpus or free.mem[node] + 1e-9 < spec.mem_gb:
             return None
-        if placed is None:
-            devices = ledger.devices[partner.job_id]
-        else:
-            devices = launch_devices(view, changes, partner.job_id, node)
-            changes[partner.job_id] = replace(changes[partner.job_id], devices=devices)
+        devices = ledger.devices[partner.job_id] if placed is None else changes[partner.job_id].devices
         free.cpus[node] -= spec.num_cpus
         free.mem[node] -= spec.mem_gb
         res = Resources(spec.num_gpus, spec.num_cpus, spec.mem_gb)

@@ -20,6 +20,9 @@ things per VC (partition):
    8 GPUs (``pair_profiled_only`` restricts it). Otherwise, and for every larger job, it
    takes the consolidated placement on the main nodes. The artifact skips a job that
    does not fit while sharing is on, and stops at it while sharing is off; we do the same.
+   As in the artifact's pass, a job placed alone earlier in the decision may be a
+   partner, and a pair's newer job is never a partner again once its older one ended
+   (``pair_release``, ``binder.py``).
 4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``), with
    ``sharing="adaptive"``: every 100 s the workload forecaster predicts the GPU jobs
    submitted in the next five 10-minute bins. Sharing goes off while their mean is at
@@ -60,7 +63,7 @@ from shapeshift.perf.colocation import SharingProfile, noisy
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
 from shapeshift.policies.framework.placement import PLACEMENTS
 from shapeshift.policies.framework.registry import register
-from shapeshift.policies.lucid.binder import BinderMixin
+from shapeshift.policies.lucid.binder import BinderMixin, name_devices
 from shapeshift.policies.lucid.configs import ConfigProfiles
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, PartnerIndex, fit_packing_model
@@ -372,6 +375,8 @@ class Lucid(BinderMixin):
                     alloc = self.placement.find(spec, nodes if main else everywhere, free)
                 if alloc is not None:
                     alloc = free.naming_gpus(self._declare_memory(view, spec, alloc))
+                    if pairing:  # a later job of this decision may join it on its GPUs
+                        alloc = name_devices(view, changes, alloc)
                     free.take(alloc)
                     empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
             if alloc is None:
