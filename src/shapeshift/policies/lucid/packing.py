@@ -103,12 +103,9 @@ class BinderRules:
 
     def why_not(self, ledger: GpuLedger, job: Candidate, partner: Candidate) -> str:
         """Why ``job`` may not join ``partner`` ("" = it may)."""
-        if job.gpus != partner.gpus:
-            return "different GPU counts"
-        if job.score + partner.score > self.threshold:
-            return f"sharing scores {job.score}+{partner.score} over {self.threshold}"
-        if job.priority > self.ratio * partner.priority:
-            return "priority over twice the partner's"
+        reason = self.why_not_jobs(job, partner)
+        if reason:
+            return reason
         devices = ledger.devices.get(partner.job_id, ())
         if len({node for node, _ in devices}) != 1:
             return "partner spans nodes"
@@ -117,6 +114,16 @@ class BinderRules:
                 return "partner already shares"
             if job.gpu_mem > ledger.free_memory(node, gpu) + 1e-9:
                 return "not enough GPU memory"
+        return ""
+
+    def why_not_jobs(self, job: Candidate, partner: Candidate) -> str:
+        """The binder's rules on the two jobs alone (GPU counts, scores, priorities)."""
+        if job.gpus != partner.gpus:
+            return "different GPU counts"
+        if job.score + partner.score > self.threshold:
+            return f"sharing scores {job.score}+{partner.score} over {self.threshold}"
+        if job.priority > self.ratio * partner.priority:
+            return "priority over twice the partner's"
         return ""
 
     def partner(self, ledger: GpuLedger, job: Candidate, running: Iterable[Candidate]) -> Candidate | None:
@@ -133,13 +140,39 @@ class PartnerIndex:
     """Running jobs that could take a partner, by (GPU count, sharing score), in start
     order. ``pick`` gives the same partner as scanning them all in start order
     (``BinderRules.partner``), but looks only at counts and scores that can qualify, so a
-    decision over thousands of waiting jobs stays cheap."""
+    decision over thousands of waiting jobs stays cheap.
+
+    ``add`` appends a job placed alone earlier in the same decision: the artifact's
+    allocation pass appends each job it starts to its ``run_list`` at once, so a later job
+    of the same pass may join it. Such a job holds no GPU in the ledger yet; it is alone
+    on empty GPUs of one node, so only its own memory counts against the GPU's."""
 
     def __init__(self, rules: BinderRules, candidates: Iterable[Candidate]):
         self.rules = rules
         self.buckets: dict[tuple[int, int], list[tuple[int, Candidate]]] = {}
-        for rank, candidate in enumerate(candidates):
-            self.buckets.setdefault((candidate.gpus, candidate.score), []).append((rank, candidate))
+        #: Jobs placed in this decision: their node and its GPUs' memory.
+        self.fresh: dict[str, tuple[int, float]] = {}
+        self._rank = 0
+        for candidate in candidates:
+            self._append(candidate)
+
+    def _append(self, candidate: Candidate) -> None:
+        self.buckets.setdefault((candidate.gpus, candidate.score), []).append((self._rank, candidate))
+        self._rank += 1
+
+    def add(self, candidate: Candidate, node: int, gpu_mem: float) -> None:
+        """``candidate`` was placed alone on ``node`` (GPUs of ``gpu_mem`` GB) in this decision."""
+        self.fresh[candidate.job_id] = (node, gpu_mem)
+        self._append(candidate)
+
+    def _why_not(self, ledger: GpuLedger, job: Candidate, partner: Candidate) -> str:
+        placed = self.fresh.get(partner.job_id)
+        if placed is None:
+            return self.rules.why_not(ledger, job, partner)
+        reason = self.rules.why_not_jobs(job, partner)
+        if reason:
+            return reason
+        return "not enough GPU memory" if job.gpu_mem > placed[1] - partner.gpu_mem + 1e-9 else ""
 
     def pick(self, ledger: GpuLedger, job: Candidate) -> Candidate | None:
         """The partner ``job`` joins (removed from the index), or ``None``."""
@@ -149,7 +182,7 @@ class PartnerIndex:
             for entry in bucket or ():
                 if best is not None and entry[0] >= best[0]:
                     break
-                if not self.rules.why_not(ledger, job, entry[1]):
+                if not self._why_not(ledger, job, entry[1]):
                     best = (entry[0], entry[1], bucket)  # type: ignore[assignment]
                     break
         if best is None:

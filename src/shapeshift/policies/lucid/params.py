@@ -29,6 +29,19 @@ class LucidParams(PolicyParams):
     #: Ours, off: only jobs with profiled features look for a partner. The artifact pairs
     #: any job of at most 8 GPUs (every job's features are known to its simulator).
     pair_profiled_only: bool = False
+    #: Ours, off: only jobs running before a decision may take a partner in it. The
+    #: artifact's allocation pass appends each job it starts to its ``run_list`` at once,
+    #: so a later job of the same pass may join a job placed alone just before it.
+    partners_running_only: bool = False
+    #: What a pair's end releases. ``newer`` (the artifact's simulator): when the newer job
+    #: of a pair ends, the older one runs alone and may take a new partner; when the older
+    #: one ends first, the newer one is never offered as a partner again. Its
+    #: ``Node.check_colocate_jobs`` compares a job id with a job, so it finds the first job
+    #: on those GPUs, the ending job itself when that is the older; the artifact also
+    #: leaves that job at its shared speed, which is its engine's doing, not a rule here.
+    #: ``both`` (ours): either end releases the other job (what its ``speed_recover`` call
+    #: on the partner means).
+    pair_release: Literal["newer", "both"] = "newer"
     #: Lend the profiler an idle main node while jobs pile up there (artifact: Venus only).
     profiler_scaling: bool = False
     #: The thesis's system tuner: re-choose T_prof and share_threshold by replaying recent

@@ -53,9 +53,10 @@ class RunningPartners:
         features: Container[str],
         priorities: Mapping[str, float],
         describe: Describe,
+        locked: Container[str] = (),
     ) -> list[Candidate]:
-        """Running jobs of the main queue (not profiling, with features and a priority)
-        that hold their GPUs alone on one node, in start order."""
+        """Running jobs of the main queue (not profiling, not ``locked``, with features and
+        a priority) that hold their GPUs alone on one node, in start order."""
         ledger = view.sharing
         assert ledger is not None
         changes = ledger.node_changes
@@ -71,7 +72,7 @@ class RunningPartners:
             if not devices:
                 continue
             node, gpu = devices[0]
-            if len(holders[node][gpu]) != 1 or job_id in profiling or job_id not in features:
+            if len(holders[node][gpu]) != 1 or job_id in profiling or job_id not in features or job_id in locked:
                 continue
             priority = priorities.get(job_id)
             if priority is None:

@@ -20,6 +20,9 @@ things per VC (partition):
    8 GPUs (``pair_profiled_only`` restricts it). Otherwise, and for every larger job, it
    takes the consolidated placement on the main nodes. The artifact skips a job that
    does not fit while sharing is on, and stops at it while sharing is off; we do the same.
+   As in the artifact's pass, a job placed alone earlier in the decision may be a
+   partner, and a pair's newer job is never a partner again once its older one ended
+   (``pair_release``, ``binder.py``).
 4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``), with
    ``sharing="adaptive"``: every 100 s the workload forecaster predicts the GPU jobs
    submitted in the next five 10-minute bins. Sharing goes off while their mean is at
@@ -60,7 +63,7 @@ from shapeshift.perf.colocation import SharingProfile, noisy
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
 from shapeshift.policies.framework.placement import PLACEMENTS
 from shapeshift.policies.framework.registry import register
-from shapeshift.policies.lucid.binder import BinderMixin
+from shapeshift.policies.lucid.binder import BinderMixin, name_devices
 from shapeshift.policies.lucid.configs import ConfigProfiles
 from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, SubmissionForecaster
 from shapeshift.policies.lucid.packing import BinderRules, PartnerIndex, fit_packing_model
@@ -102,6 +105,9 @@ class Lucid(BinderMixin):
         self.labels: dict[str, int] = {}
         self.configured: set[str] = set()
         self.running_partners = RunningPartners()
+        self.pair_of: dict[str, str] = {}
+        self.joined_by: dict[str, str] = {}
+        self.locked: set[str] = set()
         self._shapes: dict[int, tuple[np.ndarray, tuple[int, int, float]]] = {}
         self.priority: dict[str, float] = {}
         #: Jobs waiting for (or in) the profiler, and when each profiling run started.
@@ -137,7 +143,9 @@ class Lucid(BinderMixin):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, view: ClusterView) -> None:
+        ended = set(view.finished)
         for job_id in view.finished:
+            self._release(view, job_id, ended, self.p.pair_release)
             status = view.job(job_id)
             if job_id in self.profiling:
                 del self.profiling[job_id]
@@ -353,8 +361,8 @@ class Lucid(BinderMixin):
                 self._measure_unprofiled(job_id, spec)
             if pairing and 0 < spec.num_gpus <= largest and job_id in self.features:
                 if partners is None:
-                    partners = PartnerIndex(self.rules, self._partners(view, partition))
-                alloc = self._pair(view, spec, partners, free, gpu_mem)
+                    partners = PartnerIndex(self.rules, self._partners(view, partition, changes))
+                alloc = self._pair(view, spec, partners, free, gpu_mem, changes)
                 if alloc is not None:
                     self.paired += 1
                     self.paired_large += spec.num_gpus > 4
@@ -367,6 +375,8 @@ class Lucid(BinderMixin):
                     alloc = self.placement.find(spec, nodes if main else everywhere, free)
                 if alloc is not None:
                     alloc = free.naming_gpus(self._declare_memory(view, spec, alloc))
+                    if pairing:  # a later job of this decision may join it on its GPUs
+                        alloc = name_devices(view, changes, alloc)
                     free.take(alloc)
                     empty_main, empty_all = int(free.gpus[nodes].sum()), int(free.gpus[everywhere].sum())
             if alloc is None:
@@ -380,6 +390,10 @@ class Lucid(BinderMixin):
             del queue[job_id]
             self.awaiting_profile.discard(job_id)
             self._measure_unprofiled(job_id, spec)  # measured while it runs
+            if pairing and job_id not in self.pair_of and self._may_offer(spec, alloc, largest):
+                if partners is None:
+                    partners = PartnerIndex(self.rules, self._partners(view, partition, changes))
+                self._offer(view, partners, job_id, alloc)
 
     def _measure(self, spec: JobSpec) -> SharingProfile:
         """What the profiler reads for ``spec``: its configuration's figures where the
