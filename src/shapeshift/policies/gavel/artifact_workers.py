@@ -134,9 +134,13 @@ def place_granted(
         if job_id in current and job_id not in changes:
             record[job_id] = workers
             continue
-        placed = allocation_for(whole_gpu_spec(view.job(job_id).spec), gpus_by_node(workers), free)
+        per_node = gpus_by_node(workers)
+        # The artifact's GPUs are always free; here a node may be down or hold a job of
+        # another policy's making (a controller restarted), so look before taking.
+        short = any(free.gpus[node] < gpus for node, gpus in per_node.items())
+        placed = None if short else allocation_for(whole_gpu_spec(view.job(job_id).spec), per_node, free)
         if placed is None:
-            reasons[job_id] = "granted GPUs this round but their nodes lack CPUs or memory"
+            reasons[job_id] = "granted GPUs this round but they are not free or their nodes lack CPUs or memory"
             continue
         free.take(placed)
         record[job_id] = workers
