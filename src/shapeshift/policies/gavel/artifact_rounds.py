@@ -14,7 +14,9 @@ Gavel's policies with round bookkeeping of its own, not Gavel's scheduler
 * one order of every (job, type) pair, by (priority, X) descending, ties in type order
   then arrival order (Python's stable sort over entries listed type by type); a job is
   granted the first pair whose type still holds its GPUs, zero-priority pairs included
-  (``schedule_jobs_on_workers_helper``).
+  (``schedule_jobs_on_workers_helper``);
+* a granted job goes on the next free GPUs of its type in node order, over several nodes
+  where they are partly used (:mod:`.artifact_workers`), not consolidated.
 
 Rounds on a fixed grid are ``rounds=grid``, which the artifact's simulator loop is.
 """
@@ -28,6 +30,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from shapeshift.engine.view import ClusterView
+    from shapeshift.policies.gavel.artifact_workers import Worker
     from shapeshift.policies.gavel.table import GavelJobs
 
 
@@ -38,6 +41,8 @@ class ArtifactLedger:
         self._round = round_seconds
         self.job_time: dict[str, np.ndarray] = {}
         self.type_time = np.zeros(types)
+        #: the GPUs (node, slot) each job got in the last round (:mod:`.artifact_workers`)
+        self.workers: dict[str, tuple[Worker, ...]] = {}
 
     def add(self, job_ids: Sequence[str]) -> None:
         """Jobs seen for the first time start with half a round on every type."""

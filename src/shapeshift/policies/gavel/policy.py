@@ -30,7 +30,8 @@ fastest first (``rounds``). ``priority=sia-artifact`` is the Sia artifact's roun
 mechanism for its Gavel baseline (:mod:`.artifact_rounds`); ``priority=age`` is ours (time
 received since submission, one order, LP re-solved at every change of the job set). A
 job granted the type it runs on keeps its GPUs; the others are preempted at the round
-boundary and the granted ones placed, largest first, consolidated.
+boundary and the granted ones placed, largest first, consolidated (``priority=sia-artifact``:
+on the next free GPUs in node order, as the artifact, :mod:`.artifact_workers`).
 
 ``fill=true`` (ours, off as in Gavel) hands free GPUs to waiting jobs between rounds, each
 on the free type where it is fastest relative to that type's catalog-wide mean speed.
@@ -58,6 +59,7 @@ from shapeshift.policies.framework.placement import Consolidated
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.framework.rounds import RoundOrFillPolicy
 from shapeshift.policies.gavel.artifact_rounds import ArtifactLedger
+from shapeshift.policies.gavel.artifact_workers import place_granted
 from shapeshift.policies.gavel.lp import job_speed, max_min_allocation, max_sum_throughput_allocation, type_speed
 from shapeshift.policies.gavel.profiled import profiled_speed, profiles_root
 from shapeshift.policies.gavel.rounds import GAVEL_RESET_INTERVAL, GavelLedger, fastest_first, grant_greedily
@@ -310,16 +312,6 @@ class GavelPolicy(RoundOrFillPolicy):
             left[k] -= table.gpus[row]
         return rows, granted, np.array(sequence, dtype=np.int64)
 
-    def _grants_artifact(
-        self, view: ClusterView, partition: str, table: GavelJobs, types: GpuTypes, running: list[str]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The Sia artifact's rounds (``priority=sia-artifact``)."""
-        ledger = self._artifact.get(partition)
-        if ledger is None:
-            ledger = self._artifact[partition] = ArtifactLedger(len(types.names), self._round)
-        rows = ledger.rows(view, partition, table, running, self._ranks)
-        return rows, *ledger.grant_rows(table, rows, self._solve(table, types, rows), types.gpus)
-
     def plan_round(self, view: ClusterView, partition: str, free: FreeResources) -> PartitionDecision:
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
@@ -334,35 +326,41 @@ class GavelPolicy(RoundOrFillPolicy):
             fresh = table.sight(view, self._ranks)
             rows, granted, grant_sequence = self._grants_gavel(view, partition, table, types, fresh, running)
         elif self._priority == "sia-artifact":
-            rows, granted, grant_sequence = self._grants_artifact(view, partition, table, types, running)
+            ledger = self._artifact.setdefault(partition, ArtifactLedger(len(types.names), self._round))
+            rows = ledger.rows(view, partition, table, running, self._ranks)
+            granted, grant_sequence = ledger.grant_rows(table, rows, self._solve(table, types, rows), types.gpus)
         else:
             rows, granted, grant_sequence = self._grants_by_age(view, partition, table, types, running)
         current = view.allocations
         is_running = np.zeros(granted.size, dtype=bool)
         is_running[run_rows] = True
-        stays = granted[run_rows] == table.on_type[run_rows]
-        kept = np.zeros(granted.size, dtype=bool)
-        kept[run_rows[stays]] = True
-        # Free everything that is not kept in place, then place the rest, largest first
-        # (Gavel assigns by decreasing scale factor to limit fragmentation).
-        for i in np.flatnonzero(~stays).tolist():
-            job_id = running[i]
-            free.give(current[job_id])
-            changes[job_id] = None
-        order = grant_sequence[np.argsort(-table.gpus[grant_sequence], kind="stable")]
-        for row in order[~kept[order]].tolist():
-            job_id = table.ids[row]
-            assert job_id is not None
-            k = int(granted[row])
-            alloc = self._placement.find(whole_gpu_spec(view.job(job_id).spec), types.nodes[k], free)
-            if alloc is None:
-                reasons[job_id] = f"granted {types.names[k]} GPUs this round but they are fragmented"
-                continue
-            free.take(alloc)
-            if job_id in current and alloc == current[job_id]:
-                del changes[job_id]
-            else:
-                changes[job_id] = alloc
+        if self._priority == "sia-artifact":
+            workers = self._artifact[partition].workers
+            place_granted(view, types, table, granted, grant_sequence, running, free, workers, changes, reasons)
+        else:
+            stays = granted[run_rows] == table.on_type[run_rows]
+            kept = np.zeros(granted.size, dtype=bool)
+            kept[run_rows[stays]] = True
+            # Free everything that is not kept in place, then place the rest, largest first
+            # (Gavel assigns by decreasing scale factor to limit fragmentation).
+            for i in np.flatnonzero(~stays).tolist():
+                job_id = running[i]
+                free.give(current[job_id])
+                changes[job_id] = None
+            order = grant_sequence[np.argsort(-table.gpus[grant_sequence], kind="stable")]
+            for row in order[~kept[order]].tolist():
+                job_id = table.ids[row]
+                assert job_id is not None
+                k = int(granted[row])
+                alloc = self._placement.find(whole_gpu_spec(view.job(job_id).spec), types.nodes[k], free)
+                if alloc is None:
+                    reasons[job_id] = f"granted {types.names[k]} GPUs this round but they are fragmented"
+                    continue
+                free.take(alloc)
+                if job_id in current and alloc == current[job_id]:
+                    del changes[job_id]
+                else:
+                    changes[job_id] = alloc
         waiting = rows[(granted[rows] < 0) & ~is_running[rows]]
         not_granted = "not granted GPUs this round (max-min fair share)"
         reasons.update(dict.fromkeys([table.ids[r] for r in waiting.tolist()], not_granted))  # type: ignore[misc]
