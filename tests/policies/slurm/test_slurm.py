@@ -87,6 +87,42 @@ def test_fair_tree_ranks_by_hand():
     assert (fs.factor("B/b"), fs.factor("A/a")) == (1.0, 0.5)
 
 
+def _deeper_tree(usage):
+    tree = {
+        "root": Assoc("root", "", "", 1),
+        "A": Assoc("A", "", "root", 2),
+        "B": Assoc("B", "", "root", 1),
+        "A/a1": Assoc("A", "a1", "A", 1),
+        "A/a2": Assoc("A", "a2", "A", 3),
+        "B/b1": Assoc("B", "b1", "B", 1),
+        "B/b2": Assoc("B", "b2", "B", 1),
+    }
+    fs = FairShare(tree, half_life=0)
+    for key, amount in usage.items():
+        fs.add_usage(key, amount)
+    fs.recompute()
+    return fs
+
+
+def test_fair_tree_ranks_users_within_their_accounts():
+    fs = _deeper_tree({"A/a1": 30.0, "A/a2": 10.0, "B/b1": 20.0, "B/b2": 40.0})
+    # Usage A = 40, B = 60, root = 100. level_fs(A) = (2/3) / 0.4 = 1.67 > level_fs(B) =
+    # (1/3) / 0.6 = 0.56: A's users first. In A: a2 = 0.75 / (10/40) = 3 before a1 = 0.25 /
+    # (30/40) = 0.33; in B: b1 = 0.5 / (20/60) = 1.5 before b2 = 0.5 / (40/60) = 0.75. Visit
+    # order a2, a1, b1, b2 (not the order of their own level_fs: a2, b1, b2, a1): ranks
+    # 4/4, 3/4, 2/4, 1/4.
+    got = [fs.factor(k) for k in ("A/a2", "A/a1", "B/b1", "B/b2")]
+    assert got == [1.0, 0.75, 0.5, 0.25]
+
+
+def test_fair_tree_tied_users_share_a_rank():
+    fs = _deeper_tree({"A/a1": 30.0, "A/a2": 10.0, "B/b1": 30.0, "B/b2": 30.0})
+    # As above for A (a2 4/4, a1 3/4); in B, b1 and b2 both 0.5 / (30/60) = 1: tied, the
+    # second keeps the first's rank: b1 = b2 = 2/4.
+    got = [fs.factor(k) for k in ("A/a2", "A/a1", "B/b1", "B/b2")]
+    assert got == [1.0, 0.75, 0.5, 0.5]
+
+
 def _running_half():
     # One node with 4 GPUs; a running job holds 2 of them until its limit ends at t=100.
     return Free([2], [100.0], [100.0]), [Ending(100.0, ((0, Need(2, 0, 0)),))]

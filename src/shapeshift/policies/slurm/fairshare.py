@@ -178,8 +178,8 @@ class FairShare:
             stack.extend((c, norm, efctv) for c in self.children[key])
         return factors
 
-    def _levels(self) -> dict[str, float]:
-        """Each association's ``level_fs``: ``S / U`` (``U``: its usage over its
+    def _levels(self) -> np.ndarray:
+        """Each association's ``level_fs`` (``index`` order): ``S / U`` (``U``: its usage over its
         parent's), ``inf`` with no usage, 0 with no share; a ``USE_PARENT`` user ``inf``,
         account ``nan``. One array expression over the tree (the same divisions)."""
         if self._static is None:
@@ -203,7 +203,7 @@ class FairShare:
         level[shares == 0] = 0.0
         level[use_parent & user] = math.inf
         level[use_parent & ~user] = math.nan
-        return dict(zip(keys, level.tolist(), strict=True))
+        return level
 
     def _users(self) -> tuple[dict[str, bool], list[int], int]:
         """Whether each association (``index`` order) is a user, its tie-break (users
@@ -218,7 +218,12 @@ class FairShare:
         factors: dict[str, float] = {}
         if not total:
             return factors
-        levels = self._levels()
+        array = self._levels()
+        fast = self._ranked(array, total)
+        if fast is not None:
+            return fast
+        assert self._static is not None
+        levels = dict(zip(self._static[0], array.tolist(), strict=True))
         # Siblings sort by level_fs descending, users before accounts on ties: one key
         # per association, looked up by the sort itself.
         order = dict(zip(levels, zip([-v for v in levels.values()], ties, strict=True), strict=True))
@@ -253,6 +258,36 @@ class FairShare:
 
         walk(list(children["root"]), False)
         return factors
+
+    def _ranked(self, level: np.ndarray, total: int) -> dict[str, float] | None:
+        """``_fair_tree``'s factors where no two siblings have equal ``level_fs`` (nor any
+        is NaN), with array operations; ``None`` otherwise (ties share ranks and merge
+        accounts: the walk decides those). Without ties the walk visits the users in the
+        order of their paths of sibling ranks (level descending; users before accounts and
+        then tree order on ties, as the walk's stable sort), and the ``j``-th user it
+        visits gets ``(total - j) / total``."""
+        assert self._static is not None
+        keys, parent, _, user, _ = self._static
+        n = len(keys)
+        root = self.index["root"]
+        if np.isnan(level).any():
+            return None
+        ties = np.asarray(self._users()[1], dtype=np.int64)
+        position = np.arange(n, dtype=np.int64)
+        order = np.lexsort((position, ties, -level, parent))
+        order = order[order != root]
+        by_parent, by_level = parent[order], level[order]
+        same = by_parent[1:] == by_parent[:-1]
+        if (same & (by_level[1:] == by_level[:-1])).any():
+            return None
+        starts = np.flatnonzero(np.concatenate(([True], ~same)))
+        first = np.repeat(starts, np.diff(np.append(starts, order.size)))
+        rank = np.zeros(n, dtype=np.int64)
+        rank[order] = np.arange(order.size) - first
+        users = np.flatnonzero(user)
+        paths = [np.where(a[users] >= 0, rank[a[users]], -1) for a in self._ancestry()[1:]]
+        visit = users[np.lexsort(paths[::-1])].tolist()
+        return {keys[i]: (total - j) / total for j, i in enumerate(visit)}
 
 
 class Running:
