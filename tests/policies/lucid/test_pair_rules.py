@@ -41,20 +41,21 @@ OLDER_ENDS_FIRST = [
 ]
 
 
-def test_the_artifact_never_offers_a_pairs_newer_job_again_once_the_older_ended():
-    # The artifact's check_colocate_jobs finds old itself when old ends, so new keeps
-    # exclusive = 0 and no job may join it: late waits for the GPU until new ends at 151.
-    policy, jobs = run(OLDER_ENDS_FIRST, 1)
+def test_the_artifacts_code_never_offers_a_pairs_newer_job_again_once_the_older_ended():
+    # pair_release="newer": the artifact's check_colocate_jobs finds old itself when old
+    # ends, so new keeps exclusive = 0 and no job may join it: late waits for the GPU
+    # until new ends at 151.
+    policy, jobs = run(OLDER_ENDS_FIRST, 1, pair_release="newer")
     assert jobs["new"][0] == pytest.approx(1.0)
     assert jobs["late"] == (pytest.approx(151.0), pytest.approx(0.0))
     assert policy.paired == 1
     assert not policy.locked  # forgotten once it ended
 
 
-def test_pair_release_both_lets_the_newer_job_take_a_partner():
-    # Ours: old's end releases new, and late joins it at 110 (100 <= 2 x 150), sharing
-    # 110-151 (new's end).
-    policy, jobs = run(OLDER_ENDS_FIRST, 1, pair_release="both")
+def test_by_default_the_older_jobs_end_frees_the_newer_to_take_a_partner():
+    # Default (pair_release="both"): old's end releases new, and late joins it at 110
+    # (0 + 0 <= 2, 100 <= 2 x 150), sharing 110-151 (new's end).
+    policy, jobs = run(OLDER_ENDS_FIRST, 1)
     assert jobs["late"] == (pytest.approx(110.0), pytest.approx(41.0))
     assert policy.paired == 2
 
@@ -169,3 +170,20 @@ def test_jobs_leaving_the_profiler_together_get_distinct_gpus_under_a_pair():
     assert jobs["n"] == (pytest.approx(200.0), pytest.approx(1700.0), pytest.approx(800.0))
     assert jobs["b"][1:] == (pytest.approx(1000.0), pytest.approx(800.0))
     assert jobs["a"][1:] == (pytest.approx(2000.0), pytest.approx(0.0))
+
+
+def test_a_job_placed_without_declared_gpu_memory_is_not_offered_in_the_same_pass():
+    # Under pair_profiled_only a job the profiler never measured is placed before its
+    # features are read, so its placement declares no GPU memory: the engine counts it as
+    # holding the whole GPU (engine/sharing.py), and a newcomer joining it in the same
+    # decision overfilled the GPU's memory (a PolicyError on the Philly week). The same
+    # placement with its memory declared may be offered.
+    from shapeshift.model import Allocation, Resources
+    from shapeshift.perf.colocation import SharingProfile
+
+    policy = Lucid(LucidParams(pair_profiled_only=True))
+    spec = JobSpec("solo", 0.0, 1, duration=100.0, model="ncf")
+    policy.features["solo"] = SharingProfile(gpu_util=0.3, mem_bw=0.2, gpu_mem_gb=4.0)
+    placed = ((0, Resources(1, 1, 1.0)),)
+    assert not policy._may_offer(spec, Allocation(placed), largest=8)
+    assert policy._may_offer(spec, Allocation(placed, gpu_mem_gb=4.0), largest=8)

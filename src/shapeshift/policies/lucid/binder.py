@@ -160,11 +160,14 @@ class BinderMixin:
 
     def _may_offer(self, spec: JobSpec, alloc: Allocation, largest: int) -> bool:
         """Whether a job just placed alone may take a partner later in the same decision
-        (``partners_running_only`` keeps to jobs running before it)."""
+        (``partners_running_only`` keeps to jobs running before it). A placement that
+        declared no GPU memory (a job measured only once placed, under
+        ``pair_profiled_only``) holds its whole GPUs, so nobody may join it."""
         return (
             not self.p.partners_running_only
             and 0 < spec.num_gpus <= largest
             and len(alloc.placement) == 1
+            and alloc.gpu_mem_gb is not None
             and spec.job_id in self.features
         )
 

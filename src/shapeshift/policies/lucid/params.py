@@ -33,15 +33,14 @@ class LucidParams(PolicyParams):
     #: artifact's allocation pass appends each job it starts to its ``run_list`` at once,
     #: so a later job of the same pass may join a job placed alone just before it.
     partners_running_only: bool = False
-    #: What a pair's end releases. ``newer`` (the artifact's simulator): when the newer job
-    #: of a pair ends, the older one runs alone and may take a new partner; when the older
-    #: one ends first, the newer one is never offered as a partner again. Its
-    #: ``Node.check_colocate_jobs`` compares a job id with a job, so it finds the first job
-    #: on those GPUs, the ending job itself when that is the older; the artifact also
-    #: leaves that job at its shared speed, which is its engine's doing, not a rule here.
-    #: ``both`` (ours): either end releases the other job (what its ``speed_recover`` call
-    #: on the partner means).
-    pair_release: Literal["newer", "both"] = "newer"
+    #: What a pair's end releases. ``both`` (the artifact's intent): either job's end
+    #: frees the other to take a new partner, as its ``speed_recover`` call on the
+    #: partner means. ``newer`` (the artifact's code, off): its ``Node.check_colocate_jobs``
+    #: compares a job id with a job, so when the older job of a pair ends first it finds
+    #: the ending job itself and the newer one is never offered as a partner again (its
+    #: engine also leaves that job at its shared speed). A slip in the artifact, like its
+    #: NCF pin in Sia's: kept as a name and measured (docs/lucid-artifact.md), not the default.
+    pair_release: Literal["newer", "both"] = "both"
     #: Lend the profiler an idle main node while jobs pile up there (artifact: Venus only).
     profiler_scaling: bool = False
     #: The thesis's system tuner: re-choose T_prof and share_threshold by replaying recent
