@@ -11,41 +11,24 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.slurm.real_cluster import NEEDS_REAL_SLURM, started_slurm
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "real_slurm.sh"
 BENCH = ROOT / "benchmarks" / "bench_slurm_real.py"
 PORTS = {"CTLD_PORT": "6917", "DBD_PORT": "6919", "DBPORT": "3317", "NODE_PORT": "17100"}
 
-pytestmark = [
-    pytest.mark.skipif(
-        shutil.which("slurmctld") is None, reason="slurmctld not installed (scripts/real_slurm.sh install)"
-    ),
-    pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="a real Slurm here needs root"),
-]
+pytestmark = NEEDS_REAL_SLURM
 
 
 @pytest.fixture
 def real_slurm():
-    # Not under pytest's tmp_path: that is private to root, and the job users (alice,
-    # bob) must read slurm.conf.
-    work = Path(tempfile.mkdtemp(prefix="ss-slurm-test-"))
-    work.chmod(0o755)
-    env = {**os.environ, **PORTS}
-    start = subprocess.run([str(SCRIPT), "start", str(work)], env=env, capture_output=True, text=True, timeout=180)
-    if start.returncode != 0:
-        subprocess.run([str(SCRIPT), "stop", str(work)], env=env, capture_output=True, timeout=60)
-        pytest.fail(f"real Slurm did not start: {start.stderr[-2000:]}")
-    yield work
-    subprocess.run([str(SCRIPT), "stop", str(work)], env=env, capture_output=True, timeout=60)
-    shutil.rmtree(work, ignore_errors=True)
+    with started_slurm("ss-slurm-test-", {**os.environ, **PORTS}) as work:
+        yield work
 
 
 def test_twenty_jobs_agree_with_the_real_slurm(real_slurm, tmp_path):

@@ -12,44 +12,28 @@ same two jobs with the real run's slurm.conf, QOS table, submit offsets and run 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from shapeshift.cluster import load_cluster
 from shapeshift.engine.state import JobState
 from tests.conftest import by_id, job, run
+from tests.slurm.real_cluster import NEEDS_REAL_SLURM, started_slurm
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "real_slurm.sh"
 PORTS = {"CTLD_PORT": "6927", "DBD_PORT": "6929", "DBPORT": "3327", "NODE_PORT": "17200"}
 
-pytestmark = [
-    pytest.mark.skipif(
-        shutil.which("slurmctld") is None, reason="slurmctld not installed (scripts/real_slurm.sh install)"
-    ),
-    pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="a real Slurm here needs root"),
-]
+pytestmark = NEEDS_REAL_SLURM
 
 
 @pytest.fixture
 def suspend_slurm():
-    work = Path(tempfile.mkdtemp(prefix="ss-slurm-suspend-"))
-    work.chmod(0o755)
     extra = "PreemptType=preempt/qos\nPreemptMode=SUSPEND,GANG"
     env = {**os.environ, **PORTS, "NODES": "1", "SLURM_EXTRA": extra}
-    start = subprocess.run([str(SCRIPT), "start", str(work)], env=env, capture_output=True, text=True, timeout=180)
-    if start.returncode != 0:
-        subprocess.run([str(SCRIPT), "stop", str(work)], env=env, capture_output=True, timeout=60)
-        pytest.fail(f"real Slurm did not start: {start.stderr[-2000:]}")
-    yield work, {**env, "SLURM_CONF": str(work / "slurm.conf")}
-    subprocess.run([str(SCRIPT), "stop", str(work)], env=env, capture_output=True, timeout=60)
-    shutil.rmtree(work, ignore_errors=True)
+    with started_slurm("ss-slurm-suspend-", env) as work:
+        yield work, {**env, "SLURM_CONF": str(work / "slurm.conf")}
 
 
 def _slurm(env: dict, *args: str, user: str | None = None) -> str:
