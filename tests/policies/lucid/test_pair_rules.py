@@ -23,11 +23,18 @@ def one_node(gpus: int) -> ClusterSpec:
     return ClusterSpec((NodeSpec("n0", gpus, 8 * gpus, 64 * gpus, gpu_mem_gb=24.0),), gpu_share_limit=2)
 
 
+def on_nodes(jobs: list[JobSpec], nodes: tuple[NodeSpec, ...], policy: Lucid):  # type: ignore[no-untyped-def]
+    """``jobs`` under ``policy`` on ``nodes`` (two jobs per GPU), with free restarts and
+    free sharing, so every time below is arithmetic on the durations."""
+    cluster = ClusterSpec(nodes, gpu_share_limit=2)
+    return simulate(jobs, cluster, policy, overheads=Overheads(0.0, 0.0), interference=FullSpeed())
+
+
 def run(jobs: list[JobSpec], gpus: int, **params) -> tuple[Lucid, dict[str, tuple[float, float]]]:
     # No profiler, durations known: priority = GPUs x duration, so every binder test
     # below is arithmetic on the durations.
     policy = Lucid(LucidParams(profiler_nodes=0, oracle_durations=True, **params))
-    result = simulate(jobs, one_node(gpus), policy, overheads=Overheads(0.0, 0.0), interference=FullSpeed())
+    result = on_nodes(jobs, one_node(gpus).nodes, policy)
     return policy, {j.job_id: (j.first_start, j.shared_seconds) for j in result.jobs}
 
 
@@ -135,9 +142,7 @@ def test_a_job_leaving_the_profiler_is_no_partner_on_its_profiling_gpu():
     ]
     policy = Lucid(LucidParams(oracle_durations=True))
     nodes = tuple(NodeSpec(f"n{i}", 1, 8, 64, gpu_mem_gb=24.0) for i in range(2))
-    result = simulate(
-        jobs_in, ClusterSpec(nodes, gpu_share_limit=2), policy, overheads=Overheads(0.0, 0.0), interference=FullSpeed()
-    )
+    result = on_nodes(jobs_in, nodes, policy)
     jobs = {j.job_id: j for j in result.jobs}
     assert jobs["n"].first_start == pytest.approx(400.0) and jobs["n"].end_time == pytest.approx(500.0)
     assert jobs["n"].shared_seconds == pytest.approx(0.0)
@@ -163,9 +168,7 @@ def test_jobs_leaving_the_profiler_together_get_distinct_gpus_under_a_pair():
     ]
     policy = Lucid(LucidParams(oracle_durations=True))
     nodes = tuple(NodeSpec(f"n{i}", 2, 16, 128, gpu_mem_gb=24.0) for i in range(2))
-    result = simulate(
-        jobs_in, ClusterSpec(nodes, gpu_share_limit=2), policy, overheads=Overheads(0.0, 0.0), interference=FullSpeed()
-    )
+    result = on_nodes(jobs_in, nodes, policy)
     jobs = {j.job_id: (j.first_start, j.end_time, j.shared_seconds) for j in result.jobs}
     assert jobs["n"] == (pytest.approx(200.0), pytest.approx(1700.0), pytest.approx(800.0))
     assert jobs["b"][1:] == (pytest.approx(1000.0), pytest.approx(800.0))
