@@ -21,12 +21,15 @@ CLUSTER = ClusterSpec(
 TYPES = {"fast": (2, 1), "slow": (2, 1)}
 
 
-def _view(tmp_path, now=60.0, **params):
+ADAPTIVE = BatchSpec(32, 32, 128, 16, 64, adaptive=True)
+
+
+def _view(tmp_path, now=60.0, batch=ADAPTIVE, **params):
     root = _profiles(tmp_path)
     policy = SiaPolicy(SiaParams(profiles=str(root), **params), SiaParams().knowledge())
     truth = PolluxGroundTruth(root, tuple(n.gpu_type for n in CLUSTER.nodes))
     engine = Engine(CLUSTER, policy, SimulatedExecutor(truth, CompletionQueue()))
-    spec = JobSpec("j", 0.0, 1, iterations=1, model="pollux/toy", batch=BatchSpec(32, 32, 128, 16, 64, adaptive=True))
+    spec = JobSpec("j", 0.0, 1, iterations=1, model="pollux/toy", batch=batch)
     engine.submit(spec, 0.0)
     return policy, ClusterView(engine, now, frozenset({""}), True)
 
@@ -49,6 +52,24 @@ def test_a_type_not_run_on_is_projected_by_the_1gpu_throughput_ratio(tmp_path):
     # fast = slow's model at the same replicas x (640 / 320) examples/s on one GPU.
     assert got["fast", 1] == pytest.approx(2 * got["slow", 1])
     assert got["fast", 2] == pytest.approx(2 * got["slow", 2])
+
+
+@pytest.mark.parametrize(("pin", "counts"), [(True, [1]), (False, [1, 2])])
+def test_a_fixed_batch_job_is_pinned_at_its_request_unless_pin_fixed_batch_is_off(tmp_path, pin, counts):
+    # A fixed-batch job (NCF-like: global batch 64, adaptive=False) asking for 1 GPU that
+    # has run on 1 GPU. The artifact means to give NCF at most its request
+    # (``get_sia_multi_job_info``: 1 replica), so pinned its options are 1 GPU per type.
+    # Unpinned (the artifact as it runs: its check never fires) the cap is
+    # min(explore: 2 x 1 replica = 2, max_size / min_local = 64 / 16 = 4) = 2, and each
+    # type's one 2-GPU node offers 1 and 2 GPUs.
+    fixed = BatchSpec(64, 64, 64, 16, 64, adaptive=False)
+    policy, view = _view(tmp_path, batch=fixed, goodput_model="offline", pin_fixed_batch=pin)
+    policy._ran["j"] = ["slow"]
+    policy._seen["j"] = 1
+    job = policy._job(view, "j", TYPES)
+    assert job.kind == "pollux"
+    for gpu_type in ("fast", "slow"):
+        assert sorted(o.gpus for o in job.options if o.gpu_type == gpu_type) == counts
 
 
 def _ran_one_gpu_on_slow(policy, view):
