@@ -79,8 +79,9 @@ ThroughputOption = Annotated[
         "slower spread over more nodes than needed, by Gavel's measured ratios), synergy (and Synergy's CNN/RNN "
         "models run at their published speed for the CPUs and memory they get), ground-truth:DIR (the measured "
         "Rubick tables in DIR, "
-        "e.g. the bundled rubick-a800-tables; jobs run their iterations) or pollux:DIR (the Pollux profiles, "
-        "with statistical efficiency, e.g. pollux-profiles). Default: the data set's, else trace."
+        "e.g. the bundled rubick-a800-tables; jobs run their iterations), pollux:DIR (the Pollux profiles, "
+        "with statistical efficiency, e.g. pollux-profiles) or pollux-calibrated:DIR (as pollux, each application "
+        "slowed by the Sia artifact's calibration factor). Default: the data set's, else trace."
     ),
 ]
 
