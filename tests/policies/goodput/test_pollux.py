@@ -98,7 +98,9 @@ def test_allocation_reaches_the_brute_force_optimum_on_a_small_cluster():
 class Flat:
     """Knowledge stand-in: job "flat" gains nothing from a second GPU, "linear" scales."""
 
-    def job(self, spec, batch_now, progress):
+    root = None
+
+    def job(self, spec, batch_now, progress, merged=None):
         return _Table(spec.job_id)
 
 
@@ -121,8 +123,12 @@ class _Table:
 def test_a_job_whose_speedup_is_flat_gets_no_more_than_its_minimum():
     # 1 node x 4 GPUs. Power mean p = -1 minimises sum 1/(x + 1e-3): flat x is the same
     # for 1..4 GPUs, linear grows with r. (flat 1, linear 3): 1 + 1/3; (2, 2): 1 + 1/2;
-    # (0, 4): 1000 + ... -> flat gets exactly 1 GPU, linear the other 3.
-    policy = PolluxPolicy(PolluxParams(profiles=str(bundled("pollux-profiles")), explore=False))
+    # (0, 4): 1000 + ... -> flat gets exactly 1 GPU, linear the other 3. The stand-in is
+    # an application's model: the offline one.
+    params = PolluxParams(
+        profiles=str(bundled("pollux-profiles")), explore=False, goodput_model="offline", batch_retune="round"
+    )
+    policy = PolluxPolicy(params)
     policy.knowledge = Flat()
     jobs = [_job("flat", "cifar10", CIFAR), _job("linear", "cifar10", CIFAR)]
     _, view = _engine(policy, jobs, 1, 4, 600.0)

@@ -98,11 +98,13 @@ def _objective(p: np.ndarray, nodes, replicas, bsz, compute, step) -> tuple[floa
     return value, jac
 
 
-def fit_perf_params(rows: list[Row], tol: float | None = None) -> PerfParams:
+def fit_perf_params(rows: list[Row], tol: float | tuple[float, float] | None = None) -> PerfParams:
     """Fit the seven parameters to measured rows (deterministic: fixed start and bounds,
     the artifact's ``fit_perf_params`` with its rules for missing kinds of rows). ``tol``:
-    the optimiser's tolerance (default: near machine precision, for the one fit per
-    application); the Sia artifact fits each job's model with 1e-5 (``job.py``)."""
+    the optimiser's tolerance, one figure for both of L-BFGS-B's stopping tests or a pair
+    (``ftol``, ``gtol``) (default: near machine precision, for the one fit per
+    application); the Sia artifact fits each job's model with 1e-5 (``job.py``), the
+    Pollux artifact with scipy's defaults (:mod:`.online`)."""
     from scipy.optimize import minimize
 
     nodes = np.array([r.nodes for r in rows], float)
@@ -127,6 +129,7 @@ def fit_perf_params(rows: list[Row], tol: float | None = None) -> PerfParams:
         start[i] = upper[i] = lower[i]
     bounds = list(zip(lower, upper, strict=True))
     args = (nodes, replicas, bsz, compute, step)
+    ftol, gtol = (tol, tol) if isinstance(tol, float | int) else tol or (1e-12, 1e-10)
     result = minimize(
         _objective,
         np.array(start),
@@ -134,7 +137,7 @@ def fit_perf_params(rows: list[Row], tol: float | None = None) -> PerfParams:
         jac=True,
         method="L-BFGS-B",
         bounds=bounds,
-        options={"maxiter": 2000, "ftol": tol or 1e-12, "gtol": tol or 1e-10},
+        options={"maxiter": 2000, "ftol": ftol, "gtol": gtol},
     )
     p = [float(v) for v in result.x]
     if not np.any(nodes > 1):  # the artifact's prior: crossing nodes costs at least as much

@@ -11,9 +11,9 @@ type's own profile (``placements-<type>.csv``, :func:`.profiles.load_profile`), 
 artifact keeps one model per job and type; :func:`single_gpu_throughput` is the 1-GPU
 speed the artifact projects goodput across types with.
 
-The artifact fits each *job's* model online from the configurations that job has run on
-(:mod:`.online`, which ``sia`` uses by default); the model fitted offline here on an
-application's profile rows is what ``pollux`` and ``sia``'s ``goodput_model=offline`` use
+Both artifacts fit each *job's* model online from the configurations that job has run on
+(:mod:`.online`, which ``pollux`` and ``sia`` use by default); the model fitted offline
+here on an application's profile rows is what their ``goodput_model=offline`` uses
 (fidelity table in ``docs/policies/goodput.md``).
 """
 

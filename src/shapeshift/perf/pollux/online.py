@@ -12,6 +12,13 @@ Until a job has run on a type it has no model there; until it has run anywhere, 
 all (the policy then values every type's 1-GPU configuration alike). The largest replica
 count it has run on, over all types, bounds how far it may grow (the artifact's
 ``max_profiled_replicas`` with ``--share_max_replicas``).
+
+The Pollux artifact keeps one model per job, fitted the same way on every distinct
+configuration the job ran (petuum/adaptdl ``osdi21-artifact``, ``simulator/simulator.py``,
+``Job.update_params``), and the Sia artifact's heterogeneity-unaware Pollux one per job
+over the rows of every type it ran on (``job.py``, ``h_unaware``: a configuration
+recorded on one type is not recorded again on another): ``merged`` keeps that single
+model, each row's times still those of the type it ran on.
 """
 
 from __future__ import annotations
@@ -24,9 +31,12 @@ from shapeshift.perf.pollux.goodput import PerfParams, fit_perf_params
 from shapeshift.perf.pollux.ground_truth import typed_limits
 from shapeshift.perf.pollux.profiles import Row, app_name, load_profile
 
-#: The optimiser's tolerance of the artifact's per-job fits (``goodput.py``
+#: The optimiser's tolerance of the Sia artifact's per-job fits (``goodput.py``
 #: ``fit_perf_params``, ``minimize(..., tol=1e-5)``).
 FIT_TOL = 1e-5
+#: The Pollux artifact's per-job fits pass no tolerance (``simulator/goodput.py``
+#: ``fit_perf_params``): scipy's L-BFGS-B defaults, ``ftol`` and ``gtol``.
+POLLUX_FIT_TOL = (2.220446049250313e-09, 1e-05)
 #: (nodes, replicas, per-replica batch) of one observation.
 Key = tuple[int, int, int]
 
@@ -40,8 +50,10 @@ class _Seen:
 class OnlineFits:
     """Per (job, GPU type): the rows the job ran and the model fitted on them."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, tol: float | tuple[float, float] = FIT_TOL, merged: bool = False) -> None:
         self.root = root
+        self.tol = tol
+        self.merged = merged
         self._seen: dict[tuple[str, str], _Seen] = {}
         self._types: dict[str, list[str]] = {}  # types each job has observations on, in order
         self._most: dict[str, int] = {}  # the most replicas each job has run on, any type
@@ -57,7 +69,7 @@ class OnlineFits:
         batch = typed_limits(spec.batch, profile, shape)
         split = split_batch(batch, batch_of(batch, allocation), allocation.gpus)
         key = (len(shape), allocation.gpus, int(split.atomic))
-        seen = self._seen.setdefault((spec.job_id, gpu_type), _Seen())
+        seen = self._seen.setdefault((spec.job_id, self._key(gpu_type)), _Seen())
         if key in seen.rows:
             return
         step, sync = profile.step_sync(shape, split.atomic)
@@ -69,13 +81,17 @@ class OnlineFits:
             ran.append(gpu_type)
 
     def params(self, job_id: str, gpu_type: str) -> PerfParams | None:
-        """The model fitted on what ``job_id`` ran on ``gpu_type``; None before its first run there."""
-        seen = self._seen.get((job_id, gpu_type))
+        """The model fitted on what ``job_id`` ran on ``gpu_type`` (on any type when
+        ``merged``); None before its first run there."""
+        seen = self._seen.get((job_id, self._key(gpu_type)))
         if seen is None or not seen.rows:
             return None
         if seen.params is None:
-            seen.params = fit_perf_params(list(seen.rows.values()), tol=FIT_TOL)
+            seen.params = fit_perf_params(list(seen.rows.values()), tol=self.tol)
         return seen.params
+
+    def _key(self, gpu_type: str) -> str:
+        return "" if self.merged else gpu_type
 
     def types(self, job_id: str) -> list[str]:
         """The GPU types ``job_id`` has run on, in the order it first ran there."""

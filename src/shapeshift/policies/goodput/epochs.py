@@ -7,7 +7,10 @@ CIFAR-10 job crosses several epochs, so it runs at several batch sizes per round
 records a throughput row for each (``Job.update_params``): its own model is fitted on
 several batches after its first round, and its batch follows its gradient noise as that
 grows. A policy that acts for its jobs there (:mod:`.sia`) asks the engine to wake it at
-the next such instant (``Schedule.wake_at``); these helpers say when that is.
+the next such instant (``Schedule.wake_at``); these helpers say when that is. The Pollux
+artifact's simulator does the same (petuum/adaptdl ``osdi21-artifact``,
+``simulator/simulator.py``, ``Job.step``: "Re-scale batch size between epochs"), so
+:mod:`.pollux` shares them.
 
 Progress is in examples at the job's initial batch (the ``pollux`` throughput model's
 unit); epoch ``e`` starts at ``boundaries[e]`` initial-batch steps (:mod:`shapeshift.perf.pollux.profiles`).
@@ -29,6 +32,8 @@ from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, load_p
 Shape = tuple[int, ...]
 #: (job, batch it ran at, progress for its noise, GPU type, shape) -> the batch to run at.
 BatchChooser = Callable[[JobSpec, "int | None", float, str, Shape], int]
+#: A policy's whole decision at a round (allocations and batches).
+RoundDecision = Callable[[ClusterView], Schedule]
 
 #: A boundary less than this many seconds of training away counts as crossed: event times
 #: are exact to 1 us, so a wake-up asked for at a boundary may land a hair before it.
@@ -143,3 +148,11 @@ class EpochRetuner:
             if at is not None and (wake is None or at < wake):
                 wake = at
         return wake
+
+
+def decide_between_epochs(view: ClusterView, retuner: EpochRetuner, round_decision: RoundDecision) -> Schedule:
+    """A round timer runs the policy's whole decision; any other wake-up (an epoch
+    boundary) re-chooses batches only, the round's allocations staying. Either way the
+    engine is asked to wake the policy at the next epoch boundary of a running job."""
+    schedule = round_decision(view) if view.timer_fired else retuner.retune(view)
+    return replace(schedule, wake_at=retuner.mark(view, schedule))

@@ -31,15 +31,32 @@ and packs the rest largest first, one distributed job per node; a job that does 
 takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` checks the result
 against brute force over every allocation matrix on small clusters.
 
+**What a job knows of its speed** (``goodput_model=online``): as in the artifact
+(``simulator.py``, ``Job.update_params``), each job's own throughput model, fitted on the
+step times of every distinct (nodes, replicas, per-GPU batch) it has run, refitted after
+each new one (:mod:`shapeshift.perf.pollux.online`, with scipy's default tolerance as the
+artifact's ``fit_perf_params``); before its first observation its speedup is linear in
+its GPUs (``Job.get_speedup_fn``: ``r`` over the fair share's ``r``) and it starts at its
+initial batch, or its smallest per-GPU batch on every GPU (``Job.update_local_bsz``).
+``goodput_model=offline`` (ours) gives every job its application's model fitted on the
+whole ``placements.csv`` instead.
+
+**Batch**: a job runs at the best batch for its model on its GPUs, re-chosen after every
+epoch it completes, not only each round (``Job.step``: "Re-scale batch size between
+epochs"; ``batch_retune=epoch``, :mod:`.epochs`, whose rows its model records);
+``batch_retune=round`` (ours) re-chooses it once per round.
+
 ``unaware=true`` runs the Sia paper's heterogeneity-unaware baseline on a cluster of
 several GPU types (:mod:`.unaware`); off, as in the Pollux artifact, whose clusters have
-one type.
+one type. Its online model merges a job's rows across types and is fitted with the Sia
+artifact's tolerance (``job.py``, ``h_unaware``; ``goodput.py``, ``tol=1e-5``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 from pydantic import Field
@@ -47,11 +64,13 @@ from pydantic import Field
 from shapeshift.engine.contract import PolicyTraits
 from shapeshift.engine.fractions import allowed_nodes
 from shapeshift.engine.view import ClusterView
-from shapeshift.model import Allocation, Resources, Schedule
+from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
+from shapeshift.perf.pollux.online import FIT_TOL, POLLUX_FIT_TOL, OnlineFits
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
+from shapeshift.policies.goodput.epochs import EpochRetuner, Shape, decide_between_epochs, own_batch
 from shapeshift.policies.goodput.unaware import majority_type, to_real, to_virtual, virtual_nodes
 
 EPS = 1e-3
@@ -71,6 +90,17 @@ class PolluxParams(PolicyParams):
         description="the Sia paper's heterogeneity-unaware Pollux baseline as its artifact runs it: virtual "
         "nodes of the smallest node's GPU count, one model over all types' profiles, a mixed-type "
         "allocation reduced to its majority type (sia-simulator/cluster_unaware.py)",
+    )
+    goodput_model: Literal["online", "offline"] = Field(
+        "online",
+        description="online: each job's own throughput model, fitted on the configurations it ran, linear "
+        "speedup before its first (the artifact's Job.update_params); offline (ours): its application's "
+        "model fitted on the whole placements.csv",
+    )
+    batch_retune: Literal["epoch", "round"] = Field(
+        "epoch",
+        description="epoch: a job re-chooses its batch after every epoch it completes (the artifact's "
+        "Job.step); round (ours): once per round",
     )
 
 
@@ -128,13 +158,35 @@ class PolluxPolicy:
         self.params = params
         self.default_round = params.round
         self.knowledge = GoodputKnowledge(params.profiles)
-        #: Largest replica count each job has run on (the exploration limit).
+        root = self.knowledge.root
+        tol = FIT_TOL if params.unaware else POLLUX_FIT_TOL
+        online = params.goodput_model == "online" and root is not None
+        self.online = OnlineFits(root, tol, merged=True) if online and root is not None else None
+        self.retuner = EpochRetuner(self.knowledge, self.online, self._batch)
+        #: Largest replica count each job was given (the exploration limit offline; online,
+        #: the most it has run on, as the artifact's ``max_profiled_replicas``).
         self._seen: dict[str, int] = {}
+        #: ``unaware``: the GPU types each job's merged model spans.
+        self._merged: dict[str, tuple[str, ...]] = {}
         #: ``unaware``: each job's allocation and the virtual placement it was given as.
         self._virtual: dict[str, tuple[Allocation, dict[int, int]]] = {}
 
     def decide(self, view: ClusterView) -> Schedule:
-        return decide_partitions(view, self._decide_partition, self._seen)
+        if self.params.batch_retune == "round" or self.knowledge.root is None:
+            return decide_partitions(view, self._decide_partition, self._seen)
+        return decide_between_epochs(
+            view, self.retuner, lambda v: decide_partitions(v, self._decide_partition, self._seen)
+        )
+
+    def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: Shape) -> int:
+        """The batch ``spec`` runs at on ``shape`` (GPUs per node of ``gpu_type``): the best
+        for its own model (:func:`.epochs.own_batch`, each GPU's batch within what its
+        placement measured, as the Sia artifact's ``update_local_bsz``), offline the best
+        for its application's model."""
+        if self.online is not None:
+            return own_batch(self.knowledge, self.online, spec, batch_now, progress, gpu_type, shape, True)
+        table = self.knowledge.job(spec, batch_now, progress, merged=self._merged.get(spec.job_id))
+        return int(table.best(len(shape), sum(shape))[1][0])
 
     def _jobs(self, view: ClusterView, part: str, total: int, merged: tuple[str, ...] | None = None) -> list[_Job]:
         ids = list(view.running(part)) + list(view.pending(part))
@@ -148,13 +200,21 @@ class PolluxPolicy:
             batch_now = current.batch_size if current is not None else None
             progress = status.progress_at(view.now)
             if merged:
+                self._merged[job_id] = merged
                 table = self.knowledge.job(spec, batch_now, progress, merged=merged)
             else:
                 table = self.knowledge.job(spec, batch_now, progress)
+            rigid = table.params is None
+            seen = self._seen.get(job_id, 0)
+            if self.online is not None and not rigid:
+                if current is not None and status.stall_until < view.now:  # it ran since its pause
+                    self.online.observe(spec, current, view.cluster.nodes[current.placement[0][0]].gpu_type)
+                # Its own model; None before its first observation: linear speedup.
+                table = replace(table, params=self.online.params(job_id, ""))
+                seen = self.online.max_replicas(job_id)
             cap = min(self.params.max_replicas, total)
             if self.params.explore:
-                cap = min(cap, max(2 * self._seen.get(job_id, 0), 1))
-            rigid = table.params is None
+                cap = min(cap, max(2 * seen, 1))
             if rigid:  # nothing to adapt: its request or nothing
                 cap = max(min(spec.num_gpus, total), 1)
             elif spec.batch is not None and spec.batch.adaptive:
@@ -217,7 +277,6 @@ class PolluxPolicy:
         if vnodes is not None:  # a typed job's virtual nodes are those of its allowed real nodes
             allowed = {j: [v for v, n in vnodes.items() if n in set(ok)] for j, ok in allowed.items()}
         placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps_seen, rigid, allowed)
-        tables = {j.job_id: j.table for j in jobs}
         for job in jobs:
             desired.pop(job.job_id, None)
             self._virtual.pop(job.job_id, None)
@@ -231,14 +290,19 @@ class PolluxPolicy:
             if not place:
                 reasons[job.job_id] = "no GPUs in this round's goodput optimisation"
                 continue
-            r = sum(place.values())
-            spec = view.job(job.job_id).spec
-            _, batch = tables[job.job_id].best(len(place), r)
+            status = view.job(job.job_id)
+            spec = status.spec
             adaptive = spec.batch is not None and spec.batch.adaptive
+            batch = None
+            if adaptive:
+                batch_now = job.current.batch_size if job.current is not None else None
+                shape = tuple(place[n] for n in sorted(place))
+                gpu_type = view.cluster.nodes[min(place)].gpu_type
+                batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, shape)
             per_gpu = (spec.num_cpus / spec.num_gpus, spec.mem_gb / spec.num_gpus) if spec.num_gpus else (0.0, 0.0)
             alloc = Allocation(
                 tuple((n, Resources(g, per_gpu[0] * g, per_gpu[1] * g)) for n, g in sorted(place.items())),
-                batch_size=int(batch[0]) if adaptive else None,
+                batch_size=batch,
             )
             desired[job.job_id] = job.current if alloc == job.current else alloc
             if vnodes is not None:

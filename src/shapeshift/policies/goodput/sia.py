@@ -74,7 +74,7 @@ from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
-from shapeshift.policies.goodput.epochs import EpochRetuner, Shape, own_batch
+from shapeshift.policies.goodput.epochs import EpochRetuner, Shape, decide_between_epochs, own_batch
 from shapeshift.policies.goodput.sia_mip import solve_mip
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
@@ -288,11 +288,9 @@ class SiaPolicy:
         self.knowledge.observe(view)
         if self.params.batch_retune == "round" or self.goodput.root is None:
             return decide_partitions(view, self._decide_partition, self._seen)
-        if view.timer_fired:
-            schedule = decide_partitions(view, self._decide_partition, self._seen)
-        else:  # a wake-up at an epoch boundary: batches only, the round's allocation stays
-            schedule = self.retuner.retune(view)
-        return replace(schedule, wake_at=self.retuner.mark(view, schedule))
+        return decide_between_epochs(
+            view, self.retuner, lambda v: decide_partitions(v, self._decide_partition, self._seen)
+        )
 
     def _decide_partition(
         self, view: ClusterView, part: str, desired: dict[str, Allocation], reasons: dict[str, str]

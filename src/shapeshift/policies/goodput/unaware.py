@@ -10,9 +10,10 @@ Three rules make Pollux run there, and ``pollux``'s ``unaware`` parameter applie
   smallest GPU count of any node (an 8-GPU node becomes two 4-GPU ones beside 4-GPU
   nodes); Pollux's optimisation and its one-distributed-job-per-node rule see only these;
 * **one model across types** (``job.py``, ``h_unaware``): a job's throughput model is
-  fitted on observations from whichever types it ran on, merged; here, as for every
-  goodput policy in Shapeshift, it is fitted offline, on the rows of every type's profile
-  present in the partition together (:meth:`GoodputKnowledge.job`, ``merged``);
+  fitted on observations from whichever types it ran on, merged (``pollux``'s online
+  model, :class:`shapeshift.perf.pollux.online.OnlineFits` with ``merged``); with
+  ``goodput_model=offline`` (ours), on the rows of every type's profile present in the
+  partition together (:meth:`GoodputKnowledge.job`, ``merged``);
 * **majority type** (``fix_allocations_by_dropping``): an allocation that spans GPU types
   keeps only the GPUs of the type holding most of them (ties to the artifact's order of
   types, then by name) and drops the rest.
