@@ -187,34 +187,69 @@ def _best_run(
     ok &= free.mem[at] >= mem_at_least
     if blocked is not None:
         ok &= ~blocked[at]
+    if isinstance(at, slice):
+        return _best_in_range(span, ok, cpus, at.start)
     pos = ok.nonzero()[0]
     if pos.size < span:
         return None
-    # Over one node range (a slice) a position is its node's index less the range's start.
-    ids, first_id = (pos, at.start) if isinstance(at, slice) else (idx[pos], 0)
+    ids = idx[pos]
     if span == 1 and ids.size == 1:
-        return [int(ids[0]) + first_id]
+        return [int(ids[0])]
     usable_cpus = cpus[pos]
     # Runs of consecutive node indexes (a node outside the partition or unusable breaks one).
     starts = np.concatenate((_TRUE, (ids[1:] - ids[:-1]) != 1)).nonzero()[0]
     if starts.size == 1:  # one run, long enough: nothing to choose between runs
-        if span == 1:
-            return [int(ids[int(usable_cpus.argmin())]) + first_id]
-        return [i + first_id for i in ids[:span].tolist()]
+        return [int(ids[int(usable_cpus.argmin())])] if span == 1 else ids[:span].tolist()
     breaks = starts[1:]
     totals = np.add.reduceat(usable_cpus, starts)
     if span == 1:  # every run is long enough: the run of fewest free CPUs, its node of fewest
         best = int(totals.argmin())  # argmin: the first of equals
         end = int(breaks[best]) if best < breaks.size else ids.size
         first = int(starts[best])
-        return [int(ids[first + int(usable_cpus[first:end].argmin())]) + first_id]
+        return [int(ids[first + int(usable_cpus[first:end].argmin())])]
     ends = np.concatenate((breaks, (ids.size,)))
     sufficient = (ends - starts >= span).nonzero()[0]
     if sufficient.size == 0:
-        return [i + first_id for i in ids[:span].tolist()]
+        return ids[:span].tolist()
     best = sufficient[np.argmin(totals[sufficient])]  # argmin: the first of equals
-    return [i + first_id for i in ids[starts[best] : ends[best]][:span].tolist()]
+    return ids[starts[best] : ends[best]][:span].tolist()
+
+
+def _best_in_range(span: int, ok: np.ndarray, cpus: np.ndarray, first_id: int) -> list[int] | None:
+    """``_best_run`` over one range of consecutive node indexes (``first_id`` onwards),
+    where a run of usable nodes is a run of ``True`` in ``ok``: found from where ``ok``
+    changes, with no array of the usable nodes. A run's total is summed over the same
+    values in the same order as ``_best_run`` sums them, so the choice is the same."""
+    size = ok.size
+    edges = np.concatenate((_FALSE, ok, _FALSE))
+    # Alternately where a run starts and where it ends (one past its last node).
+    bounds = (edges[1:] != edges[:-1]).nonzero()[0]
+    if bounds.size == 2:  # one run
+        start, end = int(bounds[0]), int(bounds[1])
+        if end - start < span:
+            return None
+        if span == 1:
+            return [first_id + start + int(cpus[start:end].argmin())]
+        return list(range(first_id + start, first_id + start + span))
+    if not bounds.size:
+        return None
+    # Every run's total (and the gaps between runs', left out): ``reduceat`` sums from
+    # each index to the next, the last to the end of the array.
+    totals = np.add.reduceat(cpus, bounds[:-1] if bounds[-1] == size else bounds)[::2]
+    if span == 1:  # every run is long enough: the run of fewest free CPUs, its node of fewest
+        best = 2 * int(totals.argmin())  # argmin: the first of equals
+        start, end = int(bounds[best]), int(bounds[best + 1])
+        return [first_id + start + int(cpus[start:end].argmin())]
+    lengths = bounds[1::2] - bounds[::2]
+    if int(lengths.sum()) < span:
+        return None
+    sufficient = (lengths >= span).nonzero()[0]
+    if sufficient.size == 0:  # the first usable nodes, across runs
+        return (ok.nonzero()[0][:span] + first_id).tolist()
+    start = int(bounds[2 * int(sufficient[np.argmin(totals[sufficient])])])  # argmin: the first of equals
+    return list(range(first_id + start, first_id + start + span))
 
 
 _ZERO = np.zeros(1, dtype=np.int64)
 _TRUE = np.ones(1, dtype=bool)
+_FALSE = np.zeros(1, dtype=bool)
