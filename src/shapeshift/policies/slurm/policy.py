@@ -154,6 +154,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
             part: max((nodes[i].gpus for g in groups for i in g), default=0) for part, groups in self.groups.items()
         }
         self.typed = TypedGroups(view.cluster)  # a gres type constraint (``--gres=gpu:TYPE:N``)
+        self.shapes.reuse = view.sharing is None  # allocations told apart by identity only there
         self.fairshare: FairShare | None = None
         self._parts: dict[str, SlurmPartition | None] = {}
         period = max(conf.priority.calc_period, 60)

@@ -30,6 +30,9 @@ class Shapes:
         #: look-up, without building and hashing a key of its numbers.
         self._need_of: dict[int, tuple[Resources, Need]] = {}
         self._resources_of: dict[int, tuple[Need, Resources]] = {}
+        #: Whether one-node allocations are shared (``alloc``); the policy sets it.
+        self.reuse = False
+        self._one_node: dict[tuple[int, int], tuple[Need, Allocation]] = {}
 
     def need(self, gpus: int, cpus: float, mem: float) -> Need:
         key = (gpus, cpus, mem, type(gpus), type(cpus), type(mem))
@@ -74,7 +77,19 @@ class Shapes:
         return tuple([(n, self._need_for(r)) for n, r in alloc.placement])
 
     def alloc(self, placement: list[tuple[int, Need]]) -> Allocation:
-        """The allocation of a planned placement."""
+        """The allocation of a planned placement. With ``reuse``, the one-node ones are
+        shared like the amounts: an ``Allocation`` is immutable, and only a cluster whose
+        jobs share GPUs tells allocations apart by identity (the engine's GPU ledger)."""
+        if self.reuse and len(placement) == 1:
+            node, need = placement[0]
+            known = self._one_node.get((node, id(need)))
+            if known is not None and known[0] is need:
+                return known[1]
+            alloc = Allocation(((node, self.resources(need)),))
+            if len(self._one_node) >= _LIMIT:
+                self._one_node.clear()
+            self._one_node[(node, id(need))] = (need, alloc)
+            return alloc
         return Allocation(tuple([(n, self.resources(need)) for n, need in placement]))
 
 
