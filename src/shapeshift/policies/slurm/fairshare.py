@@ -56,6 +56,8 @@ class FairShare:
         #: Per association (``index`` order): keys, parent index, share, user?, USE_PARENT?
         self._static: tuple | None = None
         self._user_flags: tuple[dict[str, bool], list[int], int] | None = None
+        #: ``_ranked``'s tie-breaks, positions and users, for the ``_static`` they were built from.
+        self._rank_static: tuple | None = None
         self._dirty = True
 
     @property
@@ -272,8 +274,10 @@ class FairShare:
         root = self.index["root"]
         if np.isnan(level).any():
             return None
-        ties = np.asarray(self._users()[1], dtype=np.int64)
-        position = np.arange(n, dtype=np.int64)
+        if self._rank_static is None or self._rank_static[0] is not self._static:
+            ties = np.asarray(self._users()[1], dtype=np.int64)
+            self._rank_static = (self._static, ties, np.arange(n, dtype=np.int64), np.flatnonzero(user))
+        _, ties, position, users = self._rank_static
         order = np.lexsort((position, ties, -level, parent))
         order = order[order != root]
         by_parent, by_level = parent[order], level[order]
@@ -284,7 +288,6 @@ class FairShare:
         first = np.repeat(starts, np.diff(np.append(starts, order.size)))
         rank = np.zeros(n, dtype=np.int64)
         rank[order] = np.arange(order.size) - first
-        users = np.flatnonzero(user)
         paths = [np.where(a[users] >= 0, rank[a[users]], -1) for a in self._ancestry()[1:]]
         visit = users[np.lexsort(paths[::-1])].tolist()
         return {keys[i]: (total - j) / total for j, i in enumerate(visit)}

@@ -95,25 +95,47 @@ def fit(
     node spans ``ceil(gpus / largest)`` nodes, an equal share on each (per-node GRES).
     ``excluded``: nodes left out, as a set or a boolean array over all nodes."""
     blocked = _blocked(excluded, free.gpus.size) if isinstance(excluded, set) else excluded
-    key = (need, type(need.gpus), largest)
-    hit = _SHARES.get(key)
-    if hit is None:
-        span = node_span(need.gpus, largest)
-        if len(_SHARES) >= 4096:
-            _SHARES.clear()
-        hit = _SHARES[key] = (span, Need(need.gpus // span, need.cpus / span, need.mem / span))
-    span, share = hit
+    hit = _SHARES.get((id(need), largest))
+    if hit is None or hit[0] is not need:
+        hit = _share(need, largest)
+    _, span, share, at_least = hit
     for allowed, at in _cumulative(groups):
-        chosen = _best_run(share, span, allowed, at, free, blocked)
+        chosen = _best_run(span, at_least, allowed, at, free, blocked)
         if chosen is not None:
             return [(node, share) for node in chosen]
     return None
 
 
-#: ``fit``'s span and per-node share of each request (``Need``, the type of its GPU
-#: count, as ``4`` and ``4.0`` are equal keys, and the largest node): a replay asks for
-#: the same few shapes again and again.
-_SHARES: dict[tuple, tuple[int, Need]] = {}
+#: ``fit``'s span, per-node share and the share's thresholds (``_at_least``) of each
+#: request, by the identity of its ``Need`` (kept in the entry, so a reused identity is
+#: told apart) and the largest node: a replay asks for the same few shapes again and
+#: again, each one shared ``Need`` (``shapes.py``).
+_SHARES: dict[tuple[int, int], tuple[Need, int, Need, tuple[np.ndarray, ...]]] = {}
+
+
+def _share(need: Need, largest: int) -> tuple[Need, int, Need, tuple[np.ndarray, ...]]:
+    span = node_span(need.gpus, largest)
+    share = Need(need.gpus // span, need.cpus / span, need.mem / span)
+    # The share's GPUs and the least free CPUs and memory that hold it, as 0-d arrays
+    # (the same comparisons as with the numbers, without converting them on every fit).
+    at_least = (np.asarray(share.gpus), np.asarray(_at_least(share.cpus)), np.asarray(_at_least(share.mem)))
+    if len(_SHARES) >= 4096:
+        _SHARES.clear()
+    hit = _SHARES[(id(need), largest)] = (need, span, share, at_least)
+    return hit
+
+
+def _at_least(amount: float) -> float:
+    """The smallest float ``x`` with ``x + _EPS >= amount`` in float arithmetic: as
+    ``x + _EPS`` rounds monotonically, ``free >= _at_least(a)`` is exactly
+    ``free + _EPS >= a`` for every float ``free``, one array operation instead of two."""
+    x = amount - _EPS
+    while not x + _EPS >= amount:
+        x = math.nextafter(x, math.inf)
+    while math.nextafter(x, -math.inf) + _EPS >= amount:
+        x = math.nextafter(x, -math.inf)
+    return x
+
 
 #: ``_cumulative``'s arrays per groups list, by its identity (the policy hands the same
 #: lists on every call); the list itself is kept to tell a reused identity apart.
@@ -151,25 +173,34 @@ def _blocked(excluded: set[int], size: int) -> np.ndarray | None:
 
 
 def _best_run(
-    share: Need, span: int, idx: np.ndarray, at: slice | np.ndarray, free: Free, blocked: np.ndarray | None
+    span: int,
+    at_least: tuple[np.ndarray, ...],
+    idx: np.ndarray,
+    at: slice | np.ndarray,
+    free: Free,
+    blocked: np.ndarray | None,
 ) -> list[int] | None:
+    gpus_at_least, cpus_at_least, mem_at_least = at_least
     cpus = free.cpus[at]
-    ok = free.gpus[at] >= share.gpus
-    ok &= cpus + _EPS >= share.cpus
-    ok &= free.mem[at] + _EPS >= share.mem
+    ok = free.gpus[at] >= gpus_at_least
+    ok &= cpus >= cpus_at_least
+    ok &= free.mem[at] >= mem_at_least
     if blocked is not None:
         ok &= ~blocked[at]
+    if isinstance(at, slice):
+        return _best_in_range(span, ok, cpus, at.start)
     pos = ok.nonzero()[0]
     if pos.size < span:
         return None
-    ids, usable_cpus = idx[pos], cpus[pos]
+    ids = idx[pos]
     if span == 1 and ids.size == 1:
         return [int(ids[0])]
+    usable_cpus = cpus[pos]
     # Runs of consecutive node indexes (a node outside the partition or unusable breaks one).
-    breaks = ((ids[1:] - ids[:-1]) != 1).nonzero()[0] + 1
-    if not breaks.size:  # one run, long enough: nothing to choose between runs
+    starts = np.concatenate((_TRUE, (ids[1:] - ids[:-1]) != 1)).nonzero()[0]
+    if starts.size == 1:  # one run, long enough: nothing to choose between runs
         return [int(ids[int(usable_cpus.argmin())])] if span == 1 else ids[:span].tolist()
-    starts = np.concatenate((_ZERO, breaks))
+    breaks = starts[1:]
     totals = np.add.reduceat(usable_cpus, starts)
     if span == 1:  # every run is long enough: the run of fewest free CPUs, its node of fewest
         best = int(totals.argmin())  # argmin: the first of equals
@@ -184,4 +215,41 @@ def _best_run(
     return ids[starts[best] : ends[best]][:span].tolist()
 
 
+def _best_in_range(span: int, ok: np.ndarray, cpus: np.ndarray, first_id: int) -> list[int] | None:
+    """``_best_run`` over one range of consecutive node indexes (``first_id`` onwards),
+    where a run of usable nodes is a run of ``True`` in ``ok``: found from where ``ok``
+    changes, with no array of the usable nodes. A run's total is summed over the same
+    values in the same order as ``_best_run`` sums them, so the choice is the same."""
+    size = ok.size
+    edges = np.concatenate((_FALSE, ok, _FALSE))
+    # Alternately where a run starts and where it ends (one past its last node).
+    bounds = (edges[1:] != edges[:-1]).nonzero()[0]
+    if bounds.size == 2:  # one run
+        start, end = int(bounds[0]), int(bounds[1])
+        if end - start < span:
+            return None
+        if span == 1:
+            return [first_id + start + int(cpus[start:end].argmin())]
+        return list(range(first_id + start, first_id + start + span))
+    if not bounds.size:
+        return None
+    # Every run's total (and the gaps between runs', left out): ``reduceat`` sums from
+    # each index to the next, the last to the end of the array.
+    totals = np.add.reduceat(cpus, bounds[:-1] if bounds[-1] == size else bounds)[::2]
+    if span == 1:  # every run is long enough: the run of fewest free CPUs, its node of fewest
+        best = 2 * int(totals.argmin())  # argmin: the first of equals
+        start, end = int(bounds[best]), int(bounds[best + 1])
+        return [first_id + start + int(cpus[start:end].argmin())]
+    lengths = bounds[1::2] - bounds[::2]
+    if int(lengths.sum()) < span:
+        return None
+    sufficient = (lengths >= span).nonzero()[0]
+    if sufficient.size == 0:  # the first usable nodes, across runs
+        return (ok.nonzero()[0][:span] + first_id).tolist()
+    start = int(bounds[2 * int(sufficient[np.argmin(totals[sufficient])])])  # argmin: the first of equals
+    return list(range(first_id + start, first_id + start + span))
+
+
 _ZERO = np.zeros(1, dtype=np.int64)
+_TRUE = np.ones(1, dtype=bool)
+_FALSE = np.zeros(1, dtype=bool)

@@ -124,6 +124,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
         self.planned: dict[str, float] = {}
         self.shapes = Shapes()
+        self._assoc_keys: dict[tuple[str, str], str] = {}
 
     # -- set-up on the first decision: the cluster is known only then -----------------
     def _setup(self, view: ClusterView) -> None:
@@ -154,6 +155,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
             part: max((nodes[i].gpus for g in groups for i in g), default=0) for part, groups in self.groups.items()
         }
         self.typed = TypedGroups(view.cluster)  # a gres type constraint (``--gres=gpu:TYPE:N``)
+        self.shapes.reuse = view.sharing is None  # allocations told apart by identity only there
         self.fairshare: FairShare | None = None
         self._parts: dict[str, SlurmPartition | None] = {}
         period = max(conf.priority.calc_period, 60)
@@ -167,6 +169,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         pairs = {(j.tenant or "root", j.user or "nobody") for j in jobs}
         tree = complete_tree(assocs, pairs)
         self.fairshare = FairShare(tree, self.conf.priority.decay_half_life, self.conf.priority.fair_tree)
+        self._assoc_keys = {}
         limits = Limits(self.qos_dump, tree)
         self.limits = limits if limits.active else None
 
@@ -215,9 +218,15 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         )
 
     def _assoc(self, spec: JobSpec) -> str:
-        """The job's user association (added with share 1 when the tree lacks it)."""
+        """The job's user association (added with share 1 when the tree lacks it; the tree
+        only grows, so a pair's key, once known, is the same)."""
         assert self.fairshare is not None
-        return self.fairshare.ensure(spec.tenant or "root", spec.user or "nobody")
+        key = self._assoc_keys.get((spec.tenant, spec.user))
+        if key is None:
+            key = self._assoc_keys[(spec.tenant, spec.user)] = self.fairshare.ensure(
+                spec.tenant or "root", spec.user or "nobody"
+            )
+        return key
 
     def _facts(self, view: ClusterView, spec: JobSpec, partition: str) -> JobFacts:
         largest = self.largest.get(partition, 0)
@@ -290,7 +299,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         free = self._free(view) if pending or self.graced else _NO_FREE
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
-        waiting = [j for j in pending if self.begin.get(j, now) > now]
+        waiting = [j for j in pending if self.begin.get(j, now) > now] if self.begin else []
         if waiting:  # requeued jobs before their begin time
             reasons.update(dict.fromkeys(waiting, "BeginTime"))
             pending = [j for j in pending if j not in reasons]

@@ -34,7 +34,6 @@ from pathlib import Path
 
 from shapeshift.errors import InputError
 from shapeshift.workloads.readers.sacct_fields import (
-    JobId,
     Tres,
     base_state,
     parse_duration,
@@ -80,6 +79,10 @@ _OUT = (
     "job_id", "submit_time", "num_gpus", "duration", "name", "user", "vc", "tenant", "num_cpus", "mem_gb",
     "cpu_only", "state", "start_time", "end_time", "time_limit", "qos", "attempts", "priority",
 )  # fmt: skip
+
+
+#: The values of a job whose attempt could not be read (its problem is kept instead).
+_NONE = (None,) * len(_OUT)
 
 
 class _Fields:
@@ -161,8 +164,11 @@ def read_sacct_notes(path: str | Path, zone: tzinfo | None = None) -> tuple[Work
         if dot and head.isdigit():  # a step of a plain job: the common case, read no further
             notes.steps_folded += 1
             continue
+        if job_text.isdigit():  # a plain job's own row, the other common case
+            jobs.add(job_text, _Fields(at, [f.strip() for f in fields], number))
+            continue
         try:
-            jid = JobId(job_text, "", het=False) if job_text.isdigit() else parse_job_id(job_text)
+            jid = parse_job_id(job_text)
         except ValueError as exc:
             raise InputError(str(exc), path=str(path), line=number, field="JobID") from None
         if jid.het:
@@ -196,6 +202,7 @@ class _Jobs:
         self.has_elapsed = "Elapsed" in header
         self.slot: dict[str, int] = {}
         self.columns: dict[str, list] = {c: [] for c in _OUT}
+        self.lists = list(self.columns.values())  # the same lists, in ``_OUT`` order
         self.count: list[int] = []
         self.submit: list[float] = []
         self.problem: dict[int, InputError] = {}
@@ -209,22 +216,27 @@ class _Jobs:
         if submit is None:
             raise InputError("Submit must be a time", path=str(self.path), line=row.line, field="Submit")
         slot = self.slot.get(key)
-        if slot is None:
+        if slot is None:  # a job's first attempt (the common case): its values appended
             slot = self.slot[key] = len(self.count)
             self.count.append(1)
             self.submit.append(submit)
-            for column in self.columns.values():
-                column.append(None)
-        else:
-            self.count[slot] += 1
-            self.submit[slot] = min(self.submit[slot], submit)
+            try:
+                values = self._values(key, row)
+            except InputError as exc:
+                self.problem[slot] = exc
+                values = _NONE
+            for column, value in zip(self.lists, values, strict=True):
+                column.append(value)
+            return
+        self.count[slot] += 1
+        self.submit[slot] = min(self.submit[slot], submit)
         self.problem.pop(slot, None)
         try:
             values = self._values(key, row)
         except InputError as exc:
             self.problem[slot] = exc
             return
-        for column, value in zip(self.columns.values(), values, strict=True):
+        for column, value in zip(self.lists, values, strict=True):
             column[slot] = value
 
     def _values(self, key: str, row: _Fields) -> tuple:
