@@ -77,3 +77,19 @@ def test_the_rule_is_named_on_the_command_line_and_an_unknown_name_is_refused():
     assert Overheads.parse_penalty("sia-artifact") == "sia-artifact"
     with pytest.raises(ValueError, match="sia-artifact"):
         Overheads(restore_penalty="sia")
+
+
+SIA30 = Overheads(restore_penalty="sia-artifact-30")
+
+
+def test_the_uniform_rule_charges_30_s_once_on_every_start_move_and_relaunch():
+    # The artifact's homogeneous and uncalibrated settings set every rescale_time to 30 s.
+    # Same scenario as the relaunch test above, every delay 30 s: a works 30-300 (270 s
+    # done); b pauses 30 s, works 330-350; a relaunches at 350 and pauses 30 s once,
+    # then works its 730 s left: 350 + 30 + 730 = 1110. (A launch delay of 30 s plus a
+    # restore penalty of 30 s would charge the relaunch 60 s: 1140.)
+    assert SIA30.restore(4, "pollux/imagenet") == 30
+    assert SIA30.start(4, "pollux/bert", relaunch=False) == SIA30.start(4, "pollux/bert", relaunch=True) == 30
+    policy = ComposedPolicy("test-srtf", AcceptAll(), _ShortestRemainingFirst(), Consolidated())
+    trace = [job("a", 0, 1, 1000, model="pollux/imagenet"), job("b", 300, 1, 20, model="pollux/cifar10")]
+    assert jcts(run(trace, "1x1", policy, overheads=SIA30)) == {"a": 1110, "b": 50}

@@ -6,7 +6,9 @@ look great in simulators that forget this, so it is on by default (30 s).
 
 A named rule may also depend on the job's model: ``sia-artifact`` charges the restart
 delays the Sia artifact's calibrated simulator measured per application, on every start
-as that simulator does (below).
+as that simulator does (below); ``sia-artifact-30`` is the same rule with every
+application's delay set to 30 s, as the artifact's homogeneous and uncalibrated settings
+(and the Pollux simulator) set them.
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ def sia_artifact_delay(_gpus: int, model: str) -> float:
     return SIA_ARTIFACT_DELAYS.get(model, SIA_ARTIFACT_DEFAULT_DELAY)
 
 
+def sia_artifact_uniform_delay(_gpus: int, _model: str) -> float:
+    """The Sia artifact's restart delay with every ``rescale_time`` at 30 s."""
+    return SIA_ARTIFACT_DEFAULT_DELAY
+
+
 def _by_gpus(rule: Callable[[int], float]) -> Callable[[int, str], float]:
     return lambda gpus, _model: rule(gpus)
 
@@ -50,11 +57,12 @@ def _by_gpus(rule: Callable[[int], float]) -> Callable[[int, str], float]:
 NAMED_PENALTIES: dict[str, Callable[[int, str], float]] = {
     "helios": _by_gpus(helios_restore_penalty),
     "sia-artifact": sia_artifact_delay,
+    "sia-artifact-30": sia_artifact_uniform_delay,
 }
 #: Rules charged on every start, a first one included, once: the Sia artifact's
 #: ``Job.reallocate`` restarts its countdown whenever a placement changes, from none too,
 #: so a relaunch after a preemption costs one delay, not a launch plus a restore.
-EVERY_START = frozenset({"sia-artifact"})
+EVERY_START = frozenset({"sia-artifact", "sia-artifact-30"})
 
 
 @dataclass(frozen=True)
