@@ -16,6 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shapeshift.model import Allocation
 
 
 def helios_restore_penalty(gpus: int) -> float:
@@ -106,6 +110,18 @@ class Overheads:
             return self.launch_delay + self.restore(gpus, model)
         return self.launch_delay + (self.restore(gpus, model) if relaunch else 0.0)
 
+    def move(self, before: Allocation, after: Allocation, model: str) -> float:
+        """The pause of moving a running job from ``before`` to ``after``: the restore
+        penalty, except that an every-start rule charges nothing when the GPUs per node,
+        in node order, stay the same. The Sia artifact restarts a job's countdown only
+        when its placement changes (``job.py``, ``Job.reallocate``), and its placement is
+        that tuple of counts, not the nodes: a move to other nodes of the same shape is
+        free there."""
+        every_start = isinstance(self.restore_penalty, str) and self.restore_penalty in EVERY_START
+        if every_start and _shape(before) == _shape(after):
+            return 0.0
+        return self.restore(after.gpus, model)
+
     @classmethod
     def parse_penalty(cls, text: str) -> float | str:
         """``"30"`` -> 30.0, ``"helios"`` -> ``"helios"`` (for the CLI)."""
@@ -113,3 +129,8 @@ class Overheads:
             return float(text)
         except ValueError:
             return text
+
+
+def _shape(alloc: Allocation) -> tuple[int, ...]:
+    """GPUs per node of ``alloc``, in node order."""
+    return tuple(res.gpus for _, res in sorted(alloc.placement, key=lambda part: part[0]))
