@@ -61,13 +61,17 @@ def test_a_relaunch_after_a_preemption_pays_one_delay_not_a_launch_plus_a_restor
 
 @pytest.mark.parametrize(("model", "delay"), [("pollux/cifar10", 50), ("pollux/yolov3", 80), ("other", 30)])
 def test_a_reconfiguration_pays_the_applications_delay(model, delay):
-    # a (1000 s) starts on node 0 at 0 and pauses `delay`: at 200, when b arrives, it has
-    # done 200 - delay. Moved to node 1, it pauses `delay` again and ends at
+    # 2 nodes x 2 GPUs. a (2 GPUs, 1000 s) starts on node 0 at 0 and pauses `delay`: at
+    # 200, when b arrives, it has done 200 - delay. Moved to one GPU on each node (its
+    # placement (2,) becomes (1, 1)), it pauses `delay` again and ends at
     # 200 + delay + (1000 - (200 - delay)) = 1000 + 2 x delay.
-    on = lambda n: Allocation(((n, Resources(1)),))  # noqa: E731
-    script = [lambda v: {"a": on(0)}, lambda v: {"a": on(1), "b": on(0)}]
-    trace = [job("a", 0, 1, 1000, model=model), job("b", 200, 1, 10)]
-    result = run(trace, "2x1", Scripted(script), overheads=SIA)
+    split = Allocation(((0, Resources(1)), (1, Resources(1))))
+    script = [
+        lambda v: {"a": Allocation(((0, Resources(2)),))},
+        lambda v: {"a": split, "b": Allocation(((1, Resources(1)),))},
+    ]
+    trace = [job("a", 0, 2, 1000, model=model), job("b", 200, 1, 10)]
+    result = run(trace, "2x2", Scripted(script), overheads=SIA)
     assert jcts(result)["a"] == 1000 + 2 * delay
     # b (model "") starts at 200 with the artifact's default 30 s.
     assert jcts(result)["b"] == 30 + 10
@@ -77,3 +81,53 @@ def test_the_rule_is_named_on_the_command_line_and_an_unknown_name_is_refused():
     assert Overheads.parse_penalty("sia-artifact") == "sia-artifact"
     with pytest.raises(ValueError, match="sia-artifact"):
         Overheads(restore_penalty="sia")
+
+
+SIA30 = Overheads(restore_penalty="sia-artifact-30")
+
+
+def test_the_uniform_rule_charges_30_s_once_on_every_start_move_and_relaunch():
+    # The artifact's homogeneous and uncalibrated settings set every rescale_time to 30 s.
+    # Same scenario as the relaunch test above, every delay 30 s: a works 30-300 (270 s
+    # done); b pauses 30 s, works 330-350; a relaunches at 350 and pauses 30 s once,
+    # then works its 730 s left: 350 + 30 + 730 = 1110. (A launch delay of 30 s plus a
+    # restore penalty of 30 s would charge the relaunch 60 s: 1140.)
+    assert SIA30.restore(4, "pollux/imagenet") == 30
+    assert SIA30.start(4, "pollux/bert", relaunch=False) == SIA30.start(4, "pollux/bert", relaunch=True) == 30
+    policy = ComposedPolicy("test-srtf", AcceptAll(), _ShortestRemainingFirst(), Consolidated())
+    trace = [job("a", 0, 1, 1000, model="pollux/imagenet"), job("b", 300, 1, 20, model="pollux/cifar10")]
+    assert jcts(run(trace, "1x1", policy, overheads=SIA30)) == {"a": 1110, "b": 50}
+
+
+def test_the_artifact_rules_let_a_job_move_free_to_nodes_of_the_same_shape():
+    # The artifact's Job.reallocate restarts the countdown only when the placement, the
+    # GPUs per node in node order, changes. 2 nodes x 2 GPUs, a (2 GPUs, 1000 s) starts
+    # on node 0 and pauses 30 s. At 200 (b arrives) it moves:
+    # - to node 1, shape (2,) -> (2,): free, a ends at 30 + 1000 = 1030;
+    # - to one GPU on each node, shape (2,) -> (1, 1): a second 30 s, ends at 1060.
+    # b (1 GPU, 10 s) pauses 30 s at its start: 40.
+    both = Allocation(((0, Resources(2)),))
+    moved = {
+        "same": (Allocation(((1, Resources(2)),)), Allocation(((0, Resources(1)),))),
+        "split": (Allocation(((0, Resources(1)), (1, Resources(1)))), Allocation(((1, Resources(1)),))),
+    }
+    ends = {}
+    for name, (a_to, b_on) in moved.items():
+        script = [lambda v: {"a": both}, lambda v, a_to=a_to, b_on=b_on: {"a": a_to, "b": b_on}]
+        trace = [job("a", 0, 2, 1000), job("b", 200, 1, 10)]
+        result = run(trace, "2x2", Scripted(script), overheads=SIA30)
+        ends[name] = jcts(result)
+    assert ends == {"same": {"a": 1030, "b": 40}, "split": {"a": 1060, "b": 40}}
+    # A numeric penalty charges any move: 1000 + 30.
+    result = run(
+        [job("a", 0, 1, 1000), job("b", 200, 1, 10)],
+        "2x1",
+        Scripted(
+            [
+                lambda v: {"a": Allocation(((0, Resources(1)),))},
+                lambda v: {"a": Allocation(((1, Resources(1)),)), "b": Allocation(((0, Resources(1)),))},
+            ]
+        ),
+        overheads=Overheads(restore_penalty=30.0),
+    )
+    assert jcts(result)["a"] == 1030

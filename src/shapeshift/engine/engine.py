@@ -232,7 +232,7 @@ class Engine:
             status.started_at = now
             status.reconfigurations += 1
             status.version += 1
-            pause = self.overheads.restore(desired.gpus, status.spec.model)
+            pause = self.overheads.move(previous, desired, status.spec.model)
             self.executor.reconfigure(status, desired, now, pause)
         for status, desired in launches:
             self._hold(status, desired)

@@ -6,7 +6,9 @@ look great in simulators that forget this, so it is on by default (30 s).
 
 A named rule may also depend on the job's model: ``sia-artifact`` charges the restart
 delays the Sia artifact's calibrated simulator measured per application, on every start
-as that simulator does (below).
+as that simulator does (below); ``sia-artifact-30`` is the same rule with every
+application's delay set to 30 s, as the artifact's homogeneous and uncalibrated settings
+(and the Pollux simulator) set them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shapeshift.model import Allocation
 
 
 def helios_restore_penalty(gpus: int) -> float:
@@ -42,6 +48,11 @@ def sia_artifact_delay(_gpus: int, model: str) -> float:
     return SIA_ARTIFACT_DELAYS.get(model, SIA_ARTIFACT_DEFAULT_DELAY)
 
 
+def sia_artifact_uniform_delay(_gpus: int, _model: str) -> float:
+    """The Sia artifact's restart delay with every ``rescale_time`` at 30 s."""
+    return SIA_ARTIFACT_DEFAULT_DELAY
+
+
 def _by_gpus(rule: Callable[[int], float]) -> Callable[[int, str], float]:
     return lambda gpus, _model: rule(gpus)
 
@@ -50,11 +61,12 @@ def _by_gpus(rule: Callable[[int], float]) -> Callable[[int, str], float]:
 NAMED_PENALTIES: dict[str, Callable[[int, str], float]] = {
     "helios": _by_gpus(helios_restore_penalty),
     "sia-artifact": sia_artifact_delay,
+    "sia-artifact-30": sia_artifact_uniform_delay,
 }
 #: Rules charged on every start, a first one included, once: the Sia artifact's
 #: ``Job.reallocate`` restarts its countdown whenever a placement changes, from none too,
 #: so a relaunch after a preemption costs one delay, not a launch plus a restore.
-EVERY_START = frozenset({"sia-artifact"})
+EVERY_START = frozenset({"sia-artifact", "sia-artifact-30"})
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,18 @@ class Overheads:
             return self.launch_delay + self.restore(gpus, model)
         return self.launch_delay + (self.restore(gpus, model) if relaunch else 0.0)
 
+    def move(self, before: Allocation, after: Allocation, model: str) -> float:
+        """The pause of moving a running job from ``before`` to ``after``: the restore
+        penalty, except that an every-start rule charges nothing when the GPUs per node,
+        in node order, stay the same. The Sia artifact restarts a job's countdown only
+        when its placement changes (``job.py``, ``Job.reallocate``), and its placement is
+        that tuple of counts, not the nodes: a move to other nodes of the same shape is
+        free there."""
+        every_start = isinstance(self.restore_penalty, str) and self.restore_penalty in EVERY_START
+        if every_start and _shape(before) == _shape(after):
+            return 0.0
+        return self.restore(after.gpus, model)
+
     @classmethod
     def parse_penalty(cls, text: str) -> float | str:
         """``"30"`` -> 30.0, ``"helios"`` -> ``"helios"`` (for the CLI)."""
@@ -105,3 +129,8 @@ class Overheads:
             return float(text)
         except ValueError:
             return text
+
+
+def _shape(alloc: Allocation) -> tuple[int, ...]:
+    """GPUs per node of ``alloc``, in node order."""
+    return tuple(res.gpus for _, res in sorted(alloc.placement, key=lambda part: part[0]))

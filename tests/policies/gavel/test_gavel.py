@@ -89,6 +89,20 @@ def test_max_sum_throughput_lp_is_gavels_throughput_sum():
     assert none[0] == pytest.approx([0.0, 0.0])
 
 
+def test_gavel_max_sum_throughput_splits_a_tie_between_identical_jobs_as_ecos_does():
+    # One type of 4 GPUs: a 2-GPU job at 4 steps/s (2 per GPU) and two identical 2-GPU
+    # jobs at 2 steps/s (1 per GPU). The fast job takes 2 GPUs all the time; the last 2
+    # GPUs hold X = 1 of one slow job, and every split X2 + X3 = 1 is optimal. A vertex
+    # gives one slow job 1 and the other 0; Gavel's ECOS answer (an interior point,
+    # symmetric in identical jobs) gives each 1/2, rounded to 5 decimals as the Sia
+    # artifact does: 0.5 each.
+    x = max_sum_throughput_allocation(np.array([[4.0], [2.0], [2.0]]), np.array([2.0, 2, 2]), np.array([4]))
+    assert x[:, 0].tolist() == [1.0, 0.5, 0.5]
+    # Three identical 1-GPU jobs on 2 GPUs: 2/3 each, rounded to 0.66667.
+    three = max_sum_throughput_allocation(np.full((3, 1), 3.0), np.ones(3), np.array([2]))
+    assert three[:, 0].tolist() == [0.66667] * 3
+
+
 def test_gavel_max_sum_throughput_objective_puts_the_fastest_gain_on_the_fast_type():
     # One V100 (node 0) and one K80 (node 1). "big" gains 4x from the V100, "small" 1.5x;
     # the total 4 + 1 beats 1 + 1.5, so the first round grants big the V100 and small the

@@ -110,8 +110,17 @@ def max_sum_throughput_allocation(speed: np.ndarray, demand: np.ndarray, capacit
     maximise ``sum_j sum_k speed[j, k] X[j, k]`` subject to Gavel's base constraints
     (``Policy.get_base_constraints``): ``X >= 0``, ``sum_k X[j, k] <= 1`` and
     ``sum_j demand_j X[j, k] <= capacity_k``. The throughputs enter as they are (no scale
-    factor, no normalisation), so the unit matters: Gavel's are steps per second. Where
-    several optima exist Gavel returns ECOS's interior point and this HiGHS's vertex."""
+    factor, no normalisation), so the unit matters: Gavel's are steps per second.
+
+    Where several optima exist Gavel solves with ECOS, an interior-point method, whose
+    answer treats identical jobs (the same speeds and demand) alike, while HiGHS returns
+    a vertex that gives one of them the whole residual share and the others none. Since
+    the job's priority is its share over its time received, a zero share leaves it
+    behind every job with one. So identical jobs get the mean of their shares (still an
+    optimum: it averages optima over their permutations), as ECOS's answer is
+    symmetric in them; other ties keep HiGHS's vertex. The shares are then rounded to 5
+    decimals and clipped to [0, 1], as the Sia artifact's copy
+    (``policies/max_sum_throughput.py``) returns them."""
     from scipy.optimize import linprog
 
     types = speed.shape[1]
@@ -125,8 +134,21 @@ def max_sum_throughput_allocation(speed: np.ndarray, demand: np.ndarray, capacit
     result = linprog(-s.ravel(), A_ub=a, b_ub=b, bounds=bounds, method="highs")
     if not result.success:  # pragma: no cover - the LP is always feasible (X = 0)
         return x
-    x[runnable] = np.clip(result.x.reshape(m, types), 0.0, 1.0)
+    x[runnable] = np.clip(symmetric_shares(result.x.reshape(m, types), s, d).round(5), 0.0, 1.0)
     return x
+
+
+def symmetric_shares(x: np.ndarray, speed: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """``x`` with every group of identical jobs (equal speed rows and demand) given the
+    group's mean shares."""
+    out = x.copy()
+    groups: dict[tuple[float, ...], list[int]] = {}
+    for j in range(x.shape[0]):
+        groups.setdefault((float(demand[j]), *speed[j].tolist()), []).append(j)
+    for rows in groups.values():
+        if len(rows) > 1:
+            out[rows] = x[rows].mean(axis=0)
+    return out
 
 
 def _runnable(speed: np.ndarray, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
