@@ -160,8 +160,8 @@ class PolluxPolicy:
         self.knowledge = GoodputKnowledge(params.profiles)
         root = self.knowledge.root
         tol = FIT_TOL if params.unaware else POLLUX_FIT_TOL
-        online = params.goodput_model == "online" and root is not None
-        self.online = OnlineFits(root, tol, merged=True) if online and root is not None else None
+        wants_online = params.goodput_model == "online"
+        self.online = OnlineFits(root, tol, merged=True) if wants_online and root is not None else None
         self.retuner = EpochRetuner(self.knowledge, self.online, self._batch)
         #: Largest replica count each job was given (the exploration limit offline; online,
         #: the most it has run on, as the artifact's ``max_profiled_replicas``).
