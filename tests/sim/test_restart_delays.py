@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from shapeshift.engine.overheads import Overheads
-from shapeshift.model import Allocation, Resources
+from shapeshift.model import Allocation, ClusterSpec, NodeSpec, Resources
 from shapeshift.policies.framework.composed import AcceptAll, ComposedPolicy
 from shapeshift.policies.framework.placement import Consolidated
 from tests.conftest import by_id, jcts, job, run
@@ -131,3 +131,26 @@ def test_the_artifact_rules_let_a_job_move_free_to_nodes_of_the_same_shape():
         overheads=Overheads(restore_penalty=30.0),
     )
     assert jcts(result)["a"] == 1030
+
+
+
+def test_a_move_of_the_same_shape_to_another_gpu_type_restarts():
+    # The artifact keeps a job on one GPU type ("cluster"); a move to another type goes
+    # through Job.migrate, which restarts the countdown whatever the shape. Two nodes of
+    # 2 GPUs, node 0 of type "t4", node 1 of type "a100", both running at the same speed
+    # (the trace's own duration): a (2 GPUs, 1000 s) starts on node 0 and pauses 30 s;
+    # at 200 it moves to node 1, shape (2,) -> (2,) but another type: a second 30 s,
+    # so a ends at 30 + 1000 + 30 = 1060. b (1 GPU, 10 s) starts at 200 on node 0 and
+    # pauses 30 s: 40.
+    cluster = ClusterSpec(
+        nodes=(
+            NodeSpec(name="n0", gpus=2, cpus=16, mem_gb=64, gpu_type="t4"),
+            NodeSpec(name="n1", gpus=2, cpus=16, mem_gb=64, gpu_type="a100"),
+        )
+    )
+    script = [
+        lambda v: {"a": Allocation(((0, Resources(2)),))},
+        lambda v: {"a": Allocation(((1, Resources(2)),)), "b": Allocation(((0, Resources(1)),))},
+    ]
+    result = run([job("a", 0, 2, 1000), job("b", 200, 1, 10)], cluster, Scripted(script), overheads=SIA30)
+    assert jcts(result) == {"a": 1060, "b": 40}

@@ -62,6 +62,8 @@ class Engine:
         self.executor = executor
         self.overheads = overheads or Overheads()
         self.on_decision = on_decision
+        #: Each node's GPU type, by node index: a move to another type is never free.
+        self._node_types = tuple(node.gpu_type for node in cluster.nodes)
         self.partition_nodes: dict[str, np.ndarray] = {
             p: np.asarray(nodes, dtype=np.int64) for p, nodes in cluster.partition_nodes().items()
         }
@@ -232,7 +234,7 @@ class Engine:
             status.started_at = now
             status.reconfigurations += 1
             status.version += 1
-            pause = self.overheads.move(previous, desired, status.spec.model)
+            pause = self.overheads.move(previous, desired, status.spec.model, self._node_types)
             self.executor.reconfigure(status, desired, now, pause)
         for status, desired in launches:
             self._hold(status, desired)

@@ -14,7 +14,7 @@ application's delay set to 30 s, as the artifact's homogeneous and uncalibrated 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -110,15 +110,19 @@ class Overheads:
             return self.launch_delay + self.restore(gpus, model)
         return self.launch_delay + (self.restore(gpus, model) if relaunch else 0.0)
 
-    def move(self, before: Allocation, after: Allocation, model: str) -> float:
+    def move(
+        self, before: Allocation, after: Allocation, model: str, node_types: Sequence[str] = ()
+    ) -> float:
         """The pause of moving a running job from ``before`` to ``after``: the restore
-        penalty, except that an every-start rule charges nothing when the GPUs per node,
-        in node order, stay the same. The Sia artifact restarts a job's countdown only
-        when its placement changes (``job.py``, ``Job.reallocate``), and its placement is
-        that tuple of counts, not the nodes: a move to other nodes of the same shape is
-        free there."""
+        penalty, except that an every-start rule charges nothing when the job stays on
+        the same GPU type with the same GPUs per node, in node order. The Sia artifact
+        restarts a job's countdown only when its placement changes (``job.py``,
+        ``Job.reallocate``), and its placement is that tuple of counts within one GPU
+        type, not the nodes: a move to other nodes of the same shape and type is free
+        there, while a move to another type always restarts (``Job.migrate``).
+        ``node_types`` gives each node's GPU type by node index (none: one type)."""
         every_start = isinstance(self.restore_penalty, str) and self.restore_penalty in EVERY_START
-        if every_start and _shape(before) == _shape(after):
+        if every_start and _shape(before, node_types) == _shape(after, node_types):
             return 0.0
         return self.restore(after.gpus, model)
 
@@ -131,6 +135,9 @@ class Overheads:
             return text
 
 
-def _shape(alloc: Allocation) -> tuple[int, ...]:
-    """GPUs per node of ``alloc``, in node order."""
-    return tuple(res.gpus for _, res in sorted(alloc.placement, key=lambda part: part[0]))
+def _shape(alloc: Allocation, node_types: Sequence[str] = ()) -> tuple[tuple[str, int], ...]:
+    """GPU type and GPUs per node of ``alloc``, in node order."""
+    return tuple(
+        (node_types[node] if node_types else "", res.gpus)
+        for node, res in sorted(alloc.placement, key=lambda part: part[0])
+    )

@@ -179,3 +179,23 @@ def test_batch_retune_round_keeps_the_batch_for_the_round(tmp_path):
     # Ours: the batch is chosen once per round; no wake-up between rounds.
     _, _, first = _one_slow_node(tmp_path, batch_retune="round")
     assert first.wake_at is None
+
+
+def test_a_job_restoring_on_the_same_gpus_keeps_its_batch(tmp_path):
+    # The artifact re-chooses a batch at the end of Job.step's loop, which a job still in
+    # its restart countdown never reaches that round. The job holds 1 slow GPU at batch 64
+    # and restores until 90 s; it has no model of its own yet, so a batch chosen anew is
+    # the artifact's start, max(initial 32, 16 per GPU x 1) = 32.
+    policy, view = _view(tmp_path, now=60.0)
+    status = view.job("j")
+    status.allocation = Allocation(((0, Resources(1, 8, 32)),), batch_size=64)
+    status.stall_until = 90.0
+    job = _Job("j", status.spec, "pollux", [_Option("slow", 1, 1, 1.0)], current=0)
+
+    def batch(place):
+        return policy._allocation(view, job, place, {0: 16.0, 1: 16.0}, {0: 64.0, 1: 64.0}).batch_size
+
+    assert batch({0: 1}) == 64  # restoring, same type and shape: kept
+    assert batch({1: 1}) == 32  # another type: a migration, chosen anew
+    status.stall_until = 30.0  # it has run since 30 s: chosen anew at the round
+    assert batch({0: 1}) == 32
