@@ -80,3 +80,17 @@ def test_threshold_is_the_least_float_that_passes_the_tolerant_comparison():
         x = _at_least(amount)
         assert x + _EPS >= amount
         assert not math.nextafter(x, -math.inf) + _EPS >= amount
+
+
+def test_fits_over_one_range_length_carry_nothing_from_one_to_the_next():
+    # ``fit`` reuses its boolean buffers for every range of the same length: each fit
+    # must see only its own free resources. Four nodes, one 1-GPU job, 64 free CPUs on
+    # each usable node. First: GPUs free on nodes 0, 2, 3 -> runs [0] (64 CPUs) and
+    # [2, 3] (128): node 0. Then GPUs only on node 1 -> node 1 (nothing of the first
+    # mask may linger). Then no GPU free -> no fit. Then all free -> one run, every
+    # node 64 CPUs: the first, node 0.
+    need, groups, cpus, mem = Need(1, 4.0, 32.0), [[0, 1, 2, 3]], [64.0] * 4, [512.0] * 4
+    assert fit(need, groups, Free([8, 0, 8, 8], cpus, mem), 8) == [(0, need)]
+    assert fit(need, groups, Free([0, 8, 0, 0], cpus, mem), 8) == [(1, need)]
+    assert fit(need, groups, Free([0, 0, 0, 0], cpus, mem), 8) is None
+    assert fit(need, groups, Free([8, 8, 8, 8], cpus, mem), 8) == [(0, need)]
