@@ -10,6 +10,7 @@ job it reaches.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,10 +186,7 @@ def _best_run(
     if isinstance(at, slice):
         # Into buffers kept per range length (no arrays allocated): ``ok`` between two
         # ``False`` ends, so where it changes is one comparison of the buffer with itself.
-        pad = _PADS.get(cpus.size)
-        if pad is None:
-            pad = _pads(cpus.size)
-        ok, later, earlier, change, scratch = pad
+        ok, later, earlier, change, scratch = _pads(cpus.size)
         np.greater_equal(free.gpus[at], gpus_at_least, out=ok)
         np.greater_equal(cpus, cpus_at_least, out=scratch)
         ok &= scratch
@@ -263,18 +261,23 @@ def _best_in_range(span: int, ok: np.ndarray, cpus: np.ndarray, first_id: int, b
     return list(range(first_id + start, first_id + start + span))
 
 
-#: Per range length, views of one ``False``-ended boolean buffer: its inside (``ok``) and
-#: the buffer one apart both ways; then where those differ and a scratch array
-#: (``_best_run``'s arrays, reused).
-_PADS: dict[int, tuple[np.ndarray, ...]] = {}
+#: Per thread (a live controller may fit in several) and per range length, views of one
+#: ``False``-ended boolean buffer: its inside (``ok``) and the buffer one apart both ways;
+#: then where those differ and a scratch array (``_best_run``'s arrays, reused).
+_LOCAL = threading.local()
 
 
 def _pads(size: int) -> tuple[np.ndarray, ...]:
-    edges = np.zeros(size + 2, dtype=bool)
-    pad = (edges[1:-1], edges[1:], edges[:-1], np.empty(size + 1, dtype=bool), np.empty(size, dtype=bool))
-    if len(_PADS) >= 64:
-        _PADS.clear()
-    _PADS[size] = pad
+    pads = getattr(_LOCAL, "pads", None)
+    if pads is None:
+        pads = _LOCAL.pads = {}
+    pad = pads.get(size)
+    if pad is None:
+        edges = np.zeros(size + 2, dtype=bool)
+        pad = (edges[1:-1], edges[1:], edges[:-1], np.empty(size + 1, dtype=bool), np.empty(size, dtype=bool))
+        if len(pads) >= 64:
+            pads.clear()
+        pads[size] = pad
     return pad
 
 
