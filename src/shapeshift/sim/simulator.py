@@ -10,6 +10,7 @@ decides once and the engine reconciles.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -80,6 +81,33 @@ def simulate(
 ) -> SimulationResult:
     """Run ``jobs`` (sorted by submit time) to completion under ``policy``. ``interference``
     sets the speed of jobs that share GPUs (clusters with ``gpu_share_limit`` above 1)."""
+    # The jobs and everything built before the run are alive throughout it: frozen, the
+    # collector's full passes (which grow with the heap) leave them out. A nested run
+    # (a planning policy's replay) finds the heap frozen already and leaves it so.
+    if gc.get_freeze_count():
+        return _simulate(
+            jobs, cluster, policy, workload_name, throughput, overheads, round_seconds, progress, interference
+        )
+    gc.freeze()
+    try:
+        return _simulate(
+            jobs, cluster, policy, workload_name, throughput, overheads, round_seconds, progress, interference
+        )
+    finally:
+        gc.unfreeze()
+
+
+def _simulate(
+    jobs: Sequence[JobSpec],
+    cluster: ClusterSpec,
+    policy: Policy,
+    workload_name: str,
+    throughput: ThroughputModel | None,
+    overheads: Overheads | None,
+    round_seconds: float | None,
+    progress: ProgressCallback | None,
+    interference: InterferenceModel | None,
+) -> SimulationResult:
     started = time.perf_counter()
     hand_replay(policy)
     queue = CompletionQueue()

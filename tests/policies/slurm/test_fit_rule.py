@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 
 from shapeshift.policies.slurm.fit import _EPS, _at_least, fit
 from shapeshift.policies.slurm.plan import Free, Need
@@ -80,3 +81,40 @@ def test_threshold_is_the_least_float_that_passes_the_tolerant_comparison():
         x = _at_least(amount)
         assert x + _EPS >= amount
         assert not math.nextafter(x, -math.inf) + _EPS >= amount
+
+
+def test_fits_over_one_range_length_carry_nothing_from_one_to_the_next():
+    # ``fit`` reuses its boolean buffers for every range of the same length: each fit
+    # must see only its own free resources. Four nodes, one 1-GPU job, 64 free CPUs on
+    # each usable node. First: GPUs free on nodes 0, 2, 3 -> runs [0] (64 CPUs) and
+    # [2, 3] (128): node 0. Then GPUs only on node 1 -> node 1 (nothing of the first
+    # mask may linger). Then no GPU free -> no fit. Then all free -> one run, every
+    # node 64 CPUs: the first, node 0.
+    need, groups, cpus, mem = Need(1, 4.0, 32.0), [[0, 1, 2, 3]], [64.0] * 4, [512.0] * 4
+    assert fit(need, groups, Free([8, 0, 8, 8], cpus, mem), 8) == [(0, need)]
+    assert fit(need, groups, Free([0, 8, 0, 0], cpus, mem), 8) == [(1, need)]
+    assert fit(need, groups, Free([0, 0, 0, 0], cpus, mem), 8) is None
+    assert fit(need, groups, Free([8, 8, 8, 8], cpus, mem), 8) == [(0, need)]
+
+
+def test_fits_in_two_threads_do_not_share_buffers():
+    # Each thread has its own buffers: two threads fitting over ranges of the same
+    # length, each on its own cluster, always get their own answers (node 0 for the
+    # first cluster, whose only free GPUs are there; node 999 for the second).
+    need, groups, cpus, mem = Need(1, 0.0, 0.0), [list(range(1000))], [64.0] * 1000, [512.0] * 1000
+    first = Free([8] + [0] * 999, cpus, mem)
+    second = Free([0] * 999 + [8], cpus, mem)
+    wrong: list[object] = []
+
+    def run(free: Free, node: int) -> None:
+        for _ in range(300):
+            got = fit(need, groups, free, 8)
+            if got != [(node, need)]:
+                wrong.append(got)
+
+    threads = [threading.Thread(target=run, args=(first, 0)), threading.Thread(target=run, args=(second, 999))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []

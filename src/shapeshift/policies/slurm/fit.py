@@ -10,6 +10,7 @@ job it reaches.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,13 +183,24 @@ def _best_run(
 ) -> list[int] | None:
     gpus_at_least, cpus_at_least, mem_at_least = at_least
     cpus = free.cpus[at]
+    if isinstance(at, slice):
+        # Into buffers kept per range length (no arrays allocated): ``ok`` between two
+        # ``False`` ends, so where it changes is one comparison of the buffer with itself.
+        ok, later, earlier, change, scratch = _pads(cpus.size)
+        np.greater_equal(free.gpus[at], gpus_at_least, out=ok)
+        np.greater_equal(cpus, cpus_at_least, out=scratch)
+        ok &= scratch
+        np.greater_equal(free.mem[at], mem_at_least, out=scratch)
+        ok &= scratch
+        if blocked is not None:
+            ok &= ~blocked[at]
+        np.not_equal(later, earlier, out=change)
+        return _best_in_range(span, ok, cpus, at.start, change.nonzero()[0])
     ok = free.gpus[at] >= gpus_at_least
     ok &= cpus >= cpus_at_least
     ok &= free.mem[at] >= mem_at_least
     if blocked is not None:
         ok &= ~blocked[at]
-    if isinstance(at, slice):
-        return _best_in_range(span, ok, cpus, at.start)
     pos = ok.nonzero()[0]
     if pos.size < span:
         return None
@@ -215,15 +227,14 @@ def _best_run(
     return ids[starts[best] : ends[best]][:span].tolist()
 
 
-def _best_in_range(span: int, ok: np.ndarray, cpus: np.ndarray, first_id: int) -> list[int] | None:
+def _best_in_range(span: int, ok: np.ndarray, cpus: np.ndarray, first_id: int, bounds: np.ndarray) -> list[int] | None:
     """``_best_run`` over one range of consecutive node indexes (``first_id`` onwards),
     where a run of usable nodes is a run of ``True`` in ``ok``: found from where ``ok``
-    changes, with no array of the usable nodes. A run's total is summed over the same
-    values in the same order as ``_best_run`` sums them, so the choice is the same."""
+    changes (``bounds``: alternately where a run starts and where it ends, one past its
+    last node), with no array of the usable nodes. A run's total is summed over the same
+    values in the same order as ``_best_run`` sums them, so the choice is the same.
+    ``ok`` may be a reused buffer: it is read only during the call."""
     size = ok.size
-    edges = np.concatenate((_FALSE, ok, _FALSE))
-    # Alternately where a run starts and where it ends (one past its last node).
-    bounds = (edges[1:] != edges[:-1]).nonzero()[0]
     if bounds.size == 2:  # one run
         start, end = int(bounds[0]), int(bounds[1])
         if end - start < span:
@@ -250,6 +261,25 @@ def _best_in_range(span: int, ok: np.ndarray, cpus: np.ndarray, first_id: int) -
     return list(range(first_id + start, first_id + start + span))
 
 
+#: Per thread (a live controller may fit in several) and per range length, views of one
+#: ``False``-ended boolean buffer: its inside (``ok``) and the buffer one apart both ways;
+#: then where those differ and a scratch array (``_best_run``'s arrays, reused).
+_LOCAL = threading.local()
+
+
+def _pads(size: int) -> tuple[np.ndarray, ...]:
+    pads = getattr(_LOCAL, "pads", None)
+    if pads is None:
+        pads = _LOCAL.pads = {}
+    pad = pads.get(size)
+    if pad is None:
+        edges = np.zeros(size + 2, dtype=bool)
+        pad = (edges[1:-1], edges[1:], edges[:-1], np.empty(size + 1, dtype=bool), np.empty(size, dtype=bool))
+        if len(pads) >= 64:
+            pads.clear()
+        pads[size] = pad
+    return pad
+
+
 _ZERO = np.zeros(1, dtype=np.int64)
 _TRUE = np.ones(1, dtype=bool)
-_FALSE = np.zeros(1, dtype=bool)
