@@ -73,3 +73,21 @@ def test_one_gpu_above_the_initial_batch_accumulates_as_the_authors_simulator_do
     bundled("pollux-profiles")
     row = next(c for c in pollux_reference()["ncf"]["configs"] if (c["replicas"], c["batch_size"]) == (1, 32768))
     assert row["step_time_s"] == pytest.approx(0.0295983, abs=2e-6)
+
+
+def test_a_cached_one_column_grid_gives_what_a_fresh_grid_gives_for_any_noise():
+    # JobGoodput.best with one (nodes, replicas) reuses the grid built for the first call
+    # (only the job's noise differs between its epoch ends): every later call must equal
+    # best_batch computed from scratch, the grid being a function of (params, limits,
+    # column, adaptive) alone.
+    from shapeshift.perf.pollux.goodput import BatchLimits, PerfParams, best_batch
+    from shapeshift.perf.pollux.knowledge import JobGoodput
+
+    params = PerfParams(0.05, 0.002, 0.1, 0.01, 0.02, 0.005, 1.5)
+    limits = BatchLimits(128, 4096, 16, 256)
+    for grad in [(0.1, 1.0), (0.5, 0.2), (2.0, 30.0)]:
+        table = JobGoodput(params, grad, limits, True)
+        for nodes, replicas in [(1, 1), (1, 4), (2, 6), (1, 4)]:
+            good, batch = table.best(nodes, replicas)
+            fresh_good, fresh_batch = best_batch(params, grad, limits, nodes, replicas, True)
+            assert good.tolist() == fresh_good.tolist() and batch.tolist() == fresh_batch.tolist()

@@ -60,19 +60,20 @@ def step_time(params: PerfParams, nodes, replicas, atomic_bsz, accum=0):  # type
     return np.asarray(accum, float) * grad + np.exp(_log_iter(p, grad, net))
 
 
-def _objective(p: np.ndarray, nodes, replicas, bsz, compute, step) -> tuple[float, np.ndarray]:  # type: ignore[no-untyped-def]
+def _objective(  # type: ignore[no-untyped-def]
+    p: np.ndarray, nodes, replicas, bsz, log_compute, log_step, inter, intra, extra
+) -> tuple[float, np.ndarray]:
     """The artifact's fitting objective and its exact gradient (L-BFGS-B needs no finite
-    differences: same optimum, an eighth of the evaluations)."""
-    inter, intra = nodes > 1, (nodes == 1) & (replicas > 1)
-    extra = np.maximum(replicas - 2, 1e-8)
+    differences: same optimum, an eighth of the evaluations). What depends on the rows
+    only (logs of the measured times, the kind of each row) comes computed once per fit."""
     grad = p[0] + p[1] * bsz
     net = _network(p, nodes, replicas)
     g = p[6]
     gg, ng = grad**g, net**g
     total = gg + ng
     log_iter = np.log(total) / g
-    d1 = np.log(grad) - np.log(compute)
-    d2 = log_iter - np.log(step)
+    d1 = np.log(grad) - log_compute
+    d2 = log_iter - log_step
     err1 = math.sqrt(float(np.mean(d1**2)))
     err2 = math.sqrt(float(np.mean(d2**2)))
     value = err1 + err2 + 1e-3 * (g - 1) ** 2 + 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
@@ -128,7 +129,8 @@ def fit_perf_params(rows: list[Row], tol: float | tuple[float, float] | None = N
     for i in fixed - {0}:
         start[i] = upper[i] = lower[i]
     bounds = list(zip(lower, upper, strict=True))
-    args = (nodes, replicas, bsz, compute, step)
+    kinds = (nodes > 1, (nodes == 1) & (replicas > 1), np.maximum(replicas - 2, 1e-8))
+    args = (nodes, replicas, bsz, np.log(compute), np.log(step), *kinds)
     ftol, gtol = (tol, tol) if isinstance(tol, float | int) else tol or (1e-12, 1e-10)
     result = minimize(
         _objective,

@@ -73,13 +73,20 @@ def single_gpu_throughput(root: str, app: str, gpu_type: str | None) -> float:
     return max(r.local_bsz for r in rows) / max(r.step for r in rows)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def _grid(params: PerfParams, limits: BatchLimits, adaptive: bool, gpn: int, max_r: int) -> GoodputGrid:
     """Columns r = 1..max_r packed on ceil(r / gpn) nodes, then r = 1..max_r on one node."""
     r = np.arange(1, max_r + 1)
     return GoodputGrid(
         params, limits, np.concatenate([np.ceil(r / gpn), np.ones(max_r)]), np.concatenate([r, r]), adaptive
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _one(params: PerfParams, limits: BatchLimits, adaptive: bool, nodes: int, replicas: int) -> GoodputGrid:
+    """The grid of one (nodes, replicas) column: a job re-chooses its batch at every epoch
+    end on the same GPUs with the same model, only its noise changing."""
+    return GoodputGrid(params, limits, nodes, replicas, adaptive)
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,8 @@ class JobGoodput:
         if self.params is None:  # not a Pollux application: linear in replicas
             r = np.atleast_1d(np.asarray(replicas, float))
             return r.copy(), np.full(r.shape, self.limits.init, dtype=int)
+        if isinstance(nodes, int) and isinstance(replicas, int):  # one column: its grid is reused
+            return _one(self.params, self.limits, self.adaptive, nodes, replicas).evaluate(self.grad)
         return best_batch(self.params, self.grad, self.limits, nodes, replicas, self.adaptive)
 
     def table(self, gpn: int, max_r: int) -> tuple[np.ndarray, np.ndarray]:
