@@ -66,7 +66,8 @@ def test_repair_clamps_to_node_capacity_in_job_order():
     # One node of 2 GPUs, jobs asking 2 and 2 on it: the first keeps 2, the second gets 0.
     terms = [power_utility(np.array([0, 1, 2.0]), P)] * 2
     search = GeneticSearch(4, 1, np.random.default_rng(0))
-    search.search(terms, [np.array([0, 1, 2.0])] * 2, np.zeros((2, 1), np.int64), np.array([2]), np.zeros(2, bool), None, P)
+    base = np.zeros((2, 1), np.int64)
+    search.search(terms, [np.array([0, 1, 2.0])] * 2, base, np.array([2]), np.zeros(2, bool), None, P)
     fixed = search._repair(np.array([[[2], [2]]]))
     assert fixed[0, :, 0].tolist() == [2, 0]
 
