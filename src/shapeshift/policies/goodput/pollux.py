@@ -30,6 +30,9 @@ is that of packed placement (``ceil(r / GPUs per node)``), so a knapsack over GP
 and packs the rest largest first, one distributed job per node; a job that does not fit
 takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` checks the result
 against brute force over every allocation matrix on small clusters.
+``search=genetic`` runs the artifact's search instead (:mod:`.genetic`: ``population``
+states for ``generations`` generations a round, warm-started from the partition's last
+population, its randomness from ``seed``); its GPU counts are placed as above.
 
 **What a job knows of its speed** (``goodput_model=online``): as in the artifact
 (``simulator.py``, ``Job.update_params``), each job's own throughput model, fitted on the
