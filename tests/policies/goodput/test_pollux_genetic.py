@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from shapeshift.policies.goodput.genetic import GeneticSearch, crowding, nondominated_rank
-from shapeshift.policies.goodput.pollux import PolluxParams, power_utility, solve
+from shapeshift.policies.goodput.pollux import PolluxParams, PolluxPolicy, power_utility, solve
 
 P = -1.0
 
@@ -86,3 +86,30 @@ def test_pareto_ranks_and_crowding_by_hand():
 def test_bad_search_parameters_are_refused(field, value):
     with pytest.raises(ValueError):
         PolluxParams(**{field: value})
+
+
+def test_policy_with_genetic_search_gives_the_flat_job_one_gpu():
+    # test_pollux.py's flat/linear case through the policy: 1 node x 4 GPUs, p = -1,
+    # (flat 1, linear 3) costs 1 + 1/3, (2, 2) 1 + 1/2, any zero ~1000: the search must
+    # reach flat 1, linear 3, and two runs with one seed choose the same.
+    from tests.conftest import bundled
+    from tests.policies.goodput.test_pollux import CIFAR, Flat, _engine, _job
+
+    chosen = []
+    for _ in range(2):
+        params = PolluxParams(
+            profiles=str(bundled("pollux-profiles")),
+            explore=False,
+            goodput_model="offline",
+            batch_retune="round",
+            search="genetic",
+            population=20,
+            generations=20,
+            seed=3,
+        )
+        policy = PolluxPolicy(params)
+        policy.knowledge = Flat()
+        _, view = _engine(policy, [_job("flat", "cifar10", CIFAR), _job("linear", "cifar10", CIFAR)], 1, 4, 600.0)
+        got = policy.decide(view).allocations
+        chosen.append((got["flat"].gpus, got["linear"].gpus))
+    assert chosen == [(1, 3), (1, 3)]
