@@ -108,7 +108,7 @@ class PolluxParams(PolicyParams):
     )
     population: int = Field(100, ge=2, description="search=genetic: states kept per generation")
     generations: int = Field(100, ge=1, description="search=genetic: generations per round")
-    seed: int = Field(0, ge=0, description="search=genetic: seed of its random choices")
+    seed: int = Field(0, ge=0, description="search=genetic: seed of its random choices (the run's seed unless given)")
     batch_retune: Literal["epoch", "round"] = Field(
         "epoch",
         description="epoch: a job re-chooses its batch after every epoch it completes (the artifact's "
