@@ -30,6 +30,9 @@ is that of packed placement (``ceil(r / GPUs per node)``), so a knapsack over GP
 and packs the rest largest first, one distributed job per node; a job that does not fit
 takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` checks the result
 against brute force over every allocation matrix on small clusters.
+``search=genetic`` runs the artifact's search instead (:mod:`.genetic`: ``population``
+states for ``generations`` generations a round, warm-started from the partition's last
+population, its randomness from ``seed``); its GPU counts are placed as above.
 
 **What a job knows of its speed** (``goodput_model=online``): as in the artifact
 (``simulator.py``, ``Job.update_params``), each job's own throughput model, fitted on the
@@ -71,6 +74,7 @@ from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
 from shapeshift.policies.goodput.epochs import EpochRetuner, Shape, decide_between_epochs, own_batch
+from shapeshift.policies.goodput.genetic import GeneticSearch, Warm, adapt
 from shapeshift.policies.goodput.unaware import majority_type, to_real, to_virtual, virtual_nodes
 
 EPS = 1e-3
@@ -97,6 +101,14 @@ class PolluxParams(PolicyParams):
         "speedup before its first (the artifact's Job.update_params); offline (ours): its application's "
         "model fitted on the whole placements.csv",
     )
+    search: Literal["exact", "genetic"] = Field(
+        "exact",
+        description="exact (ours): the optimum of the objective over packed placements by knapsack; genetic: "
+        "the artifact's NSGA-II search (population x generations, warm-started each round, seeded)",
+    )
+    population: int = Field(100, ge=2, description="search=genetic: states kept per generation")
+    generations: int = Field(100, ge=1, description="search=genetic: generations per round")
+    seed: int = Field(0, ge=0, description="search=genetic: seed of its random choices (the run's seed unless given)")
     batch_retune: Literal["epoch", "round"] = Field(
         "epoch",
         description="epoch: a job re-chooses its batch after every epoch it completes (the artifact's "
@@ -170,6 +182,9 @@ class PolluxPolicy:
         self._merged: dict[str, tuple[str, ...]] = {}
         #: ``unaware``: each job's allocation and the virtual placement it was given as.
         self._virtual: dict[str, tuple[Allocation, dict[int, int]]] = {}
+        #: ``search=genetic``: each partition's final population, and the search's randomness.
+        self._warm: dict[str, Warm] = {}
+        self._rng = np.random.default_rng(params.seed)
 
     def decide(self, view: ClusterView) -> Schedule:
         if self.params.batch_retune == "round" or self.knowledge.root is None:
@@ -228,8 +243,11 @@ class PolluxPolicy:
             jobs.append(_Job(job_id, table, current, max(cap, 1), factor, rigid))
         return jobs
 
-    def utilities(self, jobs: list[_Job], total: int, nodes: int, gpn: int) -> list[np.ndarray]:
-        """Per job, the objective term for 0..max_r GPUs packed on ceil(r / gpn) nodes."""
+    def utilities(
+        self, jobs: list[_Job], total: int, nodes: int, gpn: int, speeds: list[np.ndarray] | None = None
+    ) -> list[np.ndarray]:
+        """Per job, the objective term for 0..max_r GPUs packed on ceil(r / gpn) nodes
+        (its speedup over the fair share, before the restart penalty, appended to ``speeds``)."""
         fair = math.ceil(total / max(len(jobs), 1))
         cols = max(total, fair)
         result = []
@@ -239,6 +257,8 @@ class PolluxPolicy:
             base = good[cols + fair - 1]
             speed = good[: job.max_r] / base if base > 0 else r / fair
             x = np.concatenate([[0.0], speed * nodes / total])
+            if speeds is not None:
+                speeds.append(np.concatenate([[0.0], speed]))
             cur = job.current.gpus if job.current is not None else 0
             changed = np.arange(job.max_r + 1) != cur
             x = np.where(changed, x * job.factor, x)
@@ -265,10 +285,13 @@ class PolluxPolicy:
         jobs = self._jobs(view, part, total, merged)
         if not jobs:
             return
-        counts = solve(self.utilities(jobs, total, len(caps_seen), gpn), total)
         current = {j.job_id: j.current for j in jobs}
         if vnodes is not None:
             current = self._as_virtual(current, vnodes, size)
+        if self.params.search == "genetic":
+            counts = self._genetic(part, jobs, current, caps_seen, gpn)
+        else:
+            counts = solve(self.utilities(jobs, total, len(caps_seen), gpn), total)
         wanted = {job.job_id: (r, current[job.job_id]) for job, r in zip(jobs, counts, strict=True)}
         rigid = frozenset(j.job_id for j in jobs if j.rigid)
         types = view.free().node_types
@@ -307,6 +330,30 @@ class PolluxPolicy:
             desired[job.job_id] = job.current if alloc == job.current else alloc
             if vnodes is not None:
                 self._virtual[job.job_id] = (desired[job.job_id], vplace)
+
+    def _genetic(
+        self, part: str, jobs: list[_Job], current: dict[str, Allocation | None], caps: dict[int, int], gpn: int
+    ) -> list[int]:
+        """GPU counts from the artifact's genetic search (:mod:`.genetic`), warm-started
+        from this partition's previous final population."""
+        total = sum(caps.values())
+        speeds: list[np.ndarray] = []
+        terms = self.utilities(jobs, total, len(caps), gpn, speeds)
+        ids, nodes = tuple(j.job_id for j in jobs), tuple(sorted(caps))
+        col = {n: i for i, n in enumerate(nodes)}
+        base = np.zeros((len(jobs), len(nodes)), dtype=np.int64)
+        for i, job_id in enumerate(ids):
+            alloc = current[job_id]
+            for n, res in alloc.placement if alloc is not None else ():
+                if n in col:
+                    base[i, col[n]] += res.gpus
+        warm = self._warm.get(part)
+        start = adapt(warm, ids, nodes) if warm is not None else None
+        search = GeneticSearch(self.params.population, self.params.generations, self._rng)
+        rigid = np.array([j.rigid for j in jobs], dtype=bool)
+        best, pop = search.search(terms, speeds, base, np.array([caps[n] for n in nodes]), rigid, start, self.params.p)
+        self._warm[part] = Warm(pop, ids, nodes)
+        return [int(r) for r in best.sum(axis=1)]
 
     def _as_virtual(
         self, current: dict[str, Allocation | None], vnodes: dict[int, int], size: int
