@@ -8,6 +8,8 @@ merge across types (``job.py``, ``h_unaware``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -114,3 +116,18 @@ def test_unaware_rows_merge_across_types_first_one_kept(tmp_path):
     expected = fit_perf_params([Row(1, 1, 32.0, 0.1, 0.0), Row(1, 1, 16.0, 0.025, 0.0)], tol=FIT_TOL)
     assert online.params("j", "slow") == expected
     assert online.types("j") == ["slow", "fast"]
+
+
+def test_a_job_restoring_on_the_same_gpus_keeps_its_batch():
+    # The artifact re-chooses the batch at the end of ``Job.step``'s loop, which a job
+    # spending the whole round in ``rescale_time`` never reaches. Allocated at 60 s on both
+    # GPUs with a 120 s launch delay, it is still restoring at 120 s: the round keeps its
+    # batch (192 here) where a batch chosen anew without a model would be
+    # max(initial 128, 32 x 2) = 128.
+    policy = _policy()
+    engine = _engine(policy, 1, 2, launch_delay=120.0)
+    engine.reconcile(policy.decide(ClusterView(engine, 60.0, frozenset({""}), True)), 60.0)
+    status = engine.jobs["c"]
+    status.allocation = replace(status.allocation, batch_size=192)
+    schedule = policy.decide(ClusterView(engine, 120.0, frozenset({""}), True))
+    assert schedule.allocations["c"].batch_size == 192

@@ -92,6 +92,19 @@ def own_batch(
     return int(replace(table, params=fitted).best(len(shape), g)[1][0])
 
 
+def restoring_in_place(view: ClusterView, status: JobStatus, gpu_type: str, place: dict[int, int]) -> bool:
+    """Whether the job is still in its checkpoint-restore pause and stays on GPUs of the
+    same type and shape (GPUs per node in node order, the artifacts' placement). Both
+    artifacts re-choose a batch only at the end of ``Job.step``'s loop, after the job has
+    run; a job restoring for a whole round never gets there, so it keeps its batch."""
+    alloc = status.allocation
+    if alloc is None or alloc.batch_size is None or status.stall_until < view.now:
+        return False
+    if view.cluster.nodes[alloc.placement[0][0]].gpu_type != gpu_type:
+        return False
+    return [r.gpus for _, r in sorted(alloc.placement)] == [place[n] for n in sorted(place)]
+
+
 class EpochRetuner:
     """Remembers, per running job with an adaptive batch, the epoch and progress at which
     its batch was last chosen; at a wake-up re-chooses the batch of every job that has

@@ -73,7 +73,13 @@ from shapeshift.perf.pollux.online import FIT_TOL, POLLUX_FIT_TOL, OnlineFits
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import PolicyParams, register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
-from shapeshift.policies.goodput.epochs import EpochRetuner, Shape, decide_between_epochs, own_batch
+from shapeshift.policies.goodput.epochs import (
+    EpochRetuner,
+    Shape,
+    decide_between_epochs,
+    own_batch,
+    restoring_in_place,
+)
 from shapeshift.policies.goodput.genetic import GeneticSearch, Warm, adapt
 from shapeshift.policies.goodput.unaware import majority_type, to_real, to_virtual, virtual_nodes
 
@@ -321,7 +327,10 @@ class PolluxPolicy:
                 batch_now = job.current.batch_size if job.current is not None else None
                 shape = tuple(place[n] for n in sorted(place))
                 gpu_type = view.cluster.nodes[min(place)].gpu_type
-                batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, shape)
+                if restoring_in_place(view, status, gpu_type, place):
+                    batch = batch_now  # re-chosen only once it has run (``Job.step``)
+                else:
+                    batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, shape)
             per_gpu = (spec.num_cpus / spec.num_gpus, spec.mem_gb / spec.num_gpus) if spec.num_gpus else (0.0, 0.0)
             alloc = Allocation(
                 tuple((n, Resources(g, per_gpu[0] * g, per_gpu[1] * g)) for n, g in sorted(place.items())),

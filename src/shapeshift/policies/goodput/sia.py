@@ -63,7 +63,6 @@ import numpy as np
 from pydantic import Field
 
 from shapeshift.engine.contract import PolicyTraits
-from shapeshift.engine.state import JobStatus
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.arch import get_arch
@@ -75,7 +74,13 @@ from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
-from shapeshift.policies.goodput.epochs import EpochRetuner, Shape, decide_between_epochs, own_batch
+from shapeshift.policies.goodput.epochs import (
+    EpochRetuner,
+    Shape,
+    decide_between_epochs,
+    own_batch,
+    restoring_in_place,
+)
 from shapeshift.policies.goodput.sia_mip import solve_mip
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
@@ -397,7 +402,7 @@ class SiaPolicy:
             alloc = status.allocation
             gpu_type = view.cluster.nodes[next(iter(place))].gpu_type
             batch_now = alloc.batch_size if alloc else None
-            if _restoring_in_place(view, status, gpu_type, place):
+            if restoring_in_place(view, status, gpu_type, place):
                 # The artifact re-chooses a batch only after the job has run (the end of
                 # ``Job.step``'s loop); a job still restoring on the same GPUs keeps it.
                 batch = batch_now
@@ -423,17 +428,6 @@ class SiaPolicy:
     def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: Shape) -> int:
         by_placement = self.params.batch_cap == "placement"
         return own_batch(self.goodput, self.online, spec, batch_now, progress, gpu_type, shape, by_placement)
-
-
-def _restoring_in_place(view: ClusterView, status: JobStatus, gpu_type: str, place: dict[int, int]) -> bool:
-    """Whether the job is still in its checkpoint-restore pause and stays on GPUs of the
-    same type and shape (GPUs per node in node order, the artifact's placement)."""
-    alloc = status.allocation
-    if alloc is None or alloc.batch_size is None or status.stall_until < view.now:
-        return False
-    if view.cluster.nodes[alloc.placement[0][0]].gpu_type != gpu_type:
-        return False
-    return [r.gpus for _, r in sorted(alloc.placement)] == [place[n] for n in sorted(place)]
 
 
 def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
