@@ -22,6 +22,12 @@ class LucidParams(PolicyParams):
     profile_seconds: float = Field(200.0, gt=0.0, allow_inf_nan=False)
     #: Largest job the profiler takes (artifact Venus: 8 GPUs; Philly: 4).
     profiler_max_gpus: int = Field(8, ge=1)
+    #: Ours, off: the profiler reads each figure (GPU utilisation, memory-bandwidth use, GPU
+    #: memory) times ``1 + U(-profile_noise, profile_noise)``, seeded per job, standing for
+    #: one short run's measurement error. The artifact reads each configuration's measured
+    #: figures from its table as they are, the same figures its scores use (0); the thesis
+    #: gives no noise model for its simulation.
+    profile_noise: float = Field(0.0, ge=0.0, lt=1.0, allow_inf_nan=False)
     #: Ours, off: a job waits for (and runs in) the profiler before it joins the main
     #: queue. The artifact profiles in a separate pass, so a job's main-queue wait counts
     #: from its submission and the main queue may start it before it was profiled.

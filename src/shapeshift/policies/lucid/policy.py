@@ -59,7 +59,7 @@ import numpy as np
 from shapeshift.engine.replay import Replay, require
 from shapeshift.engine.state import FreeResources
 from shapeshift.model import Allocation, JobSpec, Schedule
-from shapeshift.perf.colocation import SharingProfile, noisy
+from shapeshift.perf.colocation import SharingProfile
 from shapeshift.policies.framework.base import ARRIVAL, COMPLETION
 from shapeshift.policies.framework.placement import PLACEMENTS
 from shapeshift.policies.framework.registry import register
@@ -69,7 +69,7 @@ from shapeshift.policies.lucid.models import DurationModel, PrAMSettings, Submis
 from shapeshift.policies.lucid.packing import BinderRules, PartnerIndex, fit_packing_model
 from shapeshift.policies.lucid.params import LucidParams
 from shapeshift.policies.lucid.partners import RunningPartners
-from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, split_partition, wants_profiling
+from shapeshift.policies.lucid.profiler import ProfilerSettings, measure, read, split_partition, wants_profiling
 from shapeshift.policies.lucid.scaling import ProfilerScaler
 
 __all__ = ["Lucid", "LucidParams", "make_lucid"]
@@ -398,14 +398,14 @@ class Lucid(BinderMixin):
     def _measure(self, spec: JobSpec) -> SharingProfile:
         """What the profiler reads for ``spec``: its configuration's figures where the
         profile file gives its configuration (the artifact's per-configuration data),
-        else its model's profile; with the profiler's reading noise either way."""
+        else its model's profile; with ``profile_noise`` either way."""
         config = self.configs.of(spec) if self.configs is not None else None
         if config is None:
-            return measure(spec, self.p.seed)
+            return measure(spec, self.p.seed, self.p.profile_noise)
         self.configured.add(spec.job_id)
         if config.label is not None:
             self.labels[spec.job_id] = config.label
-        return noisy(config.profile, spec.job_id, self.p.seed)
+        return read(config.profile, spec, self.p.seed, self.p.profile_noise)
 
     def _measure_unprofiled(self, job_id: str, spec: JobSpec) -> None:
         """Features for a job the profiler has not measured: read once it runs (the

@@ -19,7 +19,9 @@ Defaults and their sources:
   that has more. This is a named deviation (see the README fidelity table).
 
 In simulation the measured features are the job's sharing profile
-(``shapeshift.perf.colocation``) with seeded 5% reading noise.
+(``shapeshift.perf.colocation``), read as it is: the artifact's profiler and scorer read
+the same measured figures of each configuration. ``noise`` > 0 (``profile_noise``, ours)
+multiplies each figure by ``1 + U(-noise, noise)``, seeded per job.
 """
 
 from __future__ import annotations
@@ -47,9 +49,15 @@ def split_partition(nodes: np.ndarray, settings: ProfilerSettings) -> tuple[np.n
     return nodes[: settings.nodes], nodes[settings.nodes :]
 
 
-def measure(spec: JobSpec, seed: int) -> SharingProfile:
-    """What the profiler reads for a job (simulation: the profile plus reading noise)."""
-    return noisy(profile_of(spec, seed), spec.job_id, seed)
+def read(profile: SharingProfile, spec: JobSpec, seed: int, noise: float) -> SharingProfile:
+    """What the profiler reads of ``profile`` for ``spec``: the figures themselves, or
+    each times ``1 + U(-noise, noise)`` (seeded by job id) when ``noise`` > 0."""
+    return noisy(profile, spec.job_id, seed, relative=noise) if noise > 0 else profile
+
+
+def measure(spec: JobSpec, seed: int, noise: float = 0.0) -> SharingProfile:
+    """What the profiler reads for a job in simulation: its sharing profile."""
+    return read(profile_of(spec, seed), spec, seed, noise)
 
 
 def wants_profiling(spec: JobSpec, settings: ProfilerSettings, profiler_gpus: int) -> bool:
