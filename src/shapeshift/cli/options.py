@@ -38,8 +38,8 @@ LaunchDelayOption = Annotated[
 RestorePenaltyOption = Annotated[
     str | None,
     typer.Option(
-        help="Checkpoint-restore pause per preemption/reconfiguration: seconds, 'helios' or 'sia-artifact' "
-        "(the Sia artifact's per-application delays, on every start). "
+        help="Checkpoint-restore pause per preemption/reconfiguration: seconds, 'helios', 'sia-artifact' "
+        "(the Sia artifact's per-application delays, on every start) or 'sia-artifact-30' (30 s, on every start). "
         "Default: the data set's, else 30."
     ),
 ]
