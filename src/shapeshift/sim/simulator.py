@@ -84,17 +84,16 @@ def simulate(
     # The jobs and everything built before the run are alive throughout it: frozen, the
     # collector's full passes (which grow with the heap) leave them out. A nested run
     # (a planning policy's replay) finds the heap frozen already and leaves it so.
-    if gc.get_freeze_count():
-        return _simulate(
-            jobs, cluster, policy, workload_name, throughput, overheads, round_seconds, progress, interference
-        )
-    gc.freeze()
+    outermost = not gc.get_freeze_count()
+    if outermost:
+        gc.freeze()
     try:
         return _simulate(
             jobs, cluster, policy, workload_name, throughput, overheads, round_seconds, progress, interference
         )
     finally:
-        gc.unfreeze()
+        if outermost:
+            gc.unfreeze()
 
 
 def _simulate(

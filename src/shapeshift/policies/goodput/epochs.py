@@ -92,17 +92,26 @@ def own_batch(
     return int(replace(table, params=fitted).best(len(shape), g)[1][0])
 
 
-def restoring_in_place(view: ClusterView, status: JobStatus, gpu_type: str, place: dict[int, int]) -> bool:
-    """Whether the job is still in its checkpoint-restore pause and stays on GPUs of the
-    same type and shape (GPUs per node in node order, the artifacts' placement). Both
+def round_batch(
+    view: ClusterView, status: JobStatus, gpu_type: str, place: dict[int, int], choose: BatchChooser
+) -> int:
+    """The batch a round gives a job placed on ``place`` (GPUs per node, of ``gpu_type``):
+    ``choose``'s for its model, except that a job still in its checkpoint-restore pause on
+    GPUs of the same type and shape (the artifacts' placement) keeps its batch. Both
     artifacts re-choose a batch only at the end of ``Job.step``'s loop, after the job has
-    run; a job restoring for a whole round never gets there, so it keeps its batch."""
+    run; a job restoring for a whole round never gets there."""
     alloc = status.allocation
-    if alloc is None or alloc.batch_size is None or status.stall_until < view.now:
-        return False
-    if view.cluster.nodes[alloc.placement[0][0]].gpu_type != gpu_type:
-        return False
-    return [r.gpus for _, r in sorted(alloc.placement)] == [place[n] for n in sorted(place)]
+    shape = tuple(place[n] for n in sorted(place))
+    if (
+        alloc is not None
+        and alloc.batch_size is not None
+        and status.stall_until >= view.now
+        and view.cluster.nodes[alloc.placement[0][0]].gpu_type == gpu_type
+        and tuple(r.gpus for _, r in sorted(alloc.placement)) == shape
+    ):
+        return alloc.batch_size
+    batch_now = alloc.batch_size if alloc is not None else None
+    return choose(status.spec, batch_now, status.progress_at(view.now), gpu_type, shape)
 
 
 class EpochRetuner:

@@ -78,7 +78,7 @@ from shapeshift.policies.goodput.epochs import (
     Shape,
     decide_between_epochs,
     own_batch,
-    restoring_in_place,
+    round_batch,
 )
 from shapeshift.policies.goodput.genetic import GeneticSearch, Warm, adapt
 from shapeshift.policies.goodput.unaware import majority_type, to_real, to_virtual, virtual_nodes
@@ -324,13 +324,7 @@ class PolluxPolicy:
             adaptive = spec.batch is not None and spec.batch.adaptive
             batch = None
             if adaptive:
-                batch_now = job.current.batch_size if job.current is not None else None
-                shape = tuple(place[n] for n in sorted(place))
-                gpu_type = view.cluster.nodes[min(place)].gpu_type
-                if restoring_in_place(view, status, gpu_type, place):
-                    batch = batch_now  # re-chosen only once it has run (``Job.step``)
-                else:
-                    batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, shape)
+                batch = round_batch(view, status, view.cluster.nodes[min(place)].gpu_type, place, self._batch)
             per_gpu = (spec.num_cpus / spec.num_gpus, spec.mem_gb / spec.num_gpus) if spec.num_gpus else (0.0, 0.0)
             alloc = Allocation(
                 tuple((n, Resources(g, per_gpu[0] * g, per_gpu[1] * g)) for n, g in sorted(place.items())),

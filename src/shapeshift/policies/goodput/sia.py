@@ -79,7 +79,7 @@ from shapeshift.policies.goodput.epochs import (
     Shape,
     decide_between_epochs,
     own_batch,
-    restoring_in_place,
+    round_batch,
 )
 from shapeshift.policies.goodput.sia_mip import solve_mip
 from shapeshift.policies.planaware.common import PlanAwareParams
@@ -398,16 +398,8 @@ class SiaPolicy:
                 return None
             plan = c.plan
         elif job.kind == "pollux" and spec.batch is not None and spec.batch.adaptive:
-            status = view.job(spec.job_id)
-            alloc = status.allocation
             gpu_type = view.cluster.nodes[next(iter(place))].gpu_type
-            batch_now = alloc.batch_size if alloc else None
-            if restoring_in_place(view, status, gpu_type, place):
-                # The artifact re-chooses a batch only after the job has run (the end of
-                # ``Job.step``'s loop); a job still restoring on the same GPUs keeps it.
-                batch = batch_now
-            else:
-                batch = self._batch(spec, batch_now, status.progress_at(view.now), gpu_type, tuple(shape))
+            batch = round_batch(view, view.job(spec.job_id), gpu_type, place, self._batch)
         if job.kind == "plan" and plan is not None:
             cpus, mem = self._cpus(spec, g), host_memory_gb(get_arch(spec.model), plan)
         else:
