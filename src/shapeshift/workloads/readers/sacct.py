@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from shapeshift.errors import InputError
+from shapeshift.workloads.readers.sacct_fast import read_columns
 from shapeshift.workloads.readers.sacct_fields import (
     Tres,
     base_state,
@@ -137,7 +138,8 @@ def read_sacct(path: str | Path, zone: tzinfo | None = None) -> Workload:
 def read_sacct_notes(path: str | Path, zone: tzinfo | None = None) -> tuple[Workload, SacctNotes]:
     """``read_sacct`` plus what it left out and folded (for a report).
 
-    Rows are read one at a time: a step row is counted and dropped, a job row becomes its
+    A history of plain jobs and their steps is read column by column (``sacct_fast``);
+    any other is read here, one row at a time: a step row is counted and dropped, a job row becomes its
     job's values in column lists at once (a later attempt of the same job overwrites
     them), so memory grows with the jobs, not with the rows and their text."""
     import pandas as pd
@@ -148,10 +150,19 @@ def read_sacct_notes(path: str | Path, zone: tzinfo | None = None) -> tuple[Work
     if first is None:
         raise InputError("file is empty", path=str(path))
     header, trailing = _header(path, *first)
+    lines.close()
+    notes = SacctNotes()
+    columns = read_columns(path, header, trailing, zone)
+    if columns is not None:  # the common history, read column by column (``sacct_fast``)
+        frame, notes.origin, counts = columns
+        for name, count in counts.items():
+            setattr(notes, name, count)
+        return Workload.from_frame(path.stem, pd.DataFrame(frame)), notes
+    lines = _lines(path)
+    next(lines)
     at = {name: i for i, name in enumerate(header)}
     width = len(header)
     job_at = at["JobID"]
-    notes = SacctNotes()
     jobs = _Jobs(path, header, zone)
     for number, text in lines:
         fields = text.rstrip("\r\n").split("|")
