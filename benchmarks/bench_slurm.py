@@ -5,7 +5,7 @@ folds twice as many rows) for a ``slurm.conf`` of 1,000 nodes x 8 GPUs with back
 (``bf_max_job_test=500``), reads it and replays it under ``--policy slurm``, each size in
 its own process; reports read and replay seconds, peak memory (max RSS) and the growth
 exponent of the total time between successive sizes (log t2/t1 / log n2/n1), and the
-CPU seconds of reading and replaying with their own growth exponent.
+CPU seconds of reading and replaying (and of reading alone) with their own growth exponent.
 
     python benchmarks/bench_slurm.py --sizes 10000,30000,100000
     python benchmarks/bench_slurm.py --sizes 100000,300000,1000000   # the goal: < 5 min, < 4 GB at 1M
@@ -101,6 +101,7 @@ def one(size: int, seed: int, work: Path, load: float = LOAD) -> dict:
     t0 = time.perf_counter()
     workload = read_sacct(history)
     t1 = time.perf_counter()
+    c1 = _cpu()
     result = simulate(workload, load_cluster(conf), "slurm")
     t2 = time.perf_counter()
     return {
@@ -112,6 +113,7 @@ def one(size: int, seed: int, work: Path, load: float = LOAD) -> dict:
         # CPU seconds of reading and replaying: on a shared machine the wall-clock
         # figures grow with the other work running beside it, the CPU time much less.
         "cpu_s": round(_cpu() - c0, 2),
+        "read_cpu_s": round(c1 - c0, 2),
         "max_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3),
         "avg_queue_s": result.summary["avg_queue"],
     }
