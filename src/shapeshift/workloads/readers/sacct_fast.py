@@ -38,6 +38,11 @@ from shapeshift.workloads.readers.table import MAX_SECONDS, open_text
 if TYPE_CHECKING:
     import pyarrow as pa
 
+#: The fields a job is read from (``sacct._Jobs._values``).
+_READ = (
+    "JobID", "Submit", "Eligible", "Start", "End", "Elapsed", "Timelimit", "State", "User", "Account", "Partition",
+    "QOS", "JobName", "AllocTRES", "ReqTRES", "Priority",
+)  # fmt: skip
 #: The plain time form, digits and separators in place (RE2 syntax).
 _PLAIN_TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$"
 #: Days before each month in a common year (``_civil_days``).
@@ -58,6 +63,8 @@ def read_columns(
     reader's reading of the header."""
     if zone is not None:
         return None
+    import pyarrow as pa
+
     try:
         table = _table(path, header, trailing)
         if table is None:
@@ -65,6 +72,9 @@ def read_columns(
         return _columns(table, header)
     except _Other:
         return None
+    finally:
+        # The parsed text is dropped by now: its memory goes back before the replay grows.
+        pa.default_memory_pool().release_unused()
 
 
 def _table(path: Path, header: list[str], trailing: bool) -> pa.Table | None:
@@ -101,6 +111,9 @@ def _table(path: Path, header: list[str], trailing: bool) -> pa.Table | None:
     if data.find(b"\r", end + 1 if end >= 0 else len(data)) >= 0:
         return None  # lines ended by '\r': left to the per-row reader's reading of lines
     columns = [f"c{i}" for i in range(len(header) + trailing)]
+    # Only the fields a job is read from are converted (every row's width is still checked).
+    at = {name: i for i, name in enumerate(header)}
+    used = sorted({at[name] for name in _READ if name in at}) + ([len(header)] if trailing else [])
     try:
         return csv.read_csv(
             pa.BufferReader(body),
@@ -108,6 +121,7 @@ def _table(path: Path, header: list[str], trailing: bool) -> pa.Table | None:
             parse_options=csv.ParseOptions(delimiter="|", quote_char=False, escape_char=False),
             convert_options=csv.ConvertOptions(
                 column_types={c: pa.string() for c in columns},
+                include_columns=[columns[i] for i in used],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),
@@ -120,8 +134,9 @@ def _columns(table: pa.Table, header: list[str]) -> tuple[dict[str, object], flo
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    at = {name: i for i, name in enumerate(header)}
-    if len(header) < table.num_columns and pc.any(pc.not_equal(table.column(len(header)), "")).as_py():
+    at = {name: f"c{i}" for i, name in enumerate(header)}
+    extra = f"c{len(header)}"
+    if extra in table.column_names and pc.any(pc.not_equal(table.column(extra), "")).as_py():
         raise _Other  # the trailing '|' had a field after it
     if table.num_rows == 0:
         raise _Other
@@ -316,6 +331,8 @@ def _tres(text: str) -> tuple[float, float, float]:
             t = parse_tres(text)
         except ValueError:
             raise _Other from None
+    if t.gpus is not None and t.gpus > 2**53:
+        raise _Other  # not exact as a float: the per-row reader keeps the integer
     nan = math.nan
     return (
         nan if t.gpus is None else float(t.gpus),
