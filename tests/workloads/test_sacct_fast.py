@@ -14,6 +14,7 @@ import pytest
 
 import shapeshift.workloads.readers.sacct as sacct
 from shapeshift.errors import InputError
+from shapeshift.workloads.readers import sacct_fast
 from shapeshift.workloads.readers.sacct import read_sacct_notes
 from shapeshift.workloads.readers.sacct_fast import read_columns
 
@@ -180,3 +181,23 @@ def test_no_job_kept_refused(tmp_path):
     path = _write(tmp_path, [HEADER, PLAIN[4], PLAIN[5]])
     with pytest.raises(InputError, match="nothing to replay"):
         read_sacct_notes(path)
+
+
+def test_many_parser_blocks_read_the_same(tmp_path, monkeypatch):
+    # 60 jobs of 7 rows' pattern in 1 KiB blocks: every column comes in many chunks, whose
+    # distinct values (users, TRES, limits) must be numbered alike across chunks.
+    lines = [HEADER]
+    for k in range(60):
+        for row in PLAIN:
+            job, _, rest = row.partition("|")
+            head, dot, step = job.partition(".")
+            fields = rest.split("|")
+            if fields[0]:
+                fields[0] = f"user{k % 7}"
+            lines.append("|".join([f"{int(head) + 100 * k}{dot}{step}", *fields]))
+    path = _write(tmp_path, lines)
+    monkeypatch.setattr(sacct_fast, "BLOCK", 1024)
+    assert _taken(path)
+    work, notes = _same(path)
+    assert len(work) == 180 and notes.steps_folded == 120
+    assert sorted(set(work.frame["user"])) == [f"user{k}" for k in range(7)]

@@ -38,6 +38,8 @@ from shapeshift.workloads.readers.table import MAX_SECONDS, open_text
 if TYPE_CHECKING:
     import pyarrow as pa
 
+#: Bytes of text the CSV parser reads at a time (each block is one chunk of every column).
+BLOCK = 1 << 24
 #: The fields a job is read from (``sacct._Jobs._values``).
 _READ = (
     "JobID", "Submit", "Eligible", "Start", "End", "Elapsed", "Timelimit", "State", "User", "Account", "Partition",
@@ -117,7 +119,7 @@ def _table(path: Path, header: list[str], trailing: bool) -> pa.Table | None:
     try:
         return csv.read_csv(
             pa.BufferReader(body),
-            read_options=csv.ReadOptions(column_names=columns, use_threads=False, block_size=1 << 24),
+            read_options=csv.ReadOptions(column_names=columns, use_threads=False, block_size=BLOCK),
             parse_options=csv.ParseOptions(delimiter="|", quote_char=False, escape_char=False),
             convert_options=csv.ConvertOptions(
                 column_types={c: pa.string() for c in columns},
@@ -290,35 +292,35 @@ def _per_value(values: pa.ChunkedArray | None, read, n: int) -> tuple[np.ndarray
     """``read(text)`` of each row's value (a tuple of floats, ``nan`` for none), computed
     once per distinct value; ``read`` raises ``_Other`` for a value the per-row reader
     refuses. A column the header lacks reads as ``""`` on every row."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     if values is None:
         return tuple(np.full(n, v, dtype=np.float64) for v in read(""))
-    encoded = pc.dictionary_encode(values)
-    if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.combine_chunks()
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
-    answers = [read(text) for text in encoded.dictionary.to_pylist()]
+    distinct, codes = _distinct(values)
+    answers = [read(text) for text in distinct]
     table = np.array(answers, dtype=np.float64).reshape(len(answers), -1)
     return tuple(table[codes, k] for k in range(table.shape[1]))
+
+
+def _distinct(values: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """A column's distinct values and each row's position among them (one value set for
+    every chunk, so the positions agree across chunks)."""
+    import pyarrow.compute as pc
+
+    distinct = pc.unique(values)
+    codes = pc.index_in(values, value_set=distinct)
+    return distinct.to_pylist(), np.asarray(codes.to_numpy(), dtype=np.intp)
 
 
 def _text(values: pa.ChunkedArray | None, n: int, read=None) -> list[str]:
     """A text column's values, stripped (and passed through ``read``), one string object
     per distinct value; ``""`` for a column the header lacks."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     if values is None:
         return [read("") if read else ""] * n
-    encoded = pc.dictionary_encode(values)
-    if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.combine_chunks()
-    texts = [t.strip() for t in encoded.dictionary.to_pylist()]
+    distinct, codes = _distinct(values)
+    texts = [t.strip() for t in distinct]
     if read is not None:
         texts = [read(t) for t in texts]
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
     return [texts[c] for c in codes.tolist()]
 
 
