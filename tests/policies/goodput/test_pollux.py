@@ -12,6 +12,7 @@ from shapeshift.cluster import shorthand_cluster
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import BatchSpec, JobSpec
+from shapeshift.perf.pollux.knowledge import shape_pairs
 from shapeshift.policies.goodput.pollux import PolluxParams, PolluxPolicy, power_utility, solve
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from tests.conftest import bundled
@@ -118,6 +119,13 @@ class _Table:
     def best(self, nodes, replicas):
         r = np.atleast_1d(np.asarray(replicas, float))
         return (np.ones_like(r) if self.kind == "flat" else r), np.ones(r.shape, dtype=int)
+
+    def by_shape(self, gpn, max_r, max_nodes):
+        # The same on any node count (no synchronisation cost): out[k, r] = 1 or r.
+        out = np.zeros((max_nodes + 1, max_r + 1))
+        k, r = shape_pairs(gpn, max_r, max_nodes)
+        out[k, r] = 1.0 if self.kind == "flat" else r
+        return out
 
 
 def test_a_job_whose_speedup_is_flat_gets_no_more_than_its_minimum():

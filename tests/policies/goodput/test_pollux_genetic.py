@@ -7,7 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from shapeshift.policies.goodput.genetic import GeneticSearch, crowding, nondominated_rank
+from shapeshift.perf.pollux.goodput import BatchLimits, PerfParams
+from shapeshift.perf.pollux.knowledge import JobGoodput, shape_pairs
+from shapeshift.policies.goodput.genetic import GeneticSearch, Values, crowding, nondominated_rank
 from shapeshift.policies.goodput.pollux import PolluxParams, PolluxPolicy, power_utility, solve
 
 P = -1.0
@@ -35,12 +37,22 @@ def _brute(terms, total):
     return list(arg)
 
 
+def _packed(speed, nodes=3):
+    """Values for speedups by count alone (the same on every node count up to ``nodes``),
+    no restart penalty."""
+    table = np.zeros((len(speed), nodes + 1, max(len(s) for s in speed)))
+    for i, s in enumerate(speed):
+        table[i, :, : len(s)] = s
+    n = len(speed)
+    return Values(table, table, np.ones(n), np.array([len(s) - 1 for s in speed]), np.zeros(n, bool))
+
+
 def _run(seed, population=20, generations=30):
-    terms, speed = _problem()
+    _, speed = _problem()
     search = GeneticSearch(population, generations, np.random.default_rng(seed))
     base = np.zeros((3, 2), dtype=np.int64)
     caps = np.array([2, 2])
-    return search.search(terms, speed, base, caps, np.zeros(3, dtype=bool), None, P)
+    return search.search(_packed(speed), base, caps, None, P)
 
 
 def test_genetic_search_reaches_the_knapsack_and_brute_force_optimum():
@@ -64,10 +76,9 @@ def test_same_seed_same_population_and_repair_keeps_capacity():
 
 def test_repair_clamps_to_node_capacity_in_job_order():
     # One node of 2 GPUs, jobs asking 2 and 2 on it: the first keeps 2, the second gets 0.
-    terms = [power_utility(np.array([0, 1, 2.0]), P)] * 2
     search = GeneticSearch(4, 1, np.random.default_rng(0))
     base = np.zeros((2, 1), np.int64)
-    search.search(terms, [np.array([0, 1, 2.0])] * 2, base, np.array([2]), np.zeros(2, bool), None, P)
+    search.search(_packed([np.array([0, 1, 2.0])] * 2, 1), base, np.array([2]), None, P)
     fixed = search._repair(np.array([[[2], [2]]]))
     assert fixed[0, :, 0].tolist() == [2, 0]
 
@@ -113,3 +124,129 @@ def test_policy_with_genetic_search_gives_the_flat_job_one_gpu():
         got = policy.decide(view).allocations
         chosen.append((got["flat"].gpus, got["linear"].gpus))
     assert chosen == [(1, 3), (1, 3)]
+
+
+# A throughput model whose inter-node synchronisation dominates (PerfParams order: alpha_c,
+# beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma). With gamma = 1 a step takes
+# T_grad + T_sync, T_grad = 0.1 x local batch, T_sync = 0.1 on one node (2 GPUs), 1.0 across
+# nodes, ~0 on one GPU. A fixed global batch of 4 (no accumulation, gain 1):
+#   1 GPU:              4 / 0.4              = 10 examples/s
+#   2 GPUs, one node:   4 / (0.2 + 0.1)      = 13.33
+#   2 GPUs, two nodes:  4 / (0.2 + 1.0)      = 3.33
+SYNC = PerfParams(0.0, 0.1, 1.0, 0.0, 0.1, 0.0, 1.0)
+
+
+def test_goodput_by_shape_follows_the_artifacts_speedup_of_nodes_and_replicas():
+    table = JobGoodput(SYNC, (1.0, 0.0), BatchLimits(4, 4, 1, 4), False)
+    out = table.by_shape(2, 3, 2)  # nodes of 2 GPUs, up to 3 GPUs, up to 2 nodes
+    assert out[1, 1] == pytest.approx(10.0)
+    assert out[1, 2] == pytest.approx(4 / 0.3)
+    assert out[2, 2] == pytest.approx(4 / 1.2)
+    # 3 GPUs need two nodes of 2: the per-GPU batch ceil(4/3) = 2, 6 examples a step of
+    # 0.2 + 1.0 s, counted at the fixed batch's scale 6/4: 5 / 1.5 = 3.33.
+    assert out[2, 3] == pytest.approx(6 / 1.2 / (6 / 4))
+    # No shape: 2 nodes for 1 GPU, 3 GPUs on one node of 2, or nothing at all.
+    assert out[2, 1] == 0 and out[1, 3] == 0 and out[0].sum() == 0 and out[:, 0].sum() == 0
+
+
+def _one_job_values(by_count, factor=1.0):
+    # One job on 2 nodes x 2 GPUs, speedups over 1 GPU (10 examples/s) from SYNC above:
+    # speed[1, 1] = 1, speed[1, 2] = 1.333, speed[2, 2] = 0.333; scaled by nodes / GPUs = 1/2.
+    speed = np.zeros((1, 3, 3))
+    speed[0, 1, 1], speed[0, 1, 2], speed[0, 2, 2] = 1.0, 4 / 3, 1 / 3
+    if by_count:  # the packed value on every node count
+        speed[0, 2, 2] = speed[0, 1, 2]
+    return Values(speed / 2, speed, np.array([factor]), np.array([2]), np.zeros(1, bool), by_count)
+
+
+def test_a_spread_placement_is_valued_below_the_packed_one():
+    # One job, p = -1: the power mean is x + 1e-3 (x its scaled speedup); the second
+    # objective is its speedup over the GPUs of the nodes in use.
+    #   packed [2, 0]: x = 1.333 / 2 = 0.6667 -> -0.6677; utility 1.333 / 2 GPUs = 0.6667
+    #   spread [1, 1]: x = 0.333 / 2 = 0.1667 -> -0.1677; utility 0.333 / 4 GPUs = 0.0833
+    search = GeneticSearch(4, 1, np.random.default_rng(0))
+    base = np.zeros((1, 2), np.int64)
+    search.search(_one_job_values(False), base, np.array([2, 2]), None, P)
+    f = search._evaluate(np.array([[[2, 0]], [[1, 1]]]))
+    assert f[0] == pytest.approx([-(2 / 3 + 1e-3), -2 / 3])
+    assert f[1] == pytest.approx([-(1 / 6 + 1e-3), -1 / 12])
+    # Valued by count (ours), the two are worth the same but for the nodes in use.
+    search.search(_one_job_values(True), base, np.array([2, 2]), None, P)
+    g = search._evaluate(np.array([[[2, 0]], [[1, 1]]]))
+    assert g[0, 0] == g[1, 0] == pytest.approx(-(2 / 3 + 1e-3))
+    assert g[1, 1] == pytest.approx(-(4 / 3) / 4)
+
+
+def test_a_move_with_the_same_count_is_a_restart_by_placement_not_by_count():
+    # Running on [1, 1]; restart factor 0.5. Moving to [2, 0] keeps the count (2):
+    # by placement it is a restart, x = 0.6667 x 0.5 = 0.3333; by count it is not, 0.6667.
+    base = np.array([[1, 1]])
+    search = GeneticSearch(4, 1, np.random.default_rng(0))
+    search.search(_one_job_values(False, 0.5), base, np.array([2, 2]), None, P)
+    assert search._evaluate(np.array([[[2, 0]]]))[0, 0] == pytest.approx(-(1 / 3 + 1e-3))
+    search.search(_one_job_values(True, 0.5), base, np.array([2, 2]), None, P)
+    assert search._evaluate(np.array([[[2, 0]]]))[0, 0] == pytest.approx(-(2 / 3 + 1e-3))
+
+
+class _Sync:
+    """Knowledge stand-in: goodput r on one node, r / 4 across nodes (heavy synchronisation)."""
+
+    root = None
+
+    def job(self, spec, batch_now, progress, merged=None):
+        return _SyncTable()
+
+
+class _SyncTable:
+    params = "fitted"
+
+    def table(self, gpn, cols):
+        r = np.arange(1, cols + 1, dtype=float)
+        return np.concatenate([np.where(r <= gpn, r, r / 4), r]), np.ones(2 * cols, dtype=int)
+
+    def by_shape(self, gpn, max_r, max_nodes):
+        out = np.zeros((max_nodes + 1, max_r + 1))
+        k, r = shape_pairs(gpn, max_r, max_nodes)
+        out[k, r] = np.where(k == 1, r, r / 4)
+        return out
+
+    def best(self, nodes, replicas):
+        r = np.atleast_1d(np.asarray(replicas, float))
+        return r, np.ones(r.shape, dtype=int)
+
+
+def test_policy_keeps_the_placement_the_search_found(monkeypatch):
+    # One job alone on 2 nodes x 2 GPUs, p = -1: the objective is its speedup (+1e-3), and
+    # its speedups by shape are 1 GPU: 1, 2 on one node: 2, 2 / 3 / 4 over two nodes:
+    # 0.5 / 0.75 / 1. The optimum is 2 GPUs on one node, and the allocation decided is
+    # the search's best state, node for node.
+    from tests.conftest import bundled
+    from tests.policies.goodput.test_pollux import CIFAR, _engine, _job
+
+    found = []
+
+    class Recording(GeneticSearch):
+        def search(self, *args, **kwargs):
+            best, pop = super().search(*args, **kwargs)
+            found.append(best.copy())
+            return best, pop
+
+    monkeypatch.setattr("shapeshift.policies.goodput.pollux.GeneticSearch", Recording)
+    for seed in (0, 1, 2):
+        params = PolluxParams(
+            profiles=str(bundled("pollux-profiles")),
+            explore=False,
+            goodput_model="offline",
+            batch_retune="round",
+            search="genetic",
+            population=20,
+            generations=20,
+            seed=seed,
+        )
+        policy = PolluxPolicy(params)
+        policy.knowledge = _Sync()
+        _, view = _engine(policy, [_job("j", "cifar10", CIFAR)], 2, 2, 600.0)
+        got = policy.decide(view).allocations["j"]
+        place = {n: r.gpus for n, r in got.placement}
+        assert place == {n: int(g) for n, g in enumerate(found[-1][0]) if g}
+        assert sorted(place.values()) == [2]

@@ -89,6 +89,25 @@ def _one(params: PerfParams, limits: BatchLimits, adaptive: bool, nodes: int, re
     return GoodputGrid(params, limits, nodes, replicas, adaptive)
 
 
+@functools.lru_cache(maxsize=4096)
+def _shapes(
+    params: PerfParams, limits: BatchLimits, adaptive: bool, gpn: int, max_r: int, max_nodes: int
+) -> tuple[GoodputGrid, np.ndarray, np.ndarray]:
+    """The grid of every (k nodes, r GPUs) that k nodes of ``gpn`` GPUs can hold, each
+    node at least one GPU, and its k and r."""
+    k, r = shape_pairs(gpn, max_r, max_nodes)
+    return GoodputGrid(params, limits, k, r, adaptive), k, r
+
+
+def shape_pairs(gpn: int, max_r: int, max_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(k, r) for r = 1..max_r and ``ceil(r / gpn) <= k <= min(r, max_nodes)``."""
+    r = np.arange(1, max_r + 1)
+    k = np.arange(1, max_nodes + 1)
+    kk, rr = np.meshgrid(k, r, indexing="ij")
+    ok = (kk <= rr) & (kk * gpn >= rr)
+    return kk[ok], rr[ok]
+
+
 @dataclass(frozen=True)
 class JobGoodput:
     """One job's goodput table: ``goodput(nodes, replicas)`` at the best batch for each."""
@@ -114,6 +133,18 @@ class JobGoodput:
             r = np.arange(1, max_r + 1, dtype=float)
             return np.concatenate([r, r]), np.full(2 * max_r, self.limits.init, dtype=int)
         return _grid(self.params, self.limits, self.adaptive, gpn, max_r).evaluate(self.grad)
+
+    def by_shape(self, gpn: int, max_r: int, max_nodes: int) -> np.ndarray:
+        """Best goodput ``out[k, r]`` on r GPUs spread over k nodes of ``gpn`` GPUs (0 where
+        k nodes cannot hold r GPUs, or k or r is 0); cached per application."""
+        out = np.zeros((max_nodes + 1, max_r + 1))
+        if self.params is None:
+            k, r = shape_pairs(gpn, max_r, max_nodes)
+            out[k, r] = r
+            return out
+        grid, k, r = _shapes(self.params, self.limits, self.adaptive, gpn, max_r, max_nodes)
+        out[k, r] = grid.evaluate(self.grad)[0]
+        return out
 
 
 class GoodputKnowledge:

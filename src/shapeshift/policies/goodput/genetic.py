@@ -28,13 +28,20 @@ A state is a jobs x nodes matrix of GPU counts. The rules, as read there:
   two combined as independent events);
 * **repair** (``Problem._repair``): one distributed job per node (the first in job order
   keeps it), at most a job's GPU limit and 16 nodes (nodes taken in a random order),
-  then node capacity (jobs in order, each taking what is left).
+  then node capacity (jobs in order, each taking what is left);
+* **value** (``Problem._get_job_speedups``, ``_evaluate``): a job's speedup is that of
+  its state's own shape, ``count_nonzero`` nodes and the sum of GPUs (so a job spread
+  over two nodes pays the inter-node synchronisation its throughput model puts on two
+  nodes), and it pays the restart penalty when its row differs from the current
+  allocation in any node; the state found is the allocation, placement included
+  (``_state_to_allocations``).
 
-Ours (the named difference, in :mod:`.pollux`): a job's speedup is that of its GPU
-count packed on ``ceil(r / GPUs per node)`` nodes, the term the exact knapsack uses,
-whatever nodes the state spreads it over; the allocation's count per job is kept and
-placed as ``search=exact`` places it. All randomness comes from one seeded
-``numpy.random.Generator`` (the artifact is unseeded).
+``by_count`` (ours, :mod:`.pollux` ``genetic_value=packed``): a job is valued at its
+GPU count packed on ``ceil(r / GPUs per node)`` nodes whatever nodes the state spreads it
+over, penalised only when its count changes, and only the counts are kept. ``allowed``
+(ours) keeps a job off nodes of GPU types it may not use; with no typed job it changes
+nothing. All randomness comes from one seeded ``numpy.random.Generator`` (the artifact is
+unseeded).
 """
 
 from __future__ import annotations
@@ -45,6 +52,25 @@ import numpy as np
 
 #: ``Problem._repair``'s cap on the nodes one job spans.
 MAX_NODES = 16
+#: The power mean's floor on a speedup (``Problem._evaluate``).
+EPS = 1e-3
+
+
+@dataclass(frozen=True)
+class Values:
+    """What a state is worth, per job j: ``scaled[j, k, r]`` its speedup on r GPUs over k
+    nodes scaled so that one node's share is 1, before the restart penalty; ``speed`` the
+    same unscaled (the cluster-utility objective); ``factor[j]`` its restart penalty;
+    ``limit[j]`` its most GPUs; ``rigid[j]``: all of its limit or nothing. ``by_count``:
+    a change of count, not of placement, is a restart (the tables then hold the packed
+    value on every k)."""
+
+    scaled: np.ndarray
+    speed: np.ndarray
+    factor: np.ndarray
+    limit: np.ndarray
+    rigid: np.ndarray
+    by_count: bool = False
 
 
 @dataclass
@@ -118,20 +144,19 @@ class GeneticSearch:
 
     def search(
         self,
-        terms: list[np.ndarray],
-        speed: list[np.ndarray],
+        values: Values,
         base: np.ndarray,
         caps: np.ndarray,
-        rigid: np.ndarray,
         start: np.ndarray | None,
         p: float,
+        allowed: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(best state, final population). ``terms[j][r]``: job j's power-utility term on
-        r GPUs; ``speed[j][r]``: its unscaled speedup; ``base``: current jobs x nodes;
-        ``caps``: GPUs per node; ``rigid``: jobs that take all their limit or nothing."""
-        self._terms_tab, self._speed_tab = _pad(terms), _pad(speed)
-        self._limit = np.array([len(t) - 1 for t in terms])
-        self._base, self._caps, self._rigid, self._p = base, caps, rigid, p
+        """(best state, final population). ``base``: the current jobs x nodes; ``caps``: GPUs
+        per node; ``start``: the states to start from; ``allowed``: jobs x nodes, where each
+        job may run."""
+        self._v, self._base, self._caps, self._p = values, base, caps, p
+        self._limit, self._rigid = values.limit, values.rigid
+        self._allowed = allowed
         pop = start if start is not None and len(start) else base[None].copy()
         pop = self._unique(self._repair(pop.copy()))
         f = self._evaluate(pop)
@@ -148,19 +173,21 @@ class GeneticSearch:
         return pop[best], pop
 
     def _evaluate(self, pop: np.ndarray) -> np.ndarray:
+        v = self._v
         r = pop.sum(axis=2)
+        k = np.count_nonzero(pop, axis=2)
         j = np.arange(pop.shape[1])
-        terms = self._terms_tab[j, r]
-        total = terms.sum(axis=1) / pop.shape[1]
+        x = v.scaled[j, k, r]
+        # A restart: the row differs from the current allocation (by_count: its sum does).
+        moved = r != self._base.sum(axis=1)[None, :] if v.by_count else np.any(pop != self._base[None], axis=2)
+        x = np.where(moved, x * v.factor[None, :], x)
         p = self._p
         if p == 0:
-            mean = np.exp(total)
-        elif p < 0:
-            mean = (-total) ** (1.0 / p)
+            mean = np.exp(np.log(np.maximum(x, EPS)).sum(axis=1) / pop.shape[1])
         else:
-            mean = total ** (1.0 / p)
+            mean = (((x + EPS) ** p).sum(axis=1) / pop.shape[1]) ** (1.0 / p)
         active = (pop.sum(axis=1) > 0) @ self._caps
-        util = np.where(active > 0, self._speed_tab[j, r].sum(axis=1) / np.maximum(active, 1), 0.0)
+        util = np.where(active > 0, v.speed[j, k, r].sum(axis=1) / np.maximum(active, 1), 0.0)
         return np.column_stack([-mean, -util])
 
     def _offspring(self, pop: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -218,6 +245,8 @@ class GeneticSearch:
         return np.where(hit, draw, s)
 
     def _repair(self, s: np.ndarray) -> np.ndarray:
+        if self._allowed is not None:
+            s = np.where(self._allowed[None], s, 0)
         s = self._one_distributed(s)
         shuffle = np.argsort(self.rng.random(s.shape), axis=2)
         t = np.take_along_axis(s, shuffle, axis=2)
@@ -254,11 +283,3 @@ class GeneticSearch:
             keep.extend(idx[order[: self.population - len(keep)]].tolist())
             break
         return np.array(keep)
-
-
-def _pad(rows: list[np.ndarray]) -> np.ndarray:
-    width = max(len(r) for r in rows)
-    out = np.zeros((len(rows), width))
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r
-    return out

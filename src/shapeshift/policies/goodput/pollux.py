@@ -32,7 +32,11 @@ takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` che
 against brute force over every allocation matrix on small clusters.
 ``search=genetic`` runs the artifact's search instead (:mod:`.genetic`: ``population``
 states for ``generations`` generations a round, warm-started from the partition's last
-population, its randomness from ``seed``); its GPU counts are placed as above.
+population, its randomness from ``seed``): each state values a job on the nodes and GPUs
+it gives it (``Problem._get_job_speedups``: its speedup on ``count_nonzero`` nodes), a
+job restarts when its placement changes, and the state found is the allocation, its
+placement included. ``genetic_value=packed`` (ours) values a job at its count packed and
+places the counts as above.
 
 **What a job knows of its speed** (``goodput_model=online``): as in the artifact
 (``simulator.py``, ``Job.update_params``), each job's own throughput model, fitted on the
@@ -68,7 +72,7 @@ from shapeshift.engine.contract import PolicyTraits
 from shapeshift.engine.fractions import allowed_nodes
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec, Resources, Schedule
-from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
+from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput, shape_pairs
 from shapeshift.perf.pollux.online import FIT_TOL, POLLUX_FIT_TOL, OnlineFits
 from shapeshift.policies.framework.base import ROUND
 from shapeshift.policies.framework.registry import PolicyParams, register
@@ -80,8 +84,8 @@ from shapeshift.policies.goodput.epochs import (
     own_batch,
     round_batch,
 )
-from shapeshift.policies.goodput.genetic import GeneticSearch, Warm, adapt
-from shapeshift.policies.goodput.unaware import majority_type, to_real, to_virtual, virtual_nodes
+from shapeshift.policies.goodput.genetic import MAX_NODES, GeneticSearch, Values, Warm, adapt
+from shapeshift.policies.goodput.unaware import as_virtual, majority_type, to_real, virtual_nodes
 
 EPS = 1e-3
 
@@ -111,6 +115,13 @@ class PolluxParams(PolicyParams):
         "exact",
         description="exact (ours): the optimum of the objective over packed placements by knapsack; genetic: "
         "the artifact's NSGA-II search (population x generations, warm-started each round, seeded)",
+    )
+    genetic_value: Literal["placement", "packed"] = Field(
+        "placement",
+        description="search=genetic: placement: each state's jobs valued on the nodes and GPUs it gives "
+        "them, restarted when their placement changes, the placement found kept (the artifact's "
+        "Problem._evaluate); packed (ours): valued at their GPU count packed, restarted when the count "
+        "changes, the counts placed as search=exact places them",
     )
     population: int = Field(100, ge=2, description="search=genetic: states kept per generation")
     generations: int = Field(100, ge=1, description="search=genetic: generations per round")
@@ -249,11 +260,9 @@ class PolluxPolicy:
             jobs.append(_Job(job_id, table, current, max(cap, 1), factor, rigid))
         return jobs
 
-    def utilities(
-        self, jobs: list[_Job], total: int, nodes: int, gpn: int, speeds: list[np.ndarray] | None = None
-    ) -> list[np.ndarray]:
-        """Per job, the objective term for 0..max_r GPUs packed on ceil(r / gpn) nodes
-        (its speedup over the fair share, before the restart penalty, appended to ``speeds``)."""
+    def speedups(self, jobs: list[_Job], total: int, gpn: int) -> list[np.ndarray]:
+        """Per job, its speedup over the fair share (``ceil(total / jobs)`` GPUs on one
+        node) on 0..max_r GPUs packed on ceil(r / gpn) nodes."""
         fair = math.ceil(total / max(len(jobs), 1))
         cols = max(total, fair)
         result = []
@@ -262,9 +271,33 @@ class PolluxPolicy:
             good, _ = job.table.table(gpn, cols)
             base = good[cols + fair - 1]
             speed = good[: job.max_r] / base if base > 0 else r / fair
-            x = np.concatenate([[0.0], speed * nodes / total])
-            if speeds is not None:
-                speeds.append(np.concatenate([[0.0], speed]))
+            result.append(np.concatenate([[0.0], speed]))
+        return result
+
+    def shape_speedups(self, jobs: list[_Job], total: int, gpn: int, max_nodes: int) -> list[np.ndarray]:
+        """Per job, ``out[k, r]``: its speedup over the fair share on r GPUs spread over k
+        nodes (0 where k nodes of ``gpn`` GPUs cannot hold r): the artifact's
+        ``speedup_fn(num_nodes, num_replicas)``."""
+        fair = math.ceil(total / max(len(jobs), 1))
+        cols = max(total, fair)
+        result = []
+        for job in jobs:
+            good = job.table.by_shape(gpn, job.max_r, max_nodes)
+            base = job.table.table(gpn, cols)[0][cols + fair - 1]
+            if base > 0:
+                result.append(good / base)
+            else:
+                k, r = shape_pairs(gpn, job.max_r, max_nodes)
+                out = np.zeros_like(good)
+                out[k, r] = r / fair
+                result.append(out)
+        return result
+
+    def utilities(self, jobs: list[_Job], total: int, nodes: int, gpn: int) -> list[np.ndarray]:
+        """Per job, the objective term for 0..max_r GPUs packed on ceil(r / gpn) nodes."""
+        result = []
+        for job, speed in zip(jobs, self.speedups(jobs, total, gpn), strict=True):
+            x = speed * nodes / total
             cur = job.current.gpus if job.current is not None else 0
             changed = np.arange(job.max_r + 1) != cur
             x = np.where(changed, x * job.factor, x)
@@ -293,19 +326,24 @@ class PolluxPolicy:
             return
         current = {j.job_id: j.current for j in jobs}
         if vnodes is not None:
-            current = self._as_virtual(current, vnodes, size)
-        if self.params.search == "genetic":
-            counts = self._genetic(part, jobs, current, caps_seen, gpn)
-        else:
-            counts = solve(self.utilities(jobs, total, len(caps_seen), gpn), total)
-        wanted = {job.job_id: (r, current[job.job_id]) for job, r in zip(jobs, counts, strict=True)}
-        rigid = frozenset(j.job_id for j in jobs if j.rigid)
+            current = as_virtual(current, self._virtual, vnodes, size)
         types = view.free().node_types
         specs = {j.job_id: view.job(j.job_id).spec for j in jobs}
         allowed = {j: allowed_nodes(spec, nodes, types) for j, spec in specs.items() if spec.gpu_types}
         if vnodes is not None:  # a typed job's virtual nodes are those of its allowed real nodes
             allowed = {j: [v for v, n in vnodes.items() if n in set(ok)] for j, ok in allowed.items()}
-        placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps_seen, rigid, allowed)
+        found: dict[str, dict[int, int]] | None = None
+        if self.params.search == "genetic":
+            found = self._genetic(part, jobs, current, caps_seen, gpn, allowed)
+            counts = [sum(found[j.job_id].values()) for j in jobs]
+        else:
+            counts = solve(self.utilities(jobs, total, len(caps_seen), gpn), total)
+        if found is not None and self.params.genetic_value == "placement":
+            placed = {j: place for j, place in found.items() if place}
+        else:
+            wanted = {job.job_id: (r, current[job.job_id]) for job, r in zip(jobs, counts, strict=True)}
+            rigid = frozenset(j.job_id for j in jobs if j.rigid)
+            placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps_seen, rigid, allowed)
         for job in jobs:
             desired.pop(job.job_id, None)
             self._virtual.pop(job.job_id, None)
@@ -335,61 +373,53 @@ class PolluxPolicy:
                 self._virtual[job.job_id] = (desired[job.job_id], vplace)
 
     def _genetic(
-        self, part: str, jobs: list[_Job], current: dict[str, Allocation | None], caps: dict[int, int], gpn: int
-    ) -> list[int]:
-        """GPU counts from the artifact's genetic search (:mod:`.genetic`), warm-started
-        from this partition's previous final population."""
+        self,
+        part: str,
+        jobs: list[_Job],
+        current: dict[str, Allocation | None],
+        caps: dict[int, int],
+        gpn: int,
+        allowed: dict[str, list[int]],
+    ) -> dict[str, dict[int, int]]:
+        """GPUs per node for each job from the artifact's genetic search (:mod:`.genetic`),
+        warm-started from this partition's previous final population."""
         total = sum(caps.values())
-        speeds: list[np.ndarray] = []
-        terms = self.utilities(jobs, total, len(caps), gpn, speeds)
         ids, nodes = tuple(j.job_id for j in jobs), tuple(sorted(caps))
+        max_nodes = min(MAX_NODES, len(nodes))
+        width = max(j.max_r for j in jobs) + 1
+        speed = np.zeros((len(jobs), max_nodes + 1, width))
+        packed = self.params.genetic_value == "packed"
+        if packed:  # every node count valued as the packed one
+            for i, s in enumerate(self.speedups(jobs, total, gpn)):
+                speed[i, :, : len(s)] = s
+        else:
+            for i, s in enumerate(self.shape_speedups(jobs, total, gpn, max_nodes)):
+                speed[i, :, : s.shape[1]] = s
+        values = Values(
+            speed * len(nodes) / total,
+            speed,
+            np.array([j.factor for j in jobs]),
+            np.array([j.max_r for j in jobs]),
+            np.array([j.rigid for j in jobs], dtype=bool),
+            by_count=packed,
+        )
         col = {n: i for i, n in enumerate(nodes)}
         base = np.zeros((len(jobs), len(nodes)), dtype=np.int64)
+        mask = np.ones((len(jobs), len(nodes)), dtype=bool)
         for i, job_id in enumerate(ids):
             alloc = current[job_id]
             for n, res in alloc.placement if alloc is not None else ():
                 if n in col:
                     base[i, col[n]] += res.gpus
+            if job_id in allowed:
+                mask[i] = [n in set(allowed[job_id]) for n in nodes]
         warm = self._warm.get(part)
         start = adapt(warm, ids, nodes) if warm is not None else None
         search = GeneticSearch(self.params.population, self.params.generations, self._rng)
-        rigid = np.array([j.rigid for j in jobs], dtype=bool)
-        best, pop = search.search(terms, speeds, base, np.array([caps[n] for n in nodes]), rigid, start, self.params.p)
+        caps_arr = np.array([caps[n] for n in nodes])
+        best, pop = search.search(values, base, caps_arr, start, self.params.p, None if mask.all() else mask)
         self._warm[part] = Warm(pop, ids, nodes)
-        return [int(r) for r in best.sum(axis=1)]
-
-    def _as_virtual(
-        self, current: dict[str, Allocation | None], vnodes: dict[int, int], size: int
-    ) -> dict[str, Allocation | None]:
-        """Current allocations on virtual nodes: the virtual placement a job was given
-        when its allocation is still that one, else its GPUs laid on its nodes' virtual
-        nodes around those already held."""
-        result: dict[str, Allocation | None] = {}
-        taken: dict[int, int] = {}
-        later = []
-        for job_id, alloc in current.items():
-            known = self._virtual.get(job_id)
-            if alloc is None:
-                result[job_id] = None
-            elif known is not None and known[0] == alloc:
-                result[job_id] = _virtual_allocation(known[1])
-                for v, g in known[1].items():
-                    taken[v] = taken.get(v, 0) + g
-            else:
-                later.append(job_id)
-        for job_id in later:
-            alloc = current[job_id]
-            assert alloc is not None
-            place = to_virtual({n: r.gpus for n, r in alloc.placement}, vnodes, size, taken)
-            for v, g in place.items():
-                taken[v] = taken.get(v, 0) + g
-            result[job_id] = _virtual_allocation(place)
-        return result
-
-
-def _virtual_allocation(place: dict[int, int]) -> Allocation:
-    """A placement on virtual node ids, in the shape ``keep_or_pack`` reads."""
-    return Allocation(tuple((v, Resources(g, 0.0, 0.0)) for v, g in sorted(place.items())))
+        return {job_id: {nodes[c]: int(g) for c, g in enumerate(best[i]) if g} for i, job_id in enumerate(ids)}
 
 
 @register(

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from shapeshift.model import Allocation, Resources
+
 #: The artifact's tie-break between types holding equal GPU counts of one allocation
 #: (``fix_allocations_by_dropping``, ``prio_order``): the first listed is kept.
 ARTIFACT_TYPE_ORDER = ("dgx-ext", "azure", "quad", "rtx", "aws")
@@ -93,3 +95,41 @@ def to_real(place: Mapping[int, int], vnodes: Mapping[int, int]) -> dict[int, in
     for v, gpus in place.items():
         real[vnodes[v]] += gpus
     return dict(real)
+
+
+def as_virtual(
+    current: Mapping[str, Allocation | None],
+    given: Mapping[str, tuple[Allocation, dict[int, int]]],
+    vnodes: dict[int, int],
+    size: int,
+) -> dict[str, Allocation | None]:
+    """Current allocations on virtual nodes: the virtual placement a job was given
+    (``given[job] = (allocation, virtual placement)``) when its allocation is still that
+    one, else its GPUs laid on its nodes' virtual nodes around those already held."""
+    result: dict[str, Allocation | None] = {}
+    taken: dict[int, int] = {}
+    later = []
+    for job_id, alloc in current.items():
+        known = given.get(job_id)
+        if alloc is None:
+            result[job_id] = None
+        elif known is not None and known[0] == alloc:
+            result[job_id] = _virtual_allocation(known[1])
+            for v, g in known[1].items():
+                taken[v] = taken.get(v, 0) + g
+        else:
+            later.append(job_id)
+    for job_id in later:
+        alloc = current[job_id]
+        assert alloc is not None
+        place = to_virtual({n: r.gpus for n, r in alloc.placement}, vnodes, size, taken)
+        for v, g in place.items():
+            taken[v] = taken.get(v, 0) + g
+        result[job_id] = _virtual_allocation(place)
+    return result
+
+
+def _virtual_allocation(place: dict[int, int]) -> Allocation:
+    """A placement on virtual node ids, in the shape ``keep_or_pack`` and the genetic
+    search's current state read."""
+    return Allocation(tuple((v, Resources(g, 0.0, 0.0)) for v, g in sorted(place.items())))
