@@ -119,7 +119,7 @@ def test_per_configuration_scores_decide_who_pairs(tmp_path):
 
 def test_a_configuration_pairs_by_its_own_label_and_memory(tmp_path):
     # toy batch 32 (label 0, 2 GB) and toy batch 256 (label 2, 10 GB): 0 + 2 <= 2 and
-    # 2 + 10 GB (+-5% reading noise) within 24 GB, so the newcomer joins at 1. Two batch-256
+    # 2 + 10 GB within 24 GB, so the newcomer joins at 1. Two batch-256
     # jobs: 2 + 2 > 2, the newcomer waits until 1000.
     path = profiles(tmp_path)
     first = JobSpec("a", 0.0, 1, duration=1000.0, model="toy", batch=BatchSpec(256))
