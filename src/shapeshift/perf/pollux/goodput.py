@@ -21,6 +21,7 @@ Goodput = throughput x statistical efficiency (:func:`..profiles.efficiency`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -105,6 +106,18 @@ def _objective(  # type: ignore[no-untyped-def]
     return value, jac
 
 
+@functools.cache
+def _blas():  # type: ignore[no-untyped-def]
+    """The BLAS libraries loaded once scipy's optimiser is (its own OpenBLAS among them).
+    L-BFGS-B's step on seven parameters makes BLAS calls far too small to share out:
+    with a pool of threads each call waits on the others (about 10 ms a call on two busy
+    cores, against microseconds on one thread), so a fit runs them on one thread."""
+    import scipy.optimize  # noqa: F401  (its BLAS must be loaded to be found)
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 def fit_perf_params(rows: list[Row], tol: float | tuple[float, float] | None = None) -> PerfParams:
     """Fit the seven parameters to measured rows (deterministic: fixed start and bounds,
     the artifact's ``fit_perf_params`` with its rules for missing kinds of rows). ``tol``:
@@ -138,15 +151,16 @@ def fit_perf_params(rows: list[Row], tol: float | tuple[float, float] | None = N
     kinds = (nodes > 1, (nodes == 1) & (replicas > 1), np.maximum(replicas - 2, 1e-8))
     args = (bsz, np.log(compute), np.log(step), *kinds)
     ftol, gtol = (tol, tol) if isinstance(tol, float | int) else tol or (1e-12, 1e-10)
-    result = minimize(
-        _objective,
-        np.array(start),
-        args=args,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": 2000, "ftol": ftol, "gtol": gtol},
-    )
+    with _blas().limit(limits=1, user_api="blas"):
+        result = minimize(
+            _objective,
+            np.array(start),
+            args=args,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": 2000, "ftol": ftol, "gtol": gtol},
+        )
     p = [float(v) for v in result.x]
     if not np.any(nodes > 1):  # the artifact's prior: crossing nodes costs at least as much
         p[2], p[3] = max(p[2], p[4] * 1.1), max(p[3], p[5] * 1.1)
