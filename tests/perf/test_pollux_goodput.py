@@ -91,3 +91,68 @@ def test_a_cached_one_column_grid_gives_what_a_fresh_grid_gives_for_any_noise():
             good, batch = table.best(nodes, replicas)
             fresh_good, fresh_batch = best_batch(params, grad, limits, nodes, replicas, True)
             assert good.tolist() == fresh_good.tolist() and batch.tolist() == fresh_batch.tolist()
+
+
+def _rows_of_every_kind():
+    from shapeshift.perf.pollux.profiles import Row
+
+    # (nodes, replicas, local batch, step, sync): one GPU, two and four GPUs of one node,
+    # eight GPUs over two nodes.
+    return [
+        Row(1, 1, 32.0, 0.20, 0.0),
+        Row(1, 1, 64.0, 0.35, 0.0),
+        Row(1, 2, 64.0, 0.40, 0.05),
+        Row(1, 4, 64.0, 0.45, 0.08),
+        Row(2, 8, 64.0, 0.60, 0.20),
+    ]
+
+
+def test_fit_objective_is_the_artifacts_formula_and_its_gradient_is_exact():
+    """The artifact's ``_obj_fn`` written out plainly: RMS log error of the compute time
+    (step - sync) plus that of the step time, 1e-3 (gamma - 1)^2 and 1e-2 times the
+    squared retrogression ratios; the analytic gradient against central differences."""
+    from shapeshift.perf.pollux.goodput import PerfParams, _objective, step_time
+
+    rows = _rows_of_every_kind()
+    nodes = np.array([r.nodes for r in rows], float)
+    replicas = np.array([r.replicas for r in rows], float)
+    bsz = np.array([r.local_bsz for r in rows], float)
+    step = np.array([r.step for r in rows])
+    compute = step - np.array([r.sync for r in rows])
+    kinds = (nodes > 1, (nodes == 1) & (replicas > 1), np.maximum(replicas - 2, 1e-8))
+    args = (bsz, np.log(compute), np.log(step), *kinds)
+    p = np.array([0.05, 0.004, 0.1, 0.02, 0.03, 0.01, 1.7])
+    params = PerfParams(*p)
+    pred_compute = p[0] + p[1] * bsz
+    err1 = np.sqrt(np.mean((np.log(pred_compute) - np.log(compute)) ** 2))
+    err2 = np.sqrt(np.mean((np.log(step_time(params, nodes, replicas, bsz)) - np.log(step)) ** 2))
+    plain = err1 + err2 + 1e-3 * (p[6] - 1) ** 2 + 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
+    value, jac = _objective(p, *args)
+    assert value == pytest.approx(plain, rel=1e-12)
+    for i in range(7):
+        h = 1e-6 * p[i]
+        up, down = p.copy(), p.copy()
+        up[i] += h
+        down[i] -= h
+        numeric = (_objective(up, *args)[0] - _objective(down, *args)[0]) / (2 * h)
+        assert jac[i] == pytest.approx(numeric, rel=1e-5, abs=1e-8), i
+
+
+def test_a_fit_runs_blas_on_one_thread_and_gives_the_pool_back(monkeypatch):
+    """L-BFGS-B's BLAS calls on seven parameters are too small to share among threads:
+    the fit runs them on one, and the process's setting is what it was afterwards."""
+    import shapeshift.perf.pollux.goodput as goodput
+
+    controller = goodput._blas()
+    before = [lib["num_threads"] for lib in controller.info()]
+    seen: list[list[int]] = []
+    plain = goodput._objective
+
+    def watched(*args):  # type: ignore[no-untyped-def]
+        seen.append([lib["num_threads"] for lib in controller.info()])
+        return plain(*args)
+
+    monkeypatch.setattr(goodput, "_objective", watched)
+    fit_perf_params(_rows_of_every_kind())
+    assert seen and all(n == 1 for counts in seen for n in counts)
+    assert [lib["num_threads"] for lib in controller.info()] == before

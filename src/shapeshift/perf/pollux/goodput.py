@@ -21,6 +21,7 @@ Goodput = throughput x statistical efficiency (:func:`..profiles.efficiency`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -61,42 +62,60 @@ def step_time(params: PerfParams, nodes, replicas, atomic_bsz, accum=0):  # type
 
 
 def _objective(  # type: ignore[no-untyped-def]
-    p: np.ndarray, nodes, replicas, bsz, log_compute, log_step, inter, intra, extra
+    p: np.ndarray, bsz, log_compute, log_step, inter, intra, extra
 ) -> tuple[float, np.ndarray]:
     """The artifact's fitting objective and its exact gradient (L-BFGS-B needs no finite
     differences: same optimum, an eighth of the evaluations). What depends on the rows
-    only (logs of the measured times, the kind of each row) comes computed once per fit."""
+    only (logs of the measured times, the kind of each row) comes computed once per fit.
+    A fit evaluates this a few hundred times on a handful of rows, so numpy's per-call
+    cost dominates: each sum is one ``np.add.reduce`` (what ``np.sum`` runs, in the same
+    order), each log is taken once, and a mean is that sum over the row count, as
+    ``np.mean`` divides."""
+    n = len(bsz)
     grad = p[0] + p[1] * bsz
-    net = _network(p, nodes, replicas)
+    alpha = np.where(inter, p[2], np.where(intra, p[4], 1e-8))
+    net = alpha + np.where(inter, p[3], np.where(intra, p[5], 1e-8)) * extra
     g = p[6]
     gg, ng = grad**g, net**g
     total = gg + ng
-    log_iter = np.log(total) / g
-    d1 = np.log(grad) - log_compute
+    log_total = np.log(total)
+    log_grad = np.log(grad)
+    log_iter = log_total / g
+    d1 = log_grad - log_compute
     d2 = log_iter - log_step
-    err1 = math.sqrt(float(np.mean(d1**2)))
-    err2 = math.sqrt(float(np.mean(d2**2)))
+    add = np.add.reduce
+    err1 = math.sqrt(float(add(d1**2)) / n)
+    err2 = math.sqrt(float(add(d2**2)) / n)
     value = err1 + err2 + 1e-3 * (g - 1) ** 2 + 1e-2 * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
-    jac = np.zeros(7)
-    w1 = d1 / grad / (len(d1) * max(err1, 1e-300))
-    jac[0] += np.sum(w1)
-    jac[1] += np.sum(w1 * bsz)
-    w2 = d2 / (len(d2) * max(err2, 1e-300))
-    dl_dgrad = gg / grad / total
-    dl_dnet = ng / net / total
-    jac[0] += np.sum(w2 * dl_dgrad)
-    jac[1] += np.sum(w2 * dl_dgrad * bsz)
-    jac[2] += np.sum(w2 * dl_dnet * inter)
-    jac[3] += np.sum(w2 * dl_dnet * inter * extra)
-    jac[4] += np.sum(w2 * dl_dnet * intra)
-    jac[5] += np.sum(w2 * dl_dnet * intra * extra)
-    dl_dg = (gg * np.log(grad) + ng * np.log(net)) / total / g - np.log(total) / g**2
-    jac[6] += np.sum(w2 * dl_dg) + 2e-3 * (g - 1)
-    jac[3] += 2e-2 * p[3] / p[2] ** 2
-    jac[2] -= 2e-2 * p[3] ** 2 / p[2] ** 3
-    jac[5] += 2e-2 * p[5] / p[4] ** 2
-    jac[4] -= 2e-2 * p[5] ** 2 / p[4] ** 3
+    w1 = d1 / grad / (n * max(err1, 1e-300))
+    w2 = d2 / (n * max(err2, 1e-300))
+    wg = w2 * (gg / grad / total)
+    wn = w2 * (ng / net / total)
+    dl_dg = (gg * log_grad + ng * np.log(net)) / total / g - log_total / g**2
+    jac = np.array(
+        (
+            0.0 + add(w1) + add(wg),
+            0.0 + add(w1 * bsz) + add(wg * bsz),
+            0.0 + add(wn * inter) - 2e-2 * p[3] ** 2 / p[2] ** 3,
+            0.0 + add(wn * inter * extra) + 2e-2 * p[3] / p[2] ** 2,
+            0.0 + add(wn * intra) - 2e-2 * p[5] ** 2 / p[4] ** 3,
+            0.0 + add(wn * intra * extra) + 2e-2 * p[5] / p[4] ** 2,
+            0.0 + (add(w2 * dl_dg) + 2e-3 * (g - 1)),
+        )
+    )
     return value, jac
+
+
+@functools.cache
+def _blas():  # type: ignore[no-untyped-def]
+    """The BLAS libraries loaded once scipy's optimiser is (its own OpenBLAS among them).
+    L-BFGS-B's step on seven parameters makes BLAS calls far too small to share out:
+    with a pool of threads each call waits on the others (about 10 ms a call on two busy
+    cores, against microseconds on one thread), so a fit runs them on one thread."""
+    import scipy.optimize  # noqa: F401  (its BLAS must be loaded to be found)
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def fit_perf_params(rows: list[Row], tol: float | tuple[float, float] | None = None) -> PerfParams:
@@ -130,17 +149,18 @@ def fit_perf_params(rows: list[Row], tol: float | tuple[float, float] | None = N
         start[i] = upper[i] = lower[i]
     bounds = list(zip(lower, upper, strict=True))
     kinds = (nodes > 1, (nodes == 1) & (replicas > 1), np.maximum(replicas - 2, 1e-8))
-    args = (nodes, replicas, bsz, np.log(compute), np.log(step), *kinds)
+    args = (bsz, np.log(compute), np.log(step), *kinds)
     ftol, gtol = (tol, tol) if isinstance(tol, float | int) else tol or (1e-12, 1e-10)
-    result = minimize(
-        _objective,
-        np.array(start),
-        args=args,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": 2000, "ftol": ftol, "gtol": gtol},
-    )
+    with _blas().limit(limits=1, user_api="blas"):
+        result = minimize(
+            _objective,
+            np.array(start),
+            args=args,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": 2000, "ftol": ftol, "gtol": gtol},
+        )
     p = [float(v) for v in result.x]
     if not np.any(nodes > 1):  # the artifact's prior: crossing nodes costs at least as much
         p[2], p[3] = max(p[2], p[4] * 1.1), max(p[3], p[5] * 1.1)
