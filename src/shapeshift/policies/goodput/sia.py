@@ -11,7 +11,8 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
   throughput model on each GPU type it has run on, fitted on the step times of what it
   ran there (:mod:`shapeshift.perf.pollux.online`; ``job.py`` ``Job.update_params``),
   with the type's per-GPU batch limit and the job's reported gradient noise, at the best
-  batch size; on a type it has not run on, the model of the first type (cluster order)
+  batch size up to the batch the job was submitted with (``Job.get_speedup_fn``:
+  ``target_batch_size``; ``goodput_batch``); on a type it has not run on, the model of the first type (cluster order)
   it has run on at the same GPU count, times the ratio of the two types' 1-GPU
   throughputs (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first
   run, its 1-GPU configuration on every type, each worth 1 (the artifact has no model
@@ -68,7 +69,7 @@ from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.arch import get_arch
 from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.perf.plans import packed_placement
-from shapeshift.perf.pollux.knowledge import GoodputKnowledge
+from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
 from shapeshift.perf.pollux.online import OnlineFits
 from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
@@ -122,6 +123,13 @@ class SiaParams(PlanAwareParams):
     #: ``type`` (ours): within the type's limit, the one the goodputs of every
     #: configuration assume (DeepSpeech2 on ``rtx``: 57, where a 4-GPU placement measured 80).
     batch_cap: Literal["placement", "type"] = "placement"
+    #: ``submitted``: a Pollux job's goodput per configuration searches batches up to the
+    #: batch it was submitted with (the workload's ``batch_size``), as the artifact's
+    #: ``Job.get_speedup_fn`` passes ``target_batch_size`` as the largest batch; the job
+    #: itself still runs at its best batch up to the application's largest
+    #: (``Job.update_local_bsz``). ``application`` (ours): up to the application's largest
+    #: batch in both.
+    goodput_batch: Literal["submitted", "application"] = "submitted"
 
 
 @dataclass
@@ -177,7 +185,7 @@ class SiaPolicy:
         ran = self._ran.setdefault(job_id, [])
         if current_type is not None and current_type not in ran:
             ran.append(current_type)
-        tables = {t: self.goodput.job(spec, batch_now, progress, t) for t in types}
+        tables = {t: self._table(spec, batch_now, progress, t) for t in types}
         table = tables[current_type] if current_type in tables else next(iter(tables.values()))
         plan_model = spec.plan is not None and self.knowledge.knowledge(spec.model) is not None
         kind = "pollux" if table.params is not None else "plan" if plan_model else "rigid"
@@ -241,6 +249,15 @@ class SiaPolicy:
             job.current = found[0]
             job.pinned = status.stall_until > view.now  # checkpoint-restore under way
         return job
+
+    def _table(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str) -> JobGoodput:
+        """``spec``'s goodput table on ``gpu_type``; with ``goodput_batch=submitted`` an
+        adaptive job's batches end at its submitted batch (never below its initial one)."""
+        table = self.goodput.job(spec, batch_now, progress, gpu_type)
+        if self.params.goodput_batch == "submitted" and spec.batch is not None and table.adaptive:
+            top = max(min(table.limits.max_size, spec.batch.size), table.limits.init)
+            table = replace(table, limits=replace(table.limits, max_size=top))
+        return table
 
     def _goodput(self, spec: JobSpec, kind: str, table, k: int, r: int, gpn: int) -> float:  # type: ignore[no-untyped-def]
         if kind == "pollux":
