@@ -11,10 +11,10 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
   throughput model on each GPU type it has run on, fitted on the step times of what it
   ran there (:mod:`shapeshift.perf.pollux.online`; ``job.py`` ``Job.update_params``),
   with the type's per-GPU batch limit and the job's reported gradient noise, at the best
-  batch size up to the batch the job was submitted with (``Job.get_speedup_fn``:
-  ``target_batch_size``; ``goodput_batch``); on a type it has not run on, the model of the first type (cluster order)
-  it has run on at the same GPU count, times the ratio of the two types' 1-GPU
-  throughputs (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first
+  batch up to its submitted one (``Job.get_speedup_fn``, ``goodput_batch``); on a type
+  it has not run on, the model of the first type (cluster order) it has run on at the
+  same GPU count, times the ratio of the two types' 1-GPU throughputs
+  (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first
   run, its 1-GPU configuration on every type, each worth 1 (the artifact has no model
   yet); ``goodput_model=offline`` (ours) uses one model per application and type fitted
   on the type's whole profile (``placements-<type>.csv``) instead;
@@ -123,12 +123,9 @@ class SiaParams(PlanAwareParams):
     #: ``type`` (ours): within the type's limit, the one the goodputs of every
     #: configuration assume (DeepSpeech2 on ``rtx``: 57, where a 4-GPU placement measured 80).
     batch_cap: Literal["placement", "type"] = "placement"
-    #: ``submitted``: a Pollux job's goodput per configuration searches batches up to the
-    #: batch it was submitted with (the workload's ``batch_size``), as the artifact's
-    #: ``Job.get_speedup_fn`` passes ``target_batch_size`` as the largest batch; the job
-    #: itself still runs at its best batch up to the application's largest
-    #: (``Job.update_local_bsz``). ``application`` (ours): up to the application's largest
-    #: batch in both.
+    #: ``submitted``: the goodputs search batches up to the job's submitted batch (the
+    #: artifact's ``Job.get_speedup_fn``: ``target_batch_size``), its own batch up to the
+    #: application's largest (``Job.update_local_bsz``); ``application`` (ours): both.
     goodput_batch: Literal["submitted", "application"] = "submitted"
 
 
@@ -163,9 +160,7 @@ class SiaPolicy:
         self.default_round = params.round
         self.knowledge = knowledge
         self.goodput = GoodputKnowledge(params.profiles)
-        self.online = (
-            OnlineFits(self.goodput.root) if params.goodput_model == "online" and self.goodput.root else None
-        )
+        self.online = OnlineFits(self.goodput.root) if params.goodput_model == "online" and self.goodput.root else None
         self._seen: dict[str, int] = {}
         self.retuner = EpochRetuner(self.goodput, self.online, self._batch)
         self._ran: dict[str, list[str]] = {}  # GPU types each job has run on, in order
@@ -251,8 +246,7 @@ class SiaPolicy:
         return job
 
     def _table(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str) -> JobGoodput:
-        """``spec``'s goodput table on ``gpu_type``; with ``goodput_batch=submitted`` an
-        adaptive job's batches end at its submitted batch (never below its initial one)."""
+        """``spec``'s table on ``gpu_type``, batches up to its submitted one (``goodput_batch``)."""
         table = self.goodput.job(spec, batch_now, progress, gpu_type)
         if self.params.goodput_batch == "submitted" and spec.batch is not None and table.adaptive:
             top = max(min(table.limits.max_size, spec.batch.size), table.limits.init)
@@ -432,7 +426,6 @@ class SiaPolicy:
             free_c[n] -= r.cpus
             free_m[n] -= r.mem_gb
         return Allocation(tuple(shares), plan, batch_size=batch)
-
 
     def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: Shape) -> int:
         by_placement = self.params.batch_cap == "placement"
