@@ -199,3 +199,23 @@ def test_a_job_restoring_on_the_same_gpus_keeps_its_batch(tmp_path):
     assert batch({1: 1}) == 32  # another type: a migration, chosen anew
     status.stall_until = 30.0  # it has run since 30 s: chosen anew at the round
     assert batch({0: 1}) == 32
+
+
+@pytest.mark.parametrize(("goodput_batch", "expected"), [("submitted", 320.0), ("application", 32 * 101 / 26 / 0.3)])
+def test_the_goodputs_search_batches_up_to_the_submitted_one(tmp_path, goodput_batch, expected):
+    # The artifact's ``Job.get_speedup_fn`` gives the goodput search the job's submitted
+    # batch (``target_batch_size``, here 32) as its largest. At t = 10 s the job has one row,
+    # and its model steps 0.05 + b / 640 at atomic b (see the retune test above). On one
+    # slow GPU: up to batch 32 the only candidate is 32, 32 / 0.1 = 320 examples/s; up to
+    # the application's 128 the best is B = 128 (atomic 64, one accumulation, 0.3 s, gain
+    # 101 / 26), 32 x 101 / 26 / 0.3 = 414.4. The job's own batch is not capped: it still
+    # retunes to 128 (``Job.update_local_bsz`` uses the application's largest batch).
+    policy, engine, _ = _one_slow_node(tmp_path, goodput_batch=goodput_batch)
+    engine.fire_wakeup()
+    engine.step(1e-6)
+    engine.fire_wakeup()
+    retuned = engine.step(10.0)
+    assert retuned is not None and retuned.changes["j"].batch_size == 128
+    job = policy._job(ClusterView(engine, 10.0, frozenset({""}), True), "j", {"slow": (2, 1)})
+    one_gpu = [o.goodput for o in job.options if o.gpus == 1]
+    assert one_gpu == [pytest.approx(expected, rel=1e-3)]

@@ -11,9 +11,10 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
   throughput model on each GPU type it has run on, fitted on the step times of what it
   ran there (:mod:`shapeshift.perf.pollux.online`; ``job.py`` ``Job.update_params``),
   with the type's per-GPU batch limit and the job's reported gradient noise, at the best
-  batch size; on a type it has not run on, the model of the first type (cluster order)
-  it has run on at the same GPU count, times the ratio of the two types' 1-GPU
-  throughputs (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first
+  batch up to its submitted one (``Job.get_speedup_fn``, ``goodput_batch``); on a type
+  it has not run on, the model of the first type (cluster order) it has run on at the
+  same GPU count, times the ratio of the two types' 1-GPU throughputs
+  (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first
   run, its 1-GPU configuration on every type, each worth 1 (the artifact has no model
   yet); ``goodput_model=offline`` (ours) uses one model per application and type fitted
   on the type's whole profile (``placements-<type>.csv``) instead;
@@ -68,7 +69,7 @@ from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.arch import get_arch
 from shapeshift.perf.ground_truth import host_memory_gb
 from shapeshift.perf.plans import packed_placement
-from shapeshift.perf.pollux.knowledge import GoodputKnowledge
+from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
 from shapeshift.perf.pollux.online import OnlineFits
 from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
 from shapeshift.policies.framework.base import ROUND
@@ -122,6 +123,10 @@ class SiaParams(PlanAwareParams):
     #: ``type`` (ours): within the type's limit, the one the goodputs of every
     #: configuration assume (DeepSpeech2 on ``rtx``: 57, where a 4-GPU placement measured 80).
     batch_cap: Literal["placement", "type"] = "placement"
+    #: ``submitted``: the goodputs search batches up to the job's submitted batch (the
+    #: artifact's ``Job.get_speedup_fn``: ``target_batch_size``), its own batch up to the
+    #: application's largest (``Job.update_local_bsz``); ``application`` (ours): both.
+    goodput_batch: Literal["submitted", "application"] = "submitted"
 
 
 @dataclass
@@ -155,9 +160,7 @@ class SiaPolicy:
         self.default_round = params.round
         self.knowledge = knowledge
         self.goodput = GoodputKnowledge(params.profiles)
-        self.online = (
-            OnlineFits(self.goodput.root) if params.goodput_model == "online" and self.goodput.root else None
-        )
+        self.online = OnlineFits(self.goodput.root) if params.goodput_model == "online" and self.goodput.root else None
         self._seen: dict[str, int] = {}
         self.retuner = EpochRetuner(self.goodput, self.online, self._batch)
         self._ran: dict[str, list[str]] = {}  # GPU types each job has run on, in order
@@ -177,7 +180,7 @@ class SiaPolicy:
         ran = self._ran.setdefault(job_id, [])
         if current_type is not None and current_type not in ran:
             ran.append(current_type)
-        tables = {t: self.goodput.job(spec, batch_now, progress, t) for t in types}
+        tables = {t: self._table(spec, batch_now, progress, t) for t in types}
         table = tables[current_type] if current_type in tables else next(iter(tables.values()))
         plan_model = spec.plan is not None and self.knowledge.knowledge(spec.model) is not None
         kind = "pollux" if table.params is not None else "plan" if plan_model else "rigid"
@@ -241,6 +244,14 @@ class SiaPolicy:
             job.current = found[0]
             job.pinned = status.stall_until > view.now  # checkpoint-restore under way
         return job
+
+    def _table(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str) -> JobGoodput:
+        """``spec``'s table on ``gpu_type``, batches up to its submitted one (``goodput_batch``)."""
+        table = self.goodput.job(spec, batch_now, progress, gpu_type)
+        if self.params.goodput_batch == "submitted" and spec.batch is not None and table.adaptive:
+            top = max(min(table.limits.max_size, spec.batch.size), table.limits.init)
+            table = replace(table, limits=replace(table.limits, max_size=top))
+        return table
 
     def _goodput(self, spec: JobSpec, kind: str, table, k: int, r: int, gpn: int) -> float:  # type: ignore[no-untyped-def]
         if kind == "pollux":
@@ -415,7 +426,6 @@ class SiaPolicy:
             free_c[n] -= r.cpus
             free_m[n] -= r.mem_gb
         return Allocation(tuple(shares), plan, batch_size=batch)
-
 
     def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: Shape) -> int:
         by_placement = self.params.batch_cap == "placement"
