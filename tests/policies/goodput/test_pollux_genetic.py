@@ -99,25 +99,32 @@ def test_bad_search_parameters_are_refused(field, value):
         PolluxParams(**{field: value})
 
 
+def _genetic_params(seed: int) -> PolluxParams:
+    """The policy on the bundled profiles with a small seeded genetic search, one model
+    per application and the batch once per round (what the policy tests hold fixed)."""
+    from tests.conftest import bundled
+
+    return PolluxParams(
+        profiles=str(bundled("pollux-profiles")),
+        explore=False,
+        goodput_model="offline",
+        batch_retune="round",
+        search="genetic",
+        population=20,
+        generations=20,
+        seed=seed,
+    )
+
+
 def test_policy_with_genetic_search_gives_the_flat_job_one_gpu():
     # test_pollux.py's flat/linear case through the policy: 1 node x 4 GPUs, p = -1,
     # (flat 1, linear 3) costs 1 + 1/3, (2, 2) 1 + 1/2, any zero ~1000: the search must
     # reach flat 1, linear 3, and two runs with one seed choose the same.
-    from tests.conftest import bundled
     from tests.policies.goodput.test_pollux import CIFAR, Flat, _engine, _job
 
     chosen = []
     for _ in range(2):
-        params = PolluxParams(
-            profiles=str(bundled("pollux-profiles")),
-            explore=False,
-            goodput_model="offline",
-            batch_retune="round",
-            search="genetic",
-            population=20,
-            generations=20,
-            seed=3,
-        )
+        params = _genetic_params(3)
         policy = PolluxPolicy(params)
         policy.knowledge = Flat()
         _, view = _engine(policy, [_job("flat", "cifar10", CIFAR), _job("linear", "cifar10", CIFAR)], 1, 4, 600.0)
@@ -220,7 +227,6 @@ def test_policy_keeps_the_placement_the_search_found(monkeypatch):
     # its speedups by shape are 1 GPU: 1, 2 on one node: 2, 2 / 3 / 4 over two nodes:
     # 0.5 / 0.75 / 1. The optimum is 2 GPUs on one node, and the allocation decided is
     # the search's best state, node for node.
-    from tests.conftest import bundled
     from tests.policies.goodput.test_pollux import CIFAR, _engine, _job
 
     found = []
@@ -233,16 +239,7 @@ def test_policy_keeps_the_placement_the_search_found(monkeypatch):
 
     monkeypatch.setattr("shapeshift.policies.goodput.pollux.GeneticSearch", Recording)
     for seed in (0, 1, 2):
-        params = PolluxParams(
-            profiles=str(bundled("pollux-profiles")),
-            explore=False,
-            goodput_model="offline",
-            batch_retune="round",
-            search="genetic",
-            population=20,
-            generations=20,
-            seed=seed,
-        )
+        params = _genetic_params(seed)
         policy = PolluxPolicy(params)
         policy.knowledge = _Sync()
         _, view = _engine(policy, [_job("j", "cifar10", CIFAR)], 2, 2, 600.0)
