@@ -41,7 +41,8 @@ HEADER = "JobID|User|Account|Partition|Submit|Eligible|Start|End|Elapsed|Timelim
 GPU_CHOICES = (1, 1, 1, 2, 4, 8, 8, 16, 32)
 RUN_MU, RUN_SIGMA = 7.0, 1.3
 #: Offered load: GPU-seconds asked per second over the 8,000 GPUs. Below 1, so the queue
-#: comes and goes (thousands at peaks) instead of growing without bound.
+#: stays short (at most 22 jobs pending over 100,000 jobs) instead of growing without
+#: bound; ``--load`` near or above 1 measures a long queue (docs/slurm.md, Speed).
 LOAD = 0.9
 #: Mean seconds between submissions for that load: mean GPUs x mean run / (LOAD x 8,000).
 MEAN_GAP = (sum(GPU_CHOICES) / len(GPU_CHOICES)) * math.exp(RUN_MU + RUN_SIGMA**2 / 2) / (LOAD * 8000)

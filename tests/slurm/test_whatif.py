@@ -70,6 +70,25 @@ def test_whatif_cli_writes_every_file(inputs):
     assert "How closely the slurm replay" in (out / "report.md").read_text()
 
 
+def test_whatif_quiet_prints_nothing_and_writes_every_file(inputs):
+    out = inputs / "out"
+    args = ["whatif", "--sacct", str(inputs / "hist.txt"), "--slurm-conf", str(inputs / "slurm.conf")]
+    result = CliRunner().invoke(app, [*args, "--policy", "slurm", "--policy", "fifo", "--out", str(out), "--quiet"])
+    assert result.exit_code == 0 and result.output == ""
+    assert [r.split(",")[0] for r in (out / "comparison.csv").read_text().splitlines()[1:]] == [
+        "recorded",
+        "slurm",
+        "fifo",
+    ]
+
+
+def test_whatif_reports_progress_per_replay(inputs):
+    # Two policies: called once before the first replay and once after each.
+    calls = []
+    ss.whatif(inputs / "hist.txt", inputs / "slurm.conf", ["slurm", "fifo"], progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(0, 2), (1, 2), (2, 2)]
+
+
 def test_whatif_library(inputs):
     outcome = ss.whatif(inputs / "hist.txt", inputs / "slurm.conf", ["slurm"])
     assert list(outcome.table()["source"]) == ["recorded", "slurm"]

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shapeshift.cli.common import console, guarded, output_dir
+from shapeshift.cli.common import console, guarded, output_dir, progress_bar, show_progress
 from shapeshift.errors import InputError
 
 __all__ = ["command"]
@@ -55,6 +55,7 @@ def command(
     policy_arg: Annotated[
         list[str] | None, typer.Option("--policy-arg", help="POLICY:key=value, a parameter of one policy (repeatable).")
     ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
     """Replay a Slurm history under Slurm's own rules and under other policies."""
     from shapeshift.slurm.whatif import whatif
@@ -63,7 +64,12 @@ def command(
     args = _policy_args(policy_arg, policies)
     target = output_dir(out)
     assert target is not None
-    outcome = whatif(sacct, slurm_conf, policies, assoc=assoc, qos=qos, policy_args=args, out=target)
+    with progress_bar("replays", show_progress(quiet)) as update:
+        outcome = whatif(
+            sacct, slurm_conf, policies, assoc=assoc, qos=qos, policy_args=args, out=target, progress=update
+        )
+    if quiet:
+        return
     table = Table(title=f"what if: {sacct.name}")
     shown = ("avg_jct", "avg_queue", "p99_queue", "makespan", "gpu_utilization")
     table.add_column("source")

@@ -17,7 +17,7 @@ then the summary's metric columns), ``agreement.json``, ``by_account.csv`` and
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,9 +109,11 @@ def whatif(
     qos: str | Path | None = None,
     policy_args: Mapping[str, Mapping[str, Any]] | None = None,
     out: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> WhatIf:
     """Replay ``sacct`` on ``slurm_conf``'s cluster under each of ``policies`` (see the
-    module docstring); ``policy_args`` maps a policy name to its parameters."""
+    module docstring); ``policy_args`` maps a policy name to its parameters.
+    ``progress(done, total)`` is called before the first replay and after each one."""
     import pandas as pd
 
     from shapeshift.runs.facade import simulate
@@ -153,7 +155,9 @@ def whatif(
     by_account = _groups(recorded, "account", "recorded")
     by_partition = _groups(recorded, "partition", "recorded")
     agree = None
-    for name in policies:
+    if progress is not None:
+        progress(0, len(policies))
+    for done, name in enumerate(policies, 1):
         params = dict((policy_args or {}).get(name, {}))
         if name == "slurm":
             params.setdefault("clock_origin", sacct_notes.origin)
@@ -176,6 +180,8 @@ def whatif(
                 dict(zip(starts["job_id"], starts["recorded"], strict=True)),
                 dict(zip(starts["job_id"], run["start"], strict=True)),
             )
+        if progress is not None:
+            progress(done, len(policies))
     outcome = WhatIf(summaries, agree, starts, pd.DataFrame(by_account), pd.DataFrame(by_partition), notes)
     if out is not None:
         write(outcome, Path(out))

@@ -364,3 +364,60 @@ def test_running_jobs_are_charged_for_their_part_of_each_period():
     # y ended before 60 and is no longer charged; x adds 60 * 2 = 120.
     assert (fs.usage["A/a"], fs.usage["B/b"], fs.usage["root"]) == (180.0, 180.0, 360.0)
     assert "y" not in running.slot
+
+
+def test_fit_finds_nodes_exactly_when_enough_nodes_meet_its_thresholds():
+    import numpy as np
+
+    from shapeshift.policies.slurm.fit import fit_thresholds
+    from shapeshift.policies.slurm.plan import fit
+
+    # By hand: 8 GPUs on 4-GPU nodes span two nodes of 4 (node_span); n0 and n2 have 4
+    # free GPUs, n1 and n3 fewer: two nodes meet the share, so fit finds two (n0, n2,
+    # across runs), and with n2 excluded only one meets it and fit finds none.
+    free = Free([4, 3, 4, 2], [8.0] * 4, [10.0] * 4)
+    need = Need(8, 2, 0)
+    span, (gpus, cpus, mem) = fit_thresholds(need, 4)
+    assert span == 2 and int(gpus) == 4
+    assert fit(need, [[0, 1, 2, 3]], free, 4) == [(0, Need(4, 1, 0)), (2, Need(4, 1, 0))]
+    assert fit(need, [[0, 1, 2, 3]], free, 4, {2}) is None
+    # The rule the will-run test counts by, on random nodes, groups and exclusions: fit
+    # returns nodes if and only if at least `span` allowed, non-excluded nodes meet all
+    # three thresholds (CPUs and memory within fit's 1e-9 tolerance).
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        size = int(rng.integers(1, 12))
+        nodes = list(range(size))
+        rng.shuffle(nodes)
+        cut = int(rng.integers(0, size + 1))
+        groups = [sorted(nodes[:cut]), sorted(nodes[cut:])] if 0 < cut < size else [sorted(nodes)]
+        free = Free(
+            rng.integers(0, 5, size), rng.integers(0, 9, size) / rng.choice([1, 3, 10]), rng.integers(0, 5, size) * 0.1
+        )
+        need = Need(int(rng.integers(1, 13)), float(rng.integers(1, 9)) / 3, float(rng.integers(0, 3)) * 0.1)
+        excluded = {int(n) for n in rng.choice(size, int(rng.integers(0, size + 1)), replace=False)}
+        span, (gpus, cpus, mem) = fit_thresholds(need, 4)
+        meets = sum(
+            1
+            for n in range(size)
+            if n not in excluded and free.gpus[n] >= gpus and free.cpus[n] >= cpus and free.mem[n] >= mem
+        )
+        assert (fit(need, groups, free, 4, excluded) is not None) == (meets >= span)
+
+
+def test_later_start_is_the_first_reserved_node_to_come_free():
+    from shapeshift.policies.slurm.plan import Reservation, Reservations
+
+    # The node-space map of _attempt_backfill: A holds n1 over 100..200 and B holds n1
+    # over 200..300 (B starts as A ends, so n1 does not come free at 200); C holds n2 over
+    # 150..250. From 0 the first instant a reserved usable node comes free is 250 (n2);
+    # for a job that may use only n1 it is 300; from 250 on, 300; from 300, none.
+    plan = Reservations()
+    for r in (Reservation("A", frozenset({1}), 100, 200), Reservation("B", frozenset({1}), 200, 300),
+              Reservation("C", frozenset({2}), 150, 250)):  # fmt: skip
+        plan.add(r)
+    assert [r.job_id for r in plan.items] == ["A", "B", "C"]
+    assert plan.later_start(0, {1, 2}) == 250
+    assert plan.later_start(0, {1}) == 300
+    assert plan.later_start(250, {1, 2}) == 300
+    assert plan.later_start(300, {1, 2}) is None

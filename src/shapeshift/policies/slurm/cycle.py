@@ -43,6 +43,14 @@ class BackfillCycle:
         def _over_limit(self, view: ClusterView, job_id: str, reasons: dict) -> bool: ...
         def _usage(self, view: ClusterView, job_id: str): ...
 
+    def _empty_cycle(self, view: ClusterView, changes: dict[str, Allocation | None]) -> bool:
+        """A cycle with nothing to test: no start and no reservation. The next cycle is
+        due only while a running job (or one just started with a zero limit) is past its
+        time limit."""
+        self.planned = {}
+        ended = self.endings.any_by(view.now)
+        return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
+
     def _backfill(
         self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
     ) -> bool:
@@ -50,10 +58,8 @@ class BackfillCycle:
         plan changes as time passes, and the next cycle must run)."""
         assert self.conf is not None
         params = self.conf.scheduler.params
-        if not queue:  # nothing to test: no start, no reservation
-            self.planned = {}
-            ended = self.endings.any_by(view.now)
-            return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
+        if not queue:
+            return self._empty_cycle(view, changes)
         running: list[Ending] = []
         endings = self.endings
         for job_id, alloc in view.allocations.items():

@@ -107,6 +107,19 @@ def fit(
     return None
 
 
+def fit_thresholds(need: Need, largest: int) -> tuple[int, tuple[np.ndarray, ...]]:
+    """``fit``'s span for ``need`` and its per-node thresholds (GPUs, CPUs, memory, as
+    0-d arrays): ``fit`` finds nodes exactly when at least ``span`` of the nodes it may
+    use (its groups' nodes, less the excluded ones) hold ``free.gpus >= t[0]``,
+    ``free.cpus >= t[1]`` and ``free.mem >= t[2]`` (each of its branches returns nodes
+    whenever that many are usable, and ``None`` otherwise). The will-run test counts
+    such nodes instead of fitting after every batch of ends."""
+    hit = _SHARES.get((id(need), largest))
+    if hit is None or hit[0] is not need:
+        hit = _share(need, largest)
+    return hit[1], hit[3]
+
+
 #: ``fit``'s span, per-node share and the share's thresholds (``_at_least``) of each
 #: request, by the identity of its ``Need`` (kept in the entry, so a reused identity is
 #: told apart) and the largest node: a replay asks for the same few shapes again and

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shapeshift.policies.slurm.fit import _ZERO, Free, Need, _blocked, fit, never_placeable, node_span
+from shapeshift.policies.slurm.fit import _ZERO, Free, Need, _blocked, fit, fit_thresholds, never_placeable, node_span
 
 __all__ = ["Free", "Need", "fit", "never_placeable", "node_span"]
 
@@ -69,8 +69,6 @@ class BackfillResult:
 #: ``_will_run_test``'s first window (seconds): running jobs ending within it of the first
 #: one (epoch-aligned) are taken off together; each later window is twice the last.
 WILL_RUN_WINDOW = 30
-#: ``_will_run_test`` stops testing after this many jobs of one batch and takes off more.
-WILL_RUN_BATCH = 200
 
 
 class Endings:
@@ -87,7 +85,7 @@ class Endings:
         every job they test without one)."""
         self._built = True
         items = self.items
-        self.ends = [e.end for e in items]
+        self.ends = np.fromiter((e.end for e in items), dtype=np.float64, count=len(items))
         counts = np.fromiter((len(e.placement) for e in items), dtype=np.int64, count=len(items))
         self.offset = np.concatenate((_ZERO, np.cumsum(counts)))
         pairs = [p for e in items for p in e.placement]
@@ -106,22 +104,25 @@ class Endings:
             self.items.remove(ending)
             self._built = False
 
-    def on(self, usable: np.ndarray) -> list[int]:
-        """The positions of the ends with a node where ``usable`` (a boolean array) holds."""
+    def on(self, usable: np.ndarray) -> np.ndarray:
+        """The positions of the ends with a node where ``usable`` (a boolean array) holds,
+        in end order."""
         if not self.items:
-            return []
+            return _ZERO[:0]
         if not self._built:
             self._build()
         hit = self.owner[usable[self.node]]
-        return np.flatnonzero(np.bincount(hit, minlength=len(self.items))).tolist()
+        return np.flatnonzero(np.bincount(hit, minlength=len(self.items)))
 
-    def give(self, free: Free, a: int, b: int) -> None:
-        """Give ``free`` the resources of the ends at positions ``a .. b - 1``, in order."""
+    def give(self, free: Free, a: int, b: int) -> np.ndarray:
+        """Give ``free`` the resources of the ends at positions ``a .. b - 1``, in order;
+        returns the nodes given to (one entry per end's node, repeats included)."""
         sl = slice(int(self.offset[a]), int(self.offset[b]))
         node = self.node[sl]
         np.add.at(free.gpus, node, self.gpus[sl])
         np.add.at(free.cpus, node, self.cpus[sl])
         np.add.at(free.mem, node, self.mem[sl])
+        return node
 
 
 def will_run(
@@ -141,11 +142,15 @@ def will_run(
     up to a multiple of that window on the wall clock (``epoch`` is the wall-clock time
     of time 0), each later window twice as long; after each batch the job is tested, and
     its start is the end of the batch's last job (a job past its limit: a second from
-    now). ``None``: it fits nowhere. ``nodes``: the partition's nodes, a set or a boolean
-    array over all nodes (computed when not given).
+    now). ``None``: it fits nowhere. ``nodes``: the partition's nodes (the union of
+    ``cand.groups``), a set or a boolean array over all nodes (computed when not given).
 
     A batch gives back every end up to its last, those on no usable node included: they
-    free only nodes the fit leaves out, so the answer is the same."""
+    free only nodes the fit leaves out, so the answer is the same. After a batch the
+    test is a count: ``fit`` finds nodes exactly when enough usable nodes meet its
+    per-node thresholds (``fit_thresholds``), and a batch only adds resources, so only
+    the nodes it gave to can newly meet them; ``fit`` itself runs once, to choose the
+    nodes, after the batch that brings the count to the job's span."""
     size = free.gpus.size
     blocked = _blocked(excluded, size)
     placement = fit(cand.need, cand.groups, free, cand.largest, blocked)
@@ -156,40 +161,44 @@ def will_run(
     usable = nodes if blocked is None else nodes & ~blocked
     index = endings if isinstance(endings, Endings) else Endings(endings)
     relevant = index.on(usable)
-    if not relevant:
+    if not relevant.size:
         return None
-    ends = index.ends
+    ends = index.ends[relevant]
     future = free.copy()
+    span, (gpus_at_least, cpus_at_least, mem_at_least) = fit_thresholds(cand.need, cand.largest)
+    meets = usable & (future.gpus >= gpus_at_least)
+    meets &= future.cpus >= cpus_at_least
+    meets &= future.mem >= mem_at_least
+    count = int(np.count_nonzero(meets))
     given = 0
-    first: float | None = None
+    end = float(ends[0])
+    first = end + (WILL_RUN_WINDOW - (end + epoch) % WILL_RUN_WINDOW)
     window = WILL_RUN_WINDOW
-    k = 0
-    while k < len(relevant):
-        last = None
-        removed = 0
-        tested = True
-        while k < len(relevant):
-            end = ends[relevant[k]]
-            if first is None:
-                first = end + (WILL_RUN_WINDOW - (end + epoch) % WILL_RUN_WINDOW)
-            last = relevant[k]
-            k += 1
-            if k == len(relevant) or ends[relevant[k]] > first + window:
-                break
-            removed += 1
-            if removed > WILL_RUN_BATCH + 1:
-                tested = False
-                break
-        if not tested or last is None:
-            continue
-        index.give(future, given, last + 1)
+    k, count_ends = 0, len(ends)
+    while k < count_ends:
+        # The batch: every end up to the window's (at least the next one; the window
+        # always covers it). Slurm stops after 200 ends to check its 2-second timer and
+        # goes on in the same window, so the test still comes at the window's end.
+        k = max(int(ends.searchsorted(first + window, "right")), k + 1)
+        last = int(relevant[k - 1])
+        touched = index.give(future, given, last + 1)
         given = last + 1
         window *= 2
-        while k < len(relevant) and ends[relevant[k]] > first + window:
+        while k < count_ends and ends[k] > first + window:
             window *= 2
-        placement = fit(cand.need, cand.groups, future, cand.largest, blocked)
-        if placement is not None:
-            return (ends[last] if ends[last] > now else now + 1), placement
+        touched = touched[usable[touched] & ~meets[touched]]
+        if touched.size:
+            touched = touched[future.gpus[touched] >= gpus_at_least]
+            touched = touched[future.cpus[touched] >= cpus_at_least]
+            touched = touched[future.mem[touched] >= mem_at_least]
+            if touched.size:
+                meets[touched] = True
+                count = int(np.count_nonzero(meets))
+        if count >= span:
+            placement = fit(cand.need, cand.groups, future, cand.largest, blocked)
+            assert placement is not None, "fit_thresholds and fit disagree"
+            start = float(ends[k - 1])
+            return (start if start > now else now + 1), placement
     return None
 
 
@@ -200,16 +209,38 @@ def _mask(nodes: set[int], size: int) -> np.ndarray:
     return mask
 
 
-def _later_start(start_res: float, reservations: list[Reservation], usable: set[int]) -> float | None:
-    """The first instant after ``start_res`` at which a usable node that a reservation
-    holds comes free (a slot boundary of the node-space map whose next slot has a node
-    the current one lacks: ``later_start`` in ``_attempt_backfill``)."""
-    for b in sorted({r.end for r in reservations if r.end > start_res}):
-        freed = {n for r in reservations if r.end == b for n in r.nodes} & usable
-        held = {n for r in reservations if r.begin <= b < r.end for n in r.nodes}
-        if freed - held:
-            return b
-    return None
+class Reservations:
+    """The cycle's reservations, in the order made, by end, and per node (each node's
+    reserved spans), so that ``later_start`` looks only at what it needs."""
+
+    def __init__(self) -> None:
+        self.items: list[Reservation] = []
+        self._by_end: list[Reservation] = []
+        self._ends: list[float] = []
+        self._spans: dict[int, list[tuple[float, float]]] = {}
+
+    def add(self, r: Reservation) -> None:
+        self.items.append(r)
+        at = bisect.bisect_right(self._ends, r.end)
+        self._ends.insert(at, r.end)
+        self._by_end.insert(at, r)
+        for n in r.nodes:
+            self._spans.setdefault(n, []).append((r.begin, r.end))
+
+    def later_start(self, start_res: float, usable: set[int]) -> float | None:
+        """The first instant after ``start_res`` at which a usable node that a
+        reservation holds comes free (a slot boundary of the node-space map whose next
+        slot has a node the current one lacks: ``later_start`` in ``_attempt_backfill``):
+        the first reservation end, in end order, with a usable node that no reservation
+        holds at that instant."""
+        by_end, spans = self._by_end, self._spans
+        for i in range(bisect.bisect_right(self._ends, start_res), len(by_end)):
+            r = by_end[i]
+            b = r.end
+            for n in r.nodes:
+                if n in usable and not any(lo <= b < hi for lo, hi in spans[n]):
+                    return b
+        return None
 
 
 #: Backfill's preemption step (``backfill_preempt.py``): for a job that cannot start
@@ -240,7 +271,8 @@ def backfill(
     ``preempt``: a job that cannot start now may start by preempting (``PreemptHook``)."""
     res = max(resolution, 1.0)
     endings = Endings(running)
-    reservations: list[Reservation] = []
+    plan = Reservations()
+    reservations = plan.items
     started: list[tuple[str, list[tuple[int, Need]]]] = []
     tested = 0
     partition_nodes: dict[int, set[int]] = {}  # per partition (its groups list), built once a cycle
@@ -258,14 +290,14 @@ def backfill(
         while start_res <= now + window:
             end = start_res + cand.limit
             excluded = {n for r in reservations if r.end > start_res and r.begin <= end for n in r.nodes}
-            later = _later_start(start_res, reservations, usable)
+            later = plan.later_start(start_res, usable)
             answer = will_run(now, cand, free, endings, excluded, epoch, usable_mask)
             if preempt is not None and start_res <= now and (answer is None or answer[0] > now):
                 taken = preempt(cand, excluded, endings)
                 if taken is not None and not taken[1]:
                     finish = math.floor((now + cand.limit + res - 1) / res) * res
                     held = frozenset(n for n, _ in taken[0])
-                    reservations.append(Reservation(cand.job_id, held, math.floor(now / res) * res, finish))
+                    plan.add(Reservation(cand.job_id, held, math.floor(now / res) * res, finish))
                     break
                 answer = (now, taken[0]) if taken is not None else answer
             if answer is None:
@@ -291,6 +323,6 @@ def backfill(
             if start > start_res and any(r.end > begin and r.begin < finish and r.nodes & nodes for r in reservations):
                 start_res = start
                 continue
-            reservations.append(Reservation(cand.job_id, nodes, begin, finish))
+            plan.add(Reservation(cand.job_id, nodes, begin, finish))
             break
     return BackfillResult(started, reservations, tested)

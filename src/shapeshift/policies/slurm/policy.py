@@ -357,14 +357,12 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         """A decision with no job to place and no grace time to end (about two in five
         at a 0.9 load: a job ends and none waits): what the full path would do with an
         empty queue, without walking it. Only the backfill cycle's timer and state move,
-        as an empty cycle moves them (``_backfill``: no plan, and the next cycle due while
-        a running job is past its time limit)."""
+        as an empty cycle moves them (``_empty_cycle``)."""
         assert self.conf is not None
         self.exempt_wake = math.inf
         sched = self.conf.scheduler
         if sched.backfill and view.now >= self.next_bf and self.dirty:
-            self.planned = {}
-            self.dirty = self.endings.any_by(view.now)
+            self.dirty = self._empty_cycle(view, {})
             self.next_bf = view.now + sched.params["bf_interval"]
         return Schedule(base=view.allocations, changes={}, reasons={}, default_reason="Priority", wake_at=None)
 
