@@ -156,3 +156,23 @@ def test_a_fit_runs_blas_on_one_thread_and_gives_the_pool_back(monkeypatch):
     fit_perf_params(_rows_of_every_kind())
     assert seen and all(n == 1 for counts in seen for n in counts)
     assert [lib["num_threads"] for lib in controller.info()] == before
+
+
+def test_without_the_total_cap_the_rounded_up_top_batch_and_the_gpus_smallest_batch_count():
+    # AdaptDL's GoodputFunction.optimize (the Sia artifact's goodput.py) checks only the
+    # per-GPU batch. With noise (sqr 0, var 1) the gain equals the scale, so goodput is
+    # throughput, which grows with the per-GPU batch: the best is the largest valid batch.
+    # 12 GPUs, largest batch 2048, per-GPU 32..1024: candidates run from 12 x 32 = 384 to
+    # 2048. The top one splits as ceil(2048 / 12) = 171 per GPU, 2052 in all: kept without
+    # the cap; with it the next one, 2048 x (384 / 2048)^(1/49) = 1979.2, splits as
+    # ceil(164.93) = 165 per GPU, 1980. On 80 GPUs the smallest batch, 80 x 32 = 2560,
+    # passes 2048: with the cap no candidate is left (goodput 0), without it 2560 counts.
+    from shapeshift.perf.pollux.goodput import BatchLimits, PerfParams, best_batch
+
+    params = PerfParams(0.05, 0.002, 0.1, 0.01, 0.02, 0.005, 1.0)
+    limits = BatchLimits(128, 2048, 32, 1024)
+    grad = (0.0, 1.0)
+    good, batch = best_batch(params, grad, limits, [3, 20], [12, 80], True, cap_total=True)
+    assert batch[0] == 1980 and good[1] == 0.0
+    good, batch = best_batch(params, grad, limits, [3, 20], [12, 80], True, cap_total=False)
+    assert batch.tolist() == [2052, 2560] and good[1] > 0

@@ -190,15 +190,25 @@ class GoodputGrid:
     geometric steps from ``max(init, min_local * replicas)`` to ``max_size``; local batches
     above ``max_local`` accumulate; one GPU above the initial batch accumulates at least
     once. A fixed-batch job has one candidate, its own batch (``limits.init``).
+
+    ``cap_total``: a candidate whose per-GPU batch, rounded up, takes the global batch past
+    ``max_size`` is dropped, and so are all where ``min_local * replicas`` passes it. Without
+    it, AdaptDL's rule (``adaptdl/goodput.py``; the Sia artifact's ``goodput.py``,
+    ``GoodputFunction.optimize``): only the per-GPU batch is checked, so the rounded-up top
+    candidate counts and, past ``max_size``, the candidates run from the smallest batch
+    the GPUs can hold down to ``max_size`` (that smallest one valid).
     """
 
-    def __init__(self, params: PerfParams, limits: BatchLimits, nodes, replicas, adaptive: bool = True):  # type: ignore[no-untyped-def]
+    def __init__(  # type: ignore[no-untyped-def]
+        self, params: PerfParams, limits: BatchLimits, nodes, replicas, adaptive: bool = True, cap_total: bool = True
+    ):
         nodes = np.atleast_1d(np.asarray(nodes, float))
         replicas = np.atleast_1d(np.asarray(replicas, float))
         eps = 1e-8
         lo = np.maximum(limits.init, limits.min_local * replicas)
         if adaptive:
-            batch = np.geomspace(lo, np.maximum(limits.max_size, lo), 50)
+            top = np.maximum(limits.max_size, lo) if cap_total else np.full_like(lo, float(limits.max_size))
+            batch = np.geomspace(lo, top, 50)
         else:
             batch = np.full((1, len(replicas)), float(limits.init))
         local = batch / replicas
@@ -208,11 +218,9 @@ class GoodputGrid:
         self.total = replicas * atomic * (accum + 1)
         self.throughput = self.total / step_time(params, nodes, replicas, atomic, accum)
         if adaptive:
-            ok = (
-                (atomic >= limits.min_local)
-                & (atomic <= limits.max_local)
-                & (self.total <= limits.max_size * (1 + eps))
-            )
+            ok = (atomic >= limits.min_local) & (atomic <= limits.max_local)
+            if cap_total:
+                ok &= self.total <= limits.max_size * (1 + eps)
         else:
             ok = atomic >= 1
         self.throughput = np.where(ok & (replicas > 0), self.throughput, 0.0)
@@ -229,11 +237,17 @@ class GoodputGrid:
         return good[idx, self._cols], self.total[idx, self._cols].astype(int)
 
 
-def best_batch(
-    params: PerfParams, grad: tuple[float, float], limits: BatchLimits, nodes, replicas, adaptive: bool = True
-):  # type: ignore[no-untyped-def]
+def best_batch(  # type: ignore[no-untyped-def]
+    params: PerfParams,
+    grad: tuple[float, float],
+    limits: BatchLimits,
+    nodes,
+    replicas,
+    adaptive: bool = True,
+    cap_total: bool = True,
+):
     """Best goodput per (nodes, replicas) and the batch that reaches it (see :class:`GoodputGrid`)."""
-    return GoodputGrid(params, limits, nodes, replicas, adaptive).evaluate(grad)
+    return GoodputGrid(params, limits, nodes, replicas, adaptive, cap_total).evaluate(grad)
 
 
 __all__ = [

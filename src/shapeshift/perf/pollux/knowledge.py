@@ -83,10 +83,12 @@ def _grid(params: PerfParams, limits: BatchLimits, adaptive: bool, gpn: int, max
 
 
 @functools.lru_cache(maxsize=4096)
-def _one(params: PerfParams, limits: BatchLimits, adaptive: bool, nodes: int, replicas: int) -> GoodputGrid:
+def _one(
+    params: PerfParams, limits: BatchLimits, adaptive: bool, nodes: int, replicas: int, cap_total: bool = True
+) -> GoodputGrid:
     """The grid of one (nodes, replicas) column: a job re-chooses its batch at every epoch
     end on the same GPUs with the same model, only its noise changing."""
-    return GoodputGrid(params, limits, nodes, replicas, adaptive)
+    return GoodputGrid(params, limits, nodes, replicas, adaptive, cap_total)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -116,6 +118,8 @@ class JobGoodput:
     grad: tuple[float, float]
     limits: BatchLimits
     adaptive: bool
+    #: :class:`~shapeshift.perf.pollux.goodput.GoodputGrid`'s ``cap_total``.
+    cap_total: bool = True
 
     def best(self, nodes, replicas):  # type: ignore[no-untyped-def]
         """(goodput in examples/s at the initial batch, batch) per (nodes, replicas)."""
@@ -123,8 +127,8 @@ class JobGoodput:
             r = np.atleast_1d(np.asarray(replicas, float))
             return r.copy(), np.full(r.shape, self.limits.init, dtype=int)
         if isinstance(nodes, int) and isinstance(replicas, int):  # one column: its grid is reused
-            return _one(self.params, self.limits, self.adaptive, nodes, replicas).evaluate(self.grad)
-        return best_batch(self.params, self.grad, self.limits, nodes, replicas, self.adaptive)
+            return _one(self.params, self.limits, self.adaptive, nodes, replicas, self.cap_total).evaluate(self.grad)
+        return best_batch(self.params, self.grad, self.limits, nodes, replicas, self.adaptive, self.cap_total)
 
     def table(self, gpn: int, max_r: int) -> tuple[np.ndarray, np.ndarray]:
         """Best goodput for r = 1..max_r GPUs packed (``ceil(r / gpn)`` nodes), then for

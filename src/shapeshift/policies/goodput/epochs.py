@@ -21,9 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from shapeshift.engine.batching import split_batch
 from shapeshift.engine.state import JobStatus
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import JobSpec, Schedule
+from shapeshift.perf.pollux.ground_truth import typed_limits
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge
 from shapeshift.perf.pollux.online import OnlineFits
 from shapeshift.perf.pollux.profiles import ApplicationProfile, app_name, load_profile
@@ -71,12 +73,14 @@ def own_batch(
     gpu_type: str,
     shape: Shape,
     by_placement: bool,
+    cap_total: bool = True,
 ) -> int:
     """The best batch on ``shape`` (GPUs per node) of ``gpu_type`` for the job's own model
     there (``Job.update_local_bsz``; the application's model without ``online`` fits),
     with the noise it measured at ``batch_now`` and ``progress``. ``by_placement``: on a
     typed profile each GPU's batch stays within what was measured on that placement
-    (``get_max_local_bsz``), else within the type's limit."""
+    (``get_max_local_bsz``), else within the type's limit. ``cap_total``: the candidate
+    rule of :class:`~shapeshift.perf.pollux.goodput.GoodputGrid`."""
     assert spec.batch is not None
     g = sum(shape)
     table = goodput.job(spec, batch_now, progress, gpu_type)
@@ -89,7 +93,12 @@ def own_batch(
         # No model of its own on this type yet: the artifact's ``update_local_bsz``
         # starts it at its initial batch, or its smallest per-GPU batch on every GPU.
         return min(max(spec.batch.initial, table.limits.min_local * g), spec.batch.max_size)
-    return int(replace(table, params=fitted).best(len(shape), g)[1][0])
+    best = int(replace(table, params=fitted, cap_total=cap_total).best(len(shape), g)[1][0])
+    if cap_total or profile is None:
+        return best
+    # A candidate past the largest batch runs with its per-GPU batch cut back (the
+    # artifact's ``update_local_bsz``): the batch the job reports is the one it runs.
+    return split_batch(typed_limits(spec.batch, profile, shape), best, g).global_batch
 
 
 def round_batch(

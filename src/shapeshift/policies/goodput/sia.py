@@ -11,7 +11,9 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
   throughput model on each GPU type it has run on, fitted on the step times of what it
   ran there (:mod:`shapeshift.perf.pollux.online`; ``job.py`` ``Job.update_params``),
   with the type's per-GPU batch limit and the job's reported gradient noise, at the best
-  batch up to its submitted one (``Job.get_speedup_fn``, ``goodput_batch``); on a type
+  batch up to its submitted one (``Job.get_speedup_fn``, ``goodput_batch``), a candidate
+  counting when only its per-GPU batch is within limits (``goodput.py``
+  ``GoodputFunction.optimize``; ``batch_overshoot``); on a type
   it has not run on, the model of the first type (cluster order) it has run on at the
   same GPU count, times the ratio of the two types' 1-GPU throughputs
   (``_compute_goodputs_v2`` with ``--project_throughputs``); before its first
@@ -48,10 +50,12 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 Solved with ``scipy.optimize.milp`` (HiGHS; relative gap 1e-4 as the artifact's CBC
 setting); on a cluster of one GPU type the program is a multiple-choice knapsack over
 GPU counts and is solved exactly by the knapsack of ``pollux`` (same optimum,
-deterministic, no time limit). Placement (the artifact's simulator ignores it; ``alloc_to_placement_smart`` is
-what its cluster runs): jobs whose GPU count did not change stay put, the others are
-packed on the fewest nodes, one job spanning nodes per node
-(:func:`shapeshift.policies.goodput.common.keep_or_pack`).
+deterministic, no time limit). Placement: jobs whose GPU count did not change stay put,
+the others are packed on the fewest nodes, one job spanning nodes per node
+(:func:`shapeshift.policies.goodput.common.keep_or_pack`; ours). The artifact places
+every round anew from a forward cursor (``alloc_to_placement_fast``, ``smart_placement``
+off), so a job may be split across nodes or moved, restarting when its GPUs per node
+change: ``placement=artifact`` (:mod:`.sia_placement`).
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ from shapeshift.policies.goodput.epochs import (
     round_batch,
 )
 from shapeshift.policies.goodput.sia_mip import solve_mip
+from shapeshift.policies.goodput.sia_placement import cursor_place, same_shape_move
 from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
@@ -127,6 +132,16 @@ class SiaParams(PlanAwareParams):
     #: artifact's ``Job.get_speedup_fn``: ``target_batch_size``), its own batch up to the
     #: application's largest (``Job.update_local_bsz``); ``application`` (ours): both.
     goodput_batch: Literal["submitted", "application"] = "submitted"
+    #: ``true``: a goodput search's candidate batch may pass its largest batch once each
+    #: GPU's share is rounded up, and past it the GPUs' smallest per-GPU batches count
+    #: (AdaptDL's ``GoodputFunction.optimize``, the artifact's ``goodput.py``); ``false``
+    #: (ours): candidates above the largest batch are dropped.
+    batch_overshoot: bool = True
+    #: ``artifact``: each round every chosen job of a type is placed anew, widest first,
+    #: from a cursor over the type's nodes (the artifact's ``alloc_to_placement_fast``,
+    #: :mod:`.sia_placement`); ``keep`` (ours): a job whose count did not change stays
+    #: put, the others are packed on the fewest nodes (:func:`.common.keep_or_pack`).
+    placement: Literal["artifact", "keep"] = "keep"
 
 
 @dataclass
@@ -165,6 +180,9 @@ class SiaPolicy:
         self.retuner = EpochRetuner(self.goodput, self.online, self._batch)
         self._ran: dict[str, list[str]] = {}  # GPU types each job has run on, in order
         self._plan_cache: dict[tuple[object, ...], float] = {}
+        # Moves to other nodes with the same GPUs per node, per job: no restart in the
+        # artifact's count (``Job.reallocate`` compares only that tuple).
+        self._same_shape_moves: dict[str, int] = {}
 
     # ------------------------------------------------------------ goodput
     def _cpus(self, spec: JobSpec, g: int) -> float:
@@ -248,6 +266,7 @@ class SiaPolicy:
     def _table(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str) -> JobGoodput:
         """``spec``'s table on ``gpu_type``, batches up to its submitted one (``goodput_batch``)."""
         table = self.goodput.job(spec, batch_now, progress, gpu_type)
+        table = replace(table, cap_total=not self.params.batch_overshoot)
         if self.params.goodput_batch == "submitted" and spec.batch is not None and table.adaptive:
             top = max(min(table.limits.max_size, spec.batch.size), table.limits.init)
             table = replace(table, limits=replace(table.limits, max_size=top))
@@ -283,7 +302,7 @@ class SiaPolicy:
         age = view.now - spec.submit_time
         if age < penalty:
             return 1.0
-        restarts = status.reconfigurations + status.preemptions
+        restarts = status.reconfigurations + status.preemptions - self._same_shape_moves.get(spec.job_id, 0)
         return max(age - restarts * penalty, 0.0) / (age + penalty)
 
     def costs(self, view: ClusterView, job: _Job) -> np.ndarray:
@@ -379,7 +398,10 @@ class SiaPolicy:
         wanted = {j.job_id: (chosen[j.job_id].gpus, view.job(j.job_id).allocation) for j in mine}
         exact = frozenset(j.job_id for j in mine if j.kind != "pollux")
         caps = {n: view.cluster.nodes[n].gpus for n in members}
-        placed = keep_or_pack(wanted, [j.job_id for j in mine], caps, exact)
+        if self.params.placement == "artifact":
+            placed = cursor_place({j: g for j, (g, _) in wanted.items()}, [j.job_id for j in mine], caps)
+        else:
+            placed = keep_or_pack(wanted, [j.job_id for j in mine], caps, exact)
         free_c = {n: float(view.cluster.nodes[n].cpus) for n in members}
         free_m = {n: float(view.cluster.nodes[n].mem_gb) for n in members}
         for job in mine:
@@ -392,6 +414,8 @@ class SiaPolicy:
                 reasons[job.job_id] = "no plan, CPUs or host memory for its GPUs on the chosen nodes"
                 continue
             current = view.job(job.job_id).allocation
+            if current is not None and job.kind == "pollux" and same_shape_move(view, current, alloc):
+                self._same_shape_moves[job.job_id] = self._same_shape_moves.get(job.job_id, 0) + 1
             desired[job.job_id] = current if alloc == current else alloc
 
     def _allocation(
@@ -429,7 +453,8 @@ class SiaPolicy:
 
     def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: Shape) -> int:
         by_placement = self.params.batch_cap == "placement"
-        return own_batch(self.goodput, self.online, spec, batch_now, progress, gpu_type, shape, by_placement)
+        cap = not self.params.batch_overshoot
+        return own_batch(self.goodput, self.online, spec, batch_now, progress, gpu_type, shape, by_placement, cap)
 
 
 def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
