@@ -62,10 +62,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import numpy as np
-from pydantic import Field
 
 from shapeshift.engine.contract import PolicyTraits
 from shapeshift.engine.view import ClusterView
@@ -87,61 +85,16 @@ from shapeshift.policies.goodput.epochs import (
     round_batch,
 )
 from shapeshift.policies.goodput.sia_mip import solve_mip
+from shapeshift.policies.goodput.sia_params import (
+    ARTIFACT_DEFAULT_PENALTY,
+    CLIP,
+    RESTART_PENALTIES,
+    ZERO_ALLOC_GAIN,
+    SiaParams,
+)
 from shapeshift.policies.goodput.sia_placement import cursor_place, same_shape_move
-from shapeshift.policies.planaware.common import PlanAwareParams
 from shapeshift.policies.planaware.core import DEFAULT_CPUS_PER_GPU
 from shapeshift.policies.planaware.knowledge import Knowledge, dp_space, fixed_space
-
-#: Restart penalties (seconds) the Sia artifact measured per application (``get_restart_penalty``).
-RESTART_PENALTIES = {"deepspeech2": 25.0, "imagenet": 250.0, "cifar10": 30.0, "bert": 120.0, "yolov3": 45.0}
-ARTIFACT_DEFAULT_PENALTY = 30.0
-ZERO_ALLOC_GAIN = 1e-4
-CLIP = 3000.0
-
-
-class SiaParams(PlanAwareParams):
-    """Every default is the Sia artifact's (``simulator_config.py``); ``restore_penalty``
-    applies to applications it has no measured penalty for."""
-
-    round: float = Field(60.0, gt=0)
-    p: float = Field(-0.5, lt=0)
-    lambda_n: float = Field(1.1, ge=0)
-    explore: bool = True
-    max_replicas: int = Field(64, ge=1)
-    profiles: str | None = None
-    time_limit: float = Field(10.0, gt=0)
-    #: A fixed-batch Pollux job (NCF) gets at most the GPUs it asked for, as the artifact
-    #: means to (``cluster.py``, ``get_sia_multi_job_info`` treats NCF as rigid); its check
-    #: (``'ncf' in job.applications``) tests GPU-type names and never fires, so there NCF
-    #: scales like any job at its fixed batch: ``pin_fixed_batch=false`` runs that.
-    pin_fixed_batch: bool = True
-    #: ``online``: each job's own model per GPU type, fitted on what it ran there (the
-    #: artifact's ``Job.update_params``); ``offline`` (ours): one model per application and
-    #: type, fitted on the type's whole profile before the run.
-    goodput_model: Literal["online", "offline"] = "online"
-    #: ``epoch``: a Pollux job with an adaptive batch re-chooses it after every epoch it
-    #: completes, recording a row of its model for each batch it runs (the artifact's
-    #: ``Job.step``; :mod:`.epochs`); ``round`` (ours): once per round.
-    batch_retune: Literal["epoch", "round"] = "epoch"
-    #: ``placement``: on typed profiles a job's own batch choice keeps each GPU's batch
-    #: within what was measured on its placement (the artifact's ``get_max_local_bsz``);
-    #: ``type`` (ours): within the type's limit, the one the goodputs of every
-    #: configuration assume (DeepSpeech2 on ``rtx``: 57, where a 4-GPU placement measured 80).
-    batch_cap: Literal["placement", "type"] = "placement"
-    #: ``submitted``: the goodputs search batches up to the job's submitted batch (the
-    #: artifact's ``Job.get_speedup_fn``: ``target_batch_size``), its own batch up to the
-    #: application's largest (``Job.update_local_bsz``); ``application`` (ours): both.
-    goodput_batch: Literal["submitted", "application"] = "submitted"
-    #: ``true``: a goodput search's candidate batch may pass its largest batch once each
-    #: GPU's share is rounded up, and past it the GPUs' smallest per-GPU batches count
-    #: (AdaptDL's ``GoodputFunction.optimize``, the artifact's ``goodput.py``); ``false``
-    #: (ours): candidates above the largest batch are dropped.
-    batch_overshoot: bool = True
-    #: ``artifact``: each round every chosen job of a type is placed anew, widest first,
-    #: from a cursor over the type's nodes (the artifact's ``alloc_to_placement_fast``,
-    #: :mod:`.sia_placement`); ``keep`` (ours): a job whose count did not change stays
-    #: put, the others are packed on the fewest nodes (:func:`.common.keep_or_pack`).
-    placement: Literal["artifact", "keep"] = "keep"
 
 
 @dataclass
