@@ -9,7 +9,15 @@ import pytest
 
 from shapeshift.perf.pollux.goodput import BatchLimits, PerfParams
 from shapeshift.perf.pollux.knowledge import JobGoodput, shape_pairs
-from shapeshift.policies.goodput.genetic import GeneticSearch, Values, crowding, nondominated_rank
+from shapeshift.policies.goodput.genetic import (
+    GeneticSearch,
+    Values,
+    Warm,
+    adapt,
+    crowding,
+    growth_probability,
+    nondominated_rank,
+)
 from shapeshift.policies.goodput.pollux import PolluxParams, PolluxPolicy, power_utility, solve
 
 P = -1.0
@@ -88,9 +96,60 @@ def test_pareto_ranks_and_crowding_by_hand():
     # in one objective: it dominates them too. So ranks: (0,0) -> 0; (1,1), (0,2), (2,0) -> 1.
     f = np.array([[0, 0], [1, 1], [0, 2], [2, 0.0]])
     assert nondominated_rank(f).tolist() == [0, 1, 1, 1]
-    # Front of three: extremes infinite; the middle (1,1): (2-0)/2 + (2-0)/2 = 2.
+    # Front of three: extremes infinite; the middle (1,1): per objective the gap between
+    # its neighbours over the range, (2-0)/2 = 1 twice, divided by the 2 objectives: 1.
     d = crowding(f[1:])
-    assert d[0] == 2.0 and np.isinf(d[1]) and np.isinf(d[2])
+    assert d[0] == 1.0 and np.isinf(d[1]) and np.isinf(d[2])
+
+
+def test_crowding_gives_duplicates_nothing_and_skips_a_flat_objective():
+    # pymoo 0.4.2.1's calc_crowding_distance. (1,1) twice: the second is a duplicate (0);
+    # the rest is the front above: (1,1) 1, the extremes infinite.
+    d = crowding(np.array([[0, 2], [1, 1], [1, 1], [2, 0.0]]))
+    assert d[1] == 1.0 and d[2] == 0.0 and np.isinf(d[0]) and np.isinf(d[3])
+    # The second objective is 1 everywhere (range 0): it adds nothing, not even at the
+    # extremes. First objective 0, 1, 2: the middle (2-0)/2 = 1, over 2 objectives 0.5.
+    d = crowding(np.array([[0, 1], [1, 1], [2, 1.0]]))
+    assert d[1] == 0.5 and np.isinf(d[0]) and np.isinf(d[2])
+
+
+def test_mutation_grows_an_entry_with_probability_normalised_over_the_jobs():
+    # Two nodes of 2 GPUs, three jobs; job 0 holds both GPUs of node 0, nothing else runs.
+    # Node 0 is full: none of its entries grows. Node 1 has free GPUs: each of the 3 jobs
+    # grows there with p1 = 1/3 (the artifact divides by the jobs, mask1.sum(axis=1), not by
+    # the nodes with room, which would give 1/1). No job holds GPUs on node 1: p2 = 0.
+    s = np.array([[[2, 0], [0, 0], [0, 0]]])
+    p = growth_probability(s, np.array([2, 2]))
+    assert p[0, :, 0].tolist() == [0, 0, 0]
+    assert p[0, :, 1] == pytest.approx([1 / 3] * 3)
+    # Job 0 with 1 GPU on node 1 instead: node 0 empty and node 1 half free, both have
+    # room, p1 = 1/3 everywhere; on node 1 job 0 is the only holder, p2 = 1/1, so it grows
+    # there for sure: 1/3 + 1 - 1/3 = 1.
+    p = growth_probability(np.array([[[0, 1], [0, 0], [0, 0]]]), np.array([2, 2]))
+    assert p[0, 0, 1] == pytest.approx(1.0)
+    assert p[0, 1, 1] == p[0, 0, 0] == pytest.approx(1 / 3)
+
+
+def test_the_warm_start_pairs_rows_by_job_or_as_the_artifact_by_position():
+    # Previous round: jobs (a, b, c) on one node, one state with rows 1, 2, 3. This round
+    # the attained-service order is (b, a, d). By job: b 2, a 1, d (new) 0. By position
+    # (the artifact's _adapt_prev_states): the jobs of both rounds are a, b in the previous
+    # order and b, a in this one, so b takes the first row (a's 1) and a the second (2).
+    warm = Warm(np.array([[[1], [2], [3]]]), ("a", "b", "c"), (0,))
+    assert adapt(warm, ("b", "a", "d"), (0,))[0, :, 0].tolist() == [2, 1, 0]
+    assert adapt(warm, ("b", "a", "d"), (0,), by_position=True)[0, :, 0].tolist() == [1, 2, 0]
+
+
+def test_the_result_is_the_final_front_and_one_generation_is_the_start_alone():
+    # One job on 2 nodes x 2 GPUs valued as in _one_job_values (no restart): start from
+    # [2, 0] (objectives -0.6677, -0.6667), [1, 1] (-0.1677, -0.0833) and [1, 0] (x = 0.5:
+    # -0.501, utility 1 / 2 GPUs = -0.5). [2, 0] dominates both others, so the front is
+    # [2, 0] alone. generations=1 is pymoo's n_gen 1: the start, no mating.
+    search = GeneticSearch(4, 1, np.random.default_rng(0))
+    start = np.array([[[2, 0]], [[1, 1]], [[1, 0]]])
+    best, front = search.search(_one_job_values(False), np.zeros((1, 2), np.int64), np.array([2, 2]), start, P)
+    assert best.tolist() == [[2, 0]]
+    assert front.tolist() == [[[2, 0]]]
 
 
 @pytest.mark.parametrize("field,value", [("population", 1), ("generations", 0), ("search", "random"), ("seed", -1)])

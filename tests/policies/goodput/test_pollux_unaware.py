@@ -8,11 +8,18 @@ from __future__ import annotations
 from shapeshift.engine.engine import Engine
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import BatchSpec, ClusterSpec, JobSpec, NodeSpec
-from shapeshift.perf.pollux.goodput import step_time
+from shapeshift.perf.pollux.goodput import BatchLimits, step_time
 from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
-from shapeshift.perf.pollux.knowledge import fitted_params, merged_params
+from shapeshift.perf.pollux.knowledge import JobGoodput, fitted_params, merged_params
 from shapeshift.policies.goodput.pollux import PolluxParams, PolluxPolicy
-from shapeshift.policies.goodput.unaware import majority_type, to_real, to_virtual, virtual_nodes
+from shapeshift.policies.goodput.unaware import (
+    majority_type,
+    reference_limits,
+    smallest_type,
+    to_real,
+    to_virtual,
+    virtual_nodes,
+)
 from shapeshift.sim.executor import CompletionQueue, SimulatedExecutor
 from tests.perf.test_pollux_typed import _profiles
 
@@ -75,7 +82,8 @@ def test_unaware_pollux_reduces_a_mixed_allocation_to_its_majority_type(tmp_path
     truth = PolluxGroundTruth(root, tuple(n.gpu_type for n in cluster.nodes))
     got = {}
     for unaware in (False, True):
-        policy = PolluxPolicy(PolluxParams(profiles=str(root), explore=False, unaware=unaware))
+        params = PolluxParams(profiles=str(root), explore=False, unaware=unaware, unaware_cap="cluster")
+        policy = PolluxPolicy(params)
         engine = Engine(cluster, policy, SimulatedExecutor(truth, CompletionQueue()))
         batch = BatchSpec(32, 32, 128, 16, 64, adaptive=True)
         engine.submit(JobSpec("a", 0.0, 1, iterations=1, model="pollux/toy", batch=batch), 0.0)
@@ -85,3 +93,42 @@ def test_unaware_pollux_reduces_a_mixed_allocation_to_its_majority_type(tmp_path
     assert got[True] == {1: 4}
     # The policy remembers the virtual placement it kept: both virtual nodes of node 1.
     assert policy._virtual["a"][1] == {1: 2, 2: 2}
+
+
+def test_a_job_gets_at_most_the_gpus_of_the_type_with_fewest():
+    # The artifact's default cluster: 6 x 4 aws (24 GPUs), 2 x 8 dgx-ext (16), 3 x 8 rtx
+    # (24): min(24, 16, 24) = 16 GPUs for any one job (max_num_replicas).
+    nodes = {i: ("aws", 4) for i in range(6)}
+    nodes |= {6 + i: ("dgx-ext", 8) for i in range(2)} | {8 + i: ("rtx", 8) for i in range(3)}
+    assert smallest_type(nodes) == 16
+    assert smallest_type({}) == 0
+
+
+def test_unaware_pollux_caps_a_job_at_the_smallest_type(tmp_path):
+    # test_unaware_pollux_reduces_a_mixed_allocation_to_its_majority_type's setting (one
+    # job worth every GPU; 2 slow + 4 fast): with the artifact's cap the slow type's 2
+    # GPUs bound the job, so it gets 2 where without the cap it got the 4 fast ones.
+    root = _profiles(tmp_path)
+    noisy = "progress,iteration,metric,grad_sqr,grad_var\n100,100,0.5,1.0,1000.0\n200,200,0.6,1.0,1000.0\n"
+    for name in ("validation-32.csv", "validation-128.csv"):
+        (root / "toy" / name).write_text(noisy)
+    cluster = ClusterSpec((NodeSpec("s0", 2, 16, 64, gpu_type="slow"), NodeSpec("f0", 4, 16, 64, gpu_type="fast")))
+    truth = PolluxGroundTruth(root, tuple(n.gpu_type for n in cluster.nodes))
+    policy = PolluxPolicy(PolluxParams(profiles=str(root), explore=False, unaware=True))
+    engine = Engine(cluster, policy, SimulatedExecutor(truth, CompletionQueue()))
+    batch = BatchSpec(32, 32, 128, 16, 64, adaptive=True)
+    engine.submit(JobSpec("a", 0.0, 1, iterations=1, model="pollux/toy", batch=batch), 0.0)
+    schedule = policy.decide(ClusterView(engine, 60.0, frozenset({""}), True))
+    assert schedule.changes["a"].gpus == 2
+
+
+def test_unaware_speedups_assume_the_reference_types_batch_range(tmp_path):
+    # The toy's fast profile measured local batches 16 and 32: a job whose own range is
+    # 16..64 is valued, unaware, over 16..32, whatever type it runs on (the artifact reads
+    # applications['aws']). No reference type, or one without its own profile: unchanged.
+    root = str(_profiles(tmp_path).resolve())
+    table = JobGoodput(None, (1.0, 0.0), BatchLimits(32, 128, 16, 64), True)
+    assert reference_limits(table, root, "pollux/toy", "fast").limits == BatchLimits(32, 128, 16, 32)
+    assert reference_limits(table, root, "pollux/toy", "slow").limits == BatchLimits(32, 128, 16, 64)
+    assert reference_limits(table, root, "pollux/toy", "").limits == table.limits
+    assert reference_limits(table, root, "pollux/toy", "other").limits == table.limits

@@ -2,7 +2,7 @@
 
 Pollux (OSDI 2021, §4.2) and both the Pollux and Sia artifacts' simulators search for
 each round's allocation with NSGA-II (pymoo 0.4.2.1, ``pymoo/algorithms/nsga2.py``),
-100 states x 100 generations, started from the previous round's final states
+100 states x 100 generations, started from the previous round's result
 (Sia artifact ``sia-simulator/pollux_unaware.py``, ``PolluxPolicyUnaware.optimize``).
 A state is a jobs x nodes matrix of GPU counts. The rules, as read there:
 
@@ -10,22 +10,35 @@ A state is a jobs x nodes matrix of GPU counts. The rules, as read there:
   power mean of the jobs' scaled speedups (restart penalty applied), and minus the
   cluster utility (summed speedup over the GPUs of the nodes in use); the result is the
   state of the first non-dominated front with the best first objective;
-* **start** (``optimize``, ``_adapt_prev_states``): the previous round's final states,
-  rows of jobs still present copied, new jobs empty; the first round, the current
-  allocation alone;
+* **start** (``optimize``, ``_adapt_prev_states``): the previous round's result, which
+  is the first non-dominated front of its final population (pymoo's ``Result.X``, not the
+  whole population), rows of jobs still present copied by job, new jobs empty; the
+  first round, the current allocation alone. The artifact pairs the rows by position
+  among the jobs present in both rounds, previous order against this round's; its jobs
+  are sorted by attained service each round, so a job whose place in that order changed
+  starts from another job's row (``Warm.by_position``, :mod:`.pollux`
+  ``genetic_warm=position``; by job is ours, the intent of ``_adapt_prev_states``);
 * **generation** (pymoo ``NSGA2``: ``TournamentSelection(binary_tournament)``,
-  ``RankAndCrowdingSurvival``, ``eliminate_duplicates=True``): as many offspring as the
-  population, parents by binary tournament (the dominating one, else the larger crowding
-  distance, else at random), offspring identical to a state already held dropped, then
-  the union cut back to the population by non-dominated rank and crowding distance;
-* **crossover** (``Problem._crossover``): two parents give two children by one cut point
-  over the jobs (rows before it from one parent, the rest from the other);
+  ``RankAndCrowdingSurvival``, ``eliminate_duplicates=True``; ``("n_gen", n)`` counts the
+  initial population as the first generation, so ``n - 1`` rounds of mating): as many
+  offspring as the population, parents by binary tournament over random permutations of
+  the population (the dominating one, else the larger crowding distance, else at random),
+  offspring identical to a state already held dropped, then the union cut back to the
+  population by non-dominated rank and crowding distance; rank and crowding are those the
+  last cut computed (on the union, before it was cut);
+* **crowding** (``calc_crowding_distance``): within a front, duplicates of an earlier
+  point 0; per objective the gap between neighbours over the objective's range, the
+  extremes infinite, nothing where the front's values are all equal; summed and divided
+  by the number of objectives;
+* **crossover** (``Problem._crossover``, pymoo ``Crossover.do`` with ``prob=0.9``): with
+  probability 0.9 two parents give two children by one cut point over the jobs (rows
+  before it swapped between the parents), else the children are the parents;
 * **mutation** (``Problem._mutation``): each job row goes back to the current allocation
   with probability 0.1; with probability 0.1 a row has each entry zeroed with
-  probability 0.1; then each entry where the job would fit on the node's free GPUs is
-  redrawn uniformly between its value and the node's size, with probability one over
-  the number of such nodes (again one over the nodes the job already holds there, the
-  two combined as independent events);
+  probability 0.1; then each entry whose node has a free GPU is redrawn uniformly between
+  its value and the node's size with probability one over the number of jobs, combined
+  (as independent events) with one over the number of jobs holding GPUs on that node
+  for a job holding some (both normalised over the jobs axis, ``sum(axis=1)``);
 * **repair** (``Problem._repair``): one distributed job per node (the first in job order
   keeps it), at most a job's GPU limit and 16 nodes (nodes taken in a random order),
   then node capacity (jobs in order, each taking what is left);
@@ -75,33 +88,43 @@ class Values:
 
 @dataclass
 class Warm:
-    """The previous round's final states and the job and node ids their axes index."""
+    """The previous round's result (its final population's first front) and the job and
+    node ids their axes index."""
 
     states: np.ndarray
     jobs: tuple[str, ...]
     nodes: tuple[int, ...]
 
 
-def adapt(warm: Warm, jobs: tuple[str, ...], nodes: tuple[int, ...]) -> np.ndarray:
+def adapt(warm: Warm, jobs: tuple[str, ...], nodes: tuple[int, ...], by_position: bool = False) -> np.ndarray:
     """Previous states laid on this round's jobs and nodes (rows of vanished jobs and
-    columns of vanished nodes dropped, new ones empty)."""
+    columns of vanished nodes dropped, new ones empty). ``by_position``: as the artifact's
+    ``_adapt_prev_states``, the k-th job present in both rounds in the previous order gives
+    its row to the k-th such job in this round's order, whichever job that is."""
     out = np.zeros((len(warm.states), len(jobs), len(nodes)), dtype=np.int64)
     jrow = {j: i for i, j in enumerate(warm.jobs)}
     ncol = {n: i for i, n in enumerate(warm.nodes)}
     dst_j = [i for i, j in enumerate(jobs) if j in jrow]
-    src_j = [jrow[jobs[i]] for i in dst_j]
+    if by_position:
+        now = set(jobs)
+        src_j = [i for i, j in enumerate(warm.jobs) if j in now]
+    else:
+        src_j = [jrow[jobs[i]] for i in dst_j]
     for i, n in enumerate(nodes):
         if n in ncol and dst_j:
             out[:, dst_j, i] = warm.states[:, src_j, ncol[n]]
     return out
 
 
+def dominates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row by row: ``a`` dominates ``b`` (no worse in every objective, better in one)."""
+    return np.all(a <= b, axis=-1) & np.any(a < b, axis=-1)
+
+
 def nondominated_rank(f: np.ndarray) -> np.ndarray:
     """Front number (0 = non-dominated) of each row of ``f`` (minimised objectives)."""
     n = len(f)
-    le = np.all(f[:, None, :] <= f[None, :, :], axis=2)
-    lt = np.any(f[:, None, :] < f[None, :, :], axis=2)
-    dom = le & lt  # dom[a, b]: a dominates b
+    dom = dominates(f[:, None, :], f[None, :, :])  # dom[a, b]: a dominates b
     count = dom.sum(axis=0)
     rank = np.full(n, -1)
     front = 0
@@ -117,25 +140,51 @@ def nondominated_rank(f: np.ndarray) -> np.ndarray:
 
 
 def crowding(f: np.ndarray) -> np.ndarray:
-    """Crowding distance within one front (pymoo's: extremes infinite, gaps normalised)."""
+    """Crowding distance within one front, as pymoo 0.4.2.1's ``calc_crowding_distance``:
+    a point equal to an earlier one gets 0; per objective, the gap between a point's
+    neighbours over the objective's range (the extremes infinite, nothing where the
+    range is 0), summed over objectives and divided by their number."""
     n, m = f.shape
     if n <= 2:
         return np.full(n, np.inf)
-    dist = np.zeros(n)
+    unique = np.sort(np.unique(f, axis=0, return_index=True)[1])  # the first of equal points
+    g = f[unique]
+    dist = np.zeros(len(g))
     for k in range(m):
-        order = np.argsort(f[:, k], kind="stable")
-        v = f[order, k]
+        order = np.argsort(g[:, k], kind="stable")
+        v = g[order, k]
         span = v[-1] - v[0]
-        gap = np.zeros(n)
-        gap[0] = gap[-1] = np.inf
-        if span > 0:
-            gap[1:-1] = (v[2:] - v[:-2]) / span
-        dist[order] += gap
-    return dist
+        if span == 0:
+            continue
+        below = np.concatenate([[np.inf], np.diff(v)]) / span
+        above = np.concatenate([np.diff(v), [np.inf]]) / span
+        dist[order] += below + above
+    out = np.zeros(n)
+    out[unique] = dist / m
+    return out
+
+
+def growth_probability(s: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """Per entry of the states ``s`` (states x jobs x nodes), the probability that the
+    mutation redraws it upwards (``Problem._mutation``, step 3): ``p1`` = 1 / the number of
+    jobs where the node has a free GPU, ``p2`` = 1 / the number of jobs holding GPUs there
+    for a job holding some (both normalised over the jobs axis, as the artifact's
+    ``sum(axis=1)``), combined as independent events."""
+    free = caps[None] - s.sum(axis=1)  # (states, nodes)
+    fits = np.broadcast_to((free >= 1)[:, None, :], s.shape)
+    p1 = fits / np.maximum(fits.sum(axis=1, keepdims=True), 1)
+    held = (s > 0) & fits
+    p2 = held / np.maximum(held.sum(axis=1, keepdims=True), 1)
+    return p1 + p2 - p1 * p2
 
 
 class GeneticSearch:
     """NSGA-II over GPU-count matrices with the artifact's operators (module docstring)."""
+
+    #: pymoo's ``Crossover`` default: the share of matings that cross over.
+    CROSSOVER_PROB = 0.9
+    #: pymoo's ``InfillCriterion.n_max_iterations``: matings tried to fill the offspring.
+    MAX_MATINGS = 100
 
     def __init__(self, population: int, generations: int, rng: np.random.Generator):
         self.population = population
@@ -151,26 +200,29 @@ class GeneticSearch:
         p: float,
         allowed: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(best state, final population). ``base``: the current jobs x nodes; ``caps``: GPUs
-        per node; ``start``: the states to start from; ``allowed``: jobs x nodes, where each
-        job may run."""
+        """(best state, the final population's first front). ``base``: the current jobs x
+        nodes; ``caps``: GPUs per node; ``start``: the states to start from; ``allowed``:
+        jobs x nodes, where each job may run. ``generations`` counts the start as the first
+        (pymoo's ``n_gen``)."""
         self._v, self._base, self._caps, self._p = values, base, caps, p
         self._limit, self._rigid = values.limit, values.rigid
         self._allowed = allowed
         pop = start if start is not None and len(start) else base[None].copy()
         pop = self._unique(self._repair(pop.copy()))
         f = self._evaluate(pop)
-        for _ in range(self.generations):
-            off = self._offspring(pop, f)
-            if len(off) == 0:
-                continue
+        keep, rank, crowd = self._survive(f, len(pop))
+        pop, f = pop[keep], f[keep]
+        for _ in range(self.generations - 1):
+            off = self._offspring(pop, f, crowd)
+            if len(off) == 0:  # pymoo ends the run when no new state can be made
+                break
             pop = np.concatenate([pop, off])
             f = np.concatenate([f, self._evaluate(off)])
-            keep = self._survive(f)
+            keep, rank, crowd = self._survive(f, self.population)
             pop, f = pop[keep], f[keep]
-        front = np.flatnonzero(nondominated_rank(f) == 0)
+        front = np.flatnonzero(rank == 0)
         best = front[np.argmin(f[front, 0])]
-        return pop[best], pop
+        return pop[best], pop[front]
 
     def _evaluate(self, pop: np.ndarray) -> np.ndarray:
         v = self._v
@@ -190,43 +242,49 @@ class GeneticSearch:
         util = np.where(active > 0, v.speed[j, k, r].sum(axis=1) / np.maximum(active, 1), 0.0)
         return np.column_stack([-mean, -util])
 
-    def _offspring(self, pop: np.ndarray, f: np.ndarray) -> np.ndarray:
-        rank = nondominated_rank(f)
-        crowd = np.zeros(len(f))
-        for k in np.unique(rank):
-            idx = np.flatnonzero(rank == k)
-            crowd[idx] = crowding(f[idx])
+    def _offspring(self, pop: np.ndarray, f: np.ndarray, crowd: np.ndarray) -> np.ndarray:
+        """New states until there are as many as the population (pymoo's ``Mating`` inside
+        ``InfillCriterion.do``): each batch of matings repaired, states already held or
+        repeated dropped, the batch cut to what is still wanted."""
         seen = {s.tobytes() for s in pop}
         out: list[np.ndarray] = []
-        for _ in range(100):  # pymoo's n_max_iterations for filling the offspring
+        for _ in range(self.MAX_MATINGS + 1):
             want = self.population - len(out)
             if want <= 0:
                 break
             n_mate = (want + 1) // 2
-            a = self._tournament(f, rank, crowd, n_mate)
-            b = self._tournament(f, rank, crowd, n_mate)
-            kids = self._repair(self._mutate(self._crossover(pop[a], pop[b])))
+            parents = self._tournament(f, crowd, 2 * n_mate).reshape(n_mate, 2)
+            kids = self._repair(self._mutate(self._crossover(pop[parents[:, 0]], pop[parents[:, 1]])))
+            fresh: dict[bytes, np.ndarray] = {}
             for kid in kids:
                 key = kid.tobytes()
-                if key not in seen:
-                    seen.add(key)
-                    out.append(kid)
-        return np.array(out[: self.population]).reshape(-1, *pop.shape[1:])
+                if key not in seen and key not in fresh:
+                    fresh[key] = kid
+            for key in list(fresh)[:want]:
+                seen.add(key)
+                out.append(fresh[key])
+        return np.array(out).reshape(-1, *pop.shape[1:])
 
-    def _tournament(self, f: np.ndarray, rank: np.ndarray, crowd: np.ndarray, n: int) -> np.ndarray:
-        a = self.rng.integers(len(f), size=n)
-        b = self.rng.integers(len(f), size=n)
-        a_dom = np.all(f[a] <= f[b], axis=1) & np.any(f[a] < f[b], axis=1)
-        b_dom = np.all(f[b] <= f[a], axis=1) & np.any(f[b] < f[a], axis=1)
+    def _tournament(self, f: np.ndarray, crowd: np.ndarray, n: int) -> np.ndarray:
+        """``n`` winners of binary tournaments between states drawn as consecutive pairs
+        of random permutations of the population (pymoo's ``TournamentSelection``)."""
+        perms = -(-2 * n // len(f))
+        pairs = np.concatenate([self.rng.permutation(len(f)) for _ in range(perms)])[: 2 * n].reshape(n, 2)
+        a, b = pairs[:, 0], pairs[:, 1]
+        a_dom, b_dom = dominates(f[a], f[b]), dominates(f[b], f[a])
         coin = self.rng.random(n) < 0.5
         pick_a = a_dom | (~b_dom & ((crowd[a] > crowd[b]) | ((crowd[a] == crowd[b]) & coin)))
         return np.where(pick_a, a, b)
 
     def _crossover(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Children of the pairs ``(x[i], y[i])``: first every pair's first child (``x``
+        with the rows before the cut from ``y``), then every second (``y`` with those of
+        ``x``), as pymoo's ``crossover_mask``; a pair not crossing gives itself."""
         n_jobs = x.shape[1]
         cut = self.rng.integers(n_jobs, size=(len(x), 1)) if n_jobs else np.zeros((len(x), 1), int)
-        first = (np.arange(n_jobs) < cut)[:, :, None]
-        return np.concatenate([np.where(first, x, y), np.where(first, y, x)])
+        cross = self.rng.random(len(x)) < self.CROSSOVER_PROB
+        swap = ((np.arange(n_jobs) < cut) & cross[:, None])[:, :, None]
+        return np.concatenate([np.where(swap, y, x), np.where(swap, x, y)])
 
     def _mutate(self, s: np.ndarray) -> np.ndarray:
         rng = self.rng
@@ -234,12 +292,7 @@ class GeneticSearch:
         s = np.where(reset[:, :, None], self._base[None], s)
         prob = np.where(rng.random(s.shape[:2]) < 0.1, 0.1, 0.0)
         s = np.where(rng.random(s.shape) < prob[:, :, None], 0, s)
-        free = self._caps[None] - s.sum(axis=1)  # (pop, nodes)
-        fits = np.broadcast_to((free >= 1)[:, None, :], s.shape)
-        p1 = fits / np.maximum(fits.sum(axis=2, keepdims=True), 1)
-        held = (s > 0) & fits
-        p2 = held / np.maximum(held.sum(axis=2, keepdims=True), 1)
-        hit = rng.random(s.shape) < p1 + p2 - p1 * p2
+        hit = rng.random(s.shape) < growth_probability(s, self._caps)
         high = np.broadcast_to(self._caps[None, None, :] + 1, s.shape)
         draw = s + np.floor(rng.random(s.shape) * (high - s)).astype(np.int64)
         return np.where(hit, draw, s)
@@ -270,16 +323,22 @@ class GeneticSearch:
         _, idx = np.unique(pop.reshape(len(pop), -1), axis=0, return_index=True)
         return pop[np.sort(idx)]
 
-    def _survive(self, f: np.ndarray) -> np.ndarray:
+    def _survive(self, f: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indices kept, their rank, their crowding): whole fronts in rank order, the
+        last one that does not fit cut by crowding distance, ties at random (pymoo's
+        ``RankAndCrowdingSurvival``; crowding computed on the whole front)."""
         rank = nondominated_rank(f)
+        crowd = np.zeros(len(f))
         keep: list[int] = []
         for k in range(rank.max() + 1):
             idx = np.flatnonzero(rank == k)
-            if len(keep) + len(idx) <= self.population:
+            d = crowding(f[idx])
+            crowd[idx] = d
+            if len(keep) + len(idx) <= size:
                 keep.extend(idx.tolist())
                 continue
-            d = crowding(f[idx])
             order = np.lexsort((self.rng.random(len(idx)), -d))
-            keep.extend(idx[order[: self.population - len(keep)]].tolist())
+            keep.extend(idx[order[: size - len(keep)]].tolist())
             break
-        return np.array(keep)
+        kept = np.array(keep, dtype=np.int64)
+        return kept, rank[kept], crowd[kept]

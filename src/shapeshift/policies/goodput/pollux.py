@@ -32,7 +32,7 @@ takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` che
 against brute force over every allocation matrix on small clusters.
 ``search=genetic`` runs the artifact's search instead (:mod:`.genetic`: ``population``
 states for ``generations`` generations a round, warm-started from the partition's last
-population, its randomness from ``seed``): each state values a job on the nodes and GPUs
+result, its final population's first front, its randomness from ``seed``): each state values a job on the nodes and GPUs
 it gives it (``Problem._get_job_speedups``: its speedup on ``count_nonzero`` nodes), a
 job restarts when its placement changes, and the state found is the allocation, its
 placement included. ``genetic_value=packed`` (ours) values a job at its count packed and
@@ -56,17 +56,17 @@ epochs"; ``batch_retune=epoch``, :mod:`.epochs`, whose rows its model records);
 ``unaware=true`` runs the Sia paper's heterogeneity-unaware baseline on a cluster of
 several GPU types (:mod:`.unaware`); off, as in the Pollux artifact, whose clusters have
 one type. Its online model merges a job's rows across types and is fitted with the Sia
-artifact's tolerance (``job.py``, ``h_unaware``; ``goodput.py``, ``tol=1e-5``).
+artifact's tolerance (``job.py``, ``h_unaware``; ``goodput.py``, ``tol=1e-5``); a job gets
+at most the GPUs of the type with fewest (``unaware_cap``), and its speedups assume one
+type's per-GPU batch range, ``aws``'s in the artifact (``unaware_profile``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import numpy as np
-from pydantic import Field
 
 from shapeshift.engine.contract import PolicyTraits
 from shapeshift.engine.fractions import allowed_nodes
@@ -75,7 +75,7 @@ from shapeshift.model import Allocation, JobSpec, Resources, Schedule
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput, shape_pairs
 from shapeshift.perf.pollux.online import FIT_TOL, POLLUX_FIT_TOL, OnlineFits
 from shapeshift.policies.framework.base import ROUND
-from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
 from shapeshift.policies.goodput.epochs import (
     EpochRetuner,
@@ -85,52 +85,17 @@ from shapeshift.policies.goodput.epochs import (
     round_batch,
 )
 from shapeshift.policies.goodput.genetic import MAX_NODES, GeneticSearch, Values, Warm, adapt
-from shapeshift.policies.goodput.unaware import as_virtual, majority_type, to_real, virtual_nodes
+from shapeshift.policies.goodput.pollux_params import PolluxParams
+from shapeshift.policies.goodput.unaware import (
+    as_virtual,
+    majority_type,
+    reference_limits,
+    smallest_type,
+    to_real,
+    virtual_nodes,
+)
 
 EPS = 1e-3
-
-
-class PolluxParams(PolicyParams):
-    """See the module docstring; every default is the artifact's."""
-
-    profiles: str | None = None
-    round: float = Field(60.0, gt=0)
-    p: float = Field(-1.0, le=1.0)
-    restart_delay: float = Field(30.0, ge=0)
-    explore: bool = True
-    max_replicas: int = Field(64, ge=1)
-    unaware: bool = Field(
-        False,
-        description="the Sia paper's heterogeneity-unaware Pollux baseline as its artifact runs it: virtual "
-        "nodes of the smallest node's GPU count, one model over all types' profiles, a mixed-type "
-        "allocation reduced to its majority type (sia-simulator/cluster_unaware.py)",
-    )
-    goodput_model: Literal["online", "offline"] = Field(
-        "online",
-        description="online: each job's own throughput model, fitted on the configurations it ran, linear "
-        "speedup before its first (the artifact's Job.update_params); offline (ours): its application's "
-        "model fitted on the whole placements.csv",
-    )
-    search: Literal["exact", "genetic"] = Field(
-        "exact",
-        description="exact (ours): the optimum of the objective over packed placements by knapsack; genetic: "
-        "the artifact's NSGA-II search (population x generations, warm-started each round, seeded)",
-    )
-    genetic_value: Literal["placement", "packed"] = Field(
-        "placement",
-        description="search=genetic: placement: each state's jobs valued on the nodes and GPUs it gives "
-        "them, restarted when their placement changes, the placement found kept (the artifact's "
-        "Problem._evaluate); packed (ours): valued at their GPU count packed, restarted when the count "
-        "changes, the counts placed as search=exact places them",
-    )
-    population: int = Field(100, ge=2, description="search=genetic: states kept per generation")
-    generations: int = Field(100, ge=1, description="search=genetic: generations per round")
-    seed: int = Field(0, ge=0, description="search=genetic: seed of its random choices (the run's seed unless given)")
-    batch_retune: Literal["epoch", "round"] = Field(
-        "epoch",
-        description="epoch: a job re-chooses its batch after every epoch it completes (the artifact's "
-        "Job.step); round (ours): once per round",
-    )
 
 
 def power_utility(x: np.ndarray, p: float) -> np.ndarray:
@@ -220,7 +185,17 @@ class PolluxPolicy:
         table = self.knowledge.job(spec, batch_now, progress, merged=self._merged.get(spec.job_id))
         return int(table.best(len(shape), sum(shape))[1][0])
 
-    def _jobs(self, view: ClusterView, part: str, total: int, merged: tuple[str, ...] | None = None) -> list[_Job]:
+    def _jobs(
+        self,
+        view: ClusterView,
+        part: str,
+        total: int,
+        merged: tuple[str, ...] | None = None,
+        type_cap: int | None = None,
+    ) -> list[_Job]:
+        """The partition's jobs in the artifact's order, each with its goodput table, GPU
+        limit and restart factor. ``merged``: the types one unaware model spans;
+        ``type_cap``: the unaware GPU limit of ``unaware_cap=type``."""
         ids = list(view.running(part)) + list(view.pending(part))
         # The artifact orders jobs by attained service, then submission (PolluxPolicy.optimize).
         ids.sort(key=lambda j: (view.attained(j), view.job(j).spec.submit_time, j))
@@ -234,6 +209,8 @@ class PolluxPolicy:
             if merged:
                 self._merged[job_id] = merged
                 table = self.knowledge.job(spec, batch_now, progress, merged=merged)
+                if self.knowledge.root is not None and spec.batch is not None and spec.batch.adaptive:
+                    table = reference_limits(table, self.knowledge.root, spec.model, self.params.unaware_profile)
             else:
                 table = self.knowledge.job(spec, batch_now, progress)
             rigid = table.params is None
@@ -244,7 +221,7 @@ class PolluxPolicy:
                 # Its own model; None before its first observation: linear speedup.
                 table = replace(table, params=self.online.params(job_id, ""))
                 seen = self.online.max_replicas(job_id)
-            cap = min(self.params.max_replicas, total)
+            cap = min(self.params.max_replicas, total, type_cap or total)
             if self.params.explore:
                 cap = min(cap, max(2 * seen, 1))
             if rigid:  # nothing to adapt: its request or nothing
@@ -321,7 +298,10 @@ class PolluxPolicy:
             caps_seen = caps
         gpn = max(caps_seen.values())
         total = sum(caps_seen.values())
-        jobs = self._jobs(view, part, total, merged)
+        type_cap = None
+        if vnodes is not None and self.params.unaware_cap == "type":
+            type_cap = smallest_type({n: (view.cluster.nodes[n].gpu_type, caps[n]) for n in nodes})
+        jobs = self._jobs(view, part, total, merged, type_cap)
         if not jobs:
             return
         current = {j.job_id: j.current for j in jobs}
@@ -382,7 +362,7 @@ class PolluxPolicy:
         allowed: dict[str, list[int]],
     ) -> dict[str, dict[int, int]]:
         """GPUs per node for each job from the artifact's genetic search (:mod:`.genetic`),
-        warm-started from this partition's previous final population."""
+        warm-started from this partition's previous result (its final front)."""
         total = sum(caps.values())
         ids, nodes = tuple(j.job_id for j in jobs), tuple(sorted(caps))
         max_nodes = min(MAX_NODES, len(nodes))
@@ -414,7 +394,7 @@ class PolluxPolicy:
             if job_id in allowed:
                 mask[i] = [n in set(allowed[job_id]) for n in nodes]
         warm = self._warm.get(part)
-        start = adapt(warm, ids, nodes) if warm is not None else None
+        start = adapt(warm, ids, nodes, self.params.genetic_warm == "position") if warm is not None else None
         search = GeneticSearch(self.params.population, self.params.generations, self._rng)
         caps_arr = np.array([caps[n] for n in nodes])
         best, pop = search.search(values, base, caps_arr, start, self.params.p, None if mask.all() else mask)

@@ -3,7 +3,7 @@
 Sia (Jayaram Subramanya et al., SOSP 2023) compares against Pollux run on a
 heterogeneous cluster as if it were one type (siasosp23/artifacts, ``sia-simulator/``:
 ``multi_simulator_unaware.py`` with ``cluster_unaware.py`` and ``pollux_unaware.py``).
-Three rules make Pollux run there, and ``pollux``'s ``unaware`` parameter applies them:
+These rules make Pollux run there, and ``pollux``'s ``unaware`` parameter applies them:
 
 * **virtual nodes** (``ClusterUnaware.__init__``, ``vnode_cluster_node_id_map``): every
   node is split into ``gpus // smallest`` virtual nodes of ``smallest`` GPUs, the
@@ -14,6 +14,13 @@ Three rules make Pollux run there, and ``pollux``'s ``unaware`` parameter applie
   model, :class:`shapeshift.perf.pollux.online.OnlineFits` with ``merged``); with
   ``goodput_model=offline`` (ours), on the rows of every type's profile present in the
   partition together (:meth:`GoodputKnowledge.job`, ``merged``);
+* **GPUs per job** (``multi_simulator_unaware.py``, ``max_num_replicas``, and
+  ``ClusterUnaware.get_unaware_job_info``): a job gets at most as many GPUs as the GPU
+  type with fewest GPUs has (16 on the artifact's default cluster: 2 x 8 A100s), on top
+  of Pollux's own limits (:func:`smallest_type`; ``unaware_cap``);
+* **one batch range** (``Job.get_speedup_fn``, ``get_unaware_job_info``): the speedups
+  search per-GPU batches over the measured range of one type's profile, ``aws`` in the
+  artifact, whatever type the job runs on (:func:`reference_limits`; ``unaware_profile``);
 * **majority type** (``fix_allocations_by_dropping``): an allocation that spans GPU types
   keeps only the GPUs of the type holding most of them (ties to the artifact's order of
   types, then by name) and drops the rest.
@@ -23,8 +30,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from shapeshift.model import Allocation, Resources
+from shapeshift.perf.pollux.profiles import MEMORY_LIMITS, app_name, load_profile
+
+if TYPE_CHECKING:
+    from shapeshift.perf.pollux.knowledge import JobGoodput
 
 #: The artifact's tie-break between types holding equal GPU counts of one allocation
 #: (``fix_allocations_by_dropping``, ``prio_order``): the first listed is kept.
@@ -133,3 +146,27 @@ def _virtual_allocation(place: dict[int, int]) -> Allocation:
     """A placement on virtual node ids, in the shape ``keep_or_pack`` and the genetic
     search's current state read."""
     return Allocation(tuple((v, Resources(g, 0.0, 0.0)) for v, g in sorted(place.items())))
+
+
+def smallest_type(nodes: Mapping[int, tuple[str, int]]) -> int:
+    """The fewest GPUs any one GPU type has over ``nodes`` (node -> (type, GPUs)): the
+    artifact's limit on one job's GPUs (``min`` over types of the type's GPUs)."""
+    total: Counter[str] = Counter()
+    for gpu_type, gpus in nodes.values():
+        total[gpu_type] += gpus
+    return min(total.values()) if total else 0
+
+
+def reference_limits(table: JobGoodput, root: str, model: str, gpu_type: str) -> JobGoodput:
+    """``table`` with the per-GPU batch range measured in ``gpu_type``'s profile of the
+    job's application: its smallest and largest local batch (the Sia artifact's
+    ``Application`` limits, which take no per-application cap but its memory limits), as
+    the artifact's unaware speedups read them from ``applications['aws']``. Unchanged
+    where ``gpu_type`` is empty or has no profile of its own."""
+    profile = load_profile(root, app_name(model), gpu_type) if gpu_type else None
+    if profile is None or profile.gpu_type is None:
+        return table
+    largest = int(max(r.local_bsz for r in profile.rows))
+    largest = min(largest, MEMORY_LIMITS.get((profile.name, gpu_type), largest))
+    smallest = min(profile.min_local, largest)
+    return replace(table, limits=replace(table.limits, min_local=smallest, max_local=largest))
