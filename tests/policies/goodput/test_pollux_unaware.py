@@ -68,27 +68,37 @@ def test_the_merged_model_lies_between_the_types_it_merges(tmp_path):
     assert 0.025 < both < 0.05
 
 
-def test_unaware_pollux_reduces_a_mixed_allocation_to_its_majority_type(tmp_path):
-    # A 2-GPU slow node and a 4-GPU fast node; one toy job whose gradients are so noisy
-    # (grad_var 1000 x grad_sqr) that a larger batch loses almost no efficiency, so the
-    # optimiser gives it every GPU: plain Pollux 6 over both nodes (checked). Unaware,
-    # the same 6 GPUs are the three 2-GPU virtual nodes, 2 slow and 4 fast: the majority
-    # type keeps the 4 fast GPUs and drops the slow ones.
+def _noisy_job_first_decision(tmp_path, **params):
+    """One toy job on a 2-GPU slow node and a 4-GPU fast node, its gradients so noisy
+    (grad_var 1000 x grad_sqr) that a larger batch loses almost no efficiency: the
+    allocation ``pollux`` with ``params`` gives it at 60 s, and the policy. The profiles
+    are written under ``tmp_path`` (made if missing)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     root = _profiles(tmp_path)
     noisy = "progress,iteration,metric,grad_sqr,grad_var\n100,100,0.5,1.0,1000.0\n200,200,0.6,1.0,1000.0\n"
     for name in ("validation-32.csv", "validation-128.csv"):
         (root / "toy" / name).write_text(noisy)
     cluster = ClusterSpec((NodeSpec("s0", 2, 16, 64, gpu_type="slow"), NodeSpec("f0", 4, 16, 64, gpu_type="fast")))
     truth = PolluxGroundTruth(root, tuple(n.gpu_type for n in cluster.nodes))
+    policy = PolluxPolicy(PolluxParams(profiles=str(root), explore=False, **params))
+    engine = Engine(cluster, policy, SimulatedExecutor(truth, CompletionQueue()))
+    batch = BatchSpec(32, 32, 128, 16, 64, adaptive=True)
+    engine.submit(JobSpec("a", 0.0, 1, iterations=1, model="pollux/toy", batch=batch), 0.0)
+    schedule = policy.decide(ClusterView(engine, 60.0, frozenset({""}), True))
+    return schedule.changes["a"], policy
+
+
+def test_unaware_pollux_reduces_a_mixed_allocation_to_its_majority_type(tmp_path):
+    # A 2-GPU slow node and a 4-GPU fast node; one toy job whose gradients are so noisy
+    # (grad_var 1000 x grad_sqr) that a larger batch loses almost no efficiency, so the
+    # optimiser gives it every GPU: plain Pollux 6 over both nodes (checked). Unaware,
+    # the same 6 GPUs are the three 2-GPU virtual nodes, 2 slow and 4 fast: the majority
+    # type keeps the 4 fast GPUs and drops the slow ones.
     got = {}
     for unaware in (False, True):
-        params = PolluxParams(profiles=str(root), explore=False, unaware=unaware, unaware_cap="cluster")
-        policy = PolluxPolicy(params)
-        engine = Engine(cluster, policy, SimulatedExecutor(truth, CompletionQueue()))
-        batch = BatchSpec(32, 32, 128, 16, 64, adaptive=True)
-        engine.submit(JobSpec("a", 0.0, 1, iterations=1, model="pollux/toy", batch=batch), 0.0)
-        schedule = policy.decide(ClusterView(engine, 60.0, frozenset({""}), True))
-        got[unaware] = {n: r.gpus for n, r in schedule.changes["a"].placement}
+        where = tmp_path / f"unaware-{unaware}"
+        alloc, policy = _noisy_job_first_decision(where, unaware=unaware, unaware_cap="cluster")
+        got[unaware] = {n: r.gpus for n, r in alloc.placement}
     assert got[False] == {0: 2, 1: 4}
     assert got[True] == {1: 4}
     # The policy remembers the virtual placement it kept: both virtual nodes of node 1.
@@ -108,18 +118,8 @@ def test_unaware_pollux_caps_a_job_at_the_smallest_type(tmp_path):
     # test_unaware_pollux_reduces_a_mixed_allocation_to_its_majority_type's setting (one
     # job worth every GPU; 2 slow + 4 fast): with the artifact's cap the slow type's 2
     # GPUs bound the job, so it gets 2 where without the cap it got the 4 fast ones.
-    root = _profiles(tmp_path)
-    noisy = "progress,iteration,metric,grad_sqr,grad_var\n100,100,0.5,1.0,1000.0\n200,200,0.6,1.0,1000.0\n"
-    for name in ("validation-32.csv", "validation-128.csv"):
-        (root / "toy" / name).write_text(noisy)
-    cluster = ClusterSpec((NodeSpec("s0", 2, 16, 64, gpu_type="slow"), NodeSpec("f0", 4, 16, 64, gpu_type="fast")))
-    truth = PolluxGroundTruth(root, tuple(n.gpu_type for n in cluster.nodes))
-    policy = PolluxPolicy(PolluxParams(profiles=str(root), explore=False, unaware=True))
-    engine = Engine(cluster, policy, SimulatedExecutor(truth, CompletionQueue()))
-    batch = BatchSpec(32, 32, 128, 16, 64, adaptive=True)
-    engine.submit(JobSpec("a", 0.0, 1, iterations=1, model="pollux/toy", batch=batch), 0.0)
-    schedule = policy.decide(ClusterView(engine, 60.0, frozenset({""}), True))
-    assert schedule.changes["a"].gpus == 2
+    alloc, _ = _noisy_job_first_decision(tmp_path, unaware=True)
+    assert alloc.gpus == 2
 
 
 def test_unaware_speedups_assume_the_reference_types_batch_range(tmp_path):

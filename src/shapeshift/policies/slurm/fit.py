@@ -96,10 +96,7 @@ def fit(
     node spans ``ceil(gpus / largest)`` nodes, an equal share on each (per-node GRES).
     ``excluded``: nodes left out, as a set or a boolean array over all nodes."""
     blocked = _blocked(excluded, free.gpus.size) if isinstance(excluded, set) else excluded
-    hit = _SHARES.get((id(need), largest))
-    if hit is None or hit[0] is not need:
-        hit = _share(need, largest)
-    _, span, share, at_least = hit
+    _, span, share, at_least = _share(need, largest)
     for allowed, at in _cumulative(groups):
         chosen = _best_run(span, at_least, allowed, at, free, blocked)
         if chosen is not None:
@@ -114,10 +111,8 @@ def fit_thresholds(need: Need, largest: int) -> tuple[int, tuple[np.ndarray, ...
     ``free.cpus >= t[1]`` and ``free.mem >= t[2]`` (each of its branches returns nodes
     whenever that many are usable, and ``None`` otherwise). The will-run test counts
     such nodes instead of fitting after every batch of ends."""
-    hit = _SHARES.get((id(need), largest))
-    if hit is None or hit[0] is not need:
-        hit = _share(need, largest)
-    return hit[1], hit[3]
+    _, span, _, at_least = _share(need, largest)
+    return span, at_least
 
 
 #: ``fit``'s span, per-node share and the share's thresholds (``_at_least``) of each
@@ -128,6 +123,10 @@ _SHARES: dict[tuple[int, int], tuple[Need, int, Need, tuple[np.ndarray, ...]]] =
 
 
 def _share(need: Need, largest: int) -> tuple[Need, int, Need, tuple[np.ndarray, ...]]:
+    """``need``'s entry of ``_SHARES``, made on first use."""
+    hit = _SHARES.get((id(need), largest))
+    if hit is not None and hit[0] is need:
+        return hit
     span = node_span(need.gpus, largest)
     share = Need(need.gpus // span, need.cpus / span, need.mem / span)
     # The share's GPUs and the least free CPUs and memory that hold it, as 0-d arrays
