@@ -180,3 +180,23 @@ def test_gavels_profiled_throughput_splits_by_the_placements_cap(tmp_path):
     # local 32 above its cap 16 (``get_max_local_bsz``): one accumulation at atomic 16, the
     # scalability row's 0.08 s step with 0.03 s sync: 64 / (0.08 + 0.05) examples/s.
     assert fixed_batch_throughput(root, "toy", "slow", 2, 1, 64) == pytest.approx(64 / 0.13)
+
+
+def test_typed_yolov3_limit_is_what_the_type_measured(tmp_path):
+    # The Pollux simulator caps YOLOv3 at 8 per GPU (its APPLICATIONS table); the Sia
+    # artifact builds its typed applications without that cap, so each type's limit is
+    # the largest local batch in its placements-<type>.csv ("applications.py",
+    # ``max_local_bsz or self.placements.local_bsz.max()``). Rows measured up to 16 on
+    # "wide": typed limit 16, the untyped profile keeps the table's 8.
+    app = tmp_path / "yolov3"
+    app.mkdir()
+    # 50 epochs: the table's training length for YOLOv3.
+    epochs = "".join(f"{100 * e},{100 * e},0.5,1.0,0.0\n" for e in range(1, 51))
+    (app / "validation-8.csv").write_text("progress,iteration,metric,grad_sqr,grad_var\n" + epochs)
+    rows = "placement,local_bsz,step_time,sync_time\n1,4,0.1,0.0\n1,16,0.3,0.0\n"
+    for kind, text in (("placements", rows), ("scalability", SCALE)):
+        (app / f"{kind}.csv").write_text(text)
+        (app / f"{kind}-wide.csv").write_text(text)
+    root = str(tmp_path.resolve())
+    assert load_profile(root, "yolov3", "wide").max_local == 16
+    assert load_profile(root, "yolov3", None).max_local == 8

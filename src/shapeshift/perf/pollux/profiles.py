@@ -117,7 +117,12 @@ class ApplicationProfile:
         self.init_batch = self.batch_sizes[0]
         self.max_batch = self.batch_sizes[-1]
         self.min_local = int(min(r.local_bsz for r in self.rows))
-        self.max_local = int(settings.get("max_local_bsz") or max(r.local_bsz for r in self.rows))
+        # The application table's per-GPU cap is the Pollux simulator's (untyped profiles);
+        # the Sia artifact builds its typed applications without one, so a type's limit is
+        # the largest local batch it measured (``applications.py``, ``Application.__init__``:
+        # ``max_local_bsz or self.placements.local_bsz.max()``; YOLOv3 16/32/8 on aws/dgx-ext/rtx).
+        table_cap = settings.get("max_local_bsz") if gpu_type is None else None
+        self.max_local = int(table_cap or max(r.local_bsz for r in self.rows))
         if (self.name, gpu_type) in MEMORY_LIMITS:
             self.max_local = min(self.max_local, MEMORY_LIMITS[self.name, gpu_type])
         self.max_epochs = int(settings.get("max_epochs") or min(len(v) for v in self.validation.values()))
