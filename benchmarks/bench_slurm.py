@@ -55,8 +55,11 @@ def gap_for(load: float) -> float:
     return MEAN_GAP * LOAD / load
 
 
-def write_history(path: Path, jobs: int, seed: int, load: float = LOAD) -> None:
-    """A seeded history of ``jobs`` jobs asking for ``load`` of what 8,000 GPUs serve."""
+def write_history(path: Path, jobs: int, seed: int, load: float = LOAD, swing: float = 0.0) -> None:
+    """A seeded history of ``jobs`` jobs asking for ``load`` of what 8,000 GPUs serve on
+    average; ``swing``: a daily cycle, the submission rate times ``1 + swing x sin(2 pi
+    t / 1 day)`` (drawn by thinning a Poisson process at the peak rate), so the queue
+    grows where the load passes 1 and drains where it falls below."""
     rng = random.Random(seed)
     origin = datetime(2024, 1, 1, tzinfo=UTC)
     gap = gap_for(load)
@@ -64,7 +67,7 @@ def write_history(path: Path, jobs: int, seed: int, load: float = LOAD) -> None:
     with path.open("w") as out:
         out.write(HEADER + "\n")
         for i in range(jobs):
-            t += rng.expovariate(1 / gap)
+            t = _next_submit(rng, t, gap, swing) if swing else t + rng.expovariate(1 / gap)
             run = max(10, int(rng.lognormvariate(RUN_MU, RUN_SIGMA)))
             gpus = rng.choice(GPU_CHOICES)
             limit_min = math.ceil(run / 60) + rng.randint(1, 60)
@@ -84,12 +87,37 @@ def write_history(path: Path, jobs: int, seed: int, load: float = LOAD) -> None:
             out.write(f"{i + 1}.batch||{account}||{stamp}|{stamp}|{stamp}|{end}|{elapsed}||COMPLETED|1|\n")
 
 
+def _next_submit(rng: random.Random, t: float, gap: float, swing: float) -> float:
+    """The next submission after ``t`` of a Poisson process whose rate is ``(1 + swing x
+    sin(2 pi t / 86,400)) / gap``: candidates at the peak rate, each kept with the rate's
+    share of the peak (thinning)."""
+    peak = (1 + swing) / gap
+    while True:
+        t += rng.expovariate(peak)
+        if rng.random() * (1 + swing) <= 1 + swing * math.sin(2 * math.pi * t / 86400):
+            return t
+
+
+def _max_pending(jobs) -> int:
+    """The most jobs pending at once: submissions count up, first starts down (a start
+    at the instant of a submission counted first, so a job that never waits is never
+    pending)."""
+    import numpy as np
+
+    submit = jobs["submit_time"].to_numpy(float)
+    start = jobs["first_start_time"].to_numpy(float)
+    times = np.concatenate((submit, start))
+    steps = np.concatenate((np.ones(submit.size), -np.ones(start.size)))
+    order = np.lexsort((steps, times))  # at equal times the start (-1) first
+    return int(np.cumsum(steps[order]).max(initial=0))
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
-def one(size: int, seed: int, work: Path, load: float = LOAD) -> dict:
+def one(size: int, seed: int, work: Path, load: float = LOAD, swing: float = 0.0) -> dict:
     from shapeshift.cluster import load_cluster
     from shapeshift.runs.facade import simulate
     from shapeshift.workloads.readers import read_sacct
@@ -97,7 +125,7 @@ def one(size: int, seed: int, work: Path, load: float = LOAD) -> dict:
     conf = work / "slurm.conf"
     conf.write_text(CONF)
     history = work / f"sacct-{size}.txt"
-    write_history(history, size, seed, load)
+    write_history(history, size, seed, load, swing)
     c0 = _cpu()
     t0 = time.perf_counter()
     workload = read_sacct(history)
@@ -117,6 +145,7 @@ def one(size: int, seed: int, work: Path, load: float = LOAD) -> dict:
         "read_cpu_s": round(c1 - c0, 2),
         "max_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3),
         "avg_queue_s": result.summary["avg_queue"],
+        "max_pending": _max_pending(result.jobs),
     }
 
 
@@ -130,18 +159,27 @@ def main(argv: list[str] | None = None) -> int:
         default=LOAD,
         help="offered load: GPU demand over the 8,000 GPUs' capacity (default 0.9)",
     )
+    parser.add_argument(
+        "--swing",
+        type=float,
+        default=0.0,
+        help="daily swing of the submission rate: times 1 + SWING sin(2 pi t / day), 0 to 1 (default 0)",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not (math.isfinite(args.load) and args.load > 0):
         parser.error("--load must be a positive finite number")
+    if not (math.isfinite(args.swing) and 0 <= args.swing <= 1):
+        parser.error("--swing must be between 0 and 1")
     if args.one:
         with tempfile.TemporaryDirectory() as tmp:
-            print(json.dumps(one(args.one, args.seed, Path(tmp), args.load)))
+            print(json.dumps(one(args.one, args.seed, Path(tmp), args.load, args.swing)))
         return 0
     rows = []
+    options = ["--load", str(args.load), "--swing", str(args.swing)]
     for size in (int(s) for s in args.sizes.split(",")):
         out = subprocess.run(
-            [sys.executable, __file__, "--one", str(size), "--seed", str(args.seed), "--load", str(args.load)],
+            [sys.executable, __file__, "--one", str(size), "--seed", str(args.seed), *options],
             check=True,
             capture_output=True,
             text=True,

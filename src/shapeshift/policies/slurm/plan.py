@@ -29,7 +29,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shapeshift.policies.slurm.fit import _ZERO, Free, Need, _blocked, fit, fit_thresholds, never_placeable, node_span
+from shapeshift.policies.slurm import plan_compiled
+from shapeshift.policies.slurm.fit import (
+    _ZERO,
+    Free,
+    Need,
+    _blocked,
+    fit,
+    fit_thresholds,
+    never_placeable,
+    node_span,
+)
 
 __all__ = ["Free", "Need", "fit", "never_placeable", "node_span"]
 
@@ -260,6 +270,7 @@ def backfill(
     max_job_test: int,
     epoch: float = 0.0,
     preempt: PreemptHook | None = None,
+    compiled: bool | None = None,
 ) -> BackfillResult:
     """One backfill cycle (``_attempt_backfill``; see the module docstring). ``free`` is
     updated with the jobs it starts. For each job, from ``start_res`` = now: the nodes
@@ -268,8 +279,16 @@ def backfill(
     a reserved node comes free is tried again from that instant (``TRY_LATER``); a start
     now starts the job; a start within ``bf_window`` reserves the will-run's nodes, unless
     they overlap a reservation over that span (then tried again from that start).
-    ``preempt``: a job that cannot start now may start by preempting (``PreemptHook``)."""
+    ``preempt``: a job that cannot start now may start by preempting (``PreemptHook``).
+    ``compiled``: run the cycle compiled (``plan_compiled``: the same decisions); by
+    default where numba is installed and there is no preemption step."""
     res = max(resolution, 1.0)
+    if compiled is None:
+        compiled = preempt is None and plan_compiled.available()
+    if compiled and queue:
+        if preempt is not None:
+            raise ValueError("the compiled backfill cycle has no preemption step")
+        return _backfill_compiled(now, queue, free, running, window, res, max_job_test, epoch)
     endings = Endings(running)
     plan = Reservations()
     reservations = plan.items
@@ -326,3 +345,28 @@ def backfill(
             plan.add(Reservation(cand.job_id, nodes, begin, finish))
             break
     return BackfillResult(started, reservations, tested)
+
+
+
+def _backfill_compiled(
+    now: float,
+    queue: list[Candidate],
+    free: Free,
+    running: list[Ending],
+    window: float,
+    res: float,
+    max_job_test: int,
+    epoch: float,
+) -> BackfillResult:
+    """``backfill``'s cycle run by ``plan_compiled``, its answer as starts and reservations
+    (a reservation's bounds are ints for an int resolution, as ``math.floor(x / res) * res``
+    gives them here)."""
+    tested, started, reserved = plan_compiled.run(now, queue, free, running, window, res, max_job_test, epoch)
+    as_int = isinstance(res, int)
+    reservations = [
+        Reservation(queue[i].job_id, frozenset(nodes), *((int(b0), int(b1)) if as_int else (b0, b1)))
+        for i, nodes, b0, b1 in reserved
+    ]
+    return BackfillResult(
+        [(queue[i].job_id, [(n, share) for n in nodes]) for i, nodes, share in started], reservations, tested
+    )

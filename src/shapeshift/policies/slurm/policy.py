@@ -45,6 +45,7 @@ from shapeshift.policies.slurm.plan import Ending, Free, Need, fit, never_placea
 from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
+from shapeshift.policies.slurm.queue_order import PriorityOrder
 from shapeshift.policies.slurm.shapes import Shapes, free_copy
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.cluster import SlurmCluster
@@ -100,6 +101,8 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         self._ready = False
         self.prio: dict[str, int] = {}
         self.order: dict[str, int] = {}
+        #: Pending jobs in priority order between recalculations (without preemption).
+        self.queue_order = PriorityOrder()
         self.next_order = 0
         #: The started jobs each calculation charges.
         self.running = Running()
@@ -281,8 +284,11 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         if self.fairshare is None:
             self._tree(view, [view.job(j).spec for j in pending])
         # Every calculation due runs, whatever else happened at this instant.
-        if self._ticks(view, pending) or view.finished:
+        ticked = self._ticks(view, pending)
+        if ticked or view.finished:
             self.dirty = True
+        if ticked:
+            self.queue_order.valid = False
         # A lone pending job's priority orders nothing (without preemption, the only other
         # reader): it is computed, for this instant and this usage, only if it stays pending.
         lone = self.preemption is None and len(pending) == 1
@@ -306,8 +312,11 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
             pending = [j for j in pending if j not in reasons]
         if self.preemption is not None:
             queue = sort_queue(pending, self._sort_key(view), self._qos_prio(view), self.preemption)
+        elif len(pending) > 1:
+            key, kept = self._sort_key(view), self.queue_order
+            queue = kept.update(pending, key) if kept.valid else kept.rebuild(pending, key)
         else:
-            queue = sorted(pending, key=self._sort_key(view)) if len(pending) > 1 else pending
+            queue = pending
         if self.limits is not None:
             self.limits.reset([self._usage(view, j) for j in view.allocations])
         self.exempt_wake = math.inf
@@ -329,6 +338,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
             self.running.add(job_id, now, self.fairshare.index[self._assoc(spec)], self.billable(spec))
             self.endings[job_id] = Ending(now + self.limit(spec), self._placement(alloc))
             priority = self.prio.pop(job_id, 0)
+            self.queue_order.discard(job_id)
             if self.preemption is not None:
                 self.start_priority[job_id] = priority
             self.begin.pop(job_id, None)

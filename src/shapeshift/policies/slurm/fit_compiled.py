@@ -1,0 +1,139 @@
+"""``fit``'s node choice compiled with numba, for the compiled backfill cycle.
+
+``fit.fit`` (``select/cons_tres``'s choice among the nodes that could host a job) as
+``plan_compiled``'s will-run tests call it: the same runs of consecutive usable nodes,
+the same totals and the same first-of-equals choices. A run's total of free CPUs is
+summed as ``numpy.add.reduceat`` sums it (the first value, then numpy's pairwise sum of
+the rest: ``_segment_sum``), so ties between runs fall the same way to the last bit.
+"""
+
+from __future__ import annotations
+
+import os
+
+try:  # the ``fast`` extra
+    from numba import njit
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    njit = None
+
+
+def available() -> bool:
+    """Whether the compiled code can run here (numba installed, not switched off by
+    ``SHAPESHIFT_PURE_PYTHON=1``)."""
+    return njit is not None and os.environ.get("SHAPESHIFT_PURE_PYTHON", "") in ("", "0")
+
+
+if njit is not None:
+
+    @njit(cache=True)
+    def _pairwise(a, lo, n):  # pragma: no cover - compiled
+        """numpy's pairwise sum of ``a[lo:lo + n]`` (``pairwise_sum`` in
+        ``numpy/_core/src/umath/loops_utils.h.src``): plainly below 8 values, eight
+        running sums up to 128, halves (at a multiple of 8) above."""
+        if n < 8:
+            res = 0.0
+            for i in range(n):
+                res += a[lo + i]
+            return res
+        if n <= 128:
+            r0 = a[lo]
+            r1 = a[lo + 1]
+            r2 = a[lo + 2]
+            r3 = a[lo + 3]
+            r4 = a[lo + 4]
+            r5 = a[lo + 5]
+            r6 = a[lo + 6]
+            r7 = a[lo + 7]
+            i = 8
+            stop = n - n % 8
+            while i < stop:
+                r0 += a[lo + i]
+                r1 += a[lo + i + 1]
+                r2 += a[lo + i + 2]
+                r3 += a[lo + i + 3]
+                r4 += a[lo + i + 4]
+                r5 += a[lo + i + 5]
+                r6 += a[lo + i + 6]
+                r7 += a[lo + i + 7]
+                i += 8
+            res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+            while i < n:
+                res += a[lo + i]
+                i += 1
+            return res
+        n2 = n // 2
+        n2 -= n2 % 8
+        return _pairwise(a, lo, n2) + _pairwise(a, lo + n2, n - n2)
+
+    @njit(cache=True)
+    def _segment_sum(a, lo, hi):  # pragma: no cover - compiled
+        """``numpy.add.reduceat``'s value for ``a[lo:hi]``: the first value plus the
+        pairwise sum of the others."""
+        return a[lo] + _pairwise(a, lo + 1, hi - lo - 1)
+
+    @njit(cache=True)
+    def _best_run(span, tg, tc, tm, ids, fg, fc, fm, blocked, u, uc, starts, totals, out, at):  # pragma: no cover
+        """``fit._best_run`` over one cumulative level ``ids``: writes ``span`` nodes to
+        ``out[at:]`` and returns True, or False. ``u``, ``uc``, ``starts``, ``totals``:
+        scratch arrays of the node count's size."""
+        m = 0
+        for j in range(ids.size):
+            n = ids[j]
+            if fg[n] >= tg and fc[n] >= tc and fm[n] >= tm and not blocked[n]:
+                u[m] = n
+                uc[m] = fc[n]
+                m += 1
+        if m < span:
+            return False
+        runs = 1
+        starts[0] = 0
+        for j in range(1, m):
+            if u[j] - u[j - 1] != 1:
+                starts[runs] = j
+                runs += 1
+        if runs == 1:
+            if span == 1:
+                best = 0
+                for j in range(1, m):
+                    if uc[j] < uc[best]:
+                        best = j
+                out[at] = u[best]
+            else:
+                for j in range(span):
+                    out[at + j] = u[j]
+            return True
+        for r in range(runs):
+            hi = starts[r + 1] if r + 1 < runs else m
+            totals[r] = _segment_sum(uc, starts[r], hi)
+        if span == 1:
+            best = 0
+            for r in range(1, runs):
+                if totals[r] < totals[best]:
+                    best = r
+            lo = starts[best]
+            hi = starts[best + 1] if best + 1 < runs else m
+            pick = lo
+            for j in range(lo + 1, hi):
+                if uc[j] < uc[pick]:
+                    pick = j
+            out[at] = u[pick]
+            return True
+        best = -1
+        for r in range(runs):
+            hi = starts[r + 1] if r + 1 < runs else m
+            if hi - starts[r] >= span and (best < 0 or totals[r] < totals[best]):
+                best = r
+        first = 0 if best < 0 else starts[best]
+        for j in range(span):
+            out[at + j] = u[first + j]
+        return True
+
+    @njit(cache=True)
+    def _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, s, out, at):  # pragma: no cover
+        """``fit.fit``: the partition's cumulative levels ``lvl_lo .. lvl_hi - 1`` in turn."""
+        u, uc, starts, totals = s
+        for lvl in range(lvl_lo, lvl_hi):
+            ids = lvl_idx[lvl_off[lvl] : lvl_off[lvl + 1]]
+            if _best_run(span, tg, tc, tm, ids, fg, fc, fm, blocked, u, uc, starts, totals, out, at):
+                return True
+        return False

@@ -1,0 +1,352 @@
+"""The backfill cycle compiled with numba: ``plan.backfill``'s plan, decision for decision.
+
+With a queue of hundreds or thousands, backfill tests ``bf_max_job_test`` jobs every
+cycle and nearly all of a replay's time goes to those tests (docs/slurm.md, Speed).
+This module runs the same cycle (``plan.backfill``, ``plan.will_run`` and ``fit.fit``:
+the same rules, steps and floating-point operations in the same order) as one compiled
+call over flat arrays, so a test costs microseconds instead of a millisecond of numpy
+calls. ``plan.backfill`` hands its cycle here when numba is installed (the ``fast``
+extra) and the cycle has no preemption step (a Python callback); otherwise, and under
+``SHAPESHIFT_PURE_PYTHON=1``, it runs its own code. Tests run both on random cycles and
+require the same starts, reservations and free resources.
+
+Two details keep the answers identical, not merely close. A run's total of free CPUs is
+summed as ``numpy.add.reduceat`` sums it (the first value, then numpy's pairwise sum of
+the rest: ``fit_compiled._segment_sum``), so ties between runs fall the same way. Resources are
+given back and taken in the same order as the numpy code's ``add.at`` and ``Free.take``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from shapeshift.policies.slurm.fit import _cumulative, _share
+from shapeshift.policies.slurm.fit_compiled import _fit, available, njit
+
+__all__ = ["available", "run"]
+
+
+if njit is not None:
+
+    @njit(cache=True)
+    def _will_run(
+        now, epoch, span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, usable_part,
+        e_end, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
+        s, usable, meets, rel, ffg, ffc, ffm, out, at,
+    ):  # pragma: no cover - compiled
+        """``plan.will_run``: the start (``-inf`` for none) with the nodes in ``out[at:]``."""
+        if _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, s, out, at):
+            return now
+        size = fg.size
+        for n in range(size):
+            usable[n] = usable_part[n] and not blocked[n]
+        nrel = 0
+        for pos in range(n_end):
+            e = order[pos]
+            for q in range(e_first[e], e_first[e] + e_count[e]):
+                if usable[p_node[q]]:
+                    rel[nrel] = pos
+                    nrel += 1
+                    break
+        if nrel == 0:
+            return -np.inf
+        count = 0
+        for n in range(size):
+            ffg[n] = fg[n]
+            ffc[n] = fc[n]
+            ffm[n] = fm[n]
+            meets[n] = usable[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm
+            if meets[n]:
+                count += 1
+        given = 0
+        end = e_end[order[rel[0]]]
+        first = end + (30.0 - (end + epoch) % 30.0)
+        window = 30.0
+        k = 0
+        while k < nrel:
+            j = k
+            while j < nrel and e_end[order[rel[j]]] <= first + window:
+                j += 1
+            k = max(j, k + 1)
+            last = rel[k - 1]
+            for pos in range(given, last + 1):
+                e = order[pos]
+                for q in range(e_first[e], e_first[e] + e_count[e]):
+                    n = p_node[q]
+                    ffg[n] += p_gpus[q]
+                    ffc[n] += p_cpus[q]
+                    ffm[n] += p_mem[q]
+                    if usable[n] and not meets[n] and ffg[n] >= tg and ffc[n] >= tc and ffm[n] >= tm:
+                        meets[n] = True
+                        count += 1
+            given = last + 1
+            window *= 2.0
+            while k < nrel and e_end[order[rel[k]]] > first + window:
+                window *= 2.0
+            if count >= span:
+                found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, ffg, ffc, ffm, blocked, s, out, at)
+                assert found
+                start = e_end[order[rel[k - 1]]]
+                return start if start > now else now + 1.0
+        return -np.inf
+
+    @njit(cache=True)
+    def _cycle(
+        now, window, res, max_job_test, epoch, fg, fc, fm,
+        e_end, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem, n_pairs,
+        c_span, c_tg, c_tc, c_tm, c_sg, c_sc, c_sm, c_limit, c_part, c_off,
+        part_mask, part_lvl, lvl_off, lvl_idx,
+        kind, begin_at, end_at, out,
+    ):  # pragma: no cover - compiled
+        """``plan.backfill`` without a preemption step. Per candidate ``kind`` is 1
+        (started on ``out[c_off[i]:]``), 2 (reserved those nodes ``begin_at .. end_at``)
+        or 0; returns how many were tested. ``fg``, ``fc``, ``fm`` are updated with the
+        starts."""
+        size = fg.size
+        s = (np.empty(size, np.int64), np.empty(size, np.float64), np.empty(size + 1, np.int64),
+             np.empty(size + 1, np.float64))
+        usable = np.empty(size, np.bool_)
+        meets = np.empty(size, np.bool_)
+        blocked = np.zeros(size, np.bool_)
+        mark = np.zeros(size, np.bool_)
+        rel = np.empty(e_end.size, np.int64)
+        ffg = np.empty(size, np.int64)
+        ffc = np.empty(size, np.float64)
+        ffm = np.empty(size, np.float64)
+        q_count = c_span.size
+        # Reservations in the order made (candidate index), in end order, and per node.
+        r_cand = np.empty(q_count, np.int64)
+        r_sorted = np.empty(q_count, np.int64)
+        n_res = 0
+        head = np.full(size, -1, np.int64)
+        s_next = np.empty(out.size, np.int64)
+        s_lo = np.empty(out.size, np.float64)
+        s_hi = np.empty(out.size, np.float64)
+        n_spans = 0
+        tested = 0
+        for i in range(q_count):
+            if tested >= max_job_test:
+                break
+            tested += 1
+            span = c_span[i]
+            g = c_part[i]
+            usable_part = part_mask[g]
+            at = c_off[i]
+            limit = c_limit[i]
+            start_res = now
+            while start_res <= now + window:
+                end = start_res + limit
+                blocked[:] = False
+                for r in range(n_res):
+                    c = r_cand[r]
+                    if end_at[c] > start_res and begin_at[c] <= end:
+                        for q in range(c_off[c], c_off[c] + c_span[c]):
+                            blocked[out[q]] = True
+                # later_start: the first reservation end after start_res, in end order,
+                # with a usable node that no reservation holds at that instant.
+                later = -np.inf
+                lo_r, hi_r = 0, n_res
+                while lo_r < hi_r:
+                    mid = (lo_r + hi_r) // 2
+                    if start_res < end_at[r_cand[r_sorted[mid]]]:
+                        hi_r = mid
+                    else:
+                        lo_r = mid + 1
+                for j in range(lo_r, n_res):
+                    c = r_cand[r_sorted[j]]
+                    b = end_at[c]
+                    for q in range(c_off[c], c_off[c] + c_span[c]):
+                        n = out[q]
+                        if not usable_part[n]:
+                            continue
+                        held = False
+                        sp = head[n]
+                        while sp >= 0:
+                            if s_lo[sp] <= b < s_hi[sp]:
+                                held = True
+                                break
+                            sp = s_next[sp]
+                        if not held:
+                            later = b
+                            break
+                    if later != -np.inf:
+                        break
+                start = _will_run(
+                    now, epoch, span, c_tg[i], c_tc[i], c_tm[i], part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx,
+                    fg, fc, fm, blocked, usable_part, e_end, e_first, e_count, order, n_end,
+                    p_node, p_gpus, p_cpus, p_mem, s, usable, meets, rel, ffg, ffc, ffm, out, at,
+                )
+                if start == -np.inf:
+                    if later == -np.inf:
+                        break
+                    start_res = later
+                    continue
+                start = max(start, start_res)
+                if later != -np.inf and start > later:
+                    start_res = later
+                    continue
+                if start <= now:
+                    for q in range(at, at + span):
+                        n = out[q]
+                        fg[n] -= c_sg[i]
+                        fc[n] -= c_sc[i]
+                        fm[n] -= c_sm[i]
+                    kind[i] = 1
+                    # The start's end joins the plan, after equal ends (``bisect.insort``).
+                    e = n_end
+                    e_end[e] = now + limit
+                    e_first[e] = n_pairs
+                    e_count[e] = span
+                    for q in range(span):
+                        p_node[n_pairs + q] = out[at + q]
+                        p_gpus[n_pairs + q] = c_sg[i]
+                        p_cpus[n_pairs + q] = c_sc[i]
+                        p_mem[n_pairs + q] = c_sm[i]
+                    n_pairs += span
+                    pos = n_end
+                    while pos > 0 and e_end[order[pos - 1]] > e_end[e]:
+                        order[pos] = order[pos - 1]
+                        pos -= 1
+                    order[pos] = e
+                    n_end += 1
+                    break
+                if start > now + window:
+                    break
+                b0 = math.floor(start / res) * res
+                b1 = math.floor((start + limit + res - 1) / res) * res
+                if start > start_res:
+                    for q in range(at, at + span):
+                        mark[out[q]] = True
+                    clash = False
+                    for r in range(n_res):
+                        c = r_cand[r]
+                        if end_at[c] > b0 and begin_at[c] < b1:
+                            for q in range(c_off[c], c_off[c] + c_span[c]):
+                                if mark[out[q]]:
+                                    clash = True
+                                    break
+                        if clash:
+                            break
+                    for q in range(at, at + span):
+                        mark[out[q]] = False
+                    if clash:
+                        start_res = start
+                        continue
+                kind[i] = 2
+                begin_at[i] = b0
+                end_at[i] = b1
+                r_cand[n_res] = i
+                pos = n_res
+                while pos > 0 and end_at[r_cand[r_sorted[pos - 1]]] > b1:
+                    r_sorted[pos] = r_sorted[pos - 1]
+                    pos -= 1
+                r_sorted[pos] = n_res
+                n_res += 1
+                for q in range(at, at + span):
+                    n = out[q]
+                    s_lo[n_spans] = b0
+                    s_hi[n_spans] = b1
+                    s_next[n_spans] = head[n]
+                    head[n] = n_spans
+                    n_spans += 1
+                break
+        return tested
+
+
+def run(
+    now: float,
+    queue: list[Any],
+    free: Any,
+    running: list[Any],
+    window: float,
+    res: float,
+    max_job_test: int,
+    epoch: float,
+) -> tuple[int, list[tuple[int, list[int], Any]], list[tuple[int, list[int], float, float]]]:
+    """``plan.backfill``'s cycle (``Candidate``s, ``Free``, ``Ending``s) over flat arrays:
+    the plan's ends in end order (room left for the cycle's starts), the candidates
+    (``max_job_test`` at most) with their span, per-node share and thresholds
+    (``fit._share``), and their partitions' cumulative node levels (``fit._cumulative``).
+    Returns how many were tested, the starts (candidate index, nodes, per-node share) and
+    the reservations (candidate index, nodes, begin, end); ``free`` is updated."""
+    queue = queue[: max(max_job_test, 0)]
+    items = sorted(running, key=lambda e: e.end)
+    spare = len(queue)
+    counts = [len(e.placement) for e in items]
+    e_end = np.zeros(len(items) + spare, np.float64)
+    e_end[: len(items)] = [e.end for e in items]
+    e_count = np.zeros(len(items) + spare, np.int64)
+    e_count[: len(items)] = counts
+    e_first = np.zeros(len(items) + spare, np.int64)
+    if items:
+        e_first[: len(items)] = np.cumsum([0, *counts[:-1]])
+    order = np.arange(len(items) + spare, dtype=np.int64)
+    pairs = [p for e in items for p in e.placement]
+    shares = [_share(c.need, c.largest) for c in queue]
+    c_span = np.fromiter((h[1] for h in shares), np.int64, len(queue))
+    room = len(pairs) + int(c_span.sum())
+    p_node = np.zeros(room, np.int64)
+    p_gpus = np.zeros(room, np.int64)
+    p_cpus = np.zeros(room, np.float64)
+    p_mem = np.zeros(room, np.float64)
+    p_node[: len(pairs)] = [n for n, _ in pairs]
+    p_gpus[: len(pairs)] = [r.gpus for _, r in pairs]
+    p_cpus[: len(pairs)] = [r.cpus for _, r in pairs]
+    p_mem[: len(pairs)] = [r.mem for _, r in pairs]
+    ends = (e_end, e_first, e_count, order, len(items), p_node, p_gpus, p_cpus, p_mem, len(pairs))
+    size = free.gpus.size
+    part_of: dict[int, int] = {}
+    masks: list[np.ndarray] = []
+    part_lvl, lvl_off, levels = [0], [0], []
+    c_part = np.zeros(len(queue), np.int64)
+    for i, cand in enumerate(queue):
+        g = part_of.get(id(cand.groups))
+        if g is None:
+            g = part_of[id(cand.groups)] = len(masks)
+            mask = np.zeros(size, dtype=bool)
+            for grp in cand.groups:
+                mask[grp] = True
+            masks.append(mask)
+            for idx, _ in _cumulative(cand.groups):
+                levels.append(idx)
+                lvl_off.append(lvl_off[-1] + idx.size)
+            part_lvl.append(len(levels))
+        c_part[i] = g
+    partitions = (
+        np.array(masks, dtype=bool).reshape(len(masks), size),
+        np.array(part_lvl, np.int64),
+        np.array(lvl_off, np.int64),
+        np.concatenate(levels).astype(np.int64) if levels else np.zeros(0, np.int64),
+    )
+    c_off = np.concatenate(([0], np.cumsum(c_span))).astype(np.int64)
+    cands = (
+        c_span,
+        np.array([int(h[3][0]) for h in shares], np.int64),
+        np.array([float(h[3][1]) for h in shares], np.float64),
+        np.array([float(h[3][2]) for h in shares], np.float64),
+        np.array([h[2].gpus for h in shares], np.int64),
+        np.array([h[2].cpus for h in shares], np.float64),
+        np.array([h[2].mem for h in shares], np.float64),
+        np.array([c.limit for c in queue], np.float64),
+        c_part,
+        c_off,
+    )
+    kind = np.zeros(len(queue), np.int64)
+    begin_at = np.zeros(len(queue), np.float64)
+    end_at = np.zeros(len(queue), np.float64)
+    out = np.zeros(int(c_off[-1]), np.int64)
+    tested = _cycle(
+        float(now), float(window), float(res), int(max_job_test), float(epoch), free.gpus, free.cpus, free.mem,
+        *ends, *cands, *partitions, kind, begin_at, end_at, out,
+    )
+    started, reserved = [], []
+    for i in np.flatnonzero(kind).tolist():
+        nodes = out[c_off[i] : c_off[i + 1]].tolist()
+        if kind[i] == 1:
+            started.append((i, nodes, shares[i][2]))
+        else:
+            reserved.append((i, nodes, float(begin_at[i]), float(end_at[i])))
+    return int(tested), started, reserved

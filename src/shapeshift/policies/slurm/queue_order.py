@@ -1,0 +1,59 @@
+"""The pending queue in priority order, kept from one decision to the next.
+
+The main scheduler and backfill take pending jobs by (partition tier, priority,
+submission order) (``job_scheduler.c``, ``sort_job_queue``). Between two priority
+recalculations no pending job's key changes: only arrivals and departures move the
+queue. Sorting all pending jobs again at every decision costs a Python key call per job
+(milliseconds with thousands waiting, at every submission and completion); this keeps
+the sorted keys and places an arrival by binary search. The keys are unique (the
+submission order is), so the order is the one a full sort gives.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+
+Key = tuple[int, int, int]
+
+
+class PriorityOrder:
+    """Pending jobs sorted by key; rebuilt after a recalculation, updated otherwise."""
+
+    def __init__(self) -> None:
+        self.keys: list[Key] = []
+        self.jobs: list[str] = []
+        self.key_of: dict[str, Key] = {}
+        self.valid = False
+
+    def rebuild(self, pending: list[str], key: Callable[[str], Key]) -> list[str]:
+        """Every pending job sorted anew (after a priority recalculation)."""
+        pairs = sorted((key(j), j) for j in pending)
+        self.keys = [k for k, _ in pairs]
+        self.jobs = [j for _, j in pairs]
+        self.key_of = dict(zip(self.jobs, self.keys, strict=True))
+        self.valid = True
+        return list(self.jobs)
+
+    def update(self, pending: list[str], key: Callable[[str], Key]) -> list[str]:
+        """``pending`` in order, from the kept order: jobs no longer pending leave it,
+        new ones are placed by their key (computed now)."""
+        present = set(pending)
+        for job_id in self.key_of.keys() - present:
+            self.discard(job_id)
+        for job_id in present - self.key_of.keys():  # keys are unique: any order of insertion
+            k = key(job_id)
+            at = bisect.bisect_left(self.keys, k)
+            self.keys.insert(at, k)
+            self.jobs.insert(at, job_id)
+            self.key_of[job_id] = k
+        return list(self.jobs)
+
+    def discard(self, job_id: str) -> None:
+        """``job_id`` out of the order (it started; if it comes back, its key is new)."""
+        k = self.key_of.pop(job_id, None)
+        if k is not None:
+            at = bisect.bisect_left(self.keys, k)
+            del self.keys[at]
+            del self.jobs[at]
+

@@ -1,0 +1,42 @@
+"""The kept priority order (``queue_order.PriorityOrder``) against a full sort.
+
+Keys are (-tier, -priority, submission order). Between recalculations the kept order
+must be what ``sorted`` gives for the jobs pending now: departures leave, arrivals go
+where their key puts them.
+"""
+
+from __future__ import annotations
+
+import random
+
+from shapeshift.policies.slurm.queue_order import PriorityOrder
+
+
+def test_arrivals_and_departures_by_hand():
+    keys = {"a": (-1, -500, 0), "b": (-1, -900, 1), "c": (-2, -10, 2), "d": (-1, -900, 3), "e": (-1, -700, 4)}
+    order = PriorityOrder()
+    # Tier 2 first (c), then priority 900 (b before d: submitted earlier), then 500 (a).
+    assert order.rebuild(["a", "b", "c", "d"], keys.__getitem__) == ["c", "b", "d", "a"]
+    # b starts and leaves; e arrives with priority 700: between d (900) and a (500).
+    order.discard("b")
+    assert order.update(["a", "c", "d", "e"], keys.__getitem__) == ["c", "d", "e", "a"]
+    # c is no longer pending (cancelled): it leaves though nobody discarded it.
+    assert order.update(["a", "d", "e"], keys.__getitem__) == ["d", "e", "a"]
+
+
+def test_kept_order_is_the_full_sort():
+    rng = random.Random(7)
+    keys: dict[str, tuple[int, int, int]] = {}
+    order = PriorityOrder()
+    pending: list[str] = []
+    for step in range(400):
+        for _ in range(rng.randint(0, 3)):
+            job = f"j{step}-{len(keys)}"
+            keys[job] = (-rng.randint(1, 2), -rng.randint(0, 50), len(keys))
+            pending.append(job)
+        rng.shuffle(pending)
+        for job in pending[: rng.randint(0, 2)]:
+            order.discard(job)
+            pending.remove(job)
+        got = order.update(pending, keys.__getitem__) if order.valid else order.rebuild(pending, keys.__getitem__)
+        assert got == sorted(pending, key=keys.__getitem__)
