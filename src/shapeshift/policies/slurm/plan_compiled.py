@@ -34,33 +34,34 @@ if njit is not None:
     @njit(cache=True)
     def _will_run(
         now, epoch, span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, usable_part,
-        e_end, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
-        s, usable, meets, rel, ffg, ffc, ffm, out, at,
+        count, e_end, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
+        s, meets, stamp, call, touched, rel, ffg, ffc, ffm, out, at,
     ):  # pragma: no cover - compiled
-        """``plan.will_run``: the start (``-inf`` for none) with the nodes in ``out[at:]``."""
-        if _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, s, out, at):
+        """``plan.will_run``: the start (``-inf`` for none) with the nodes in ``out[at:]``.
+
+        ``count``: the usable nodes (the partition's, less ``blocked``) meeting the
+        thresholds now, so the fit now runs only where it succeeds. ``ffg``, ``ffc``,
+        ``ffm`` equal ``fg``, ``fc``, ``fm`` on entry and on return: the ends are given
+        to them in place, node by node in the same order as the numpy code, and the
+        nodes given to (``touched``, first seen where ``stamp`` is not ``call``) are
+        set back after. ``meets`` is read only where ``stamp`` is ``call``."""
+        if count >= span:
+            found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, s, out, at)
+            assert found
             return now
-        size = fg.size
-        for n in range(size):
-            usable[n] = usable_part[n] and not blocked[n]
         nrel = 0
         for pos in range(n_end):
             e = order[pos]
             for q in range(e_first[e], e_first[e] + e_count[e]):
-                if usable[p_node[q]]:
+                n = p_node[q]
+                if usable_part[n] and not blocked[n]:
                     rel[nrel] = pos
                     nrel += 1
                     break
         if nrel == 0:
             return -np.inf
-        count = 0
-        for n in range(size):
-            ffg[n] = fg[n]
-            ffc[n] = fc[n]
-            ffm[n] = fm[n]
-            meets[n] = usable[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm
-            if meets[n]:
-                count += 1
+        n_touched = 0
+        answer = -np.inf
         given = 0
         end = e_end[order[rel[0]]]
         first = end + (30.0 - (end + epoch) % 30.0)
@@ -76,10 +77,16 @@ if njit is not None:
                 e = order[pos]
                 for q in range(e_first[e], e_first[e] + e_count[e]):
                     n = p_node[q]
+                    if stamp[n] != call:
+                        stamp[n] = call
+                        touched[n_touched] = n
+                        n_touched += 1
+                        meets[n] = usable_part[n] and not blocked[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm
                     ffg[n] += p_gpus[q]
                     ffc[n] += p_cpus[q]
                     ffm[n] += p_mem[q]
-                    if usable[n] and not meets[n] and ffg[n] >= tg and ffc[n] >= tc and ffm[n] >= tm:
+                    usable = usable_part[n] and not blocked[n]
+                    if usable and not meets[n] and ffg[n] >= tg and ffc[n] >= tc and ffm[n] >= tm:
                         meets[n] = True
                         count += 1
             given = last + 1
@@ -90,8 +97,14 @@ if njit is not None:
                 found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, ffg, ffc, ffm, blocked, s, out, at)
                 assert found
                 start = e_end[order[rel[k - 1]]]
-                return start if start > now else now + 1.0
-        return -np.inf
+                answer = start if start > now else now + 1.0
+                break
+        for t in range(n_touched):
+            n = touched[t]
+            ffg[n] = fg[n]
+            ffc[n] = fc[n]
+            ffm[n] = fm[n]
+        return answer
 
     @njit(cache=True)
     def _cycle(
@@ -108,14 +121,21 @@ if njit is not None:
         size = fg.size
         s = (np.empty(size, np.int64), np.empty(size, np.float64), np.empty(size + 1, np.int64),
              np.empty(size + 1, np.float64))
-        usable = np.empty(size, np.bool_)
         meets = np.empty(size, np.bool_)
+        stamp = np.zeros(size, np.int64)
+        call = 0
+        touched = np.empty(size, np.int64)
+        # The nodes reserved over the job's window, kept as the window slides: how many
+        # reservations in it hold each node, and which reservations are in it.
         blocked = np.zeros(size, np.bool_)
+        holding = np.zeros(size, np.int64)
+        in_window = np.zeros(c_span.size, np.bool_)
+        b_sorted = np.empty(c_span.size, np.int64)  # reservations in begin order
         mark = np.zeros(size, np.bool_)
         rel = np.empty(e_end.size, np.int64)
-        ffg = np.empty(size, np.int64)
-        ffc = np.empty(size, np.float64)
-        ffm = np.empty(size, np.float64)
+        ffg = fg.copy()
+        ffc = fc.copy()
+        ffm = fm.copy()
         q_count = c_span.size
         # Reservations in the order made (candidate index), in end order, and per node.
         r_cand = np.empty(q_count, np.int64)
@@ -137,14 +157,51 @@ if njit is not None:
             at = c_off[i]
             limit = c_limit[i]
             start_res = now
+            answered = False
+            changed = True
+            answer = 0.0
+            by_end = 0  # reservations (in end order) before this have ended by start_res
+            by_begin = 0  # reservations (in begin order) before this have begun by its end
+            # The partition's nodes meeting the job's thresholds now (free resources
+            # change only when a job starts, which ends this job's loop).
+            tg, tc, tm = c_tg[i], c_tc[i], c_tm[i]
+            count = 0  # of those, the ones no reservation in the window holds
+            for n in range(size):
+                if usable_part[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm:
+                    count += 1
             while start_res <= now + window:
                 end = start_res + limit
-                blocked[:] = False
-                for r in range(n_res):
-                    c = r_cand[r]
-                    if end_at[c] > start_res and begin_at[c] <= end:
+                # The nodes reserved over start_res .. end (reservations with
+                # ``r.end > start_res and r.begin <= end``): start_res and end only grow,
+                # so reservations ended by start_res leave and those begun by end join.
+                while by_end < n_res and end_at[r_cand[r_sorted[by_end]]] <= start_res:
+                    r = r_sorted[by_end]
+                    by_end += 1
+                    if in_window[r]:
+                        in_window[r] = False
+                        c = r_cand[r]
                         for q in range(c_off[c], c_off[c] + c_span[c]):
-                            blocked[out[q]] = True
+                            n = out[q]
+                            holding[n] -= 1
+                            if holding[n] == 0:
+                                blocked[n] = False
+                                changed = True
+                                if usable_part[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm:
+                                    count += 1
+                while by_begin < n_res and begin_at[r_cand[b_sorted[by_begin]]] <= end:
+                    r = b_sorted[by_begin]
+                    by_begin += 1
+                    c = r_cand[r]
+                    if end_at[c] > start_res:
+                        in_window[r] = True
+                        for q in range(c_off[c], c_off[c] + c_span[c]):
+                            n = out[q]
+                            holding[n] += 1
+                            if holding[n] == 1:
+                                blocked[n] = True
+                                changed = True
+                                if usable_part[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm:
+                                    count -= 1
                 # later_start: the first reservation end after start_res, in end order,
                 # with a usable node that no reservation holds at that instant.
                 later = -np.inf
@@ -174,11 +231,19 @@ if njit is not None:
                             break
                     if later != -np.inf:
                         break
-                start = _will_run(
-                    now, epoch, span, c_tg[i], c_tc[i], c_tm[i], part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx,
-                    fg, fc, fm, blocked, usable_part, e_end, e_first, e_count, order, n_end,
-                    p_node, p_gpus, p_cpus, p_mem, s, usable, meets, rel, ffg, ffc, ffm, out, at,
-                )
+                # Within one job's iterations only the reserved nodes change (free
+                # resources and ends change when a job starts, which ends the loop): the
+                # same reserved nodes as the last test give the same answer and nodes.
+                if changed or not answered:
+                    changed = False
+                    call += 1
+                    answer = _will_run(
+                        now, epoch, span, tg, tc, tm, part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx,
+                        fg, fc, fm, blocked, usable_part, count, e_end, e_first, e_count, order, n_end,
+                        p_node, p_gpus, p_cpus, p_mem, s, meets, stamp, call, touched, rel, ffg, ffc, ffm, out, at,
+                    )
+                    answered = True
+                start = answer
                 if start == -np.inf:
                     if later == -np.inf:
                         break
@@ -194,6 +259,9 @@ if njit is not None:
                         fg[n] -= c_sg[i]
                         fc[n] -= c_sc[i]
                         fm[n] -= c_sm[i]
+                        ffg[n] = fg[n]
+                        ffc[n] = fc[n]
+                        ffm[n] = fm[n]
                     kind[i] = 1
                     # The start's end joins the plan, after equal ends (``bisect.insort``).
                     e = n_end
@@ -244,6 +312,11 @@ if njit is not None:
                     r_sorted[pos] = r_sorted[pos - 1]
                     pos -= 1
                 r_sorted[pos] = n_res
+                pos = n_res
+                while pos > 0 and begin_at[r_cand[b_sorted[pos - 1]]] > b0:
+                    b_sorted[pos] = b_sorted[pos - 1]
+                    pos -= 1
+                b_sorted[pos] = n_res
                 n_res += 1
                 for q in range(at, at + span):
                     n = out[q]
@@ -253,6 +326,13 @@ if njit is not None:
                     head[n] = n_spans
                     n_spans += 1
                 break
+            for r in range(n_res):  # the window emptied for the next job
+                if in_window[r]:
+                    in_window[r] = False
+                    c = r_cand[r]
+                    for q in range(c_off[c], c_off[c] + c_span[c]):
+                        holding[out[q]] = 0
+                        blocked[out[q]] = False
         return tested
 
 
