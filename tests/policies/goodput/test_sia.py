@@ -219,3 +219,29 @@ def test_the_goodputs_search_batches_up_to_the_submitted_one(tmp_path, goodput_b
     job = policy._job(ClusterView(engine, 10.0, frozenset({""}), True), "j", {"slow": (2, 1)})
     one_gpu = [o.goodput for o in job.options if o.gpus == 1]
     assert one_gpu == [pytest.approx(expected, rel=1e-3)]
+
+
+@pytest.mark.parametrize(
+    ("placement", "expected"),
+    [("artifact", {"a": {0: 1}, "b": {1: 1}, "c": {2: 1}}), ("keep", {"a": {0: 1}, "b": {0: 1}, "c": {1: 1}})],
+)
+def test_the_default_placement_is_the_artifacts_forward_cursor(tmp_path, placement, expected):
+    # Three new 1-GPU jobs on three 2-GPU nodes of one type. The artifact
+    # (``alloc_to_placement_fast``) takes them in order (all equally wide), each from the
+    # cursor, which then stays one node past the job's last GPU: a on node 0, b on
+    # node 1, c on node 2. ``keep`` (ours) packs them on the fewest nodes: a and b on
+    # node 0, c on node 1.
+    root = _profiles(tmp_path)
+    cluster = ClusterSpec(tuple(NodeSpec(f"s{i}", 2, 16, 64, gpu_type="slow") for i in range(3)))
+    # The default (no placement given) must be the artifact's.
+    default = placement == "artifact"
+    params = SiaParams(profiles=str(root)) if default else SiaParams(profiles=str(root), placement="keep")
+    policy = SiaPolicy(params, SiaParams().knowledge())
+    engine = Engine(cluster, policy, SimulatedExecutor(PolluxGroundTruth(root, ("slow",) * 3), CompletionQueue()))
+    for name in "abc":
+        engine.submit(JobSpec(name, 0.0, 1, iterations=1, model="pollux/toy", batch=ADAPTIVE), 0.0)
+    view = ClusterView(engine, 60.0, frozenset({""}), True)
+    jobs = [_Job(name, view.job(name).spec, "pollux", [_Option("slow", 1, 1, 1.0)]) for name in "abc"]
+    desired: dict[str, Allocation] = {}
+    policy._place(view, jobs, {j.job_id: j.options[0] for j in jobs}, "slow", [0, 1, 2], desired, {})
+    assert {j: {n: r.gpus for n, r in a.placement} for j, a in desired.items()} == expected

@@ -50,12 +50,12 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 Solved with ``scipy.optimize.milp`` (HiGHS; relative gap 1e-4 as the artifact's CBC
 setting); on a cluster of one GPU type the program is a multiple-choice knapsack over
 GPU counts and is solved exactly by the knapsack of ``pollux`` (same optimum,
-deterministic, no time limit). Placement: jobs whose GPU count did not change stay put,
-the others are packed on the fewest nodes, one job spanning nodes per node
-(:func:`shapeshift.policies.goodput.common.keep_or_pack`; ours). The artifact places
-every round anew from a forward cursor (``alloc_to_placement_fast``, ``smart_placement``
-off), so a job may be split across nodes or moved, restarting when its GPUs per node
-change: ``placement=artifact`` (:mod:`.sia_placement`).
+deterministic, no time limit). Placement as the artifact's (``alloc_to_placement_fast``,
+``smart_placement`` off; :mod:`.sia_placement`): every round anew, per type widest job
+first from a forward cursor over the nodes, so a job may be split across nodes or moved,
+restarting only when its GPUs per node change (``Job.reallocate``); ``placement=keep``
+(ours) keeps a job whose GPU count did not change where it is and packs the others on
+the fewest nodes (:func:`shapeshift.policies.goodput.common.keep_or_pack`).
 """
 
 from __future__ import annotations

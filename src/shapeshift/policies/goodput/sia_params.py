@@ -59,4 +59,4 @@ class SiaParams(PlanAwareParams):
     #: from a cursor over the type's nodes (the artifact's ``alloc_to_placement_fast``,
     #: :mod:`.sia_placement`); ``keep`` (ours): a job whose count did not change stays
     #: put, the others are packed on the fewest nodes (:func:`.common.keep_or_pack`).
-    placement: Literal["artifact", "keep"] = "keep"
+    placement: Literal["artifact", "keep"] = "artifact"
