@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -105,11 +106,11 @@ class Flat:
         return _Table(spec.job_id)
 
 
+@dataclass(frozen=True)
 class _Table:
-    params = "fitted"
-
-    def __init__(self, kind):
-        self.kind = kind
+    kind: str
+    params: str = "fitted"
+    cap_total: bool = True
 
     def table(self, gpn, cols):
         r = np.arange(1, cols + 1, dtype=float)
@@ -212,3 +213,31 @@ def test_sia_starts_a_waiting_job_without_a_restart_factor():
 
     result = run([job("j0", 0, 1, 0.0), job("j1", 0, 1, 0.0), job("j2", 0, 1, 0.0)], "1x1", "sia")
     assert {j.job_id: j.end_time for j in result.jobs} == {"j0": 120.0, "j1": 60.0, "j2": 0.0}
+
+
+def test_speedups_count_the_rounded_up_top_batch_as_the_artifacts_optimize():
+    # Both artifacts' GoodputFunction.optimize round each GPU's share up and check only the
+    # per-GPU batch (batch_overshoot, the default). Largest batch 2048, per-GPU 32..1024,
+    # 12 GPUs packed on 3 nodes of 4: candidates run from 12 x 32 = 384 to 2048; the top
+    # one splits as ceil(2048 / 12) = 171 per GPU, 2052 in all, and is kept. With
+    # batch_overshoot=false the next one, 2048 x (384 / 2048)^(1/49) = 1979.2, splits as
+    # 165 per GPU, 1980. Noise (sqr 0, var 1) makes goodput the throughput, which grows
+    # with the batch, so the best is the largest valid one. The shape table (3 nodes, 12
+    # GPUs) gives the same goodput as the packed column.
+    from dataclasses import replace
+
+    from shapeshift.perf.pollux.goodput import BatchLimits, PerfParams
+    from shapeshift.perf.pollux.knowledge import JobGoodput
+
+    params = PerfParams(0.05, 0.002, 0.1, 0.01, 0.02, 0.005, 1.0)
+    table = JobGoodput(params, (0.0, 1.0), BatchLimits(128, 2048, 32, 1024), True)
+    for cap, want in ((False, 2052), (True, 1980)):
+        capped = replace(table, cap_total=cap)
+        good, batch = capped.table(4, 12)
+        assert batch[11] == want
+        assert capped.by_shape(4, 12, 3)[3, 12] == pytest.approx(good[11])
+    for overshoot in (True, False):
+        policy = PolluxPolicy(PolluxParams(profiles=str(bundled("pollux-profiles")), batch_overshoot=overshoot))
+        _, view = _engine(policy, [_job("c", "cifar10", CIFAR)], 2, 4, 60.0)
+        (job,) = policy._jobs(view, "", 8)
+        assert job.table.cap_total is not overshoot

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -263,8 +264,10 @@ class _Sync:
         return _SyncTable()
 
 
+@dataclass(frozen=True)
 class _SyncTable:
-    params = "fitted"
+    params: str = "fitted"
+    cap_total: bool = True
 
     def table(self, gpn, cols):
         r = np.arange(1, cols + 1, dtype=float)

@@ -74,12 +74,13 @@ def single_gpu_throughput(root: str, app: str, gpu_type: str | None) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def _grid(params: PerfParams, limits: BatchLimits, adaptive: bool, gpn: int, max_r: int) -> GoodputGrid:
+def _grid(
+    params: PerfParams, limits: BatchLimits, adaptive: bool, gpn: int, max_r: int, cap_total: bool = True
+) -> GoodputGrid:
     """Columns r = 1..max_r packed on ceil(r / gpn) nodes, then r = 1..max_r on one node."""
     r = np.arange(1, max_r + 1)
-    return GoodputGrid(
-        params, limits, np.concatenate([np.ceil(r / gpn), np.ones(max_r)]), np.concatenate([r, r]), adaptive
-    )
+    nodes = np.concatenate([np.ceil(r / gpn), np.ones(max_r)])
+    return GoodputGrid(params, limits, nodes, np.concatenate([r, r]), adaptive, cap_total)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -93,12 +94,18 @@ def _one(
 
 @functools.lru_cache(maxsize=4096)
 def _shapes(
-    params: PerfParams, limits: BatchLimits, adaptive: bool, gpn: int, max_r: int, max_nodes: int
+    params: PerfParams,
+    limits: BatchLimits,
+    adaptive: bool,
+    gpn: int,
+    max_r: int,
+    max_nodes: int,
+    cap_total: bool = True,
 ) -> tuple[GoodputGrid, np.ndarray, np.ndarray]:
     """The grid of every (k nodes, r GPUs) that k nodes of ``gpn`` GPUs can hold, each
     node at least one GPU, and its k and r."""
     k, r = shape_pairs(gpn, max_r, max_nodes)
-    return GoodputGrid(params, limits, k, r, adaptive), k, r
+    return GoodputGrid(params, limits, k, r, adaptive, cap_total), k, r
 
 
 def shape_pairs(gpn: int, max_r: int, max_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +143,7 @@ class JobGoodput:
         if self.params is None:
             r = np.arange(1, max_r + 1, dtype=float)
             return np.concatenate([r, r]), np.full(2 * max_r, self.limits.init, dtype=int)
-        return _grid(self.params, self.limits, self.adaptive, gpn, max_r).evaluate(self.grad)
+        return _grid(self.params, self.limits, self.adaptive, gpn, max_r, self.cap_total).evaluate(self.grad)
 
     def by_shape(self, gpn: int, max_r: int, max_nodes: int) -> np.ndarray:
         """Best goodput ``out[k, r]`` on r GPUs spread over k nodes of ``gpn`` GPUs (0 where
@@ -146,7 +153,7 @@ class JobGoodput:
             k, r = shape_pairs(gpn, max_r, max_nodes)
             out[k, r] = r
             return out
-        grid, k, r = _shapes(self.params, self.limits, self.adaptive, gpn, max_r, max_nodes)
+        grid, k, r = _shapes(self.params, self.limits, self.adaptive, gpn, max_r, max_nodes, self.cap_total)
         out[k, r] = grid.evaluate(self.grad)[0]
         return out
 

@@ -51,7 +51,11 @@ whole ``placements.csv`` instead.
 **Batch**: a job runs at the best batch for its model on its GPUs, re-chosen after every
 epoch it completes, not only each round (``Job.step``: "Re-scale batch size between
 epochs"; ``batch_retune=epoch``, :mod:`.epochs`, whose rows its model records);
-``batch_retune=round`` (ours) re-chooses it once per round.
+``batch_retune=round`` (ours) re-chooses it once per round. Both the speedups and the
+batch search candidates as both artifacts' ``GoodputFunction.optimize`` does: each GPU's
+share rounded up and only the per-GPU batch checked, so a candidate may pass the largest
+batch (the job then runs it cut back to the largest; ``batch_overshoot``, on; off, ours,
+drops such candidates).
 
 ``unaware=true`` runs the Sia paper's heterogeneity-unaware baseline on a cluster of
 several GPU types (:mod:`.unaware`); off, as in the Pollux artifact, whose clusters have
@@ -180,10 +184,11 @@ class PolluxPolicy:
         for its own model (:func:`.epochs.own_batch`, each GPU's batch within what its
         placement measured, as the Sia artifact's ``update_local_bsz``), offline the best
         for its application's model."""
+        cap = not self.params.batch_overshoot
         if self.online is not None:
-            return own_batch(self.knowledge, self.online, spec, batch_now, progress, gpu_type, shape, True)
+            return own_batch(self.knowledge, self.online, spec, batch_now, progress, gpu_type, shape, True, cap)
         table = self.knowledge.job(spec, batch_now, progress, merged=self._merged.get(spec.job_id))
-        return int(table.best(len(shape), sum(shape))[1][0])
+        return int(replace(table, cap_total=cap).best(len(shape), sum(shape))[1][0])
 
     def _jobs(
         self,
@@ -213,6 +218,7 @@ class PolluxPolicy:
                     table = reference_limits(table, self.knowledge.root, spec.model, self.params.unaware_profile)
             else:
                 table = self.knowledge.job(spec, batch_now, progress)
+            table = replace(table, cap_total=not self.params.batch_overshoot)
             rigid = table.params is None
             seen = self._seen.get(job_id, 0)
             if self.online is not None and not rigid:

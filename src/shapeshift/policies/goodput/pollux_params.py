@@ -69,6 +69,13 @@ class PolluxParams(PolicyParams):
         100, ge=1, description="search=genetic: generations per round, the first being the start (pymoo's n_gen)"
     )
     seed: int = Field(0, ge=0, description="search=genetic: seed of its random choices (the run's seed unless given)")
+    batch_overshoot: bool = Field(
+        True,
+        description="true: a goodput search's candidate batch may pass the largest batch once each GPU's share "
+        "is rounded up, and past it the GPUs' smallest per-GPU batches count (AdaptDL's "
+        "GoodputFunction.optimize, in both artifacts' goodput.py; the job then runs the batch cut back to the "
+        "largest); false (ours): candidates above the largest batch are dropped",
+    )
     batch_retune: Literal["epoch", "round"] = Field(
         "epoch",
         description="epoch: a job re-chooses its batch after every epoch it completes (the artifact's "
