@@ -9,18 +9,14 @@ the rest: ``_segment_sum``), so ties between runs fall the same way to the last 
 
 from __future__ import annotations
 
-import os
+from shapeshift.policies.slurm.compiled import available
 
 try:  # the ``fast`` extra
     from numba import njit
 except ImportError:  # pragma: no cover - exercised where numba is absent
     njit = None
 
-
-def available() -> bool:
-    """Whether the compiled code can run here (numba installed, not switched off by
-    ``SHAPESHIFT_PURE_PYTHON=1``)."""
-    return njit is not None and os.environ.get("SHAPESHIFT_PURE_PYTHON", "") in ("", "0")
+__all__ = ["available", "njit"]
 
 
 if njit is not None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shapeshift.policies.slurm import plan_compiled
+from shapeshift.policies.slurm import compiled as compiled_cycle
 from shapeshift.policies.slurm.fit import (
     _ZERO,
     Free,
@@ -284,7 +284,7 @@ def backfill(
     default where numba is installed and there is no preemption step."""
     res = max(resolution, 1.0)
     if compiled is None:
-        compiled = preempt is None and plan_compiled.available()
+        compiled = preempt is None and compiled_cycle.available()
     if compiled and queue:
         if preempt is not None:
             raise ValueError("the compiled backfill cycle has no preemption step")
@@ -361,6 +361,8 @@ def _backfill_compiled(
     """``backfill``'s cycle run by ``plan_compiled``, its answer as starts and reservations
     (a reservation's bounds are ints for an int resolution, as ``math.floor(x / res) * res``
     gives them here)."""
+    from shapeshift.policies.slurm import plan_compiled  # imports numba: only when used
+
     tested, started, reserved = plan_compiled.run(now, queue, free, running, window, res, max_job_test, epoch)
     as_int = isinstance(res, int)
     reservations = [
