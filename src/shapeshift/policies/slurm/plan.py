@@ -105,6 +105,13 @@ class Endings:
         self.mem = np.fromiter((r.mem for _, r in pairs), dtype=np.float64, count=len(pairs))
         self.owner = np.repeat(np.arange(len(items), dtype=np.int64), counts)
 
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The ends in end order and their (node, GPUs, CPUs, memory) entries, flat, with
+        each end's offset into them (one more offset than ends)."""
+        if not self._built:
+            self._build()
+        return self.ends, self.offset, self.node, self.gpus, self.cpus, self.mem
+
     def insert(self, ending: Ending) -> None:
         bisect.insort(self.items, ending, key=lambda e: e.end)
         self._built = False
@@ -347,7 +354,6 @@ def backfill(
     return BackfillResult(started, reservations, tested)
 
 
-
 def _backfill_compiled(
     now: float,
     queue: list[Candidate],
@@ -363,7 +369,9 @@ def _backfill_compiled(
     gives them here)."""
     from shapeshift.policies.slurm import plan_compiled  # imports numba: only when used
 
-    tested, started, reserved = plan_compiled.run(now, queue, free, running, window, res, max_job_test, epoch)
+    tested, started, reserved = plan_compiled.run(
+        now, queue, free, Endings(running), window, res, max_job_test, epoch
+    )
     as_int = isinstance(res, int)
     reservations = [
         Reservation(queue[i].job_id, frozenset(nodes), *((int(b0), int(b1)) if as_int else (b0, b1)))

@@ -32,6 +32,16 @@ __all__ = ["available", "run"]
 if njit is not None:
 
     @njit(cache=True)
+    def _insort(idx, n, keys, item):  # pragma: no cover - compiled
+        """Insert ``item`` into ``idx[:n]``, kept in order of ``keys[idx[...]]``, after
+        equal keys (``bisect.insort``); ``idx`` has room for it."""
+        pos = n
+        while pos > 0 and keys[idx[pos - 1]] > keys[item]:
+            idx[pos] = idx[pos - 1]
+            pos -= 1
+        idx[pos] = item
+
+    @njit(cache=True)
     def _will_run(
         now, epoch, span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, usable_part,
         count, e_end, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
@@ -137,8 +147,11 @@ if njit is not None:
         ffc = fc.copy()
         ffm = fm.copy()
         q_count = c_span.size
-        # Reservations in the order made (candidate index), in end order, and per node.
+        # Reservations in the order made (candidate index, bounds), in end order, and
+        # per node.
         r_cand = np.empty(q_count, np.int64)
+        res_begin = np.empty(q_count, np.float64)
+        res_end = np.empty(q_count, np.float64)
         r_sorted = np.empty(q_count, np.int64)
         n_res = 0
         head = np.full(size, -1, np.int64)
@@ -157,8 +170,7 @@ if njit is not None:
             at = c_off[i]
             limit = c_limit[i]
             start_res = now
-            answered = False
-            changed = True
+            changed = True  # the reserved nodes since the last will-run test (none yet)
             answer = 0.0
             by_end = 0  # reservations (in end order) before this have ended by start_res
             by_begin = 0  # reservations (in begin order) before this have begun by its end
@@ -174,7 +186,7 @@ if njit is not None:
                 # The nodes reserved over start_res .. end (reservations with
                 # ``r.end > start_res and r.begin <= end``): start_res and end only grow,
                 # so reservations ended by start_res leave and those begun by end join.
-                while by_end < n_res and end_at[r_cand[r_sorted[by_end]]] <= start_res:
+                while by_end < n_res and res_end[r_sorted[by_end]] <= start_res:
                     r = r_sorted[by_end]
                     by_end += 1
                     if in_window[r]:
@@ -188,12 +200,12 @@ if njit is not None:
                                 changed = True
                                 if usable_part[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm:
                                     count += 1
-                while by_begin < n_res and begin_at[r_cand[b_sorted[by_begin]]] <= end:
+                while by_begin < n_res and res_begin[b_sorted[by_begin]] <= end:
                     r = b_sorted[by_begin]
                     by_begin += 1
-                    c = r_cand[r]
-                    if end_at[c] > start_res:
+                    if res_end[r] > start_res:
                         in_window[r] = True
+                        c = r_cand[r]
                         for q in range(c_off[c], c_off[c] + c_span[c]):
                             n = out[q]
                             holding[n] += 1
@@ -208,13 +220,14 @@ if njit is not None:
                 lo_r, hi_r = 0, n_res
                 while lo_r < hi_r:
                     mid = (lo_r + hi_r) // 2
-                    if start_res < end_at[r_cand[r_sorted[mid]]]:
+                    if start_res < res_end[r_sorted[mid]]:
                         hi_r = mid
                     else:
                         lo_r = mid + 1
                 for j in range(lo_r, n_res):
-                    c = r_cand[r_sorted[j]]
-                    b = end_at[c]
+                    r = r_sorted[j]
+                    c = r_cand[r]
+                    b = res_end[r]
                     for q in range(c_off[c], c_off[c] + c_span[c]):
                         n = out[q]
                         if not usable_part[n]:
@@ -234,7 +247,7 @@ if njit is not None:
                 # Within one job's iterations only the reserved nodes change (free
                 # resources and ends change when a job starts, which ends the loop): the
                 # same reserved nodes as the last test give the same answer and nodes.
-                if changed or not answered:
+                if changed:
                     changed = False
                     call += 1
                     answer = _will_run(
@@ -242,7 +255,6 @@ if njit is not None:
                         fg, fc, fm, blocked, usable_part, count, e_end, e_first, e_count, order, n_end,
                         p_node, p_gpus, p_cpus, p_mem, s, meets, stamp, call, touched, rel, ffg, ffc, ffm, out, at,
                     )
-                    answered = True
                 start = answer
                 if start == -np.inf:
                     if later == -np.inf:
@@ -274,11 +286,7 @@ if njit is not None:
                         p_cpus[n_pairs + q] = c_sc[i]
                         p_mem[n_pairs + q] = c_sm[i]
                     n_pairs += span
-                    pos = n_end
-                    while pos > 0 and e_end[order[pos - 1]] > e_end[e]:
-                        order[pos] = order[pos - 1]
-                        pos -= 1
-                    order[pos] = e
+                    _insort(order, n_end, e_end, e)
                     n_end += 1
                     break
                 if start > now + window:
@@ -290,8 +298,8 @@ if njit is not None:
                         mark[out[q]] = True
                     clash = False
                     for r in range(n_res):
-                        c = r_cand[r]
-                        if end_at[c] > b0 and begin_at[c] < b1:
+                        if res_end[r] > b0 and res_begin[r] < b1:
+                            c = r_cand[r]
                             for q in range(c_off[c], c_off[c] + c_span[c]):
                                 if mark[out[q]]:
                                     clash = True
@@ -307,16 +315,10 @@ if njit is not None:
                 begin_at[i] = b0
                 end_at[i] = b1
                 r_cand[n_res] = i
-                pos = n_res
-                while pos > 0 and end_at[r_cand[r_sorted[pos - 1]]] > b1:
-                    r_sorted[pos] = r_sorted[pos - 1]
-                    pos -= 1
-                r_sorted[pos] = n_res
-                pos = n_res
-                while pos > 0 and begin_at[r_cand[b_sorted[pos - 1]]] > b0:
-                    b_sorted[pos] = b_sorted[pos - 1]
-                    pos -= 1
-                b_sorted[pos] = n_res
+                res_begin[n_res] = b0
+                res_end[n_res] = b1
+                _insort(r_sorted, n_res, res_end, n_res)
+                _insort(b_sorted, n_res, res_begin, n_res)
                 n_res += 1
                 for q in range(at, at + span):
                     n = out[q]
@@ -340,43 +342,38 @@ def run(
     now: float,
     queue: list[Any],
     free: Any,
-    running: list[Any],
+    endings: Any,
     window: float,
     res: float,
     max_job_test: int,
     epoch: float,
 ) -> tuple[int, list[tuple[int, list[int], Any]], list[tuple[int, list[int], float, float]]]:
-    """``plan.backfill``'s cycle (``Candidate``s, ``Free``, ``Ending``s) over flat arrays:
-    the plan's ends in end order (room left for the cycle's starts), the candidates
-    (``max_job_test`` at most) with their span, per-node share and thresholds
-    (``fit._share``), and their partitions' cumulative node levels (``fit._cumulative``).
+    """``plan.backfill``'s cycle (``Candidate``s, ``Free``, the plan's ``Endings``) over
+    flat arrays: the plan's ends in end order (``Endings.arrays``, with room left for the
+    cycle's starts), the candidates (``max_job_test`` at most) with their span, per-node
+    share and thresholds (``fit._share``), and their partitions' cumulative node levels
+    (``fit._cumulative``).
     Returns how many were tested, the starts (candidate index, nodes, per-node share) and
     the reservations (candidate index, nodes, begin, end); ``free`` is updated."""
     queue = queue[: max(max_job_test, 0)]
-    items = sorted(running, key=lambda e: e.end)
-    spare = len(queue)
-    counts = [len(e.placement) for e in items]
-    e_end = np.zeros(len(items) + spare, np.float64)
-    e_end[: len(items)] = [e.end for e in items]
-    e_count = np.zeros(len(items) + spare, np.int64)
-    e_count[: len(items)] = counts
-    e_first = np.zeros(len(items) + spare, np.int64)
-    if items:
-        e_first[: len(items)] = np.cumsum([0, *counts[:-1]])
-    order = np.arange(len(items) + spare, dtype=np.int64)
-    pairs = [p for e in items for p in e.placement]
     shares = [_share(c.need, c.largest) for c in queue]
     c_span = np.fromiter((h[1] for h in shares), np.int64, len(queue))
-    room = len(pairs) + int(c_span.sum())
+    ends_in, offset, node, gpus, cpus, mem = endings.arrays()
+    count, pairs = ends_in.size, node.size
+    spare, room = len(queue), pairs + int(c_span.sum())
+    e_end = np.zeros(count + spare, np.float64)
+    e_end[:count] = ends_in
+    e_first = np.zeros(count + spare, np.int64)
+    e_first[:count] = offset[:-1]
+    e_count = np.zeros(count + spare, np.int64)
+    e_count[:count] = np.diff(offset)
+    order = np.arange(count + spare, dtype=np.int64)
     p_node = np.zeros(room, np.int64)
     p_gpus = np.zeros(room, np.int64)
     p_cpus = np.zeros(room, np.float64)
     p_mem = np.zeros(room, np.float64)
-    p_node[: len(pairs)] = [n for n, _ in pairs]
-    p_gpus[: len(pairs)] = [r.gpus for _, r in pairs]
-    p_cpus[: len(pairs)] = [r.cpus for _, r in pairs]
-    p_mem[: len(pairs)] = [r.mem for _, r in pairs]
-    ends = (e_end, e_first, e_count, order, len(items), p_node, p_gpus, p_cpus, p_mem, len(pairs))
+    p_node[:pairs], p_gpus[:pairs], p_cpus[:pairs], p_mem[:pairs] = node, gpus, cpus, mem
+    ends = (e_end, e_first, e_count, order, count, p_node, p_gpus, p_cpus, p_mem, pairs)
     size = free.gpus.size
     part_of: dict[int, int] = {}
     masks: list[np.ndarray] = []

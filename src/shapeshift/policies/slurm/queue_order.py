@@ -56,4 +56,3 @@ class PriorityOrder:
             at = bisect.bisect_left(self.keys, k)
             del self.keys[at]
             del self.jobs[at]
-
