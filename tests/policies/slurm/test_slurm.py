@@ -6,6 +6,7 @@ fair_tree.c, backfill.c, job_scheduler.c), in the comment beside it.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from shapeshift.cluster import load_cluster
@@ -52,6 +53,28 @@ def test_priority_factors_by_hand():
     assert small.priority(facts, 0, 0) == 75
     # A job with every weight 0 still gets priority 1 (0 means held).
     assert Multifactor(PriorityConf(multifactor=True), 64, 4).priority(facts, 0, 0) == 1
+
+
+def test_priorities_over_arrays_match_each_job_by_hand_and_one_by_one():
+    conf = PriorityConf(
+        multifactor=True, weight_age=1000, weight_fairshare=2000, weight_jobsize=100, weight_partition=50,
+        weight_qos=10, max_age=1000,
+    )
+    mf = Multifactor(conf, cluster_cpus=64, node_count=4)
+    jobs = [
+        JobFacts(eligible=100.7, cpus=16, min_nodes=1, assoc="A/a", part_factor=0.5, qos_factor=1.0),
+        JobFacts(eligible=0, cpus=64, min_nodes=4, assoc="B/b", part_factor=0.0, qos_factor=0.0, nice=500),
+        JobFacts(eligible=349, cpus=1, min_nodes=1, assoc="A/a", part_factor=1.0, qos_factor=0.25),
+    ]
+    fairshare = np.array([0.3, 0.0, 0.3])
+    got = mf.priorities(np.array([mf.static(j) for j in jobs]), 350.9, fairshare).tolist()
+    # Whole seconds: age (350 - 100) / 1000 = 0.25 -> 250 + 600 + 25 + 25 + 10 = 910.
+    # Second job: age 350/1000 -> 350; size (4/4 + 64/64)/2 = 1 -> 100; nice 500 ->
+    # 350 + 100 - 500 = -50, so 1 (0 would mean held).
+    # Third: age 1/1000 -> 1; fair share 600; size (1/4 + 1/64)/2 = 0.1328125 -> 13.28;
+    # partition 50; QOS 2.5: 666.78 -> 666.
+    assert got == [910, 1, 666]
+    assert got == [mf.priority(j, 350.9, f) for j, f in zip(jobs, fairshare.tolist(), strict=True)]
 
 
 def test_usage_decays_by_half_over_the_half_life():

@@ -33,6 +33,9 @@ class BackfillCycle:
     limits: Limits | None
     #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
     planned: dict[str, float]
+    #: Each pending job's ``Candidate``, made when a cycle first tests it: what it asks
+    #: for, its limit and its nodes do not change while it waits (dropped when it starts).
+    candidates: dict[str, Candidate]
 
     if TYPE_CHECKING:  # SlurmPolicy's and LimitsAndPreemption's
 
@@ -72,12 +75,16 @@ class BackfillCycle:
         for job_id, alloc in changes.items():
             if alloc is not None:
                 running.append(Ending(view.now + self.limit(view.job(job_id).spec), self._placement(alloc)))
+        kept = self.candidates
         candidates = []
         for job_id in queue[: max(params["bf_max_job_test"], 0)]:  # the cycle tests no more
-            status = view.job(job_id)
-            spec, part = status.spec, status.partition
-            typed = self.typed.of(spec, self.groups[part], self.largest[part])
-            candidates.append(Candidate(job_id, self._need(spec), self.limit(spec), *typed))
+            cand = kept.get(job_id)
+            if cand is None:
+                status = view.job(job_id)
+                spec, part = status.spec, status.partition
+                typed = self.typed.of(spec, self.groups[part], self.largest[part])
+                cand = kept[job_id] = Candidate(job_id, self._need(spec), self.limit(spec), *typed)
+            candidates.append(cand)
         result = backfill(
             view.now,
             candidates,
@@ -98,5 +105,5 @@ class BackfillCycle:
                 self.limits.add(self._usage(view, job_id), +1)
             changes[job_id] = self._alloc(placement)
             reasons.pop(job_id, None)
-        self.planned = {r.job_id: r.begin for r in result.reservations}
+        self.planned = result.planned()
         return any(e.end <= view.now for e in running)

@@ -69,11 +69,34 @@ class Candidate:
     largest: int
 
 
-@dataclass
 class BackfillResult:
-    started: list[tuple[str, list[tuple[int, Need]]]]
-    reservations: list[Reservation]
-    tested: int
+    """A cycle's starts, reservations and how many jobs it tested. The compiled cycle
+    hands its reservations as (job, nodes, begin, end) rows, made into ``Reservation``s
+    only when read: a replay reads only each job's begin (``planned``)."""
+
+    def __init__(
+        self,
+        started: list[tuple[str, list[tuple[int, Need]]]],
+        reservations: list[Reservation] | None,
+        tested: int,
+        rows: list[tuple[str, list[int], float, float]] | None = None,
+    ):
+        self.started = started
+        self.tested = tested
+        self._reservations = reservations
+        self._rows = rows if rows is not None else []
+
+    @property
+    def reservations(self) -> list[Reservation]:
+        if self._reservations is None:
+            self._reservations = [Reservation(j, frozenset(n), b0, b1) for j, n, b0, b1 in self._rows]
+        return self._reservations
+
+    def planned(self) -> dict[str, float]:
+        """Each reserved job's planned start."""
+        if self._reservations is not None:
+            return {r.job_id: r.begin for r in self._reservations}
+        return {row[0]: row[2] for row in self._rows}
 
 
 #: ``_will_run_test``'s first window (seconds): running jobs ending within it of the first
@@ -369,14 +392,9 @@ def _backfill_compiled(
     gives them here)."""
     from shapeshift.policies.slurm import plan_compiled  # imports numba: only when used
 
-    tested, started, reserved = plan_compiled.run(
-        now, queue, free, Endings(running), window, res, max_job_test, epoch
-    )
+    tested, started, reserved = plan_compiled.run(now, queue, free, Endings(running), window, res, max_job_test, epoch)
     as_int = isinstance(res, int)
-    reservations = [
-        Reservation(queue[i].job_id, frozenset(nodes), *((int(b0), int(b1)) if as_int else (b0, b1)))
-        for i, nodes, b0, b1 in reserved
-    ]
+    rows = [(queue[i].job_id, nodes, *((int(b0), int(b1)) if as_int else (b0, b1))) for i, nodes, b0, b1 in reserved]
     return BackfillResult(
-        [(queue[i].job_id, [(n, share) for n in nodes]) for i, nodes, share in started], reservations, tested
+        [(queue[i].job_id, [(n, share) for n in nodes]) for i, nodes, share in started], None, tested, rows
     )

@@ -42,79 +42,158 @@ if njit is not None:
         idx[pos] = item
 
     @njit(cache=True)
-    def _will_run(
-        now, epoch, span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, usable_part,
-        count, e_end, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
-        s, meets, stamp, call, touched, rel, ffg, ffc, ffm, out, at,
+    def _times(
+        tg, tc, tm, fg, fc, fm, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
+        ffg, ffc, ffm, stamp, call, touched, t_at, srt, counts,
     ):  # pragma: no cover - compiled
-        """``plan.will_run``: the start (``-inf`` for none) with the nodes in ``out[at:]``.
+        """For thresholds ``tg, tc, tm``: each node's ``t_at``, the position (in end
+        order) of the end after which its free resources first meet them (-1: they do
+        now; ``n_end``: never), and ``srt``, the nodes in order of it (those that never
+        do left out); returns how many are in ``srt``. The ends are given to ``ffg``,
+        ``ffc``, ``ffm`` in the will-run test's order, so each node's sums are the ones
+        the test reaches, and set back after.
 
-        ``count``: the usable nodes (the partition's, less ``blocked``) meeting the
-        thresholds now, so the fit now runs only where it succeeds. ``ffg``, ``ffc``,
-        ``ffm`` equal ``fg``, ``fc``, ``fm`` on entry and on return: the ends are given
-        to them in place, node by node in the same order as the numpy code, and the
-        nodes given to (``touched``, first seen where ``stamp`` is not ``call``) are
-        set back after. ``meets`` is read only where ``stamp`` is ``call``."""
-        if count >= span:
-            found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, s, out, at)
-            assert found
-            return now
-        nrel = 0
+        A batch of the will-run test only adds resources, so a node meets the
+        thresholds after a batch exactly when its ``t_at`` is at or before the batch's
+        last end: the test's count after each batch is a count of ``t_at`` values."""
+        size = fg.size
+        for n in range(size):
+            t_at[n] = -1 if fg[n] >= tg and fc[n] >= tc and fm[n] >= tm else n_end
+        n_touched = 0
         for pos in range(n_end):
             e = order[pos]
             for q in range(e_first[e], e_first[e] + e_count[e]):
                 n = p_node[q]
-                if usable_part[n] and not blocked[n]:
-                    rel[nrel] = pos
-                    nrel += 1
-                    break
-        if nrel == 0:
-            return -np.inf
-        n_touched = 0
-        answer = -np.inf
-        given = 0
-        end = e_end[order[rel[0]]]
-        first = end + (30.0 - (end + epoch) % 30.0)
-        window = 30.0
-        k = 0
-        while k < nrel:
-            j = k
-            while j < nrel and e_end[order[rel[j]]] <= first + window:
-                j += 1
-            k = max(j, k + 1)
-            last = rel[k - 1]
-            for pos in range(given, last + 1):
-                e = order[pos]
-                for q in range(e_first[e], e_first[e] + e_count[e]):
-                    n = p_node[q]
-                    if stamp[n] != call:
-                        stamp[n] = call
-                        touched[n_touched] = n
-                        n_touched += 1
-                        meets[n] = usable_part[n] and not blocked[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm
-                    ffg[n] += p_gpus[q]
-                    ffc[n] += p_cpus[q]
-                    ffm[n] += p_mem[q]
-                    usable = usable_part[n] and not blocked[n]
-                    if usable and not meets[n] and ffg[n] >= tg and ffc[n] >= tc and ffm[n] >= tm:
-                        meets[n] = True
-                        count += 1
-            given = last + 1
-            window *= 2.0
-            while k < nrel and e_end[order[rel[k]]] > first + window:
-                window *= 2.0
-            if count >= span:
-                found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, ffg, ffc, ffm, blocked, s, out, at)
-                assert found
-                start = e_end[order[rel[k - 1]]]
-                answer = start if start > now else now + 1.0
-                break
+                if stamp[n] != call:
+                    stamp[n] = call
+                    touched[n_touched] = n
+                    n_touched += 1
+                ffg[n] += p_gpus[q]
+                ffc[n] += p_cpus[q]
+                ffm[n] += p_mem[q]
+                if t_at[n] == n_end and ffg[n] >= tg and ffc[n] >= tc and ffm[n] >= tm:
+                    t_at[n] = pos
         for t in range(n_touched):
             n = touched[t]
             ffg[n] = fg[n]
             ffc[n] = fc[n]
             ffm[n] = fm[n]
-        return answer
+        # Counting sort by t_at (-1 first); the nodes that never meet them are left out.
+        for b in range(n_end + 2):
+            counts[b] = 0
+        for n in range(size):
+            counts[t_at[n] + 1] += 1
+        total = 0
+        for b in range(n_end + 1):
+            c = counts[b]
+            counts[b] = total
+            total += c
+        for n in range(size):
+            b = t_at[n] + 1
+            if b <= n_end:
+                srt[counts[b]] = n
+                counts[b] += 1
+        return total
+
+    @njit(cache=True)
+    def _answer(
+        now, epoch, span, blocked, usable_part, e_end, e_first, e_count, order, n_end, p_node,
+        t_at, srt, n_srt,
+    ):  # pragma: no cover - compiled
+        """``plan.will_run``'s start for a job that does not fit now (``-inf``: none),
+        and the position of the last end its batches give back (the fit's state).
+
+        The test gives back batches of ends (those with a usable node, ``relevant``):
+        the first ends ``WILL_RUN_WINDOW`` after the first relevant end rounded up on
+        the wall clock, each later one at a doubled window; its answer is the end of the
+        batch after which ``span`` usable nodes meet the thresholds. That count is
+        reached at the end ``T`` where the ``span``-th usable node's ``t_at`` falls, so
+        the batch is the one whose window first covers ``T``'s end and the start is its
+        last relevant end: the same answer, without giving the ends back."""
+        r0 = -1
+        for pos in range(n_end):
+            e = order[pos]
+            for q in range(e_first[e], e_first[e] + e_count[e]):
+                n = p_node[q]
+                if usable_part[n] and not blocked[n]:
+                    r0 = pos
+                    break
+            if r0 >= 0:
+                break
+        if r0 < 0:
+            return -np.inf, -1
+        found = 0
+        reach = -1
+        for j in range(n_srt):
+            n = srt[j]
+            if usable_part[n] and not blocked[n]:
+                found += 1
+                if found >= span:
+                    reach = t_at[n]
+                    break
+        if found < span:
+            return -np.inf, -1
+        end = e_end[order[r0]]
+        first = end + (30.0 - (end + epoch) % 30.0)
+        window = 30.0
+        while first + window < e_end[order[reach]]:
+            window *= 2.0
+        # The last end within the window (ends are in end order), then back to the last
+        # relevant one (``reach`` is one).
+        lo, hi = reach, n_end
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if e_end[order[mid]] <= first + window:
+                lo = mid + 1
+            else:
+                hi = mid
+        last = lo - 1
+        while last > reach:
+            e = order[last]
+            hit = False
+            for q in range(e_first[e], e_first[e] + e_count[e]):
+                n = p_node[q]
+                if usable_part[n] and not blocked[n]:
+                    hit = True
+                    break
+            if hit:
+                break
+            last -= 1
+        start = e_end[order[last]]
+        return (start if start > now else now + 1.0), last
+
+    @njit(cache=True)
+    def _place(
+        last, span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked,
+        e_first, e_count, order, p_node, p_gpus, p_cpus, p_mem,
+        s, stamp, call, touched, ffg, ffc, ffm, out, at,
+    ):  # pragma: no cover - compiled
+        """The will-run's nodes into ``out[at:]``: ``fit`` on the free resources now
+        (``last`` -1) or with the ends up to ``last`` given back (in place on ``ffg``,
+        ``ffc``, ``ffm``, in the test's order, and set back after)."""
+        if last < 0:
+            found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, s, out, at)
+            assert found
+            return
+        n_touched = 0
+        for pos in range(last + 1):
+            e = order[pos]
+            for q in range(e_first[e], e_first[e] + e_count[e]):
+                n = p_node[q]
+                if stamp[n] != call:
+                    stamp[n] = call
+                    touched[n_touched] = n
+                    n_touched += 1
+                ffg[n] += p_gpus[q]
+                ffc[n] += p_cpus[q]
+                ffm[n] += p_mem[q]
+        found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, ffg, ffc, ffm, blocked, s, out, at)
+        assert found, "the thresholds and fit disagree"
+        for t in range(n_touched):
+            n = touched[t]
+            ffg[n] = fg[n]
+            ffc[n] = fc[n]
+            ffm[n] = fm[n]
 
     @njit(cache=True)
     def _cycle(
@@ -131,7 +210,6 @@ if njit is not None:
         size = fg.size
         s = (np.empty(size, np.int64), np.empty(size, np.float64), np.empty(size + 1, np.int64),
              np.empty(size + 1, np.float64))
-        meets = np.empty(size, np.bool_)
         stamp = np.zeros(size, np.int64)
         call = 0
         touched = np.empty(size, np.int64)
@@ -142,7 +220,15 @@ if njit is not None:
         in_window = np.zeros(c_span.size, np.bool_)
         b_sorted = np.empty(c_span.size, np.int64)  # reservations in begin order
         mark = np.zeros(size, np.bool_)
-        rel = np.empty(e_end.size, np.int64)
+        # Each threshold class's ``_times`` (most jobs share a shape), until a start
+        # changes the free resources and the ends.
+        classes = 16
+        cls_key = np.empty((classes, 3), np.float64)
+        cls_t = np.empty((classes, size), np.int64)
+        cls_srt = np.empty((classes, size), np.int64)
+        cls_n = np.zeros(classes, np.int64)
+        n_cls = 0
+        counts = np.empty(e_end.size + 2, np.int64)
         ffg = fg.copy()
         ffc = fc.copy()
         ffm = fm.copy()
@@ -177,10 +263,32 @@ if njit is not None:
             # The partition's nodes meeting the job's thresholds now (free resources
             # change only when a job starts, which ends this job's loop).
             tg, tc, tm = c_tg[i], c_tc[i], c_tm[i]
+            ci = -1
+            for k in range(n_cls):
+                if cls_key[k, 0] == tg and cls_key[k, 1] == tc and cls_key[k, 2] == tm:
+                    ci = k
+                    break
+            if ci < 0:
+                if n_cls == classes:
+                    n_cls = 0
+                ci = n_cls
+                n_cls += 1
+                cls_key[ci, 0], cls_key[ci, 1], cls_key[ci, 2] = tg, tc, tm
+                call += 1
+                cls_n[ci] = _times(
+                    tg, tc, tm, fg, fc, fm, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
+                    ffg, ffc, ffm, stamp, call, touched, cls_t[ci], cls_srt[ci], counts,
+                )
+            t_at, srt, n_srt = cls_t[ci], cls_srt[ci], cls_n[ci]
             count = 0  # of those, the ones no reservation in the window holds
-            for n in range(size):
-                if usable_part[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm:
+            for j in range(n_srt):
+                n = srt[j]
+                if t_at[n] >= 0:
+                    break
+                if usable_part[n]:
                     count += 1
+            last = -1  # the answer's state: the free resources now (-1) or after that end
+            placed = False  # the answer's nodes are in out[at:]
             while start_res <= now + window:
                 end = start_res + limit
                 # The nodes reserved over start_res .. end (reservations with
@@ -249,12 +357,14 @@ if njit is not None:
                 # same reserved nodes as the last test give the same answer and nodes.
                 if changed:
                     changed = False
-                    call += 1
-                    answer = _will_run(
-                        now, epoch, span, tg, tc, tm, part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx,
-                        fg, fc, fm, blocked, usable_part, count, e_end, e_first, e_count, order, n_end,
-                        p_node, p_gpus, p_cpus, p_mem, s, meets, stamp, call, touched, rel, ffg, ffc, ffm, out, at,
-                    )
+                    placed = False
+                    if count >= span:
+                        answer, last = now, -1
+                    else:
+                        answer, last = _answer(
+                            now, epoch, span, blocked, usable_part, e_end, e_first, e_count, order, n_end,
+                            p_node, t_at, srt, n_srt,
+                        )
                 start = answer
                 if start == -np.inf:
                     if later == -np.inf:
@@ -265,7 +375,16 @@ if njit is not None:
                 if later != -np.inf and start > later:
                     start_res = later
                     continue
+                if start <= now + window and not placed:  # the nodes are needed from here on
+                    placed = True
+                    call += 1
+                    _place(
+                        last, span, tg, tc, tm, part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx, fg, fc, fm,
+                        blocked, e_first, e_count, order, p_node, p_gpus, p_cpus, p_mem,
+                        s, stamp, call, touched, ffg, ffc, ffm, out, at,
+                    )
                 if start <= now:
+                    n_cls = 0  # the free resources and the ends change
                     for q in range(at, at + span):
                         n = out[q]
                         fg[n] -= c_sg[i]
@@ -356,8 +475,8 @@ def run(
     Returns how many were tested, the starts (candidate index, nodes, per-node share) and
     the reservations (candidate index, nodes, begin, end); ``free`` is updated."""
     queue = queue[: max(max_job_test, 0)]
-    shares = [_share(c.need, c.largest) for c in queue]
-    c_span = np.fromiter((h[1] for h in shares), np.int64, len(queue))
+    table = np.array([_row(c.need, c.largest) for c in queue], np.float64).reshape(len(queue), 7)
+    c_span = table[:, 0].astype(np.int64)
     ends_in, offset, node, gpus, cpus, mem = endings.arrays()
     count, pairs = ends_in.size, node.size
     spare, room = len(queue), pairs + int(c_span.sum())
@@ -401,13 +520,13 @@ def run(
     c_off = np.concatenate(([0], np.cumsum(c_span))).astype(np.int64)
     cands = (
         c_span,
-        np.array([int(h[3][0]) for h in shares], np.int64),
-        np.array([float(h[3][1]) for h in shares], np.float64),
-        np.array([float(h[3][2]) for h in shares], np.float64),
-        np.array([h[2].gpus for h in shares], np.int64),
-        np.array([h[2].cpus for h in shares], np.float64),
-        np.array([h[2].mem for h in shares], np.float64),
-        np.array([c.limit for c in queue], np.float64),
+        table[:, 1].astype(np.int64),
+        np.ascontiguousarray(table[:, 2]),
+        np.ascontiguousarray(table[:, 3]),
+        table[:, 4].astype(np.int64),
+        np.ascontiguousarray(table[:, 5]),
+        np.ascontiguousarray(table[:, 6]),
+        np.fromiter((c.limit for c in queue), np.float64, len(queue)),
         c_part,
         c_off,
     )
@@ -420,10 +539,31 @@ def run(
         *ends, *cands, *partitions, kind, begin_at, end_at, out,
     )
     started, reserved = [], []
+    nodes, offsets = out.tolist(), c_off.tolist()
+    begins, ends_at = begin_at.tolist(), end_at.tolist()
     for i in np.flatnonzero(kind).tolist():
-        nodes = out[c_off[i] : c_off[i + 1]].tolist()
+        at = nodes[offsets[i] : offsets[i + 1]]
         if kind[i] == 1:
-            started.append((i, nodes, shares[i][2]))
+            started.append((i, at, _share(queue[i].need, queue[i].largest)[2]))
         else:
-            reserved.append((i, nodes, float(begin_at[i]), float(end_at[i])))
+            reserved.append((i, at, begins[i], ends_at[i]))
     return int(tested), started, reserved
+
+
+#: ``_row``'s answers per need (by identity, the need kept to tell a reused identity
+#: apart) and largest node.
+_ROWS: dict[tuple[int, int], tuple[Any, tuple[float, ...]]] = {}
+
+
+def _row(need: Any, largest: int) -> tuple[float, ...]:
+    """A candidate's numbers for the cycle: its span, thresholds (GPUs, CPUs, memory)
+    and per-node share (GPUs, CPUs, memory), from ``fit._share``."""
+    hit = _ROWS.get((id(need), largest))
+    if hit is not None and hit[0] is need:
+        return hit[1]
+    _, span, share, (tg, tc, tm) = _share(need, largest)
+    row = (float(span), float(tg), float(tc), float(tm), float(share.gpus), float(share.cpus), float(share.mem))
+    if len(_ROWS) >= 4096:
+        _ROWS.clear()
+    _ROWS[(id(need), largest)] = (need, row)
+    return row

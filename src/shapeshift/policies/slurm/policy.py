@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from pydantic import Field
 
 from shapeshift.engine.contract import ARRIVAL, COMPLETION, PolicyTraits, PreemptKind
@@ -41,7 +42,7 @@ from shapeshift.policies.slurm.cycle import BackfillCycle
 from shapeshift.policies.slurm.ends import EndsByJob
 from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.hooks import LimitsAndPreemption
-from shapeshift.policies.slurm.plan import Ending, Free, Need, fit, never_placeable
+from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, fit, never_placeable
 from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
@@ -111,6 +112,8 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         self.endings = EndsByJob()
         #: What each pending job's priority depends on besides time and usage.
         self.facts: dict[str, JobFacts] = {}
+        #: The part of each pending job's priority that does not change while it waits.
+        self.static: dict[str, tuple[float, ...]] = {}
         #: ``never_placeable``'s answers per node list and GPU count.
         self._refusals: dict[tuple[int, int], str] = {}
         self.last_tick = 0.0
@@ -126,6 +129,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         self.start_priority: dict[str, int] = {}
         #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
         self.planned: dict[str, float] = {}
+        self.candidates: dict[str, Candidate] = {}
         self.shapes = Shapes()
         self._assoc_keys: dict[tuple[str, str], str] = {}
 
@@ -265,11 +269,34 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
             tick = self.last_tick + period
             self.running.charge(self.fairshare, self.last_tick, tick)
             self.fairshare.recompute()
-            for job_id in pending:
-                if job_id in self.prio:
-                    self.prio[job_id] = self._priority(view, job_id, tick)
+            self._recalculate(view, [j for j in pending if j in self.prio], tick)
             self.last_tick = tick
         return ran
+
+    def _recalculate(self, view: ClusterView, jobs: list[str], now: float) -> None:
+        """``_priority`` of every job in ``jobs`` at ``now``, computed over arrays (a
+        calculation period recomputes every pending job's priority)."""
+        assert self.conf is not None and self.fairshare is not None
+        if len(jobs) < 2 or not self.conf.priority.multifactor:
+            for job_id in jobs:
+                self.prio[job_id] = self._priority(view, job_id, now)
+            return
+        rows, fs, by_assoc = [], [], {}
+        for job_id in jobs:
+            facts = self.facts.get(job_id)
+            if facts is None:
+                status = view.job(job_id)
+                facts = self.facts[job_id] = self._facts(view, status.spec, status.partition)
+            row = self.static.get(job_id)
+            if row is None:
+                row = self.static[job_id] = self.multifactor.static(facts)
+            rows.append(row)
+            factor = by_assoc.get(facts.assoc)
+            if factor is None:
+                factor = by_assoc[facts.assoc] = self.fairshare.factor(facts.assoc)
+            fs.append(factor)
+        values = self.multifactor.priorities(np.array(rows, np.float64), now, np.array(fs, np.float64))
+        self.prio.update(zip(jobs, values.tolist(), strict=True))
 
     # -- one decision -----------------------------------------------------------------
     def decide(self, view: ClusterView) -> Schedule:
@@ -339,10 +366,12 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
             self.endings[job_id] = Ending(now + self.limit(spec), self._placement(alloc))
             priority = self.prio.pop(job_id, 0)
             self.queue_order.discard(job_id)
+            self.candidates.pop(job_id, None)
             if self.preemption is not None:
                 self.start_priority[job_id] = priority
             self.begin.pop(job_id, None)
             self.facts.pop(job_id, None)
+            self.static.pop(job_id, None)
         if lone and fresh and fresh[0] not in changes:
             self.prio[fresh[0]] = self._priority(view, fresh[0], now)
         wake = None

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from shapeshift.errors import InputError
 from shapeshift.slurm.conf import PriorityConf
 from shapeshift.slurm.qos import Qos
@@ -89,6 +91,28 @@ class Multifactor:
             - job.nice
         )
         return max(1, min(int(total), 0xFFFFFFFF))
+
+    def static(self, job: JobFacts) -> tuple[float, float, float, float, float]:
+        """What of ``job``'s priority does not change while it waits, as ``priorities``
+        reads it: its eligible time in whole seconds, job-size, partition and QOS
+        factors, and nice."""
+        f = self.factors(job, job.eligible, 0.0)
+        return (float(int(job.eligible)), f.jobsize, f.partition, f.qos, float(job.nice))
+
+    def priorities(self, rows: np.ndarray, now: float, fairshare: np.ndarray) -> np.ndarray:
+        """``priority`` of many jobs at once: ``rows`` holds their ``static`` tuples,
+        ``fairshare`` their associations' factors. The same factors, products and sums
+        in the same order as ``priority``, so each job gets the same integer."""
+        c = self.conf
+        eligible, size, part, qos, nice = rows.T
+        age = np.zeros(len(rows))
+        if c.weight_age:
+            diff = np.maximum(0, int(now) - eligible.astype(np.int64))
+            age = np.ones(len(rows)) if c.max_age <= 0 else np.where(diff >= c.max_age, 1.0, diff / c.max_age)
+        fs = fairshare if c.weight_fairshare else np.zeros(len(rows))
+        total = age * c.weight_age + fs * c.weight_fairshare + size * c.weight_jobsize
+        total = total + part * c.weight_partition + qos * c.weight_qos - nice
+        return np.clip(np.trunc(total), 1, 0xFFFFFFFF).astype(np.int64)
 
 
 def qos_table(text: str, dump: tuple[Qos, ...] = ()) -> dict[str, float]:
