@@ -22,6 +22,10 @@ def test_arrivals_and_departures_by_hand():
     assert order.update(["a", "c", "d", "e"], keys.__getitem__) == ["c", "d", "e", "a"]
     # c is no longer pending (cancelled): it leaves though nobody discarded it.
     assert order.update(["a", "d", "e"], keys.__getitem__) == ["d", "e", "a"]
+    # d leaves undiscarded while f arrives (as many pending as before): f (priority 800)
+    # goes before e (700), and d is gone.
+    keys["f"] = (-1, -800, 5)
+    assert order.update(["a", "e", "f"], keys.__getitem__) == ["f", "e", "a"]
 
 
 def test_kept_order_is_the_full_sort():

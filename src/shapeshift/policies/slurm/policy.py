@@ -114,6 +114,8 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         self.facts: dict[str, JobFacts] = {}
         #: The part of each pending job's priority that does not change while it waits.
         self.static: dict[str, tuple[float, ...]] = {}
+        #: Each pending job's partition ``PriorityTier`` (the queue's first key).
+        self.tiers: dict[str, int] = {}
         #: ``never_placeable``'s answers per node list and GPU count.
         self._refusals: dict[tuple[int, int], str] = {}
         self.last_tick = 0.0
@@ -307,7 +309,9 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
             end = view.job(job_id).end_time
             self.running.finish(job_id, now if end is None else end)
             self.endings.pop(job_id, None)
-        pending = [j for part in view.partitions for j in view.pending(part)]
+        pending: list[str] = []
+        for part in view.partitions:
+            pending.extend(view.pending(part))
         if self.fairshare is None:
             self._tree(view, [view.job(j).spec for j in pending])
         # Every calculation due runs, whatever else happened at this instant.
@@ -372,6 +376,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
             self.begin.pop(job_id, None)
             self.facts.pop(job_id, None)
             self.static.pop(job_id, None)
+            self.tiers.pop(job_id, None)
         if lone and fresh and fresh[0] not in changes:
             self.prio[fresh[0]] = self._priority(view, fresh[0], now)
         wake = None
@@ -406,9 +411,13 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         return Schedule(base=view.allocations, changes={}, reasons={}, default_reason="Priority", wake_at=None)
 
     def _sort_key(self, view: ClusterView):
+        tiers = self.tiers
+
         def key(job_id: str) -> tuple[int, int, int]:
-            part = self.partition_of(view.job(job_id).spec)
-            tier = part.priority_tier if part is not None else 1
+            tier = tiers.get(job_id)
+            if tier is None:
+                part = self.partition_of(view.job(job_id).spec)
+                tier = tiers[job_id] = part.priority_tier if part is not None else 1
             return (-tier, -self.prio[job_id], self.order[job_id])
 
         return key
@@ -433,7 +442,11 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption):
         assert self.conf is not None
         depth = self.conf.scheduler.params["default_queue_depth"] or len(queue)
         blocked: set[str] = set()
-        for job_id in queue[:depth]:
+        every = len(self.groups)  # partitions
+        for at, job_id in enumerate(queue[:depth]):
+            if len(blocked) == every:  # every partition stopped: the rest wait on priority
+                reasons.update(dict.fromkeys(queue[at:depth], "Priority"))
+                break
             status = view.job(job_id)
             part = status.partition
             if part in blocked:

@@ -38,10 +38,13 @@ class PriorityOrder:
     def update(self, pending: list[str], key: Callable[[str], Key]) -> list[str]:
         """``pending`` in order, from the kept order: jobs no longer pending leave it,
         new ones are placed by their key (computed now)."""
-        present = set(pending)
-        for job_id in self.key_of.keys() - present:
-            self.discard(job_id)
-        for job_id in present - self.key_of.keys():  # keys are unique: any order of insertion
+        key_of = self.key_of
+        new = [j for j in pending if j not in key_of]
+        if len(key_of) + len(new) != len(pending):  # some kept job is no longer pending
+            present = set(pending)
+            for job_id in key_of.keys() - present:
+                self.discard(job_id)
+        for job_id in new:  # keys are unique: any order of insertion
             k = key(job_id)
             at = bisect.bisect_left(self.keys, k)
             self.keys.insert(at, k)
