@@ -98,7 +98,7 @@ if njit is not None:
     @njit(cache=True)
     def _answer(
         now, epoch, span, blocked, usable_part, e_end, e_first, e_count, order, n_end, p_node,
-        t_at, srt, n_srt,
+        t_at, srt, n_srt, n_now, count,
     ):  # pragma: no cover - compiled
         """``plan.will_run``'s start for a job that does not fit now (``-inf``: none),
         and the position of the last end its batches give back (the fit's state).
@@ -122,9 +122,11 @@ if njit is not None:
                 break
         if r0 < 0:
             return -np.inf, -1
-        found = 0
+        # The first ``n_now`` in ``srt`` meet the thresholds now; ``count`` of them are
+        # usable.
+        found = count
         reach = -1
-        for j in range(n_srt):
+        for j in range(n_now, n_srt):
             n = srt[j]
             if usable_part[n] and not blocked[n]:
                 found += 1
@@ -227,6 +229,9 @@ if njit is not None:
         cls_t = np.empty((classes, size), np.int64)
         cls_srt = np.empty((classes, size), np.int64)
         cls_n = np.zeros(classes, np.int64)
+        cls_now = np.zeros(classes, np.int64)  # nodes meeting them now (srt's first)
+        cls_part = np.full(classes, -1, np.int64)  # the partition cls_usable counts for
+        cls_usable = np.zeros(classes, np.int64)  # of cls_now, the partition's
         n_cls = 0
         counts = np.empty(e_end.size + 2, np.int64)
         ffg = fg.copy()
@@ -279,14 +284,21 @@ if njit is not None:
                     tg, tc, tm, fg, fc, fm, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
                     ffg, ffc, ffm, stamp, call, touched, cls_t[ci], cls_srt[ci], counts,
                 )
-            t_at, srt, n_srt = cls_t[ci], cls_srt[ci], cls_n[ci]
-            count = 0  # of those, the ones no reservation in the window holds
-            for j in range(n_srt):
-                n = srt[j]
-                if t_at[n] >= 0:
-                    break
-                if usable_part[n]:
-                    count += 1
+                n_now = 0
+                while n_now < cls_n[ci] and cls_t[ci, cls_srt[ci, n_now]] < 0:
+                    n_now += 1
+                cls_now[ci] = n_now
+                cls_part[ci] = -1
+            t_at, srt, n_srt, n_now = cls_t[ci], cls_srt[ci], cls_n[ci], cls_now[ci]
+            if cls_part[ci] != g:
+                cls_part[ci] = g
+                cls_usable[ci] = 0
+                for j in range(n_now):
+                    if usable_part[srt[j]]:
+                        cls_usable[ci] += 1
+            # Of the partition's nodes meeting them now, those no reservation in the
+            # window holds (none yet).
+            count = cls_usable[ci]
             last = -1  # the answer's state: the free resources now (-1) or after that end
             placed = False  # the answer's nodes are in out[at:]
             while start_res <= now + window:
@@ -363,7 +375,7 @@ if njit is not None:
                     else:
                         answer, last = _answer(
                             now, epoch, span, blocked, usable_part, e_end, e_first, e_count, order, n_end,
-                            p_node, t_at, srt, n_srt,
+                            p_node, t_at, srt, n_srt, n_now, count,
                         )
                 start = answer
                 if start == -np.inf:
