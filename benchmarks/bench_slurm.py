@@ -7,8 +7,13 @@ its own process; reports read and replay seconds, peak memory (max RSS) and the 
 exponent of the total time between successive sizes (log t2/t1 / log n2/n1), and the
 CPU seconds of reading and replaying (and of reading alone) with their own growth exponent.
 
+The submission rate swings over the day (``--swing``, default 0.45), so the queue
+grows to a thousand and more at the daily peaks and drains at night, as the goal's
+"queue of thousands" asks; ``--swing 0`` keeps the rate flat (a short queue at the
+default load).
+
     python benchmarks/bench_slurm.py --sizes 10000,30000,100000
-    python benchmarks/bench_slurm.py --sizes 100000,300000,1000000   # the goal: < 5 min, < 4 GB at 1M
+    python benchmarks/bench_slurm.py --sizes 100000,300000,1000000   # the goal: < 5 min, < 4 GB
 """
 
 from __future__ import annotations
@@ -40,10 +45,13 @@ HEADER = "JobID|User|Account|Partition|Submit|Eligible|Start|End|Elapsed|Timelim
 #: GPUs a job asks for (uniform over these) and the lognormal run time's parameters (s).
 GPU_CHOICES = (1, 1, 1, 2, 4, 8, 8, 16, 32)
 RUN_MU, RUN_SIGMA = 7.0, 1.3
-#: Offered load: GPU-seconds asked per second over the 8,000 GPUs. Below 1, so the queue
-#: stays short (at most 22 jobs pending over 100,000 jobs) instead of growing without
-#: bound; ``--load`` near or above 1 measures a long queue (docs/slurm.md, Speed).
+#: Offered load: GPU-seconds asked per second over the 8,000 GPUs, on average. Below 1, so
+#: the queue drains instead of growing without bound (at a flat rate, ``--swing 0``, at
+#: most 22 jobs pending over 100,000 jobs).
 LOAD = 0.9
+#: The daily swing of the submission rate: the load passes 1 for hours each day and the
+#: queue grows to a thousand and more (1,560 pending at most over 100,000 jobs).
+SWING = 0.45
 #: Mean seconds between submissions for that load: mean GPUs x mean run / (LOAD x 8,000).
 MEAN_GAP = (sum(GPU_CHOICES) / len(GPU_CHOICES)) * math.exp(RUN_MU + RUN_SIGMA**2 / 2) / (LOAD * 8000)
 
@@ -55,7 +63,7 @@ def gap_for(load: float) -> float:
     return MEAN_GAP * LOAD / load
 
 
-def write_history(path: Path, jobs: int, seed: int, load: float = LOAD, swing: float = 0.0) -> None:
+def write_history(path: Path, jobs: int, seed: int, load: float = LOAD, swing: float = SWING) -> None:
     """A seeded history of ``jobs`` jobs asking for ``load`` of what 8,000 GPUs serve on
     average; ``swing``: a daily cycle, the submission rate times ``1 + swing x sin(2 pi
     t / 1 day)`` (drawn by thinning a Poisson process at the peak rate), so the queue
@@ -117,7 +125,7 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def one(size: int, seed: int, work: Path, load: float = LOAD, swing: float = 0.0) -> dict:
+def one(size: int, seed: int, work: Path, load: float = LOAD, swing: float = SWING) -> dict:
     from shapeshift.cluster import load_cluster
     from shapeshift.runs.facade import simulate
     from shapeshift.workloads.readers import read_sacct
@@ -135,7 +143,9 @@ def one(size: int, seed: int, work: Path, load: float = LOAD, swing: float = 0.0
     t2 = time.perf_counter()
     return {
         "jobs": size,
+        "sacct_rows": 2 * size,  # each job's line and its batch step's
         "load": load,
+        "swing": swing,
         "read_s": round(t1 - t0, 2),
         "replay_s": round(t2 - t1, 2),
         "total_s": round(t2 - t0, 2),
@@ -162,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--swing",
         type=float,
-        default=0.0,
-        help="daily swing of the submission rate: times 1 + SWING sin(2 pi t / day), 0 to 1 (default 0)",
+        default=SWING,
+        help="daily swing of the submission rate: times 1 + SWING sin(2 pi t / day), 0 to 1 (default %(default)s)",
     )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -79,6 +79,35 @@ if njit is not None:
                 u[m] = n
                 uc[m] = fc[n]
                 m += 1
+        return _choose(span, m, u, uc, starts, totals, out, at)
+
+    @njit(cache=True)
+    def _best_run_at(
+        span, last, t_at, ids, fc, blocked, by_start, by_pair, by_pos, p_cpus, u, uc, starts, totals, out, at
+    ):  # pragma: no cover - compiled
+        """``_best_run`` on the free resources after the plan's ends up to position
+        ``last`` are given back, without giving them: a node meets the thresholds then
+        exactly when its ``t_at`` is at most ``last``, and its free CPUs are its own
+        entries (``by_start``, ``by_pair``, ``by_pos``: each node's (node, job) pairs in
+        end order) added to ``fc`` in the order the test gives them back."""
+        m = 0
+        for j in range(ids.size):
+            n = ids[j]
+            if t_at[n] <= last and not blocked[n]:
+                u[m] = n
+                c = fc[n]
+                for k in range(by_start[n], by_start[n + 1]):
+                    if by_pos[k] > last:
+                        break
+                    c += p_cpus[by_pair[k]]
+                uc[m] = c
+                m += 1
+        return _choose(span, m, u, uc, starts, totals, out, at)
+
+    @njit(cache=True)
+    def _choose(span, m, u, uc, starts, totals, out, at):  # pragma: no cover - compiled
+        """``fit._best_run``'s choice among the ``m`` nodes ``u`` that can host a share
+        (their free CPUs ``uc``): the runs of consecutive nodes and their totals."""
         if m < span:
             return False
         runs = 1
@@ -131,5 +160,19 @@ if njit is not None:
         for lvl in range(lvl_lo, lvl_hi):
             ids = lvl_idx[lvl_off[lvl] : lvl_off[lvl + 1]]
             if _best_run(span, tg, tc, tm, ids, fg, fc, fm, blocked, u, uc, starts, totals, out, at):
+                return True
+        return False
+
+    @njit(cache=True)
+    def _fit_at(
+        span, last, t_at, lvl_lo, lvl_hi, lvl_off, lvl_idx, fc, blocked, by_start, by_pair, by_pos, p_cpus, s, out, at
+    ):  # pragma: no cover - compiled
+        """``_fit`` on the free resources after the ends up to ``last`` (``_best_run_at``)."""
+        u, uc, starts, totals = s
+        for lvl in range(lvl_lo, lvl_hi):
+            ids = lvl_idx[lvl_off[lvl] : lvl_off[lvl + 1]]
+            if _best_run_at(
+                span, last, t_at, ids, fc, blocked, by_start, by_pair, by_pos, p_cpus, u, uc, starts, totals, out, at
+            ):
                 return True
         return False

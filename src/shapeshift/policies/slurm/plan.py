@@ -121,14 +121,12 @@ class Endings:
         self.ends = np.fromiter((e.end for e in items), dtype=np.float64, count=len(items))
         counts = np.fromiter((len(e.placement) for e in items), dtype=np.int64, count=len(items))
         self.offset = np.concatenate((_ZERO, np.cumsum(counts)))
-        # One row per (node, share) entry: node and GPUs are whole numbers, exact as floats.
-        rows = np.array([(n, r.gpus, r.cpus, r.mem) for e in items for n, r in e.placement], dtype=np.float64).reshape(
-            -1, 4
-        )
-        self.node = rows[:, 0].astype(np.int64)
-        self.gpus = rows[:, 1].astype(np.int64)
-        self.cpus = np.ascontiguousarray(rows[:, 2])
-        self.mem = np.ascontiguousarray(rows[:, 3])
+        pairs = [p for e in items for p in e.placement]
+        nodes, shares = zip(*pairs, strict=True) if pairs else ((), ())
+        self.node = np.array(nodes, dtype=np.int64)
+        self.gpus = np.array([r.gpus for r in shares], dtype=np.int64)
+        self.cpus = np.array([r.cpus for r in shares], dtype=np.float64)
+        self.mem = np.array([r.mem for r in shares], dtype=np.float64)
         self.owner = np.repeat(np.arange(len(items), dtype=np.int64), counts)
 
     def arrays(self) -> tuple[np.ndarray, ...]:

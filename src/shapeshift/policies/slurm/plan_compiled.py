@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from shapeshift.policies.slurm.fit import _cumulative, _share
-from shapeshift.policies.slurm.fit_compiled import _fit, available, njit
+from shapeshift.policies.slurm.fit_compiled import _fit, _fit_at, available, njit
 
 __all__ = ["available", "run"]
 
@@ -165,37 +165,26 @@ if njit is not None:
         return (start if start > now else now + 1.0), last
 
     @njit(cache=True)
-    def _place(
-        last, span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked,
-        e_first, e_count, order, p_node, p_gpus, p_cpus, p_mem,
-        s, stamp, call, touched, ffg, ffc, ffm, out, at,
-    ):  # pragma: no cover - compiled
-        """The will-run's nodes into ``out[at:]``: ``fit`` on the free resources now
-        (``last`` -1) or with the ends up to ``last`` given back (in place on ``ffg``,
-        ``ffc``, ``ffm``, in the test's order, and set back after)."""
-        if last < 0:
-            found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, fg, fc, fm, blocked, s, out, at)
-            assert found
-            return
-        n_touched = 0
-        for pos in range(last + 1):
+    def _by_node(size, e_first, e_count, order, n_end, p_node, by_start, by_pair, by_pos, fill):  # pragma: no cover
+        """Each node's (node, job) pairs in end order (a counting sort by node): node
+        ``n``'s are ``by_pair[by_start[n]:by_start[n + 1]]``, at end positions
+        ``by_pos``."""
+        for n in range(size + 1):
+            by_start[n] = 0
+        for pos in range(n_end):
+            e = order[pos]
+            for q in range(e_first[e], e_first[e] + e_count[e]):
+                by_start[p_node[q] + 1] += 1
+        for n in range(size):
+            by_start[n + 1] += by_start[n]
+            fill[n] = by_start[n]
+        for pos in range(n_end):
             e = order[pos]
             for q in range(e_first[e], e_first[e] + e_count[e]):
                 n = p_node[q]
-                if stamp[n] != call:
-                    stamp[n] = call
-                    touched[n_touched] = n
-                    n_touched += 1
-                ffg[n] += p_gpus[q]
-                ffc[n] += p_cpus[q]
-                ffm[n] += p_mem[q]
-        found = _fit(span, tg, tc, tm, lvl_lo, lvl_hi, lvl_off, lvl_idx, ffg, ffc, ffm, blocked, s, out, at)
-        assert found, "the thresholds and fit disagree"
-        for t in range(n_touched):
-            n = touched[t]
-            ffg[n] = fg[n]
-            ffc[n] = fc[n]
-            ffm[n] = fm[n]
+                by_pair[fill[n]] = q
+                by_pos[fill[n]] = pos
+                fill[n] += 1
 
     @njit(cache=True)
     def _cycle(
@@ -234,6 +223,12 @@ if njit is not None:
         cls_usable = np.zeros(classes, np.int64)  # of cls_now, the partition's
         n_cls = 0
         counts = np.empty(e_end.size + 2, np.int64)
+        # Each node's (node, job) pairs in end order, for choosing nodes after a batch
+        # (``_fit_at``); made when first needed after the ends change.
+        by_start = np.empty(size + 1, np.int64)
+        by_pair = np.empty(p_node.size, np.int64)
+        by_pos = np.empty(p_node.size, np.int64)
+        by_ready = False
         ffg = fg.copy()
         ffc = fc.copy()
         ffm = fm.copy()
@@ -389,14 +384,23 @@ if njit is not None:
                     continue
                 if start <= now + window and not placed:  # the nodes are needed from here on
                     placed = True
-                    call += 1
-                    _place(
-                        last, span, tg, tc, tm, part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx, fg, fc, fm,
-                        blocked, e_first, e_count, order, p_node, p_gpus, p_cpus, p_mem,
-                        s, stamp, call, touched, ffg, ffc, ffm, out, at,
-                    )
+                    if last < 0:
+                        found = _fit(
+                            span, tg, tc, tm, part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx, fg, fc, fm, blocked,
+                            s, out, at,
+                        )
+                    else:
+                        if not by_ready:
+                            by_ready = True
+                            _by_node(size, e_first, e_count, order, n_end, p_node, by_start, by_pair, by_pos, touched)
+                        found = _fit_at(
+                            span, last, t_at, part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx, fc, blocked,
+                            by_start, by_pair, by_pos, p_cpus, s, out, at,
+                        )
+                    assert found, "the thresholds and fit disagree"
                 if start <= now:
                     n_cls = 0  # the free resources and the ends change
+                    by_ready = False
                     for q in range(at, at + span):
                         n = out[q]
                         fg[n] -= c_sg[i]
