@@ -122,8 +122,8 @@ class Endings:
         counts = np.fromiter((len(e.placement) for e in items), dtype=np.int64, count=len(items))
         self.offset = np.concatenate((_ZERO, np.cumsum(counts)))
         pairs = [p for e in items for p in e.placement]
-        nodes, shares = zip(*pairs, strict=True) if pairs else ((), ())
-        self.node = np.array(nodes, dtype=np.int64)
+        shares = [r for _, r in pairs]
+        self.node = np.array([n for n, _ in pairs], dtype=np.int64)
         self.gpus = np.array([r.gpus for r in shares], dtype=np.int64)
         self.cpus = np.array([r.cpus for r in shares], dtype=np.float64)
         self.mem = np.array([r.mem for r in shares], dtype=np.float64)
