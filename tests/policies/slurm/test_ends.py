@@ -32,3 +32,28 @@ def test_a_copy_answers_as_the_original():
     for other in (copy.deepcopy(ends), pickle.loads(pickle.dumps(ends))):
         assert dict(other) == {"a": Ending(10.0, ())}
         assert not other.any_by(9) and other.any_by(10)
+
+
+def test_entry_pool_keeps_each_running_jobs_entries_through_reuse():
+    from shapeshift.policies.slurm.fit import Need
+
+    ends = EndsByJob()
+    ends.pool = type(ends.pool)(capacity=4)  # small, so slots are reclaimed and arrays grow
+    share = {g: Need(g, 4.0 * g, 0.5 * g) for g in (1, 2, 8)}
+    live: dict[str, Ending] = {}
+    for i in range(60):
+        job = f"j{i}"
+        # Jobs of 1, 2 or 3 nodes; every third job ends two starts later.
+        placement = tuple((i + k, share[(1, 2, 8)[i % 3]]) for k in range(i % 3 + 1))
+        ends[job] = live[job] = Ending(float(i), placement)
+        if i >= 2 and i % 3 == 2:
+            ends.pop(f"j{i - 2}")
+            del live[f"j{i - 2}"]
+    pool = ends.pool
+    assert pool.live == sum(len(e.placement) for e in live.values())
+    for job, ending in live.items():
+        at, n = pool.slot[job]
+        # The slot holds the job's own (node, GPUs, CPUs, memory) entries, in order.
+        cut = slice(at, at + n)
+        got = list(zip(pool.node[cut], pool.gpus[cut], pool.cpus[cut], pool.mem[cut], strict=True))
+        assert got == [(node, r.gpus, r.cpus, r.mem) for node, r in ending.placement]

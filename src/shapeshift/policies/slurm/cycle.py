@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec
+from shapeshift.policies.slurm import compiled as compiled_cycle
 from shapeshift.policies.slurm.backfill_preempt import preempt_hook
-from shapeshift.policies.slurm.ends import EndsByJob
-from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill
+from shapeshift.policies.slurm.ends import EndsByJob, EntryPool
+from shapeshift.policies.slurm.plan import Candidate, EndArrays, Ending, Free, Need, backfill
 
 if TYPE_CHECKING:
     from shapeshift.engine.fractions import TypedGroups
@@ -64,7 +67,9 @@ class BackfillCycle:
         if not queue:
             return self._empty_cycle(view, changes)
         running: list[Ending] = []
+        slots: list[tuple[int, int]] = []  # each running job's entries in the pool
         endings = self.endings
+        slot = endings.pool.slot
         for job_id, alloc in view.allocations.items():
             ending = endings.get(job_id)
             if ending is None:  # started before this policy saw it
@@ -72,9 +77,13 @@ class BackfillCycle:
                 start = status.started_at if status.started_at is not None else view.now
                 ending = endings[job_id] = Ending(start + self.limit(status.spec), self._placement(alloc))
             running.append(ending)
-        for job_id, alloc in changes.items():
-            if alloc is not None:
-                running.append(Ending(view.now + self.limit(view.job(job_id).spec), self._placement(alloc)))
+            slots.append(slot[job_id])
+        started = [
+            Ending(view.now + self.limit(view.job(job_id).spec), self._placement(alloc))
+            for job_id, alloc in changes.items()
+            if alloc is not None
+        ]
+        running += started
         kept = self.candidates
         candidates = []
         for job_id in queue[: max(params["bf_max_job_test"], 0)]:  # the cycle tests no more
@@ -85,16 +94,22 @@ class BackfillCycle:
                 typed = self.typed.of(spec, self.groups[part], self.largest[part])
                 cand = kept[job_id] = Candidate(job_id, self._need(spec), self.limit(spec), *typed)
             candidates.append(cand)
+        hook = preempt_hook(self, view, free, changes, reasons)
+        finite = [e for e in running if math.isfinite(e.end)]
+        arrays = None
+        if hook is None and compiled_cycle.available():
+            arrays = _end_arrays(running, slots, started, endings.pool)
         result = backfill(
             view.now,
             candidates,
             free,
-            [e for e in running if math.isfinite(e.end)],
+            finite,
             window=params["bf_window"],
             resolution=params["bf_resolution"],
             max_job_test=params["bf_max_job_test"],
             epoch=self.params.clock_origin,
-            preempt=preempt_hook(self, view, free, changes, reasons),
+            preempt=hook,
+            arrays=arrays,
         )
         for job_id, placement in result.started:
             if self.limits is not None:
@@ -107,3 +122,27 @@ class BackfillCycle:
             reasons.pop(job_id, None)
         self.planned = result.planned()
         return any(e.end <= view.now for e in running)
+
+
+def _end_arrays(
+    running: list[Ending], slots: list[tuple[int, int]], started: list[Ending], pool: EntryPool
+) -> EndArrays:
+    """``running``'s ends with a finite end as ``EndArrays``: the running jobs' entries
+    from the pool (``slots``, in ``running``'s order), then those of the jobs this
+    decision started (``started``, the last of ``running``), appended after them."""
+    new = EndArrays.of(started)
+    where = np.array(slots, dtype=np.int64).reshape(-1, 2)
+    end = np.fromiter((e.end for e in running), dtype=np.float64, count=len(running))
+    first = np.concatenate((where[:, 0], new.first + pool.used))
+    count = np.concatenate((where[:, 1], new.count))
+    keep = np.isfinite(end)
+    used = pool.used
+    return EndArrays(
+        end[keep],
+        first[keep],
+        count[keep],
+        np.concatenate((pool.node[:used], new.node)),
+        np.concatenate((pool.gpus[:used], new.gpus)),
+        np.concatenate((pool.cpus[:used], new.cpus)),
+        np.concatenate((pool.mem[:used], new.mem)),
+    )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import heapq
 
+import numpy as np
+
 from shapeshift.policies.slurm.plan import Ending
 
 
@@ -20,14 +22,25 @@ class EndsByJob(dict[str, Ending]):
         super().__init__()
         self._heap: list[tuple[float, int, str, Ending]] = []
         self._seq = 0  # ties in end broken by insertion, never by comparing Endings
+        #: Each job's (node, share) entries as flat arrays, for the compiled cycle.
+        self.pool = EntryPool()
 
     def __setitem__(self, job_id: str, ending: Ending) -> None:
         super().__setitem__(job_id, ending)
+        self.pool.add(job_id, ending)
         self._seq += 1
         heapq.heappush(self._heap, (ending.end, self._seq, job_id, ending))
         if len(self._heap) > 2 * len(self) + 1024:  # stale entries under a far end: rebuilt
             self._heap = [(e.end, k, j, e) for k, (j, e) in enumerate(self.items())]
             heapq.heapify(self._heap)
+
+    def __delitem__(self, job_id: str) -> None:
+        super().__delitem__(job_id)
+        self.pool.drop(job_id)
+
+    def pop(self, job_id: str, *default):  # type: ignore[override]
+        self.pool.drop(job_id)
+        return super().pop(job_id, *default)
 
     def __reduce__(self) -> tuple:
         # Copied or pickled as its items: the heap is rebuilt from them.
@@ -46,3 +59,55 @@ def _restore(items: dict[str, Ending]) -> EndsByJob:
     for job_id, ending in items.items():
         ends[job_id] = ending
     return ends
+
+
+class EntryPool:
+    """Running jobs' (node, GPUs, CPUs, memory) entries in flat arrays, each job's in one
+    slot, written when its ``Ending`` is set: a backfill cycle hands the compiled cycle
+    these arrays and each running job's slot instead of flattening a thousand
+    ``Ending``s every 30 seconds. Slots of ended jobs are reclaimed when the arrays fill."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.node = np.zeros(capacity, np.int64)
+        self.gpus = np.zeros(capacity, np.int64)
+        self.cpus = np.zeros(capacity, np.float64)
+        self.mem = np.zeros(capacity, np.float64)
+        self.used = 0  # entries written, live or not
+        self.live = 0
+        self.slot: dict[str, tuple[int, int]] = {}  # job -> (first entry, entries)
+
+    def add(self, job_id: str, ending: Ending) -> None:
+        self.drop(job_id)
+        count = len(ending.placement)
+        if self.used + count > self.node.size:
+            self._make_room(count)
+        at = self.used
+        for i, (n, r) in enumerate(ending.placement, start=at):
+            self.node[i] = n
+            self.gpus[i] = r.gpus
+            self.cpus[i] = r.cpus
+            self.mem[i] = r.mem
+        self.used += count
+        self.live += count
+        self.slot[job_id] = (at, count)
+
+    def drop(self, job_id: str) -> None:
+        old = self.slot.pop(job_id, None)
+        if old is not None:
+            self.live -= old[1]
+
+    def _make_room(self, count: int) -> None:
+        """Live slots moved to the front (in slot order), in arrays twice as large where
+        they would be more than half full."""
+        size = self.node.size
+        while self.live + count > size // 2:
+            size *= 2
+        arrays = [np.zeros(size, a.dtype) for a in (self.node, self.gpus, self.cpus, self.mem)]
+        pos = 0
+        for job_id, (at, n) in list(self.slot.items()):
+            for new, old in zip(arrays, (self.node, self.gpus, self.cpus, self.mem), strict=True):
+                new[pos : pos + n] = old[at : at + n]
+            self.slot[job_id] = (pos, n)
+            pos += n
+        self.node, self.gpus, self.cpus, self.mem = arrays
+        self.used = pos

@@ -53,6 +53,37 @@ class Ending:
 
 
 @dataclass(frozen=True, slots=True)
+class EndArrays:
+    """Running jobs' planned ends as arrays, for the compiled cycle, in the order of
+    ``backfill``'s ``running`` list: each one's end and the first entry and number of
+    entries of its (node, share) pairs in the entry arrays (node, GPUs, CPUs, memory;
+    entries of no listed job may lie between)."""
+
+    end: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    node: np.ndarray
+    gpus: np.ndarray
+    cpus: np.ndarray
+    mem: np.ndarray
+
+    @classmethod
+    def of(cls, running: list[Ending]) -> EndArrays:
+        counts = np.fromiter((len(e.placement) for e in running), dtype=np.int64, count=len(running))
+        pairs = [p for e in running for p in e.placement]
+        shares = [r for _, r in pairs]
+        return cls(
+            np.fromiter((e.end for e in running), dtype=np.float64, count=len(running)),
+            np.cumsum(counts) - counts,
+            counts,
+            np.array([n for n, _ in pairs], dtype=np.int64),
+            np.array([r.gpus for r in shares], dtype=np.int64),
+            np.array([r.cpus for r in shares], dtype=np.float64),
+            np.array([r.mem for r in shares], dtype=np.float64),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Reservation:
     job_id: str
     nodes: frozenset[int]
@@ -302,6 +333,7 @@ def backfill(
     epoch: float = 0.0,
     preempt: PreemptHook | None = None,
     compiled: bool | None = None,
+    arrays: EndArrays | None = None,
 ) -> BackfillResult:
     """One backfill cycle (``_attempt_backfill``; see the module docstring). ``free`` is
     updated with the jobs it starts. For each job, from ``start_res`` = now: the nodes
@@ -312,14 +344,17 @@ def backfill(
     they overlap a reservation over that span (then tried again from that start).
     ``preempt``: a job that cannot start now may start by preempting (``PreemptHook``).
     ``compiled``: run the cycle compiled (``plan_compiled``: the same decisions); by
-    default where numba is installed and there is no preemption step."""
+    default where numba is installed and there is no preemption step. ``arrays``: the
+    same ends as ``running``, as the compiled cycle reads them (made from ``running``
+    when not given)."""
     res = max(resolution, 1.0)
     if compiled is None:
         compiled = preempt is None and compiled_cycle.available()
     if compiled and queue:
         if preempt is not None:
             raise ValueError("the compiled backfill cycle has no preemption step")
-        return _backfill_compiled(now, queue, free, running, window, res, max_job_test, epoch)
+        ends = arrays if arrays is not None else EndArrays.of(running)
+        return _backfill_compiled(now, queue, free, ends, window, res, max_job_test, epoch)
     endings = Endings(running)
     plan = Reservations()
     reservations = plan.items
@@ -382,7 +417,7 @@ def _backfill_compiled(
     now: float,
     queue: list[Candidate],
     free: Free,
-    running: list[Ending],
+    ends: EndArrays,
     window: float,
     res: float,
     max_job_test: int,
@@ -393,7 +428,7 @@ def _backfill_compiled(
     gives them here)."""
     from shapeshift.policies.slurm import plan_compiled  # imports numba: only when used
 
-    tested, started, reserved = plan_compiled.run(now, queue, free, Endings(running), window, res, max_job_test, epoch)
+    tested, started, reserved = plan_compiled.run(now, queue, free, ends, window, res, max_job_test, epoch)
     as_int = isinstance(res, int)
     rows = [(queue[i].job_id, nodes, *((int(b0), int(b1)) if as_int else (b0, b1))) for i, nodes, b0, b1 in reserved]
     return BackfillResult(

@@ -477,15 +477,15 @@ def run(
     now: float,
     queue: list[Any],
     free: Any,
-    endings: Any,
+    ends: Any,
     window: float,
     res: float,
     max_job_test: int,
     epoch: float,
 ) -> tuple[int, list[tuple[int, list[int], Any]], list[tuple[int, list[int], float, float]]]:
-    """``plan.backfill``'s cycle (``Candidate``s, ``Free``, the plan's ``Endings``) over
-    flat arrays: the plan's ends in end order (``Endings.arrays``, with room left for the
-    cycle's starts), the candidates (``max_job_test`` at most) with their span, per-node
+    """``plan.backfill``'s cycle (``Candidate``s, ``Free``, the running jobs' ends as
+    ``plan.EndArrays``) over flat arrays: the ends with their order by end (room left
+    for the cycle's starts), the candidates (``max_job_test`` at most) with their span, per-node
     share and thresholds (``fit._share``), and their partitions' cumulative node levels
     (``fit._cumulative``).
     Returns how many were tested, the starts (candidate index, nodes, per-node share) and
@@ -493,21 +493,22 @@ def run(
     queue = queue[: max(max_job_test, 0)]
     table = np.array([_row(c.need, c.largest) for c in queue], np.float64).reshape(len(queue), 7)
     c_span = table[:, 0].astype(np.int64)
-    ends_in, offset, node, gpus, cpus, mem = endings.arrays()
-    count, pairs = ends_in.size, node.size
+    count, pairs = ends.end.size, ends.node.size
     spare, room = len(queue), pairs + int(c_span.sum())
     e_end = np.zeros(count + spare, np.float64)
-    e_end[:count] = ends_in
+    e_end[:count] = ends.end
     e_first = np.zeros(count + spare, np.int64)
-    e_first[:count] = offset[:-1]
+    e_first[:count] = ends.first
     e_count = np.zeros(count + spare, np.int64)
-    e_count[:count] = np.diff(offset)
+    e_count[:count] = ends.count
+    # Positions in end order: ties in the listed order (``Endings``' stable sort).
     order = np.arange(count + spare, dtype=np.int64)
+    order[:count] = np.argsort(ends.end, kind="stable")
     p_node = np.zeros(room, np.int64)
     p_gpus = np.zeros(room, np.int64)
     p_cpus = np.zeros(room, np.float64)
     p_mem = np.zeros(room, np.float64)
-    p_node[:pairs], p_gpus[:pairs], p_cpus[:pairs], p_mem[:pairs] = node, gpus, cpus, mem
+    p_node[:pairs], p_gpus[:pairs], p_cpus[:pairs], p_mem[:pairs] = ends.node, ends.gpus, ends.cpus, ends.mem
     ends = (e_end, e_first, e_count, order, count, p_node, p_gpus, p_cpus, p_mem, pairs)
     size = free.gpus.size
     part_of: dict[int, int] = {}
