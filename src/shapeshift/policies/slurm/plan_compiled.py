@@ -3,17 +3,18 @@
 With a queue of hundreds or thousands, backfill tests ``bf_max_job_test`` jobs every
 cycle and nearly all of a replay's time goes to those tests (docs/slurm.md, Speed).
 This module runs the same cycle (``plan.backfill``, ``plan.will_run`` and ``fit.fit``:
-the same rules, steps and floating-point operations in the same order) as one compiled
-call over flat arrays, so a test costs microseconds instead of a millisecond of numpy
-calls. ``plan.backfill`` hands its cycle here when numba is installed (the ``fast``
+the same rules and the same answers, with the floating-point sums made in the same
+order) as one compiled call over flat arrays, so a test costs microseconds instead of a
+millisecond of numpy calls; the will-run answers come from ``will_run_compiled``. ``plan.backfill`` hands its cycle here when numba is installed (the ``fast``
 extra) and the cycle has no preemption step (a Python callback); otherwise, and under
 ``SHAPESHIFT_PURE_PYTHON=1``, it runs its own code. Tests run both on random cycles and
 require the same starts, reservations and free resources.
 
 Two details keep the answers identical, not merely close. A run's total of free CPUs is
 summed as ``numpy.add.reduceat`` sums it (the first value, then numpy's pairwise sum of
-the rest: ``fit_compiled._segment_sum``), so ties between runs fall the same way. Resources are
-given back and taken in the same order as the numpy code's ``add.at`` and ``Free.take``.
+the rest: ``fit_compiled._segment_sum``), so ties between runs fall the same way. Each
+node's resources after a batch are its free resources plus its entries in end order,
+added in the numpy code's order (``add.at``); starts take them as ``Free.take`` does.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from shapeshift.policies.slurm.fit import _cumulative, _share
 from shapeshift.policies.slurm.fit_compiled import _fit, _fit_at, available, njit
+from shapeshift.policies.slurm.will_run_compiled import _answer, _by_node, _times
 
 __all__ = ["available", "run"]
 
@@ -40,151 +42,6 @@ if njit is not None:
             idx[pos] = idx[pos - 1]
             pos -= 1
         idx[pos] = item
-
-    @njit(cache=True)
-    def _times(
-        tg, tc, tm, fg, fc, fm, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
-        ffg, ffc, ffm, stamp, call, touched, t_at, srt, counts,
-    ):  # pragma: no cover - compiled
-        """For thresholds ``tg, tc, tm``: each node's ``t_at``, the position (in end
-        order) of the end after which its free resources first meet them (-1: they do
-        now; ``n_end``: never), and ``srt``, the nodes in order of it (those that never
-        do left out); returns how many are in ``srt``. The ends are given to ``ffg``,
-        ``ffc``, ``ffm`` in the will-run test's order, so each node's sums are the ones
-        the test reaches, and set back after.
-
-        A batch of the will-run test only adds resources, so a node meets the
-        thresholds after a batch exactly when its ``t_at`` is at or before the batch's
-        last end: the test's count after each batch is a count of ``t_at`` values."""
-        size = fg.size
-        for n in range(size):
-            t_at[n] = -1 if fg[n] >= tg and fc[n] >= tc and fm[n] >= tm else n_end
-        n_touched = 0
-        for pos in range(n_end):
-            e = order[pos]
-            for q in range(e_first[e], e_first[e] + e_count[e]):
-                n = p_node[q]
-                if stamp[n] != call:
-                    stamp[n] = call
-                    touched[n_touched] = n
-                    n_touched += 1
-                ffg[n] += p_gpus[q]
-                ffc[n] += p_cpus[q]
-                ffm[n] += p_mem[q]
-                if t_at[n] == n_end and ffg[n] >= tg and ffc[n] >= tc and ffm[n] >= tm:
-                    t_at[n] = pos
-        for t in range(n_touched):
-            n = touched[t]
-            ffg[n] = fg[n]
-            ffc[n] = fc[n]
-            ffm[n] = fm[n]
-        # Counting sort by t_at (-1 first); the nodes that never meet them are left out.
-        for b in range(n_end + 2):
-            counts[b] = 0
-        for n in range(size):
-            counts[t_at[n] + 1] += 1
-        total = 0
-        for b in range(n_end + 1):
-            c = counts[b]
-            counts[b] = total
-            total += c
-        for n in range(size):
-            b = t_at[n] + 1
-            if b <= n_end:
-                srt[counts[b]] = n
-                counts[b] += 1
-        return total
-
-    @njit(cache=True)
-    def _answer(
-        now, epoch, span, blocked, usable_part, e_end, e_first, e_count, order, n_end, p_node,
-        t_at, srt, n_srt, n_now, count,
-    ):  # pragma: no cover - compiled
-        """``plan.will_run``'s start for a job that does not fit now (``-inf``: none),
-        and the position of the last end its batches give back (the fit's state).
-
-        The test gives back batches of ends (those with a usable node, ``relevant``):
-        the first ends ``WILL_RUN_WINDOW`` after the first relevant end rounded up on
-        the wall clock, each later one at a doubled window; its answer is the end of the
-        batch after which ``span`` usable nodes meet the thresholds. That count is
-        reached at the end ``T`` where the ``span``-th usable node's ``t_at`` falls, so
-        the batch is the one whose window first covers ``T``'s end and the start is its
-        last relevant end: the same answer, without giving the ends back."""
-        r0 = -1
-        for pos in range(n_end):
-            e = order[pos]
-            for q in range(e_first[e], e_first[e] + e_count[e]):
-                n = p_node[q]
-                if usable_part[n] and not blocked[n]:
-                    r0 = pos
-                    break
-            if r0 >= 0:
-                break
-        if r0 < 0:
-            return -np.inf, -1
-        # The first ``n_now`` in ``srt`` meet the thresholds now; ``count`` of them are
-        # usable.
-        found = count
-        reach = -1
-        for j in range(n_now, n_srt):
-            n = srt[j]
-            if usable_part[n] and not blocked[n]:
-                found += 1
-                if found >= span:
-                    reach = t_at[n]
-                    break
-        if found < span:
-            return -np.inf, -1
-        end = e_end[order[r0]]
-        first = end + (30.0 - (end + epoch) % 30.0)
-        window = 30.0
-        while first + window < e_end[order[reach]]:
-            window *= 2.0
-        # The last end within the window (ends are in end order), then back to the last
-        # relevant one (``reach`` is one).
-        lo, hi = reach, n_end
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if e_end[order[mid]] <= first + window:
-                lo = mid + 1
-            else:
-                hi = mid
-        last = lo - 1
-        while last > reach:
-            e = order[last]
-            hit = False
-            for q in range(e_first[e], e_first[e] + e_count[e]):
-                n = p_node[q]
-                if usable_part[n] and not blocked[n]:
-                    hit = True
-                    break
-            if hit:
-                break
-            last -= 1
-        start = e_end[order[last]]
-        return (start if start > now else now + 1.0), last
-
-    @njit(cache=True)
-    def _by_node(size, e_first, e_count, order, n_end, p_node, by_start, by_pair, by_pos, fill):  # pragma: no cover
-        """Each node's (node, job) pairs in end order (a counting sort by node): node
-        ``n``'s are ``by_pair[by_start[n]:by_start[n + 1]]``, at end positions
-        ``by_pos``."""
-        for n in range(size + 1):
-            by_start[n] = 0
-        for pos in range(n_end):
-            e = order[pos]
-            for q in range(e_first[e], e_first[e] + e_count[e]):
-                by_start[p_node[q] + 1] += 1
-        for n in range(size):
-            by_start[n + 1] += by_start[n]
-            fill[n] = by_start[n]
-        for pos in range(n_end):
-            e = order[pos]
-            for q in range(e_first[e], e_first[e] + e_count[e]):
-                n = p_node[q]
-                by_pair[fill[n]] = q
-                by_pos[fill[n]] = pos
-                fill[n] += 1
 
     @njit(cache=True)
     def _cycle(
