@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from shapeshift.policies.slurm import fit_compiled, plan_compiled
+from shapeshift.policies.slurm.cycle import _end_arrays
+from shapeshift.policies.slurm.ends import EndsByJob
 from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill
 
 pytestmark = pytest.mark.skipif(
@@ -75,6 +77,30 @@ def test_compiled_cycle_decides_as_the_python_one(seed):
     assert got.tested == expected.tested
     for a, b in ((here.gpus, there.gpus), (here.cpus, there.cpus), (here.mem, there.mem)):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(0, 300, 10))
+def test_ends_from_the_pool_decide_as_the_list(seed):
+    # The policy hands the compiled cycle its running jobs' entries from a pool with the
+    # entries of ended jobs between them (ends.EntryPool), and the entries of jobs
+    # started at this instant after the pool's: the same cycle as from the list.
+    now, queue, free, running, params = _cycle(seed)
+    ends = EndsByJob()
+    ends.pool = type(ends.pool)(capacity=2)
+    listed = running[: len(running) // 2]
+    for i, ending in enumerate(listed):
+        ends[f"gone{i}"] = Ending(1.0, ((0, Need(1, 1.0, 1.0)),))
+        ends[f"r{i}"] = ending
+    for i in range(len(listed)):
+        ends.pop(f"gone{i}")
+    started = running[len(listed) :]
+    slots = [ends.pool.slot[f"r{i}"] for i in range(len(listed))]
+    arrays = _end_arrays(listed + started, slots, started, ends.pool)
+    here, there = free.copy(), free.copy()
+    expected = backfill(now, queue, here, list(running), compiled=True, **params)
+    got = backfill(now, queue, there, list(running), compiled=True, arrays=arrays, **params)
+    assert (got.started, got.reservations, got.tested) == (expected.started, expected.reservations, expected.tested)
+    assert all(np.array_equal(a, b) for a, b in ((here.gpus, there.gpus), (here.cpus, there.cpus)))
 
 
 def test_segment_sum_is_numpys_reduceat():
