@@ -5,8 +5,9 @@ cycle and nearly all of a replay's time goes to those tests (docs/slurm.md, Spee
 This module runs the same cycle (``plan.backfill``, ``plan.will_run`` and ``fit.fit``:
 the same rules and the same answers, with the floating-point sums made in the same
 order) as one compiled call over flat arrays, so a test costs microseconds instead of a
-millisecond of numpy calls; the will-run answers come from ``will_run_compiled``. ``plan.backfill`` hands its cycle here when numba is installed (the ``fast``
-extra) and the cycle has no preemption step (a Python callback); otherwise, and under
+millisecond of numpy calls; the will-run answers come from ``will_run_compiled``.
+``plan.backfill`` hands its cycle here when numba is installed (the ``fast`` extra) and
+the cycle has no preemption step (a Python callback); otherwise, and under
 ``SHAPESHIFT_PURE_PYTHON=1``, it runs its own code. Tests run both on random cycles and
 require the same starts, reservations and free resources.
 

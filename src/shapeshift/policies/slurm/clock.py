@@ -1,0 +1,119 @@
+"""The slurm policy's clock: each job's priority, and the calculations every period.
+
+slurmctld's decay thread (``_decay_thread`` in ``priority_multifactor.c``) charges the
+running jobs' usage, decays it and recomputes every pending job's priority once per
+``PriorityCalcPeriod`` (at least a minute); a job gets its first priority when it is
+submitted. This part keeps each pending job's facts (``priority.JobFacts``) and the
+unchanging part of its priority, so that a calculation over a queue of thousands is a
+few array operations (``Multifactor.priorities``) rather than a Python call per job.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from shapeshift.engine.view import ClusterView
+from shapeshift.model import JobSpec
+from shapeshift.policies.slurm.fairshare import FairShare, Running
+from shapeshift.policies.slurm.priority import JobFacts, Multifactor
+
+if TYPE_CHECKING:
+    from shapeshift.slurm.conf import SlurmConf, SlurmPartition
+
+
+class PriorityClock:
+    conf: SlurmConf | None
+    fairshare: FairShare | None
+    multifactor: Multifactor
+    running: Running
+    last_tick: float
+    prio: dict[str, int]
+    order: dict[str, int]
+    facts: dict[str, JobFacts]
+    static: dict[str, tuple[float, ...]]
+    begin: dict[str, float]
+    largest: dict[str, int]
+    part_norm: dict[str, float]
+    qos: dict[str, float]
+    _assoc_keys: dict[tuple[str, str], str]
+
+    if TYPE_CHECKING:  # SlurmPolicy's
+
+        def partition_of(self, spec: JobSpec) -> SlurmPartition | None: ...
+
+    def _assoc(self, spec: JobSpec) -> str:
+        """The job's user association (added with share 1 when the tree lacks it; the tree
+        only grows, so a pair's key, once known, is the same)."""
+        assert self.fairshare is not None
+        key = self._assoc_keys.get((spec.tenant, spec.user))
+        if key is None:
+            key = self._assoc_keys[(spec.tenant, spec.user)] = self.fairshare.ensure(
+                spec.tenant or "root", spec.user or "nobody"
+            )
+        return key
+
+    def _facts(self, view: ClusterView, spec: JobSpec, partition: str) -> JobFacts:
+        largest = self.largest.get(partition, 0)
+        nodes = math.ceil(spec.num_gpus / largest) if largest and spec.num_gpus > largest else 1
+        part = self.partition_of(spec)
+        return JobFacts(
+            eligible=self.begin.get(spec.job_id, spec.submit_time),
+            cpus=spec.num_cpus,
+            min_nodes=nodes,
+            assoc=self._assoc(spec),
+            part_factor=self.part_norm.get(part.name, 0.0) if part is not None else 0.0,
+            qos_factor=self.qos.get(spec.qos, 0.0),
+        )
+
+    def _priority(self, view: ClusterView, job_id: str, now: float) -> int:
+        assert self.conf is not None and self.fairshare is not None
+        if not self.conf.priority.multifactor:
+            return -self.order[job_id]
+        facts = self.facts.get(job_id)
+        if facts is None:
+            status = view.job(job_id)
+            facts = self.facts[job_id] = self._facts(view, status.spec, status.partition)
+        return self.multifactor.priority(facts, now, self.fairshare.factor(facts.assoc))
+
+    # -- the clock: usage ticks and priority recalculation ----------------------------
+    def _ticks(self, view: ClusterView, pending: list[str]) -> bool:
+        """Run the calc periods up to now; whether any ran."""
+        assert self.conf is not None and self.fairshare is not None
+        period = max(self.conf.priority.calc_period, 60)
+        ran = False
+        while self.last_tick + period <= view.now:
+            ran = True
+            tick = self.last_tick + period
+            self.running.charge(self.fairshare, self.last_tick, tick)
+            self.fairshare.recompute()
+            self._recalculate(view, [j for j in pending if j in self.prio], tick)
+            self.last_tick = tick
+        return ran
+
+    def _recalculate(self, view: ClusterView, jobs: list[str], now: float) -> None:
+        """``_priority`` of every job in ``jobs`` at ``now``, computed over arrays (a
+        calculation period recomputes every pending job's priority)."""
+        assert self.conf is not None and self.fairshare is not None
+        if len(jobs) < 2 or not self.conf.priority.multifactor:
+            for job_id in jobs:
+                self.prio[job_id] = self._priority(view, job_id, now)
+            return
+        rows, fs, by_assoc = [], [], {}
+        for job_id in jobs:
+            facts = self.facts.get(job_id)
+            if facts is None:
+                status = view.job(job_id)
+                facts = self.facts[job_id] = self._facts(view, status.spec, status.partition)
+            row = self.static.get(job_id)
+            if row is None:
+                row = self.static[job_id] = self.multifactor.static(facts)
+            rows.append(row)
+            factor = by_assoc.get(facts.assoc)
+            if factor is None:
+                factor = by_assoc[facts.assoc] = self.fairshare.factor(facts.assoc)
+            fs.append(factor)
+        values = self.multifactor.priorities(np.array(rows, np.float64), now, np.array(fs, np.float64))
+        self.prio.update(zip(jobs, values.tolist(), strict=True))
