@@ -51,6 +51,13 @@ def test_entry_pool_keeps_each_running_jobs_entries_through_reuse():
             del live[f"j{i - 2}"]
     pool = ends.pool
     assert pool.live == sum(len(e.placement) for e in live.values())
+    # The rows: the live jobs' ends, first entries and counts, in the order added.
+    end, first, count = pool.live_rows()
+    assert end.tolist() == [e.end for e in live.values()]
+    assert list(zip(first.tolist(), count.tolist(), strict=True)) == [pool.slot[j] for j in live]
+    assert not ends.reordered
+    ends["j1"] = Ending(99.0, live["j1"].placement)  # a new end in place: the order is the mapping's no more
+    assert ends.reordered
     for job, ending in live.items():
         at, n = pool.slot[job]
         # The slot holds the job's own (node, GPUs, CPUs, memory) entries, in order.

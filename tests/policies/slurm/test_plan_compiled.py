@@ -94,8 +94,7 @@ def test_ends_from_the_pool_decide_as_the_list(seed):
     for i in range(len(listed)):
         ends.pop(f"gone{i}")
     started = running[len(listed) :]
-    slots = [ends.pool.slot[f"r{i}"] for i in range(len(listed))]
-    arrays = _end_arrays(listed + started, slots, started, ends.pool)
+    arrays = _end_arrays(ends.pool.live_rows(), started, ends.pool)
     here, there = free.copy(), free.copy()
     expected = backfill(now, queue, here, list(running), compiled=True, **params)
     got = backfill(now, queue, there, list(running), compiled=True, arrays=arrays, **params)

@@ -66,18 +66,27 @@ class BackfillCycle:
         params = self.conf.scheduler.params
         if not queue:
             return self._empty_cycle(view, changes)
-        running: list[Ending] = []
-        slots: list[tuple[int, int]] = []  # each running job's entries in the pool
         endings = self.endings
-        slot = endings.pool.slot
-        for job_id, alloc in view.allocations.items():
-            ending = endings.get(job_id)
-            if ending is None:  # started before this policy saw it
-                status = view.job(job_id)
-                start = status.started_at if status.started_at is not None else view.now
-                ending = endings[job_id] = Ending(start + self.limit(status.spec), self._placement(alloc))
-            running.append(ending)
-            slots.append(slot[job_id])
+        pool = endings.pool
+        # The running jobs' ends in the engine's order: the kept ones as they are where
+        # they are the same jobs in the same order (the pool's rows), else job by job.
+        kept_order = not endings.reordered and list(view.allocations) == list(endings)
+        if kept_order:
+            running = list(endings.values())
+            rows = pool.live_rows()
+        else:
+            running, slots = [], []
+            for job_id, alloc in view.allocations.items():
+                ending = endings.get(job_id)
+                if ending is None:  # started before this policy saw it
+                    status = view.job(job_id)
+                    start = status.started_at if status.started_at is not None else view.now
+                    ending = endings[job_id] = Ending(start + self.limit(status.spec), self._placement(alloc))
+                running.append(ending)
+                slots.append(pool.slot[job_id])
+            where = np.array(slots, dtype=np.int64).reshape(-1, 2)
+            ends = np.fromiter((e.end for e in running), dtype=np.float64, count=len(running))
+            rows = (ends, where[:, 0], where[:, 1])
         started = [
             Ending(view.now + self.limit(view.job(job_id).spec), self._placement(alloc))
             for job_id, alloc in changes.items()
@@ -95,15 +104,14 @@ class BackfillCycle:
                 cand = kept[job_id] = Candidate(job_id, self._need(spec), self.limit(spec), *typed)
             candidates.append(cand)
         hook = preempt_hook(self, view, free, changes, reasons)
-        finite = [e for e in running if math.isfinite(e.end)]
         arrays = None
         if hook is None and compiled_cycle.available():
-            arrays = _end_arrays(running, slots, started, endings.pool)
+            arrays = _end_arrays(rows, started, pool)
         result = backfill(
             view.now,
             candidates,
             free,
-            finite,
+            [e for e in running if math.isfinite(e.end)] if arrays is None else [],
             window=params["bf_window"],
             resolution=params["bf_resolution"],
             max_job_test=params["bf_max_job_test"],
@@ -121,20 +129,21 @@ class BackfillCycle:
             changes[job_id] = self._alloc(placement)
             reasons.pop(job_id, None)
         self.planned = result.planned()
+        if kept_order:  # the kept ends are all the running jobs'
+            return endings.any_by(view.now) or any(e.end <= view.now for e in started)
         return any(e.end <= view.now for e in running)
 
 
 def _end_arrays(
-    running: list[Ending], slots: list[tuple[int, int]], started: list[Ending], pool: EntryPool
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray], started: list[Ending], pool: EntryPool
 ) -> EndArrays:
-    """``running``'s ends with a finite end as ``EndArrays``: the running jobs' entries
-    from the pool (``slots``, in ``running``'s order), then those of the jobs this
-    decision started (``started``, the last of ``running``), appended after them."""
+    """The running jobs' ends with a finite end as ``EndArrays``: those in the pool
+    (``rows``: their ends, first entries and entry counts, in the engine's order), then
+    the jobs this decision started (``started``), their entries after the pool's."""
     new = EndArrays.of(started)
-    where = np.array(slots, dtype=np.int64).reshape(-1, 2)
-    end = np.fromiter((e.end for e in running), dtype=np.float64, count=len(running))
-    first = np.concatenate((where[:, 0], new.first + pool.used))
-    count = np.concatenate((where[:, 1], new.count))
+    end = np.concatenate((rows[0], new.end))
+    first = np.concatenate((rows[1], new.first + pool.used))
+    count = np.concatenate((rows[2], new.count))
     keep = np.isfinite(end)
     used = pool.used
     return EndArrays(

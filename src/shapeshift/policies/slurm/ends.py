@@ -24,8 +24,13 @@ class EndsByJob(dict[str, Ending]):
         self._seq = 0  # ties in end broken by insertion, never by comparing Endings
         #: Each job's (node, share) entries as flat arrays, for the compiled cycle.
         self.pool = EntryPool()
+        #: Whether a job was given a new ``Ending`` in place (its mapping order is then
+        #: no longer the order the pool's rows were added in).
+        self.reordered = False
 
     def __setitem__(self, job_id: str, ending: Ending) -> None:
+        if job_id in self:
+            self.reordered = True
         super().__setitem__(job_id, ending)
         self.pool.add(job_id, ending)
         self._seq += 1
@@ -75,6 +80,13 @@ class EntryPool:
         self.used = 0  # entries written, live or not
         self.live = 0
         self.slot: dict[str, tuple[int, int]] = {}  # job -> (first entry, entries)
+        # One row per job added, in the order added: its end, first entry and entries.
+        self.row_end = np.zeros(256, np.float64)
+        self.row_first = np.zeros(256, np.int64)
+        self.row_count = np.zeros(256, np.int64)
+        self.row_live = np.zeros(256, np.bool_)
+        self.row_job: list[str] = []
+        self.row_of: dict[str, int] = {}
 
     def add(self, job_id: str, ending: Ending) -> None:
         self.drop(job_id)
@@ -90,11 +102,41 @@ class EntryPool:
         self.used += count
         self.live += count
         self.slot[job_id] = (at, count)
+        row = len(self.row_job)
+        if row == self.row_end.size:
+            self._more_rows()
+            row = len(self.row_job)
+        self.row_end[row], self.row_first[row], self.row_count[row] = ending.end, at, count
+        self.row_live[row] = True
+        self.row_job.append(job_id)
+        self.row_of[job_id] = row
 
     def drop(self, job_id: str) -> None:
         old = self.slot.pop(job_id, None)
         if old is not None:
             self.live -= old[1]
+            self.row_live[self.row_of.pop(job_id)] = False
+
+    def live_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The jobs' ends, first entries and entry counts, in the order they were added."""
+        rows = np.flatnonzero(self.row_live[: len(self.row_job)])
+        return self.row_end[rows], self.row_first[rows], self.row_count[rows]
+
+    def _more_rows(self) -> None:
+        """Live rows moved to the front, in order, in arrays twice as large where they
+        would be more than half full."""
+        keep = np.flatnonzero(self.row_live[: len(self.row_job)])
+        size = self.row_end.size
+        while keep.size + 1 > size // 2:
+            size *= 2
+        arrays = []
+        for old in (self.row_end, self.row_first, self.row_count, self.row_live):
+            new = np.zeros(size, old.dtype)
+            new[: keep.size] = old[keep]
+            arrays.append(new)
+        self.row_end, self.row_first, self.row_count, self.row_live = arrays
+        self.row_job = [self.row_job[r] for r in keep.tolist()]
+        self.row_of = {job: row for row, job in enumerate(self.row_job)}
 
     def _make_room(self, count: int) -> None:
         """Live slots moved to the front (in slot order), in arrays twice as large where
@@ -108,6 +150,7 @@ class EntryPool:
             for new, old in zip(arrays, (self.node, self.gpus, self.cpus, self.mem), strict=True):
                 new[pos : pos + n] = old[at : at + n]
             self.slot[job_id] = (pos, n)
+            self.row_first[self.row_of[job_id]] = pos
             pos += n
         self.node, self.gpus, self.cpus, self.mem = arrays
         self.used = pos
