@@ -17,7 +17,7 @@ import pytest
 from shapeshift.policies.slurm import fit_compiled, plan_compiled
 from shapeshift.policies.slurm.cycle import _end_arrays
 from shapeshift.policies.slurm.ends import EndsByJob
-from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill
+from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit
 
 pytestmark = pytest.mark.skipif(
     not plan_compiled.available(), reason="numba (the fast extra) is not installed or SHAPESHIFT_PURE_PYTHON is set"
@@ -100,6 +100,17 @@ def test_ends_from_the_pool_decide_as_the_list(seed):
     got = backfill(now, queue, there, list(running), compiled=True, arrays=arrays, **params)
     assert (got.started, got.reservations, got.tested) == (expected.started, expected.reservations, expected.tested)
     assert all(np.array_equal(a, b) for a, b in ((here.gpus, there.gpus), (here.cpus, there.cpus)))
+
+
+@pytest.mark.parametrize("seed", range(0, 300, 3))
+def test_compiled_fit_chooses_as_fit(seed):
+    # The main scheduler's compiled fit (fit_compiled.fit_now) against fit.fit, on the
+    # random cycles' free resources after their running jobs, for every queued shape.
+    _, queue, free, _, _ = _cycle(seed)
+    for cand in queue:
+        assert fit_compiled.fit_now(cand.need, cand.groups, free, cand.largest) == fit(
+            cand.need, cand.groups, free, cand.largest
+        )
 
 
 def test_segment_sum_is_numpys_reduceat():

@@ -36,6 +36,7 @@ class BackfillCycle:
     limits: Limits | None
     #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
     planned: dict[str, float]
+    fit_head: Any  # SlurmPolicy's: the main scheduler's fit
     #: Each pending job's ``Candidate``, made when a cycle first tests it: what it asks
     #: for, its limit and its nodes do not change while it waits (dropped when it starts).
     candidates: dict[str, Candidate]
@@ -107,6 +108,9 @@ class BackfillCycle:
         arrays = None
         if hook is None and compiled_cycle.available():
             arrays = _end_arrays(rows, started, pool)
+            from shapeshift.policies.slurm.fit_compiled import fit_now  # numba: only once needed
+
+            self.fit_head = fit_now
         result = backfill(
             view.now,
             candidates,

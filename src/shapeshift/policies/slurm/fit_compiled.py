@@ -9,14 +9,17 @@ the rest: ``_segment_sum``), so ties between runs fall the same way to the last 
 
 from __future__ import annotations
 
+import numpy as np
+
 from shapeshift.policies.slurm.compiled import available
+from shapeshift.policies.slurm.fit import Free, Need, _cumulative, _share
 
 try:  # the ``fast`` extra
     from numba import njit
 except ImportError:  # pragma: no cover - exercised where numba is absent
     njit = None
 
-__all__ = ["available", "njit"]
+__all__ = ["available", "fit_now", "njit"]
 
 
 if njit is not None:
@@ -176,3 +179,38 @@ if njit is not None:
             ):
                 return True
         return False
+
+
+#: Per groups list (by identity, the list kept to tell a reused identity apart): its
+#: cumulative levels flattened for ``_fit`` (offsets, node indexes).
+_LEVELS: dict[int, tuple[list[list[int]], np.ndarray, np.ndarray]] = {}
+#: Per node count: ``_fit``'s scratch arrays, an all-false exclusion mask and its output.
+_SCRATCH: dict[int, tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]] = {}
+
+
+def fit_now(need: Need, groups: list[list[int]], free: Free, largest: int) -> list[tuple[int, Need]] | None:
+    """``fit.fit`` without exclusions, compiled: the same nodes (the compiled backfill
+    cycle's fit, which its random-cycle tests hold to ``fit``), for the main scheduler's
+    test of the queue's head at every decision."""
+    hit = _LEVELS.get(id(groups))
+    if hit is None or hit[0] is not groups:
+        levels = [idx for idx, _ in _cumulative(groups)]
+        offsets = np.concatenate(([0], np.cumsum([lvl.size for lvl in levels]))).astype(np.int64)
+        flat = np.concatenate(levels).astype(np.int64) if levels else np.zeros(0, np.int64)
+        if len(_LEVELS) >= 256:
+            _LEVELS.clear()
+        hit = _LEVELS[id(groups)] = (groups, offsets, flat)
+    _, offsets, flat = hit
+    size = free.gpus.size
+    scratch = _SCRATCH.get(size)
+    if scratch is None:
+        s = (np.empty(size, np.int64), np.empty(size, np.float64), np.empty(size + 1, np.int64),
+             np.empty(size + 1, np.float64))  # fmt: skip
+        scratch = _SCRATCH[size] = (s, np.zeros(size, np.bool_), np.empty(size, np.int64))
+    s, blocked, out = scratch
+    _, span, share, (tg, tc, tm) = _share(need, largest)
+    found = _fit(
+        span, int(tg), float(tc), float(tm), 0, offsets.size - 1, offsets, flat,
+        free.gpus, free.cpus, free.mem, blocked, s, out, 0,
+    )  # fmt: skip
+    return [(node, share) for node in out[:span].tolist()] if found else None

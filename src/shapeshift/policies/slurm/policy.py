@@ -133,6 +133,9 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
         self.planned: dict[str, float] = {}
         self.candidates: dict[str, Candidate] = {}
+        #: The main scheduler's fit: ``fit``, or its compiled twin once a backfill cycle
+        #: has run compiled (so a replay that never needs numba never imports it).
+        self.fit_head = fit
         self.shapes = Shapes()
         self._assoc_keys: dict[tuple[str, str], str] = {}
 
@@ -387,7 +390,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             if self._over_limit(view, job_id, reasons):
                 continue
             groups, largest = self.typed.of(spec, self.groups[part], self.largest[part])
-            placement = fit(self._need(spec), groups, free, largest)
+            placement = self.fit_head(self._need(spec), groups, free, largest)
             if placement is None and self.preemption is not None:
                 placement = self._preempt_for(view, job_id, free, changes)
             if placement is None:
