@@ -47,10 +47,10 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
   GPU's batch stays within what its placement measured (``get_max_local_bsz``;
   ``batch_cap``), the type's limit bounding only the goodputs above.
 
-Solved with ``scipy.optimize.milp`` (HiGHS; relative gap 1e-4 as the artifact's CBC
-setting); on a cluster of one GPU type the program is a multiple-choice knapsack over
-GPU counts and is solved exactly by the knapsack of ``pollux`` (same optimum,
-deterministic, no time limit). Placement as the artifact's (``alloc_to_placement_fast``,
+Solved as the artifact solves it, by CBC on the artifact's own layout of the program, so
+that equal optima are decided as there (``solver``, :mod:`.sia_mip`; needs cylp); with
+``solver=highs``, or without cylp, by HiGHS, and on one GPU type by the exact knapsack of
+``pollux`` taking the optimum with the most GPUs. Placement as the artifact's (``alloc_to_placement_fast``,
 ``smart_placement`` off; :mod:`.sia_placement`): every round anew, per type widest job
 first from a forward cursor over the nodes, so a job may be split across nodes or moved,
 restarting only when its GPUs per node change (``Job.reallocate``); ``placement=keep``
@@ -61,6 +61,7 @@ the fewest nodes (:func:`shapeshift.policies.goodput.common.keep_or_pack`).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -74,7 +75,7 @@ from shapeshift.perf.plans import packed_placement
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge, JobGoodput
 from shapeshift.perf.pollux.online import OnlineFits
 from shapeshift.perf.pollux.profiles import NAMESPACE, app_name
-from shapeshift.policies.framework.base import ROUND
+from shapeshift.policies.framework.base import ROUND, PolicyError
 from shapeshift.policies.framework.registry import register
 from shapeshift.policies.goodput.common import decide_partitions, keep_or_pack
 from shapeshift.policies.goodput.epochs import (
@@ -84,7 +85,14 @@ from shapeshift.policies.goodput.epochs import (
     own_batch,
     round_batch,
 )
-from shapeshift.policies.goodput.sia_mip import solve_mip
+from shapeshift.policies.goodput.sia_mip import (
+    NO_CBC,
+    cbc_available,
+    configurations,
+    solve_artifact,
+    solve_highs,
+    solve_knapsack,
+)
 from shapeshift.policies.goodput.sia_params import (
     ARTIFACT_DEFAULT_PENALTY,
     CLIP,
@@ -113,7 +121,6 @@ class _Job:
     options: list[_Option] = field(default_factory=list)
     current: int | None = None  # index of the current configuration in options
     pinned: bool = False
-    best_by_count: dict[int, int] = field(default_factory=dict)
 
 
 class SiaPolicy:
@@ -136,6 +143,7 @@ class SiaPolicy:
         # Moves to other nodes with the same GPUs per node, per job: no restart in the
         # artifact's count (``Job.reallocate`` compares only that tuple).
         self._same_shape_moves: dict[str, int] = {}
+        self._cbc: bool | None = None  # whether CBC is reachable, once asked
 
     # ------------------------------------------------------------ goodput
     def _cpus(self, spec: JobSpec, g: int) -> float:
@@ -181,7 +189,7 @@ class SiaPolicy:
         for gpu_type, (gpn, count) in types.items():
             if not spec.allows(gpu_type):  # a type constraint: no configuration there
                 continue
-            sizes = _configurations(gpn, count)
+            sizes = configurations(gpn, count)
             if kind == "rigid":
                 sizes = [(math.ceil(spec.num_gpus / gpn), spec.num_gpus)] if spec.num_gpus <= gpn * count else []
             sizes = [(k, r) for k, r in sizes if kind == "rigid" or r <= cap]
@@ -258,19 +266,31 @@ class SiaPolicy:
         restarts = status.reconfigurations + status.preemptions - self._same_shape_moves.get(spec.job_id, 0)
         return max(age - restarts * penalty, 0.0) / (age + penalty)
 
-    def costs(self, view: ClusterView, job: _Job) -> np.ndarray:
-        """Per option: ``round(normalised goodput^p, 2)`` (restart factor applied) minus ``lambda_n``."""
-        good = np.array([o.goodput for o in job.options], dtype=float)
+    def costs(
+        self,
+        view: ClusterView,
+        job: _Job,
+        good: np.ndarray | None = None,
+        current: int | None = None,
+        dtype: type[np.floating] = np.float64,
+    ) -> np.ndarray:
+        """Per option (or per entry of ``good``, the job's goodputs with ``current`` its
+        configuration's index there): ``round(normalised goodput^p, 2)`` (restart factor
+        applied) minus ``lambda_n``, the rounding done in ``dtype`` (the artifact's matrix is
+        float32, and CBC's choice among equal optima depends on those last bits)."""
+        if good is None:
+            good, current = np.array([o.goodput for o in job.options], dtype=float), job.current
         positive = good[good > 0]
-        norm = good / positive.min() if positive.size else np.zeros_like(good)
+        norm = (good / positive.min() if positive.size else np.zeros_like(good)).astype(dtype)
+        norm = np.maximum(norm, dtype(ZERO_ALLOC_GAIN))
         # Only a job holding GPUs pays the restart factor, on every configuration but its
         # own (``__solve_mip_rescaled`` scales rows with a previous allocation only): a
         # waiting job's 1-GPU option keeps cost 1 - lambda_n < 0 however long it waited.
-        factor = self._factor(view, job.spec) if job.current is not None else 1.0
-        scaled = np.where(np.arange(len(good)) == job.current, norm, norm * factor)
-        scaled = np.maximum(scaled, ZERO_ALLOC_GAIN)
-        powered = np.minimum(np.round(scaled**self.params.p, 2), CLIP)
-        return powered - self.params.lambda_n
+        factor = self._factor(view, job.spec) if current is not None else 1.0
+        scaled = np.where(np.arange(len(good)) == current, norm, norm * dtype(factor))
+        with np.errstate(divide="ignore"):
+            powered = np.minimum(np.round(scaled ** dtype(self.params.p), 2), dtype(CLIP))
+        return powered.astype(float) - self.params.lambda_n
 
     # ------------------------------------------------------------ decide
     def decide(self, view: ClusterView) -> Schedule:
@@ -293,45 +313,44 @@ class SiaPolicy:
         if not ids:
             return
         jobs = [self._job(view, j, types) for j in ids]
-        chosen = self._solve(view, jobs, by_type)
+        chosen = self._solve(view, jobs, by_type, types)
         for job in jobs:
             desired.pop(job.job_id, None)
         for gpu_type, members in sorted(by_type.items()):
             self._place(view, jobs, chosen, gpu_type, members, desired, reasons)
 
-    def _solve(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
+    def _solve(
+        self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]], types: dict[str, tuple[int, int]]
+    ) -> dict[str, _Option]:
+        if self._use_cbc():
+            return self._solve_cbc(view, jobs, by_type, types)
         if len(by_type) == 1:
             (members,) = by_type.values()
             return self._solve_one_type(view, jobs, sum(view.cluster.nodes[n].gpus for n in members))
         return self._solve_milp(view, jobs, by_type)
 
-    def _solve_one_type(self, view: ClusterView, jobs: list[_Job], total: int) -> dict[str, _Option]:
-        """One GPU type: the same integer program is a multiple-choice knapsack over GPU
-        counts, solved exactly by :func:`shapeshift.policies.goodput.pollux.solve` (deterministic,
-        no solver time limit)."""
-        from shapeshift.policies.goodput.pollux import solve
+    def _use_cbc(self) -> bool:
+        if self._cbc is None:
+            self._cbc = self.params.solver != "highs" and cbc_available()
+            if not self._cbc and self.params.solver == "cbc":
+                raise PolicyError("sia: solver=cbc needs cylp (pip install 'shapeshift[cbc]')")
+            if not self._cbc and self.params.solver == "auto":
+                warnings.warn(NO_CBC, stacklevel=2)
+        return self._cbc
 
-        utilities = []
-        for job in jobs:
-            u = np.full(total + 1, -np.inf)
-            u[0] = -np.inf if job.pinned else 0.0
-            best: dict[int, int] = {}
-            for k, (option, c) in enumerate(zip(job.options, self.costs(view, job), strict=True)):
-                if option.gpus > total or (job.pinned and k != job.current):
-                    continue
-                if -c > u[option.gpus]:
-                    u[option.gpus] = -c
-                    best[option.gpus] = k
-            utilities.append(u)
-            job.best_by_count = best
-        # The rounded costs tie often; of equal optima take the one using the most GPUs
-        # (the artifact's CBC returns whichever it finds).
-        counts = solve(utilities, total, prefer_more=True)
-        return {job.job_id: job.options[job.best_by_count[r]] for job, r in zip(jobs, counts, strict=True) if r > 0}
+    def _solve_cbc(
+        self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]], types: dict[str, tuple[int, int]]
+    ) -> dict[str, _Option]:
+        caps = {t: float(sum(view.cluster.nodes[n].gpus for n in by_type[t])) for t in types}
+        cost = lambda job, good, current: self.costs(view, job, good, current, np.float32)  # noqa: E731
+        return solve_artifact(jobs, types, caps, cost, self.params.time_limit)
+
+    def _solve_one_type(self, view: ClusterView, jobs: list[_Job], total: int) -> dict[str, _Option]:
+        return solve_knapsack(jobs, [self.costs(view, job) for job in jobs], total)
 
     def _solve_milp(self, view: ClusterView, jobs: list[_Job], by_type: dict[str, list[int]]) -> dict[str, _Option]:
         caps = {t: float(sum(view.cluster.nodes[m].gpus for m in members)) for t, members in by_type.items()}
-        return solve_mip(jobs, [self.costs(view, job) for job in jobs], caps, self.params.time_limit)
+        return solve_highs(jobs, [self.costs(view, job) for job in jobs], caps, self.params.time_limit)
 
     # ------------------------------------------------------------ placement
     def _place(
@@ -408,12 +427,6 @@ class SiaPolicy:
         by_placement = self.params.batch_cap == "placement"
         cap = not self.params.batch_overshoot
         return own_batch(self.goodput, self.online, spec, batch_now, progress, gpu_type, shape, by_placement, cap)
-
-
-def _configurations(gpn: int, count: int) -> list[tuple[int, int]]:
-    """(nodes, GPUs): powers of two up to one node, the whole node, then whole nodes."""
-    sizes = [(1, 1 << i) for i in range(gpn.bit_length()) if (1 << i) < gpn] + [(1, gpn)]
-    return sizes + [(k, k * gpn) for k in range(2, count + 1)]
 
 
 @register(

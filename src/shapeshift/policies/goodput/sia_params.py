@@ -60,3 +60,9 @@ class SiaParams(PlanAwareParams):
     #: :mod:`.sia_placement`); ``keep`` (ours): a job whose count did not change stays
     #: put, the others are packed on the fewest nodes (:func:`.common.keep_or_pack`).
     placement: Literal["artifact", "keep"] = "artifact"
+    #: ``auto``: CBC on the artifact's own program (:func:`.sia_mip.solve_cbc`, the
+    #: artifact's solver and layout, so equal optima are decided as there) when cylp is
+    #: installed (``pip install 'shapeshift[cbc]'``), HiGHS otherwise, with a warning;
+    #: ``cbc``: CBC or an error; ``highs`` (ours): HiGHS on the job's own options and, on
+    #: one GPU type, the exact knapsack taking the optimum with the most GPUs.
+    solver: Literal["auto", "cbc", "highs"] = "auto"
