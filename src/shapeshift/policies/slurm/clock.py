@@ -79,6 +79,11 @@ class PriorityClock:
         return self.multifactor.priority(facts, now, self.fairshare.factor(facts.assoc))
 
     # -- the clock: usage ticks and priority recalculation ----------------------------
+    def _tick_due(self, now: float) -> bool:
+        """Whether a calculation period has ended by ``now``."""
+        assert self.conf is not None
+        return self.last_tick + max(self.conf.priority.calc_period, 60) <= now
+
     def _ticks(self, view: ClusterView, pending: list[str]) -> bool:
         """Run the calc periods up to now; whether any ran."""
         assert self.conf is not None and self.fairshare is not None

@@ -18,7 +18,7 @@ from shapeshift.model import Allocation, JobSpec
 from shapeshift.policies.slurm import compiled as compiled_cycle
 from shapeshift.policies.slurm.backfill_preempt import preempt_hook
 from shapeshift.policies.slurm.ends import EndsByJob, EntryPool
-from shapeshift.policies.slurm.plan import Candidate, EndArrays, Ending, Free, Need, backfill
+from shapeshift.policies.slurm.plan import BackfillResult, Candidate, EndArrays, Ending, Free, Need, backfill
 
 if TYPE_CHECKING:
     from shapeshift.engine.fractions import TypedGroups
@@ -40,6 +40,8 @@ class BackfillCycle:
     #: Each pending job's ``Candidate``, made when a cycle first tests it: what it asks
     #: for, its limit and its nodes do not change while it waits (dropped when it starts).
     candidates: dict[str, Candidate]
+    #: The last cycle's plan (``None`` after an empty cycle).
+    last_plan: BackfillResult | None
 
     if TYPE_CHECKING:  # SlurmPolicy's and LimitsAndPreemption's
 
@@ -50,11 +52,17 @@ class BackfillCycle:
         def _over_limit(self, view: ClusterView, job_id: str, reasons: dict) -> bool: ...
         def _usage(self, view: ClusterView, job_id: str): ...
 
+    @property
+    def planned(self) -> dict[str, float]:
+        """Each job the last backfill cycle reserved, with its planned start (for
+        reports; made when read)."""
+        return self.last_plan.planned() if self.last_plan is not None else {}
+
     def _empty_cycle(self, view: ClusterView, changes: dict[str, Allocation | None]) -> bool:
         """A cycle with nothing to test: no start and no reservation. The next cycle is
         due only while a running job (or one just started with a zero limit) is past its
         time limit."""
-        self.planned = {}
+        self.last_plan = None
         ended = self.endings.any_by(view.now)
         return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
 
@@ -132,7 +140,7 @@ class BackfillCycle:
                 self.limits.add(self._usage(view, job_id), +1)
             changes[job_id] = self._alloc(placement)
             reasons.pop(job_id, None)
-        self.planned = result.planned()
+        self.last_plan = result
         if kept_order:  # the kept ends are all the running jobs'
             return endings.any_by(view.now) or any(e.end <= view.now for e in started)
         return any(e.end <= view.now for e in running)

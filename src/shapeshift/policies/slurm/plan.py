@@ -102,20 +102,27 @@ class Candidate:
 
 class BackfillResult:
     """A cycle's starts, reservations and how many jobs it tested. The compiled cycle
-    hands its reservations as (job, nodes, begin, end) rows, made into ``Reservation``s
-    only when read: a replay reads only each job's begin (``planned``)."""
+    hands its reservations as (job, nodes, begin, end) rows, made (and made into
+    ``Reservation``s) only when read: a replay reads none of them."""
 
     def __init__(
         self,
         started: list[tuple[str, list[tuple[int, Need]]]],
         reservations: list[Reservation] | None,
         tested: int,
-        rows: list[tuple[str, list[int], float, float]] | None = None,
+        rows: Callable[[], list[tuple[str, list[int], float, float]]] | None = None,
     ):
         self.started = started
         self.tested = tested
         self._reservations = reservations
-        self._rows = rows if rows is not None else []
+        self._make_rows = rows
+        self._made: list[tuple[str, list[int], float, float]] | None = None
+
+    @property
+    def _rows(self) -> list[tuple[str, list[int], float, float]]:
+        if self._made is None:
+            self._made = self._make_rows() if self._make_rows is not None else []
+        return self._made
 
     @property
     def reservations(self) -> list[Reservation]:
@@ -430,7 +437,11 @@ def _backfill_compiled(
 
     tested, started, reserved = plan_compiled.run(now, queue, free, ends, window, res, max_job_test, epoch)
     as_int = isinstance(res, int)
-    rows = [(queue[i].job_id, nodes, *((int(b0), int(b1)) if as_int else (b0, b1))) for i, nodes, b0, b1 in reserved]
+
+    def rows() -> list[tuple[str, list[int], float, float]]:
+        cast = int if as_int else float
+        return [(queue[i].job_id, nodes, cast(b0), cast(b1)) for i, nodes, b0, b1 in reserved()]
+
     return BackfillResult(
         [(queue[i].job_id, [(n, share) for n in nodes]) for i, nodes, share in started], None, tested, rows
     )

@@ -21,6 +21,7 @@ added in the numpy code's order (``add.at``); starts take them as ``Free.take`` 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -340,14 +341,15 @@ def run(
     res: float,
     max_job_test: int,
     epoch: float,
-) -> tuple[int, list[tuple[int, list[int], Any]], list[tuple[int, list[int], float, float]]]:
+) -> tuple[int, list[tuple[int, list[int], Any]], Callable[[], list[tuple[int, list[int], float, float]]]]:
     """``plan.backfill``'s cycle (``Candidate``s, ``Free``, the running jobs' ends as
     ``plan.EndArrays``) over flat arrays: the ends with their order by end (room left
     for the cycle's starts), the candidates (``max_job_test`` at most) with their span, per-node
     share and thresholds (``fit._share``), and their partitions' cumulative node levels
     (``fit._cumulative``).
     Returns how many were tested, the starts (candidate index, nodes, per-node share) and
-    the reservations (candidate index, nodes, begin, end); ``free`` is updated."""
+    a function listing the reservations (candidate index, nodes, begin, end), called
+    only where they are read; ``free`` is updated."""
     queue = queue[: max(max_job_test, 0)]
     table = np.array([_row(c.need, c.largest) for c in queue], np.float64).reshape(len(queue), 7)
     c_span = table[:, 0].astype(np.int64)
@@ -413,15 +415,18 @@ def run(
         float(now), float(window), float(res), int(max_job_test), float(epoch), free.gpus, free.cpus, free.mem,
         *ends, *cands, *partitions, kind, begin_at, end_at, out,
     )
-    started, reserved = [], []
-    nodes, offsets = out.tolist(), c_off.tolist()
-    begins, ends_at = begin_at.tolist(), end_at.tolist()
-    for i in np.flatnonzero(kind).tolist():
-        at = nodes[offsets[i] : offsets[i + 1]]
-        if kind[i] == 1:
-            started.append((i, at, _share(queue[i].need, queue[i].largest)[2]))
-        else:
-            reserved.append((i, at, begins[i], ends_at[i]))
+    started = [
+        (i, out[c_off[i] : c_off[i + 1]].tolist(), _share(queue[i].need, queue[i].largest)[2])
+        for i in np.flatnonzero(kind == 1).tolist()
+    ]
+
+    def reserved() -> list[tuple[int, list[int], float, float]]:
+        nodes, offsets = out.tolist(), c_off.tolist()
+        begins, ends_at = begin_at.tolist(), end_at.tolist()
+        return [
+            (i, nodes[offsets[i] : offsets[i + 1]], begins[i], ends_at[i]) for i in np.flatnonzero(kind == 2).tolist()
+        ]
+
     return int(tested), started, reserved
 
 

@@ -43,7 +43,7 @@ from shapeshift.policies.slurm.cycle import BackfillCycle
 from shapeshift.policies.slurm.ends import EndsByJob
 from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.hooks import LimitsAndPreemption
-from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, fit, never_placeable
+from shapeshift.policies.slurm.plan import BackfillResult, Candidate, Ending, Free, Need, fit, never_placeable
 from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
@@ -130,8 +130,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         #: Each started job's priority when it started (what sacct's Priority records),
         #: kept where preemption reads it.
         self.start_priority: dict[str, int] = {}
-        #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
-        self.planned: dict[str, float] = {}
+        self.last_plan: BackfillResult | None = None
         self.candidates: dict[str, Candidate] = {}
         #: The main scheduler's fit: ``fit``, or its compiled twin once a backfill cycle
         #: has run compiled (so a replay that never needs numba never imports it).
@@ -239,21 +238,35 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             end = view.job(job_id).end_time
             self.running.finish(job_id, now if end is None else end)
             self.endings.pop(job_id, None)
-        pending: list[str] = []
-        for part in view.partitions:
-            pending.extend(view.pending(part))
+        # The whole queue is listed only where something reads all of it (a priority
+        # calculation, preemption, a requeued job's begin time); otherwise a decision
+        # reads the jobs that arrived since the last one (``_fresh``) and the kept order.
+        listed: list[str] | None = None
+
+        def everyone() -> list[str]:
+            nonlocal listed
+            if listed is None:
+                listed = []
+                for part in view.partitions:
+                    listed.extend(view.pending(part))
+            return listed
+
+        total = sum(view.pending_count(part) for part in view.partitions)
         if self.fairshare is None:
-            self._tree(view, [view.job(j).spec for j in pending])
+            self._tree(view, [view.job(j).spec for j in everyone()])
         # Every calculation due runs, whatever else happened at this instant.
-        ticked = self._ticks(view, pending)
+        ticked = self._tick_due(view.now) and self._ticks(view, everyone())
         if ticked or view.finished:
             self.dirty = True
         if ticked:
             self.queue_order.valid = False
         # A lone pending job's priority orders nothing (without preemption, the only other
         # reader): it is computed, for this instant and this usage, only if it stays pending.
-        lone = self.preemption is None and len(pending) == 1
-        fresh = [j for j in pending if j not in self.prio]
+        lone = self.preemption is None and total == 1
+        if listed is None and self.preemption is None and not self.begin:
+            fresh = self._fresh(view)
+        else:
+            fresh = [j for j in everyone() if j not in self.prio]
         for job_id in fresh:
             self.dirty = True
             self.order[job_id] = self.next_order  # a requeued job's anew: a new submit time
@@ -262,22 +275,30 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
                 self._assoc(view.job(job_id).spec)  # the tree grows in the same order
             else:
                 self.prio[job_id] = self._priority(view, job_id, now)
-        if not pending and not self.graced:
+        if not total and not self.graced:
             return self._idle(view)
         free = self._free(view)
         changes: dict[str, Allocation | None] = {}
         reasons: dict[str, str] = {}
-        waiting = [j for j in pending if self.begin.get(j, now) > now] if self.begin else []
+        waiting = [j for j in everyone() if self.begin.get(j, now) > now] if self.begin else []
+        count = total - len(waiting)
         if waiting:  # requeued jobs before their begin time
             reasons.update(dict.fromkeys(waiting, "BeginTime"))
-            pending = [j for j in pending if j not in reasons]
+            listed = [j for j in everyone() if j not in reasons]
         if self.preemption is not None:
-            queue = sort_queue(pending, self._sort_key(view), self._qos_prio(view), self.preemption)
-        elif len(pending) > 1:
+            queue = sort_queue(everyone(), self._sort_key(view), self._qos_prio(view), self.preemption)
+        elif count > 1:
             key, kept = self._sort_key(view), self.queue_order
-            queue = kept.update(pending, key) if kept.valid else kept.rebuild(pending, key)
+            if not kept.valid:
+                queue = kept.rebuild(everyone(), key)
+            elif listed is None:
+                queue = kept.extend(fresh, count, key, everyone)
+            else:
+                queue = kept.update(listed, key)
         else:
-            queue = pending
+            # A queue of one is not kept: the next longer one is sorted anew.
+            self.queue_order.valid = False
+            queue = everyone()
         if self.limits is not None:
             self.limits.reset([self._usage(view, j) for j in view.allocations])
         self.exempt_wake = math.inf
@@ -315,7 +336,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             wake = min(self.begin[j] for j in waiting)
         if self.exempt_wake < math.inf:  # a preemptor waits for a job's exempt time to end
             wake = self.exempt_wake if wake is None else min(wake, self.exempt_wake)
-        if len(pending) > len(changes):
+        if count > len(changes):
             # The next priority recalculation may reorder the queue; a pending change
             # waits for the next backfill cycle.
             tick = self.last_tick + max(self.conf.priority.calc_period, 60)
@@ -326,6 +347,22 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         return Schedule(
             base=view.allocations, changes=changes, reasons=reasons, default_reason="Priority", wake_at=wake
         )
+
+    def _fresh(self, view: ClusterView) -> list[str]:
+        """Pending jobs without a priority yet: those queued since the last decision.
+        The engine appends a job to its partition's queue when it is submitted or
+        requeued, and every decision gives a priority to each pending job that stays, so
+        they are each partition's last jobs (found from its end, in queue order)."""
+        fresh: list[str] = []
+        prio = self.prio
+        for part in view.partitions:
+            tail: list[str] = []
+            for job_id in reversed(view.pending(part)):
+                if job_id in prio:
+                    break
+                tail.append(job_id)
+            fresh.extend(reversed(tail))
+        return fresh
 
     def _idle(self, view: ClusterView) -> Schedule:
         """A decision with no job to place and no grace time to end (about two in five

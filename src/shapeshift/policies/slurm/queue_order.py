@@ -45,12 +45,26 @@ class PriorityOrder:
             for job_id in key_of.keys() - present:
                 self.discard(job_id)
         for job_id in new:  # keys are unique: any order of insertion
-            k = key(job_id)
-            at = bisect.bisect_left(self.keys, k)
-            self.keys.insert(at, k)
-            self.jobs.insert(at, job_id)
-            self.key_of[job_id] = k
+            self._insert(job_id, key(job_id))
         return list(self.jobs)
+
+    def extend(
+        self, fresh: list[str], count: int, key: Callable[[str], Key], pending: Callable[[], list[str]]
+    ) -> list[str]:
+        """The order with ``fresh`` (jobs queued since the last decision) placed, when the
+        kept jobs are exactly the rest of the ``count`` pending ones; otherwise (a job
+        left the queue without starting) ``update`` over ``pending()``."""
+        if len(self.key_of) + len(fresh) != count:
+            return self.update(pending(), key)
+        for job_id in fresh:
+            self._insert(job_id, key(job_id))
+        return list(self.jobs)
+
+    def _insert(self, job_id: str, k: Key) -> None:
+        at = bisect.bisect_left(self.keys, k)
+        self.keys.insert(at, k)
+        self.jobs.insert(at, job_id)
+        self.key_of[job_id] = k
 
     def discard(self, job_id: str) -> None:
         """``job_id`` out of the order (it started; if it comes back, its key is new)."""
