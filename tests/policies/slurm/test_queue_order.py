@@ -16,7 +16,7 @@ def test_arrivals_and_departures_by_hand():
     keys = {"a": (-1, -500, 0), "b": (-1, -900, 1), "c": (-2, -10, 2), "d": (-1, -900, 3), "e": (-1, -700, 4)}
     order = PriorityOrder()
     # Tier 2 first (c), then priority 900 (b before d: submitted earlier), then 500 (a).
-    assert order.rebuild(["a", "b", "c", "d"], keys.__getitem__) == ["c", "b", "d", "a"]
+    assert order.rebuild(["a", "b", "c", "d"], [keys[j] for j in "abcd"]) == ["c", "b", "d", "a"]
     # b starts and leaves; e arrives with priority 700: between d (900) and a (500).
     order.discard("b")
     assert order.update(["a", "c", "d", "e"], keys.__getitem__) == ["c", "d", "e", "a"]
@@ -26,6 +26,14 @@ def test_arrivals_and_departures_by_hand():
     # goes before e (700), and d is gone.
     keys["f"] = (-1, -800, 5)
     assert order.update(["a", "e", "f"], keys.__getitem__) == ["f", "e", "a"]
+    # g arrives (priority 600) and is placed by ``extend``: the kept jobs are the rest
+    # of the 4 pending, so it goes between e (700) and a (500).
+    keys["g"] = (-1, -600, 6)
+    assert order.extend(["g"], 4, keys.__getitem__, lambda: ["a", "e", "f", "g"]) == ["f", "e", "g", "a"]
+    # a left the queue unseen while h (priority 100) arrived: the counts disagree (3 kept
+    # + 1 new against 4 pending), so the order is repaired from the whole queue.
+    keys["h"] = (-1, -100, 7)
+    assert order.extend(["h"], 4, keys.__getitem__, lambda: ["e", "f", "g", "h"]) == ["f", "e", "g", "h"]
 
 
 def test_kept_order_is_the_full_sort():
@@ -42,5 +50,8 @@ def test_kept_order_is_the_full_sort():
         for job in pending[: rng.randint(0, 2)]:
             order.discard(job)
             pending.remove(job)
-        got = order.update(pending, keys.__getitem__) if order.valid else order.rebuild(pending, keys.__getitem__)
+        if not order.valid:
+            got = order.rebuild(pending, [keys[j] for j in pending])
+        else:
+            got = order.update(pending, keys.__getitem__)
         assert got == sorted(pending, key=keys.__getitem__)

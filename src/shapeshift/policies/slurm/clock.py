@@ -33,7 +33,7 @@ class PriorityClock:
     prio: dict[str, int]
     order: dict[str, int]
     facts: dict[str, JobFacts]
-    static: dict[str, tuple[float, ...]]
+    static_rows: StaticRows
     begin: dict[str, float]
     largest: dict[str, int]
     part_norm: dict[str, float]
@@ -106,19 +106,54 @@ class PriorityClock:
             for job_id in jobs:
                 self.prio[job_id] = self._priority(view, job_id, now)
             return
-        rows, fs, by_assoc = [], [], {}
-        for job_id in jobs:
-            facts = self.facts.get(job_id)
-            if facts is None:
-                status = view.job(job_id)
-                facts = self.facts[job_id] = self._facts(view, status.spec, status.partition)
-            row = self.static.get(job_id)
-            if row is None:
-                row = self.static[job_id] = self.multifactor.static(facts)
-            rows.append(row)
-            factor = by_assoc.get(facts.assoc)
-            if factor is None:
-                factor = by_assoc[facts.assoc] = self.fairshare.factor(facts.assoc)
-            fs.append(factor)
-        values = self.multifactor.priorities(np.array(rows, np.float64), now, np.array(fs, np.float64))
+        table = self.static_rows
+        slots = list(map(table.slot.get, jobs))
+        if None in slots:
+            for job_id, slot in zip(jobs, slots, strict=True):
+                if slot is not None:
+                    continue
+                facts = self.facts.get(job_id)
+                if facts is None:
+                    status = view.job(job_id)
+                    facts = self.facts[job_id] = self._facts(view, status.spec, status.partition)
+                table.add(job_id, self.multifactor.static(facts), facts.assoc)
+            slots = list(map(table.slot.__getitem__, jobs))
+        at = np.array(slots, np.int64)
+        factors = np.array([self.fairshare.factor(a) for a in table.assoc_names], np.float64)
+        values = self.multifactor.priorities(table.rows[at], now, factors[table.assoc[at]])
         self.prio.update(zip(jobs, values.tolist(), strict=True))
+
+
+class StaticRows:
+    """Each pending job's ``Multifactor.static`` row and association index, in reused
+    slots of two arrays, so that a calculation gathers the whole queue's with one index
+    (``PriorityClock._recalculate``)."""
+
+    def __init__(self) -> None:
+        self.slot: dict[str, int] = {}
+        self.rows = np.zeros((256, 5), np.float64)
+        self.assoc = np.zeros(256, np.int64)
+        self.assoc_names: list[str] = []
+        self._assoc_index: dict[str, int] = {}
+        self._free: list[int] = []
+
+    def add(self, job_id: str, row: tuple[float, ...], assoc: str) -> None:
+        if self._free:
+            slot = self._free.pop()
+        else:
+            slot = len(self.slot)
+            if slot == len(self.rows):
+                self.rows = np.concatenate((self.rows, np.zeros_like(self.rows)))
+                self.assoc = np.concatenate((self.assoc, np.zeros_like(self.assoc)))
+        index = self._assoc_index.get(assoc)
+        if index is None:
+            index = self._assoc_index[assoc] = len(self.assoc_names)
+            self.assoc_names.append(assoc)
+        self.rows[slot] = row
+        self.assoc[slot] = index
+        self.slot[job_id] = slot
+
+    def drop(self, job_id: str) -> None:
+        slot = self.slot.pop(job_id, None)
+        if slot is not None:
+            self._free.append(slot)

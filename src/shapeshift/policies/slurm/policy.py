@@ -38,7 +38,7 @@ from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
-from shapeshift.policies.slurm.clock import PriorityClock
+from shapeshift.policies.slurm.clock import PriorityClock, StaticRows
 from shapeshift.policies.slurm.cycle import BackfillCycle
 from shapeshift.policies.slurm.ends import EndsByJob
 from shapeshift.policies.slurm.fairshare import FairShare, Running
@@ -114,7 +114,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         #: What each pending job's priority depends on besides time and usage.
         self.facts: dict[str, JobFacts] = {}
         #: The part of each pending job's priority that does not change while it waits.
-        self.static: dict[str, tuple[float, ...]] = {}
+        self.static_rows = StaticRows()
         #: Each pending job's partition ``PriorityTier`` (the queue's first key).
         self.tiers: dict[str, int] = {}
         #: ``never_placeable``'s answers per node list and GPU count.
@@ -290,7 +290,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         elif count > 1:
             key, kept = self._sort_key(view), self.queue_order
             if not kept.valid:
-                queue = kept.rebuild(everyone(), key)
+                queue = kept.rebuild(everyone(), self._sort_keys(view, everyone()))
             elif listed is None:
                 queue = kept.extend(fresh, count, key, everyone)
             else:
@@ -326,7 +326,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
                 self.start_priority[job_id] = priority
             self.begin.pop(job_id, None)
             self.facts.pop(job_id, None)
-            self.static.pop(job_id, None)
+            self.static_rows.drop(job_id)
             self.tiers.pop(job_id, None)
         if lone and fresh and fresh[0] not in changes:
             self.prio[fresh[0]] = self._priority(view, fresh[0], now)
@@ -376,6 +376,22 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             self.dirty = self._empty_cycle(view, {})
             self.next_bf = view.now + sched.params["bf_interval"]
         return Schedule(base=view.allocations, changes={}, reasons={}, default_reason="Priority", wake_at=None)
+
+    def _sort_keys(self, view: ClusterView, jobs: list[str]) -> list[tuple[int, int, int]]:
+        """``_sort_key`` of each of ``jobs``, read from the kept tiers, priorities and
+        submission orders in bulk (a recalculation re-sorts the whole queue)."""
+        tiers = list(map(self.tiers.get, jobs))
+        if None in tiers:
+            key = self._sort_key(view)
+            tiers = [-key(j)[0] if t is None else t for j, t in zip(jobs, tiers, strict=True)]
+        return list(
+            zip(
+                [-t for t in tiers],
+                [-p for p in map(self.prio.__getitem__, jobs)],
+                map(self.order.__getitem__, jobs),
+                strict=True,
+            )
+        )
 
     def _sort_key(self, view: ClusterView):
         tiers = self.tiers

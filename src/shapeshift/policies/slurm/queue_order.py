@@ -26,9 +26,10 @@ class PriorityOrder:
         self.key_of: dict[str, Key] = {}
         self.valid = False
 
-    def rebuild(self, pending: list[str], key: Callable[[str], Key]) -> list[str]:
-        """Every pending job sorted anew (after a priority recalculation)."""
-        pairs = sorted((key(j), j) for j in pending)
+    def rebuild(self, pending: list[str], keys: list[Key]) -> list[str]:
+        """Every pending job sorted anew by its key in ``keys`` (after a priority
+        recalculation)."""
+        pairs = sorted(zip(keys, pending, strict=True))
         self.keys = [k for k, _ in pairs]
         self.jobs = [j for _, j in pairs]
         self.key_of = dict(zip(self.jobs, self.keys, strict=True))
