@@ -28,6 +28,7 @@ limits refuse them (``submit_limits.py``).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -309,7 +310,11 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         if changes:
             self.dirty = True
         if sched.backfill and now >= self.next_bf and self.dirty:
-            rest = [j for j in queue if j not in changes and not self._over_limit(view, j, reasons)]
+            most = max(sched.params["bf_max_job_test"], 0)
+            if self.limits is None and most:  # the cycle tests no more than these
+                rest = list(itertools.islice((j for j in queue if j not in changes), most))
+            else:
+                rest = [j for j in queue if j not in changes and not self._over_limit(view, j, reasons)]
             self.dirty = self._backfill(view, rest, free, changes, reasons)
             self.next_bf = now + sched.params["bf_interval"]
         for job_id, alloc in changes.items():
