@@ -55,3 +55,47 @@ def test_kept_order_is_the_full_sort():
         else:
             got = order.update(pending, keys.__getitem__)
         assert got == sorted(pending, key=keys.__getitem__)
+
+
+def test_fresh_jobs_are_each_partitions_tail():
+    """``SlurmPolicy._fresh``: the engine appends submitted and requeued jobs to their
+    partition's queue and every decision gives each job that stays a priority, so the
+    jobs without one are the tails. Partition "a" holds a1, a2 (with priorities) then a3,
+    a4 (new); "b" holds b1 (new) only; "c" nothing new. Expected, in partition then
+    queue order: a3, a4, b1."""
+    from collections import OrderedDict
+
+    from shapeshift.policies.slurm.policy import SlurmParams, SlurmPolicy
+
+    queues = {
+        "a": OrderedDict.fromkeys(["a1", "a2", "a3", "a4"]),
+        "b": OrderedDict.fromkeys(["b1"]),
+        "c": OrderedDict.fromkeys(["c1"]),
+    }
+
+    class View:
+        partitions = dict.fromkeys(queues)
+
+        @staticmethod
+        def pending(part):
+            return queues[part].keys()
+
+    policy = SlurmPolicy(SlurmParams())
+    policy.prio = {"a1": 5, "a2": 9, "c1": 1, "gone": 3}
+    assert policy._fresh(View()) == ["a3", "a4", "b1"]
+
+
+def test_static_rows_reuse_a_started_jobs_slot():
+    """``clock.StaticRows``: j1 and j2 take slots 0 and 1; j1 starts (dropped), so j3
+    takes slot 0 again; j2's row and association are untouched, and the associations are
+    numbered in the order first seen (acct-x 0, acct-y 1)."""
+    from shapeshift.policies.slurm.clock import StaticRows
+
+    rows = StaticRows()
+    rows.add("j1", (10.0, 0.1, 0.0, 0.0, 0.0), "acct-x")
+    rows.add("j2", (20.0, 0.2, 0.0, 0.0, 0.0), "acct-y")
+    rows.drop("j1")
+    rows.add("j3", (30.0, 0.3, 0.0, 0.0, 0.0), "acct-x")
+    assert rows.slot == {"j2": 1, "j3": 0}
+    assert rows.rows[[1, 0], 0].tolist() == [20.0, 30.0]
+    assert rows.assoc[[1, 0]].tolist() == [1, 0] and rows.assoc_names == ["acct-x", "acct-y"]
