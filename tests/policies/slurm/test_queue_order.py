@@ -1,4 +1,5 @@
-"""The kept priority order (``queue_order.PriorityOrder``) against a full sort.
+"""The kept priority order (``queue_order.PriorityOrder``) against a full sort, the
+fresh jobs a decision places in it, and the static rows a recalculation sorts it by.
 
 Keys are (-tier, -priority, submission order). Between recalculations the kept order
 must be what ``sorted`` gives for the jobs pending now: departures leave, arrivals go
