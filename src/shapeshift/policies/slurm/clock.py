@@ -119,8 +119,11 @@ class PriorityClock:
                 table.add(job_id, self.multifactor.static(facts), facts.assoc)
             slots = list(map(table.slot.__getitem__, jobs))
         at = np.array(slots, np.int64)
-        factors = np.array([self.fairshare.factor(a) for a in table.assoc_names], np.float64)
-        values = self.multifactor.priorities(table.rows[at], now, factors[table.assoc[at]])
+        assoc = table.assoc[at]
+        present = np.unique(assoc)  # the queue's associations, each factor read once
+        factors = np.zeros(len(table.assoc_names), np.float64)
+        factors[present] = [self.fairshare.factor(table.assoc_names[i]) for i in present.tolist()]
+        values = self.multifactor.priorities(table.rows[at], now, factors[assoc])
         self.prio.update(zip(jobs, values.tolist(), strict=True))
 
 

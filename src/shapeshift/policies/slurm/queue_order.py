@@ -14,6 +14,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 
+import numpy as np
+
 Key = tuple[int, int, int]
 
 
@@ -29,10 +31,16 @@ class PriorityOrder:
     def rebuild(self, pending: list[str], keys: list[Key]) -> list[str]:
         """Every pending job sorted anew by its key in ``keys`` (after a priority
         recalculation)."""
-        pairs = sorted(zip(keys, pending, strict=True))
-        self.keys = [k for k, _ in pairs]
-        self.jobs = [j for _, j in pairs]
-        self.key_of = dict(zip(self.jobs, self.keys, strict=True))
+        if not pending:
+            self.keys, self.jobs, self.key_of = [], [], {}
+        else:
+            # The keys are unique, so numpy's lexicographic sort of their three columns
+            # (the last column given first) is the tuples' sort.
+            columns = np.array(keys, np.int64)
+            at = np.lexsort((columns[:, 2], columns[:, 1], columns[:, 0])).tolist()
+            self.keys = [keys[i] for i in at]
+            self.jobs = [pending[i] for i in at]
+            self.key_of = dict(zip(self.jobs, self.keys, strict=True))
         self.valid = True
         return list(self.jobs)
 
