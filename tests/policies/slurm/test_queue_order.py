@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from shapeshift.policies.slurm.queue_order import PriorityOrder
+from shapeshift.policies.slurm.queue_order import PriorityOrder, fresh_jobs
 
 
 def test_arrivals_and_departures_by_hand():
@@ -59,14 +59,12 @@ def test_kept_order_is_the_full_sort():
 
 
 def test_fresh_jobs_are_each_partitions_tail():
-    """``SlurmPolicy._fresh``: the engine appends submitted and requeued jobs to their
+    """``queue_order.fresh_jobs``: the engine appends submitted and requeued jobs to their
     partition's queue and every decision gives each job that stays a priority, so the
     jobs without one are the tails. Partition "a" holds a1, a2 (with priorities) then a3,
     a4 (new); "b" holds b1 (new) only; "c" nothing new. Expected, in partition then
     queue order: a3, a4, b1."""
     from collections import OrderedDict
-
-    from shapeshift.policies.slurm.policy import SlurmParams, SlurmPolicy
 
     queues = {
         "a": OrderedDict.fromkeys(["a1", "a2", "a3", "a4"]),
@@ -81,9 +79,8 @@ def test_fresh_jobs_are_each_partitions_tail():
         def pending(part):
             return queues[part].keys()
 
-    policy = SlurmPolicy(SlurmParams())
-    policy.prio = {"a1": 5, "a2": 9, "c1": 1, "gone": 3}
-    assert policy._fresh(View()) == ["a3", "a4", "b1"]
+    prio = {"a1": 5, "a2": 9, "c1": 1, "gone": 3}
+    assert fresh_jobs(View(), prio) == ["a3", "a4", "b1"]
 
 
 def test_static_rows_reuse_a_started_jobs_slot():

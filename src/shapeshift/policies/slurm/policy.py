@@ -48,7 +48,7 @@ from shapeshift.policies.slurm.plan import BackfillResult, Candidate, Ending, Fr
 from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
-from shapeshift.policies.slurm.queue_order import PriorityOrder
+from shapeshift.policies.slurm.queue_order import PriorityOrder, bulk_keys, fresh_jobs, tiers_of
 from shapeshift.policies.slurm.shapes import Shapes, free_copy
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.cluster import SlurmCluster
@@ -265,7 +265,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         # reader): it is computed, for this instant and this usage, only if it stays pending.
         lone = self.preemption is None and total == 1
         if listed is None and self.preemption is None and not self.begin:
-            fresh = self._fresh(view)
+            fresh = fresh_jobs(view, self.prio)
         else:
             fresh = [j for j in everyone() if j not in self.prio]
         for job_id in fresh:
@@ -291,7 +291,8 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         elif count > 1:
             key, kept = self._sort_key(view), self.queue_order
             if not kept.valid:
-                queue = kept.rebuild(everyone(), self._sort_keys(view, everyone()))
+                tiers = tiers_of(everyone(), self.tiers, self._sort_key(view))
+                queue = kept.rebuild(everyone(), bulk_keys(everyone(), tiers, self.prio, self.order))
             elif listed is None:
                 queue = kept.extend(fresh, count, key, everyone)
             else:
@@ -353,22 +354,6 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             base=view.allocations, changes=changes, reasons=reasons, default_reason="Priority", wake_at=wake
         )
 
-    def _fresh(self, view: ClusterView) -> list[str]:
-        """Pending jobs without a priority yet: those queued since the last decision.
-        The engine appends a job to its partition's queue when it is submitted or
-        requeued, and every decision gives a priority to each pending job that stays, so
-        they are each partition's last jobs (found from its end, in queue order)."""
-        fresh: list[str] = []
-        prio = self.prio
-        for part in view.partitions:
-            tail: list[str] = []
-            for job_id in reversed(view.pending(part)):
-                if job_id in prio:
-                    break
-                tail.append(job_id)
-            fresh.extend(reversed(tail))
-        return fresh
-
     def _idle(self, view: ClusterView) -> Schedule:
         """A decision with no job to place and no grace time to end (about two in five
         at a 0.9 load: a job ends and none waits): what the full path would do with an
@@ -381,22 +366,6 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             self.dirty = self._empty_cycle(view, {})
             self.next_bf = view.now + sched.params["bf_interval"]
         return Schedule(base=view.allocations, changes={}, reasons={}, default_reason="Priority", wake_at=None)
-
-    def _sort_keys(self, view: ClusterView, jobs: list[str]) -> list[tuple[int, int, int]]:
-        """``_sort_key`` of each of ``jobs``, read from the kept tiers, priorities and
-        submission orders in bulk (a recalculation re-sorts the whole queue)."""
-        tiers = list(map(self.tiers.get, jobs))
-        if None in tiers:
-            key = self._sort_key(view)
-            tiers = [-key(j)[0] if t is None else t for j, t in zip(jobs, tiers, strict=True)]
-        return list(
-            zip(
-                [-t for t in tiers],
-                [-p for p in map(self.prio.__getitem__, jobs)],
-                map(self.order.__getitem__, jobs),
-                strict=True,
-            )
-        )
 
     def _sort_key(self, view: ClusterView):
         tiers = self.tiers

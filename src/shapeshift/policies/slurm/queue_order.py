@@ -12,9 +12,13 @@ submission order is), so the order is the one a full sort gives.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from shapeshift.engine.view import ClusterView
 
 Key = tuple[int, int, int]
 
@@ -82,3 +86,37 @@ class PriorityOrder:
             at = bisect.bisect_left(self.keys, k)
             del self.keys[at]
             del self.jobs[at]
+
+
+def fresh_jobs(view: ClusterView, prio: Mapping[str, int]) -> list[str]:
+    """Pending jobs without a priority yet: those queued since the last decision. The
+    engine appends a job to its partition's queue when it is submitted or requeued, and
+    every decision gives a priority to each pending job that stays, so they are each
+    partition's last jobs (found from its end, in queue order)."""
+    fresh: list[str] = []
+    for part in view.partitions:
+        tail: list[str] = []
+        for job_id in reversed(view.pending(part)):
+            if job_id in prio:
+                break
+            tail.append(job_id)
+        fresh.extend(reversed(tail))
+    return fresh
+
+
+def tiers_of(jobs: list[str], tiers: dict[str, int], key: Callable[[str], Key]) -> list[int]:
+    """Each job's partition tier, from ``tiers`` where kept (``key`` keeps the others')."""
+    found = list(map(tiers.get, jobs))
+    if None in found:
+        found = [-key(j)[0] if t is None else t for j, t in zip(jobs, found, strict=True)]
+    return found  # type: ignore[return-value]
+
+
+def bulk_keys(
+    jobs: list[str], tiers: list[int], prio: Mapping[str, int], order: Mapping[str, int]
+) -> list[Key]:
+    """The sort key (-tier, -priority, submission order) of each of ``jobs``, read in
+    bulk (a recalculation re-sorts the whole queue)."""
+    return list(
+        zip([-t for t in tiers], [-p for p in map(prio.__getitem__, jobs)], map(order.__getitem__, jobs), strict=True)
+    )
