@@ -89,7 +89,7 @@ class PriorityClock:
         assert self.conf is not None and self.fairshare is not None
         period = max(self.conf.priority.calc_period, 60)
         ran = False
-        while self.last_tick + period <= view.now:
+        while self._tick_due(view.now):
             ran = True
             tick = self.last_tick + period
             self.running.charge(self.fairshare, self.last_tick, tick)

@@ -48,7 +48,7 @@ from shapeshift.policies.slurm.plan import BackfillResult, Candidate, Ending, Fr
 from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
-from shapeshift.policies.slurm.queue_order import PriorityOrder, bulk_keys, fresh_jobs, tiers_of
+from shapeshift.policies.slurm.queue_order import PriorityOrder, bulk_keys, fresh_jobs
 from shapeshift.policies.slurm.shapes import Shapes, free_copy
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.cluster import SlurmCluster
@@ -241,7 +241,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             self.endings.pop(job_id, None)
         # The whole queue is listed only where something reads all of it (a priority
         # calculation, preemption, a requeued job's begin time); otherwise a decision
-        # reads the jobs that arrived since the last one (``_fresh``) and the kept order.
+        # reads the jobs that arrived since the last one (``fresh_jobs``) and the kept order.
         listed: list[str] | None = None
 
         def everyone() -> list[str]:
@@ -291,8 +291,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         elif count > 1:
             key, kept = self._sort_key(view), self.queue_order
             if not kept.valid:
-                tiers = tiers_of(everyone(), self.tiers, self._sort_key(view))
-                queue = kept.rebuild(everyone(), bulk_keys(everyone(), tiers, self.prio, self.order))
+                queue = kept.rebuild(everyone(), bulk_keys(everyone(), self.tiers, self.prio, self.order, key))
             elif listed is None:
                 queue = kept.extend(fresh, count, key, everyone)
             else:

@@ -104,19 +104,15 @@ def fresh_jobs(view: ClusterView, prio: Mapping[str, int]) -> list[str]:
     return fresh
 
 
-def tiers_of(jobs: list[str], tiers: dict[str, int], key: Callable[[str], Key]) -> list[int]:
-    """Each job's partition tier, from ``tiers`` where kept (``key`` keeps the others')."""
-    found = list(map(tiers.get, jobs))
-    if None in found:
-        found = [-key(j)[0] if t is None else t for j, t in zip(jobs, found, strict=True)]
-    return found  # type: ignore[return-value]
-
-
 def bulk_keys(
-    jobs: list[str], tiers: list[int], prio: Mapping[str, int], order: Mapping[str, int]
+    jobs: list[str],
+    tiers: Mapping[str, int],
+    prio: Mapping[str, int],
+    order: Mapping[str, int],
+    key: Callable[[str], Key],
 ) -> list[Key]:
     """The sort key (-tier, -priority, submission order) of each of ``jobs``, read in
-    bulk (a recalculation re-sorts the whole queue)."""
-    return list(
-        zip([-t for t in tiers], [-p for p in map(prio.__getitem__, jobs)], map(order.__getitem__, jobs), strict=True)
-    )
+    bulk from the kept tiers, priorities and orders (a recalculation re-sorts the whole
+    queue); ``key`` gives, and keeps, the tier of a job whose tier is not kept yet."""
+    negated = [-t if t is not None else key(j)[0] for j, t in zip(jobs, map(tiers.get, jobs), strict=True)]
+    return list(zip(negated, [-p for p in map(prio.__getitem__, jobs)], map(order.__getitem__, jobs), strict=True))
