@@ -15,9 +15,12 @@ import numpy as np
 import pytest
 
 from shapeshift.policies.slurm import fit_compiled, plan_compiled
+from shapeshift.policies.slurm.candidate_rows import CandidateRows, partition_arrays
 from shapeshift.policies.slurm.cycle import _end_arrays
 from shapeshift.policies.slurm.ends import EndsByJob
 from shapeshift.policies.slurm.plan import Candidate, Ending, Free, Need, backfill, fit
+
+njit_or_skip = fit_compiled.njit if fit_compiled.njit is not None else (lambda f: f)
 
 pytestmark = pytest.mark.skipif(
     not plan_compiled.available(), reason="numba (the fast extra) is not installed or SHAPESHIFT_PURE_PYTHON is set"
@@ -120,3 +123,73 @@ def test_segment_sum_is_numpys_reduceat():
     for n in (1, 2, 7, 8, 9, 15, 16, 17, 100, 128, 129, 130, 257, 1000):
         a = rng.random(n) * 10 / 3
         assert fit_compiled._segment_sum(a, 0, n) == np.add.reduceat(a, [0])[0]
+
+
+@pytest.mark.parametrize("seed", range(0, 300, 10))
+def test_kept_candidate_rows_decide_as_fresh_ones(seed):
+    # The policy hands the cycle its candidates' rows from slots kept while the jobs
+    # wait (candidate_rows.CandidateRows: slots of dropped jobs reused, in any order):
+    # the same cycle as rows made on the spot.
+    now, queue, free, running, params = _cycle(seed)
+    kept = CandidateRows()
+    for i in range(5):  # earlier jobs, some started since: their slots are reused
+        kept.slot_of(Candidate(f"old{i}", Need(1, 1.0, 1.0), 60.0, queue[0].groups, queue[0].largest))
+    for i in range(0, 5, 2):
+        kept.drop(f"old{i}")
+    at = np.array([kept.slot_of(c) for c in reversed(queue)][::-1], np.int64)
+    table = (kept.rows[at], kept.part[at], kept.groups)
+    here, there = free.copy(), free.copy()
+    expected = backfill(now, queue, here, list(running), compiled=True, **params)
+    got = backfill(now, queue, there, list(running), compiled=True, table=table, **params)
+    assert (got.started, got.reservations, got.tested) == (expected.started, expected.reservations, expected.tested)
+
+
+def test_nodes_meeting_the_thresholds_after_a_batch_by_hand():
+    # Four nodes; node 1 meets the thresholds now (t_at -1), node 3 after the end at
+    # position 0, node 0 after position 2, node 2 after position 5. After the batch
+    # ending at position 2: nodes 0, 1 and 3, in index order. Their free CPUs then: node
+    # 0 has 1.5 free and its entries at positions 0 (2.0) and 2 (4.0): 7.5; node 1 has 3.0
+    # and its entry at position 4 (8.0) comes later: 3.0; node 3 has 0.5 and its entry
+    # at position 0 (1.0): 1.5.
+    t_at = np.array([2, -1, 5, 0], np.int64)
+    srt = np.array([1, 3, 0, 2], np.int64)
+    fc = np.array([1.5, 3.0, 0.0, 0.5])
+    # Each node's (node, job) pairs in end order: node 0 pairs 0 and 1, node 1 pair 2,
+    # node 3 pair 3.
+    by_start = np.array([0, 2, 3, 3, 4], np.int64)
+    by_pair = np.array([0, 1, 2, 3], np.int64)
+    by_pos = np.array([0, 2, 4, 0], np.int64)
+    p_cpus = np.array([2.0, 4.0, 8.0, 1.0])
+    bits = np.zeros(1, np.uint64)
+    cand, cpus = np.zeros(4, np.int64), np.zeros(4)
+    k = fit_compiled._sorted_after(2, t_at, srt, 4, fc, by_start, by_pair, by_pos, p_cpus, bits, cand, cpus)
+    assert cand[:k].tolist() == [0, 1, 3]
+    assert cpus[:k].tolist() == [7.5, 3.0, 1.5]
+    assert bits.tolist() == [0]  # left clear for the next call
+
+
+@njit_or_skip
+def _lowest_bit_compiled(word):
+    return fit_compiled._lowest_bit(word)
+
+
+def test_lowest_bit_compiled_and_as_python():
+    # 40 = 0b101000: the lowest set bit is bit 3; 2**63: bit 63.
+    for word, bit in ((1, 0), (40, 3), (1 << 63, 63)):
+        assert fit_compiled._lowest_bit(word) == bit  # as Python (NUMBA_DISABLE_JIT)
+        assert _lowest_bit_compiled(np.uint64(word)) == bit
+
+
+def test_partition_arrays_by_hand():
+    # Two partitions of five nodes: A with weight groups [2, 3] then [0], B with [4, 1].
+    # Candidates in B, A, B: their partitions among the two present are 1, 0, 1 (indexes
+    # 3 and 5 into the groups list, in order). A's levels: [2, 3], then [0, 2, 3]; node
+    # ranks 1, -, 0, 0, - (size + 1 = 6 where not in it). B's: [1, 4], ranks -, 0, -, -, 0.
+    a, b = [[2, 3], [0]], [[4, 1]]
+    groups = [[], [], [], a, [], b]
+    part, (masks, part_lvl, lvl_off, flat, ranks) = partition_arrays(np.array([5, 3, 5]), groups, 5)
+    assert part.tolist() == [1, 0, 1]
+    assert masks.tolist() == [[True, False, True, True, False], [False, True, False, False, True]]
+    assert part_lvl.tolist() == [0, 2, 3]
+    assert [flat[lvl_off[i] : lvl_off[i + 1]].tolist() for i in range(3)] == [[2, 3], [0, 2, 3], [1, 4]]
+    assert ranks.tolist() == [[1, 6, 0, 0, 6], [6, 0, 6, 6, 0]]

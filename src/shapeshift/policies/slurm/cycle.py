@@ -17,6 +17,7 @@ from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, JobSpec
 from shapeshift.policies.slurm import compiled as compiled_cycle
 from shapeshift.policies.slurm.backfill_preempt import preempt_hook
+from shapeshift.policies.slurm.candidate_rows import CandidateRows
 from shapeshift.policies.slurm.ends import EndsByJob, EntryPool
 from shapeshift.policies.slurm.plan import BackfillResult, Candidate, EndArrays, Ending, Free, Need, backfill
 
@@ -40,6 +41,8 @@ class BackfillCycle:
     #: Each pending job's ``Candidate``, made when a cycle first tests it: what it asks
     #: for, its limit and its nodes do not change while it waits (dropped when it starts).
     candidates: dict[str, Candidate]
+    #: Their rows for the compiled cycle.
+    candidate_rows: CandidateRows
     #: The last cycle's plan (``None`` after an empty cycle).
     last_plan: BackfillResult | None
 
@@ -113,9 +116,12 @@ class BackfillCycle:
                 cand = kept[job_id] = Candidate(job_id, self._need(spec), self.limit(spec), *typed)
             candidates.append(cand)
         hook = preempt_hook(self, view, free, changes, reasons)
-        arrays = None
+        arrays = table = None
         if hook is None and compiled_cycle.available():
             arrays = _end_arrays(rows, started, pool)
+            kept_rows = self.candidate_rows
+            at = np.fromiter(map(kept_rows.slot_of, candidates), np.int64, len(candidates))
+            table = (kept_rows.rows[at], kept_rows.part[at], kept_rows.groups)
             from shapeshift.policies.slurm.fit_compiled import fit_now  # numba: only once needed
 
             self.fit_head = fit_now
@@ -130,6 +136,7 @@ class BackfillCycle:
             epoch=self.params.clock_origin,
             preempt=hook,
             arrays=arrays,
+            table=table,
         )
         for job_id, placement in result.started:
             if self.limits is not None:

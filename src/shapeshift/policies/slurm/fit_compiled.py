@@ -16,13 +16,26 @@ from shapeshift.policies.slurm.fit import Free, Need, _cumulative, _share
 
 try:  # the ``fast`` extra
     from numba import njit
+    from numba.cpython.unsafe.numbers import trailing_zeros
+    from numba.extending import overload
 except ImportError:  # pragma: no cover - exercised where numba is absent
     njit = None
 
 __all__ = ["available", "fit_now", "njit"]
 
 
+def _lowest_bit(word: int) -> int:
+    """The index of the lowest set bit of ``word`` (not 0): the compiled code's
+    ``trailing_zeros``, here for the cycle run as Python (``NUMBA_DISABLE_JIT``)."""
+    w = int(word)
+    return (w & -w).bit_length() - 1
+
+
 if njit is not None:
+
+    @overload(_lowest_bit)
+    def _lowest_bit_compiled(word):  # pragma: no cover - compiled
+        return lambda word: trailing_zeros(word)
 
     @njit(cache=True)
     def _pairwise(a, lo, n):  # pragma: no cover - compiled
@@ -85,27 +98,39 @@ if njit is not None:
         return _choose(span, m, u, uc, starts, totals, out, at)
 
     @njit(cache=True)
-    def _best_run_at(
-        span, last, t_at, ids, fc, blocked, by_start, by_pair, by_pos, p_cpus, u, uc, starts, totals, out, at
+    def _sorted_after(
+        last, t_at, srt, n_srt, fc, by_start, by_pair, by_pos, p_cpus, bits, cand, cand_cpu
     ):  # pragma: no cover - compiled
-        """``_best_run`` on the free resources after the plan's ends up to position
-        ``last`` are given back, without giving them: a node meets the thresholds then
-        exactly when its ``t_at`` is at most ``last``, and its free CPUs are its own
+        """The nodes whose free resources meet the thresholds once the plan's ends up to
+        position ``last`` are given back, in index order, into ``cand`` (returns how
+        many), with their free CPUs then into ``cand_cpu``; without giving the ends back.
+        A node meets them then exactly when its ``t_at`` is at most ``last``: they are
+        the first of ``srt`` (the nodes in order of ``t_at``), put in index order through
+        the bitmap ``bits`` (zero before and after). A node's free CPUs are its own
         entries (``by_start``, ``by_pair``, ``by_pos``: each node's (node, job) pairs in
         end order) added to ``fc`` in the order the test gives them back."""
-        m = 0
-        for j in range(ids.size):
-            n = ids[j]
-            if t_at[n] <= last and not blocked[n]:
-                u[m] = n
+        one = np.uint64(1)
+        for j in range(n_srt):
+            n = srt[j]
+            if t_at[n] > last:
+                break
+            bits[n >> 6] |= one << np.uint64(n & 63)
+        k = 0
+        for w in range(bits.size):
+            word = bits[w]
+            bits[w] = 0
+            while word != 0:
+                n = w * 64 + _lowest_bit(word)
+                word &= word - one
                 c = fc[n]
-                for k in range(by_start[n], by_start[n + 1]):
-                    if by_pos[k] > last:
+                for q in range(by_start[n], by_start[n + 1]):
+                    if by_pos[q] > last:
                         break
-                    c += p_cpus[by_pair[k]]
-                uc[m] = c
-                m += 1
-        return _choose(span, m, u, uc, starts, totals, out, at)
+                    c += p_cpus[by_pair[q]]
+                cand[k] = n
+                cand_cpu[k] = c
+                k += 1
+        return k
 
     @njit(cache=True)
     def _choose(span, m, u, uc, starts, totals, out, at):  # pragma: no cover - compiled
@@ -167,16 +192,22 @@ if njit is not None:
         return False
 
     @njit(cache=True)
-    def _fit_at(
-        span, last, t_at, lvl_lo, lvl_hi, lvl_off, lvl_idx, fc, blocked, by_start, by_pair, by_pos, p_cpus, s, out, at
-    ):  # pragma: no cover - compiled
-        """``_fit`` on the free resources after the ends up to ``last`` (``_best_run_at``)."""
+    def _fit_sorted(span, levels, rank, cand, cand_cpu, n_cand, blocked, s, out, at):  # pragma: no cover - compiled
+        """``_fit`` over the nodes ``cand[:n_cand]`` (``_sorted_after``: those meeting the
+        thresholds after a batch, in index order, with their free CPUs then), through
+        the partition's ``levels`` cumulative levels (a node is in level ``k`` when its
+        ``rank``, the first level holding it, is at most ``k``): the unblocked ones of a
+        level are the nodes ``_best_run`` reads, in its order."""
         u, uc, starts, totals = s
-        for lvl in range(lvl_lo, lvl_hi):
-            ids = lvl_idx[lvl_off[lvl] : lvl_off[lvl + 1]]
-            if _best_run_at(
-                span, last, t_at, ids, fc, blocked, by_start, by_pair, by_pos, p_cpus, u, uc, starts, totals, out, at
-            ):
+        for level in range(levels):
+            m = 0
+            for j in range(n_cand):
+                n = cand[j]
+                if rank[n] <= level and not blocked[n]:
+                    u[m] = n
+                    uc[m] = cand_cpu[j]
+                    m += 1
+            if _choose(span, m, u, uc, starts, totals, out, at):
                 return True
         return False
 

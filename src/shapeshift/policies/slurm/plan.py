@@ -341,6 +341,7 @@ def backfill(
     preempt: PreemptHook | None = None,
     compiled: bool | None = None,
     arrays: EndArrays | None = None,
+    table: tuple[np.ndarray, np.ndarray, list[list[list[int]]]] | None = None,
 ) -> BackfillResult:
     """One backfill cycle (``_attempt_backfill``; see the module docstring). ``free`` is
     updated with the jobs it starts. For each job, from ``start_res`` = now: the nodes
@@ -353,7 +354,8 @@ def backfill(
     ``compiled``: run the cycle compiled (``plan_compiled``: the same decisions); by
     default where numba is installed and there is no preemption step. ``arrays``: the
     same ends as ``running``, as the compiled cycle reads them (made from ``running``
-    when not given)."""
+    when not given); ``table``: the candidates' rows as ``CandidateRows`` keeps them
+    (``plan_compiled.run``)."""
     res = max(resolution, 1.0)
     if compiled is None:
         compiled = preempt is None and compiled_cycle.available()
@@ -361,7 +363,7 @@ def backfill(
         if preempt is not None:
             raise ValueError("the compiled backfill cycle has no preemption step")
         ends = arrays if arrays is not None else EndArrays.of(running)
-        return _backfill_compiled(now, queue, free, ends, window, res, max_job_test, epoch)
+        return _backfill_compiled(now, queue, free, ends, window, res, max_job_test, epoch, table)
     endings = Endings(running)
     plan = Reservations()
     reservations = plan.items
@@ -429,13 +431,14 @@ def _backfill_compiled(
     res: float,
     max_job_test: int,
     epoch: float,
+    table: tuple[np.ndarray, np.ndarray, list[list[list[int]]]] | None = None,
 ) -> BackfillResult:
     """``backfill``'s cycle run by ``plan_compiled``, its answer as starts and reservations
     (a reservation's bounds are ints for an int resolution, as ``math.floor(x / res) * res``
     gives them here)."""
     from shapeshift.policies.slurm import plan_compiled  # imports numba: only when used
 
-    tested, started, reserved = plan_compiled.run(now, queue, free, ends, window, res, max_job_test, epoch)
+    tested, started, reserved = plan_compiled.run(now, queue, free, ends, window, res, max_job_test, epoch, table)
     as_int = isinstance(res, int)
 
     def rows() -> list[tuple[str, list[int], float, float]]:

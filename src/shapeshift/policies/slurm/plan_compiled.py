@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from shapeshift.policies.slurm.fit import _cumulative, _share
-from shapeshift.policies.slurm.fit_compiled import _fit, _fit_at, available, njit
+from shapeshift.policies.slurm.candidate_rows import WIDTH, CandidateRows, partition_arrays
+from shapeshift.policies.slurm.fit import _share
+from shapeshift.policies.slurm.fit_compiled import _fit, _fit_sorted, _sorted_after, available, njit
 from shapeshift.policies.slurm.will_run_compiled import _answer, _by_node, _times
 
 __all__ = ["available", "run"]
@@ -50,7 +51,7 @@ if njit is not None:
         now, window, res, max_job_test, epoch, fg, fc, fm,
         e_end, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem, n_pairs,
         c_span, c_tg, c_tc, c_tm, c_sg, c_sc, c_sm, c_limit, c_part, c_off,
-        part_mask, part_lvl, lvl_off, lvl_idx,
+        part_mask, part_lvl, lvl_off, lvl_idx, part_rank,
         kind, begin_at, end_at, out,
     ):  # pragma: no cover - compiled
         """``plan.backfill`` without a preemption step. Per candidate ``kind`` is 1
@@ -78,12 +79,22 @@ if njit is not None:
         cls_srt = np.empty((classes, size), np.int64)
         cls_n = np.zeros(classes, np.int64)
         cls_now = np.zeros(classes, np.int64)  # nodes meeting them now (srt's first)
+        # The nodes meeting them after the batch ending at end position ``cls_last`` (in
+        # index order, with their free CPUs then), for choosing nodes after it: jobs of
+        # one class mostly wait for one of a few batches, so a few are kept.
+        ways = 4
+        cls_last = np.full((classes, ways), -2, np.int64)
+        cls_next = np.zeros(classes, np.int64)
+        cls_cand = np.empty((classes, ways, size), np.int64)
+        cls_cpu = np.empty((classes, ways, size), np.float64)
+        cls_k = np.zeros((classes, ways), np.int64)
+        bits = np.zeros((size + 63) // 64, np.uint64)
         cls_part = np.full(classes, -1, np.int64)  # the partition cls_usable counts for
         cls_usable = np.zeros(classes, np.int64)  # of cls_now, the partition's
         n_cls = 0
         counts = np.empty(e_end.size + 2, np.int64)
         # Each node's (node, job) pairs in end order, for choosing nodes after a batch
-        # (``_fit_at``); made when first needed after the ends change.
+        # (``_sorted_after``); made when first needed after the ends change.
         by_start = np.empty(size + 1, np.int64)
         by_pair = np.empty(p_node.size, np.int64)
         by_pos = np.empty(p_node.size, np.int64)
@@ -142,6 +153,7 @@ if njit is not None:
                 while n_now < cls_n[ci] and cls_t[ci, cls_srt[ci, n_now]] < 0:
                     n_now += 1
                 cls_now[ci] = n_now
+                cls_last[ci, :] = -2
                 cls_part[ci] = -1
             t_at, srt, n_srt, n_now = cls_t[ci], cls_srt[ci], cls_n[ci], cls_now[ci]
             if cls_part[ci] != g:
@@ -252,9 +264,22 @@ if njit is not None:
                         if not by_ready:
                             by_ready = True
                             _by_node(size, e_first, e_count, order, n_end, p_node, by_start, by_pair, by_pos, touched)
-                        found = _fit_at(
-                            span, last, t_at, part_lvl[g], part_lvl[g + 1], lvl_off, lvl_idx, fc, blocked,
-                            by_start, by_pair, by_pos, p_cpus, s, out, at,
+                        way = -1
+                        for w in range(ways):
+                            if cls_last[ci, w] == last:
+                                way = w
+                                break
+                        if way < 0:
+                            way = cls_next[ci]
+                            cls_next[ci] = (way + 1) % ways
+                            cls_last[ci, way] = last
+                            cls_k[ci, way] = _sorted_after(
+                                last, t_at, srt, n_srt, fc, by_start, by_pair, by_pos, p_cpus, bits,
+                                cls_cand[ci, way], cls_cpu[ci, way],
+                            )
+                        found = _fit_sorted(
+                            span, part_lvl[g + 1] - part_lvl[g], part_rank[g], cls_cand[ci, way], cls_cpu[ci, way],
+                            cls_k[ci, way], blocked, s, out, at,
                         )
                     assert found, "the thresholds and fit disagree"
                 if start <= now:
@@ -341,18 +366,26 @@ def run(
     res: float,
     max_job_test: int,
     epoch: float,
+    table: tuple[np.ndarray, np.ndarray, list[list[list[int]]]] | None = None,
 ) -> tuple[int, list[tuple[int, list[int], Any]], Callable[[], list[tuple[int, list[int], float, float]]]]:
     """``plan.backfill``'s cycle (``Candidate``s, ``Free``, the running jobs' ends as
     ``plan.EndArrays``) over flat arrays: the ends with their order by end (room left
     for the cycle's starts), the candidates (``max_job_test`` at most) with their span, per-node
-    share and thresholds (``fit._share``), and their partitions' cumulative node levels
-    (``fit._cumulative``).
+    share, thresholds and limit (``candidate_rows``), and their partitions' cumulative
+    node levels (``fit._cumulative``). ``table``: the candidates' rows, partition indexes
+    and the node lists those index, as ``CandidateRows`` keeps them (made here when not
+    given).
     Returns how many were tested, the starts (candidate index, nodes, per-node share) and
     a function listing the reservations (candidate index, nodes, begin, end), called
     only where they are read; ``free`` is updated."""
     queue = queue[: max(max_job_test, 0)]
-    table = np.array([_row(c.need, c.largest) for c in queue], np.float64).reshape(len(queue), 7)
-    c_span = table[:, 0].astype(np.int64)
+    if table is None:
+        kept = CandidateRows()
+        at = np.array([kept.slot_of(c) for c in queue], np.int64)
+        table = (kept.rows[at], kept.part[at], kept.groups)
+    rows, part_index, groups = table
+    rows, part_index = rows[: len(queue)].reshape(len(queue), WIDTH), part_index[: len(queue)]
+    c_span = rows[:, 0].astype(np.int64)
     count, pairs = ends.end.size, ends.node.size
     spare, room = len(queue), pairs + int(c_span.sum())
     e_end = np.zeros(count + spare, np.float64)
@@ -371,39 +404,18 @@ def run(
     p_node[:pairs], p_gpus[:pairs], p_cpus[:pairs], p_mem[:pairs] = ends.node, ends.gpus, ends.cpus, ends.mem
     ends = (e_end, e_first, e_count, order, count, p_node, p_gpus, p_cpus, p_mem, pairs)
     size = free.gpus.size
-    part_of: dict[int, int] = {}
-    masks: list[np.ndarray] = []
-    part_lvl, lvl_off, levels = [0], [0], []
-    c_part = np.zeros(len(queue), np.int64)
-    for i, cand in enumerate(queue):
-        g = part_of.get(id(cand.groups))
-        if g is None:
-            g = part_of[id(cand.groups)] = len(masks)
-            mask = np.zeros(size, dtype=bool)
-            for grp in cand.groups:
-                mask[grp] = True
-            masks.append(mask)
-            for idx, _ in _cumulative(cand.groups):
-                levels.append(idx)
-                lvl_off.append(lvl_off[-1] + idx.size)
-            part_lvl.append(len(levels))
-        c_part[i] = g
-    partitions = (
-        np.array(masks, dtype=bool).reshape(len(masks), size),
-        np.array(part_lvl, np.int64),
-        np.array(lvl_off, np.int64),
-        np.concatenate(levels).astype(np.int64) if levels else np.zeros(0, np.int64),
-    )
+    # The partitions the candidates are in, each once: its node mask and levels.
+    c_part, partitions = partition_arrays(part_index, groups, size)
     c_off = np.concatenate(([0], np.cumsum(c_span))).astype(np.int64)
     cands = (
         c_span,
-        table[:, 1].astype(np.int64),
-        np.ascontiguousarray(table[:, 2]),
-        np.ascontiguousarray(table[:, 3]),
-        table[:, 4].astype(np.int64),
-        np.ascontiguousarray(table[:, 5]),
-        np.ascontiguousarray(table[:, 6]),
-        np.fromiter((c.limit for c in queue), np.float64, len(queue)),
+        rows[:, 1].astype(np.int64),
+        np.ascontiguousarray(rows[:, 2]),
+        np.ascontiguousarray(rows[:, 3]),
+        rows[:, 4].astype(np.int64),
+        np.ascontiguousarray(rows[:, 5]),
+        np.ascontiguousarray(rows[:, 6]),
+        np.ascontiguousarray(rows[:, 7]),
         c_part,
         c_off,
     )
@@ -428,22 +440,3 @@ def run(
         ]
 
     return int(tested), started, reserved
-
-
-#: ``_row``'s answers per need (by identity, the need kept to tell a reused identity
-#: apart) and largest node.
-_ROWS: dict[tuple[int, int], tuple[Any, tuple[float, ...]]] = {}
-
-
-def _row(need: Any, largest: int) -> tuple[float, ...]:
-    """A candidate's numbers for the cycle: its span, thresholds (GPUs, CPUs, memory)
-    and per-node share (GPUs, CPUs, memory), from ``fit._share``."""
-    hit = _ROWS.get((id(need), largest))
-    if hit is not None and hit[0] is need:
-        return hit[1]
-    _, span, share, (tg, tc, tm) = _share(need, largest)
-    row = (float(span), float(tg), float(tc), float(tm), float(share.gpus), float(share.cpus), float(share.mem))
-    if len(_ROWS) >= 4096:
-        _ROWS.clear()
-    _ROWS[(id(need), largest)] = (need, row)
-    return row

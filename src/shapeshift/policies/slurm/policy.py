@@ -39,6 +39,7 @@ from shapeshift.engine.fractions import TypedGroups
 from shapeshift.engine.view import ClusterView
 from shapeshift.model import Allocation, ClusterSpec, JobSpec, Schedule
 from shapeshift.policies.framework.registry import PolicyParams, register
+from shapeshift.policies.slurm.candidate_rows import CandidateRows
 from shapeshift.policies.slurm.clock import PriorityClock, StaticRows
 from shapeshift.policies.slurm.cycle import BackfillCycle
 from shapeshift.policies.slurm.ends import EndsByJob
@@ -133,6 +134,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         self.start_priority: dict[str, int] = {}
         self.last_plan: BackfillResult | None = None
         self.candidates: dict[str, Candidate] = {}
+        self.candidate_rows = CandidateRows()
         #: The main scheduler's fit: ``fit``, or its compiled twin once a backfill cycle
         #: has run compiled (so a replay that never needs numba never imports it).
         self.fit_head = fit
@@ -291,7 +293,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         elif count > 1:
             key, kept = self._sort_key(view), self.queue_order
             if not kept.valid:
-                queue = kept.rebuild(everyone(), bulk_keys(everyone(), self.tiers, self.prio, self.order, key))
+                queue = kept.rebuild_columns(everyone(), *bulk_keys(everyone(), self.tiers, self.prio, self.order, key))
             elif listed is None:
                 queue = kept.extend(fresh, count, key, everyone)
             else:
@@ -327,6 +329,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             priority = self.prio.pop(job_id, 0)
             self.queue_order.discard(job_id)
             self.candidates.pop(job_id, None)
+            self.candidate_rows.drop(job_id)
             if self.preemption is not None:
                 self.start_priority[job_id] = priority
             self.begin.pop(job_id, None)

@@ -35,15 +35,27 @@ class PriorityOrder:
     def rebuild(self, pending: list[str], keys: list[Key]) -> list[str]:
         """Every pending job sorted anew by its key in ``keys`` (after a priority
         recalculation)."""
+        columns = tuple(map(list, zip(*keys, strict=True))) if keys else ([], [], [])
+        return self.rebuild_columns(pending, *columns)
+
+    def rebuild_columns(self, pending: list[str], tiers: list[int], prios: list[int], orders: list[int]) -> list[str]:
+        """``rebuild`` with the keys given as their three columns (``bulk_keys``)."""
         if not pending:
             self.keys, self.jobs, self.key_of = [], [], {}
         else:
             # The keys are unique, so numpy's lexicographic sort of their three columns
             # (the last column given first) is the tuples' sort.
-            columns = np.array(keys, np.int64)
-            at = np.lexsort((columns[:, 2], columns[:, 1], columns[:, 0])).tolist()
-            self.keys = [keys[i] for i in at]
-            self.jobs = [pending[i] for i in at]
+            at = np.lexsort((np.array(orders, np.int64), np.array(prios, np.int64), np.array(tiers, np.int64)))
+            take = at.tolist()
+            self.keys = list(
+                zip(
+                    np.array(tiers, np.int64)[at].tolist(),
+                    np.array(prios, np.int64)[at].tolist(),
+                    np.array(orders, np.int64)[at].tolist(),
+                    strict=True,
+                )
+            )
+            self.jobs = list(map(pending.__getitem__, take))
             self.key_of = dict(zip(self.jobs, self.keys, strict=True))
         self.valid = True
         return list(self.jobs)
@@ -110,9 +122,10 @@ def bulk_keys(
     prio: Mapping[str, int],
     order: Mapping[str, int],
     key: Callable[[str], Key],
-) -> list[Key]:
-    """The sort key (-tier, -priority, submission order) of each of ``jobs``, read in
-    bulk from the kept tiers, priorities and orders (a recalculation re-sorts the whole
-    queue); ``key`` gives, and keeps, the tier of a job whose tier is not kept yet."""
+) -> tuple[list[int], list[int], list[int]]:
+    """The sort key (-tier, -priority, submission order) of each of ``jobs`` as three
+    columns, read in bulk from the kept tiers, priorities and orders (a recalculation
+    re-sorts the whole queue); ``key`` gives, and keeps, the tier of a job whose tier
+    is not kept yet."""
     negated = [-t if t is not None else key(j)[0] for j, t in zip(jobs, map(tiers.get, jobs), strict=True)]
-    return list(zip(negated, [-p for p in map(prio.__getitem__, jobs)], map(order.__getitem__, jobs), strict=True))
+    return negated, [-p for p in map(prio.__getitem__, jobs)], list(map(order.__getitem__, jobs))

@@ -7,7 +7,7 @@ it to them is in that batch or an earlier one. ``_times`` finds that end for eve
 node once per set of thresholds (the ends given back in the test's order, so each
 node's sums are the ones the test reaches); ``_answer`` then finds the batch where the
 job's ``span``-th usable node gets there, and ``_by_node`` lists each node's entries in
-end order so that ``fit_compiled._fit_at`` can choose nodes after a batch without
+end order so that ``fit_compiled._sorted_after`` can choose nodes after a batch without
 giving the ends back.
 """
 

@@ -1,0 +1,95 @@
+"""Each backfill candidate's numbers for the compiled cycle, kept while it waits.
+
+The compiled cycle (``plan_compiled``) reads a candidate as a row of numbers: its span,
+per-node thresholds and share (``fit._share``), its limit, and its partition. They do
+not change while the job waits, and a cycle tests the same few hundred jobs as the one
+before it, so the rows are made once per job into reused slots of one array, and a
+cycle gathers its candidates' rows with one index instead of a Python call each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from shapeshift.policies.slurm.fit import _cumulative, _share
+
+__all__ = ["CandidateRows", "partition_arrays", "row_of"]
+
+#: Columns of a row: span, thresholds (GPUs, CPUs, memory), per-node share (GPUs, CPUs,
+#: memory), limit.
+WIDTH = 8
+
+
+def row_of(cand: Any) -> tuple[float, ...]:
+    """``cand``'s row (see ``WIDTH``)."""
+    _, span, share, (tg, tc, tm) = _share(cand.need, cand.largest)
+    return (
+        float(span), float(tg), float(tc), float(tm), float(share.gpus), float(share.cpus), float(share.mem),
+        float(cand.limit),
+    )
+
+
+class CandidateRows:
+    """Rows of the pending jobs a cycle has tested (``plan.Candidate``s), by job, with each
+    one's partition as an index into ``groups`` (node lists by identity, as
+    ``Candidate.groups`` shares them)."""
+
+    def __init__(self) -> None:
+        self.slot: dict[str, int] = {}
+        self.rows = np.zeros((256, WIDTH), np.float64)
+        self.part = np.zeros(256, np.int64)
+        self.groups: list[list[list[int]]] = []
+        self._group_index: dict[int, int] = {}
+        self._free: list[int] = []
+
+    def slot_of(self, cand: Any) -> int:
+        """``cand``'s slot, its row made on first sight."""
+        slot = self.slot.get(cand.job_id)
+        if slot is not None:
+            return slot
+        if self._free:
+            slot = self._free.pop()
+        else:
+            slot = len(self.slot)
+            if slot == len(self.rows):
+                self.rows = np.concatenate((self.rows, np.zeros_like(self.rows)))
+                self.part = np.concatenate((self.part, np.zeros_like(self.part)))
+        index = self._group_index.get(id(cand.groups))
+        if index is None or self.groups[index] is not cand.groups:
+            index = self._group_index[id(cand.groups)] = len(self.groups)
+            self.groups.append(cand.groups)
+        self.rows[slot] = row_of(cand)
+        self.part[slot] = index
+        self.slot[cand.job_id] = slot
+        return slot
+
+    def drop(self, job_id: str) -> None:
+        slot = self.slot.pop(job_id, None)
+        if slot is not None:
+            self._free.append(slot)
+
+
+def partition_arrays(
+    part_index: np.ndarray, groups: list[list[list[int]]], size: int
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The partitions of a cycle's candidates (``part_index`` into ``groups``), each once:
+    each candidate's partition among them, and per partition its node mask, the offsets
+    of its cumulative levels (``fit._cumulative``) into the flattened levels, and each
+    node's rank, the first level holding it (past the last where it is not in it)."""
+    present, inverse = np.unique(part_index, return_inverse=True)
+    masks = np.zeros((present.size, size), dtype=bool)
+    ranks = np.full((present.size, size), size + 1, np.int64)
+    part_lvl, lvl_off, levels = [0], [0], []
+    for g, index in enumerate(present.tolist()):
+        for rank, grp in reversed(list(enumerate(groups[index]))):
+            masks[g, grp] = True
+            ranks[g, grp] = rank
+        for idx, _ in _cumulative(groups[index]):
+            levels.append(idx)
+            lvl_off.append(lvl_off[-1] + idx.size)
+        part_lvl.append(len(levels))
+    flat = np.concatenate(levels).astype(np.int64) if levels else np.zeros(0, np.int64)
+    arrays = (masks, np.array(part_lvl, np.int64), np.array(lvl_off, np.int64), flat, ranks)
+    return inverse.astype(np.int64).reshape(-1), arrays
