@@ -64,11 +64,12 @@ if njit is not None:
         stamp = np.zeros(size, np.int64)
         call = 0
         touched = np.empty(size, np.int64)
-        # The nodes reserved over the job's window, kept as the window slides: how many
-        # reservations in it hold each node, and which reservations are in it.
+        # The nodes reserved over the job's window, kept as the window slides. A test's
+        # first window (from now to now + limit) holds the reservations begun by its
+        # end (every reservation ends after now): a node is in one exactly when its
+        # earliest begin (``minb``) is by then.
         blocked = np.zeros(size, np.bool_)
-        holding = np.zeros(size, np.int64)
-        in_window = np.zeros(c_span.size, np.bool_)
+        minb = np.full(size, np.inf)
         b_sorted = np.empty(c_span.size, np.int64)  # reservations in begin order
         mark = np.zeros(size, np.bool_)
         # Each threshold class's ``_times`` (most jobs share a shape), until a start
@@ -89,8 +90,6 @@ if njit is not None:
         cls_cpu = np.empty((classes, ways, size), np.float64)
         cls_k = np.zeros((classes, ways), np.int64)
         bits = np.zeros((size + 63) // 64, np.uint64)
-        cls_part = np.full(classes, -1, np.int64)  # the partition cls_usable counts for
-        cls_usable = np.zeros(classes, np.int64)  # of cls_now, the partition's
         n_cls = 0
         counts = np.empty(e_end.size + 2, np.int64)
         # Each node's (node, job) pairs in end order, for choosing nodes after a batch
@@ -129,7 +128,6 @@ if njit is not None:
             changed = True  # the reserved nodes since the last will-run test (none yet)
             answer = 0.0
             by_end = 0  # reservations (in end order) before this have ended by start_res
-            by_begin = 0  # reservations (in begin order) before this have begun by its end
             # The partition's nodes meeting the job's thresholds now (free resources
             # change only when a job starts, which ends this job's loop).
             tg, tc, tm = c_tg[i], c_tc[i], c_tm[i]
@@ -154,17 +152,25 @@ if njit is not None:
                     n_now += 1
                 cls_now[ci] = n_now
                 cls_last[ci, :] = -2
-                cls_part[ci] = -1
             t_at, srt, n_srt, n_now = cls_t[ci], cls_srt[ci], cls_n[ci], cls_now[ci]
-            if cls_part[ci] != g:
-                cls_part[ci] = g
-                cls_usable[ci] = 0
-                for j in range(n_now):
-                    if usable_part[srt[j]]:
-                        cls_usable[ci] += 1
+            first_end = now + limit
+            for n in range(size):
+                blocked[n] = minb[n] <= first_end
             # Of the partition's nodes meeting them now, those no reservation in the
-            # window holds (none yet).
-            count = cls_usable[ci]
+            # window holds.
+            count = 0
+            for j in range(n_now):
+                if usable_part[srt[j]] and not blocked[srt[j]]:
+                    count += 1
+            # The reservations begun by the first window's end are in it already.
+            lo_b, hi_b = 0, n_res
+            while lo_b < hi_b:
+                mid = (lo_b + hi_b) // 2
+                if res_begin[b_sorted[mid]] <= first_end:
+                    lo_b = mid + 1
+                else:
+                    hi_b = mid
+            by_begin = lo_b
             last = -1  # the answer's state: the free resources now (-1) or after that end
             placed = False  # the answer's nodes are in out[at:]
             while start_res <= now + window:
@@ -175,30 +181,38 @@ if njit is not None:
                 while by_end < n_res and res_end[r_sorted[by_end]] <= start_res:
                     r = r_sorted[by_end]
                     by_end += 1
-                    if in_window[r]:
-                        in_window[r] = False
-                        c = r_cand[r]
-                        for q in range(c_off[c], c_off[c] + c_span[c]):
-                            n = out[q]
-                            holding[n] -= 1
-                            if holding[n] == 0:
-                                blocked[n] = False
-                                changed = True
-                                if usable_part[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm:
-                                    count += 1
+                    if res_end[r] <= now:  # never in a window
+                        continue
+                    # Its nodes stay blocked where another reservation over the window
+                    # holds them (those joining below included: the same final set).
+                    c = r_cand[r]
+                    for q in range(c_off[c], c_off[c] + c_span[c]):
+                        n = out[q]
+                        if not blocked[n]:
+                            continue
+                        held = False
+                        sp = head[n]
+                        while sp >= 0:
+                            if s_lo[sp] <= end and s_hi[sp] > start_res:
+                                held = True
+                                break
+                            sp = s_next[sp]
+                        if not held:
+                            blocked[n] = False
+                            changed = True
+                            if usable_part[n] and t_at[n] < 0:
+                                count += 1
                 while by_begin < n_res and res_begin[b_sorted[by_begin]] <= end:
                     r = b_sorted[by_begin]
                     by_begin += 1
                     if res_end[r] > start_res:
-                        in_window[r] = True
                         c = r_cand[r]
                         for q in range(c_off[c], c_off[c] + c_span[c]):
                             n = out[q]
-                            holding[n] += 1
-                            if holding[n] == 1:
+                            if not blocked[n]:
                                 blocked[n] = True
                                 changed = True
-                                if usable_part[n] and fg[n] >= tg and fc[n] >= tc and fm[n] >= tm:
+                                if usable_part[n] and t_at[n] < 0:
                                     count -= 1
                 # later_start: the first reservation end after start_res, in end order,
                 # with a usable node that no reservation holds at that instant.
@@ -346,14 +360,9 @@ if njit is not None:
                     s_next[n_spans] = head[n]
                     head[n] = n_spans
                     n_spans += 1
+                    if b1 > now:
+                        minb[n] = min(minb[n], b0)
                 break
-            for r in range(n_res):  # the window emptied for the next job
-                if in_window[r]:
-                    in_window[r] = False
-                    c = r_cand[r]
-                    for q in range(c_off[c], c_off[c] + c_span[c]):
-                        holding[out[q]] = 0
-                        blocked[out[q]] = False
         return tested
 
 
