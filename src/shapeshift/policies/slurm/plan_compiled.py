@@ -30,6 +30,7 @@ from shapeshift.policies.slurm.candidate_rows import WIDTH, CandidateRows, parti
 from shapeshift.policies.slurm.fit import _share
 from shapeshift.policies.slurm.fit_compiled import _fit, _fit_sorted, _sorted_after, available, njit
 from shapeshift.policies.slurm.will_run_compiled import _answer, _by_node, _times
+from shapeshift.policies.slurm.window_compiled import _begun_by, _later_start
 
 __all__ = ["available", "run"]
 
@@ -163,14 +164,7 @@ if njit is not None:
                 if usable_part[srt[j]] and not blocked[srt[j]]:
                     count += 1
             # The reservations begun by the first window's end are in it already.
-            lo_b, hi_b = 0, n_res
-            while lo_b < hi_b:
-                mid = (lo_b + hi_b) // 2
-                if res_begin[b_sorted[mid]] <= first_end:
-                    lo_b = mid + 1
-                else:
-                    hi_b = mid
-            by_begin = lo_b
+            by_begin = _begun_by(first_end, b_sorted, n_res, res_begin)
             last = -1  # the answer's state: the free resources now (-1) or after that end
             placed = False  # the answer's nodes are in out[at:]
             while start_res <= now + window:
@@ -214,36 +208,10 @@ if njit is not None:
                                 changed = True
                                 if usable_part[n] and t_at[n] < 0:
                                     count -= 1
-                # later_start: the first reservation end after start_res, in end order,
-                # with a usable node that no reservation holds at that instant.
-                later = -np.inf
-                lo_r, hi_r = 0, n_res
-                while lo_r < hi_r:
-                    mid = (lo_r + hi_r) // 2
-                    if start_res < res_end[r_sorted[mid]]:
-                        hi_r = mid
-                    else:
-                        lo_r = mid + 1
-                for j in range(lo_r, n_res):
-                    r = r_sorted[j]
-                    c = r_cand[r]
-                    b = res_end[r]
-                    for q in range(c_off[c], c_off[c] + c_span[c]):
-                        n = out[q]
-                        if not usable_part[n]:
-                            continue
-                        held = False
-                        sp = head[n]
-                        while sp >= 0:
-                            if s_lo[sp] <= b < s_hi[sp]:
-                                held = True
-                                break
-                            sp = s_next[sp]
-                        if not held:
-                            later = b
-                            break
-                    if later != -np.inf:
-                        break
+                later = _later_start(
+                    start_res, n_res, r_sorted, res_end, r_cand, c_off, c_span, out, usable_part, head, s_next, s_lo,
+                    s_hi,
+                )
                 # Within one job's iterations only the reserved nodes change (free
                 # resources and ends change when a job starts, which ends the loop): the
                 # same reserved nodes as the last test give the same answer and nodes.
