@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from shapeshift.policies.slurm.queue_order import PriorityOrder, fresh_jobs
+from shapeshift.policies.slurm.queue_order import PriorityOrder, TailReasons, fresh_jobs
 
 
 def test_arrivals_and_departures_by_hand():
@@ -97,3 +97,17 @@ def test_static_rows_reuse_a_started_jobs_slot():
     assert rows.slot == {"j2": 1, "j3": 0}
     assert rows.rows[[1, 0], 0].tolist() == [20.0, 30.0]
     assert rows.assoc[[1, 0]].tolist() == [1, 0] and rows.assoc_names == ["acct-x", "acct-y"]
+
+
+def test_tail_reasons_read_as_the_dict_written_in_turn():
+    # The main scheduler gave "w" (waiting on its begin time) and "a" (the head) their
+    # reasons, then stopped: b, c, d wait on priority. Backfill later starts c (its
+    # reason dropped) and finds d over a limit. Written in turn, the dict would be
+    # w, a, b, d (c popped), d's reason replaced in place.
+    given = {"w": "BeginTime", "a": "Resources"}
+    changes: dict[str, object] = {}
+    reasons = TailReasons(given, ["b", "c", "d"], "Priority", changes)
+    given["d"] = "AssocGrpGRES"
+    changes["c"] = object()
+    assert list(reasons.items()) == [("w", "BeginTime"), ("a", "Resources"), ("b", "Priority"), ("d", "AssocGrpGRES")]
+    assert reasons.get("c") is None and reasons["b"] == "Priority" and len(reasons) == 4

@@ -21,6 +21,7 @@ from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor
 
 if TYPE_CHECKING:
+    from shapeshift.policies.slurm.queue_order import PriorityOrder
     from shapeshift.slurm.conf import SlurmConf, SlurmPartition
 
 
@@ -34,6 +35,7 @@ class PriorityClock:
     order: dict[str, int]
     facts: dict[str, JobFacts]
     static_rows: StaticRows
+    queue_order: PriorityOrder
     begin: dict[str, float]
     largest: dict[str, int]
     part_norm: dict[str, float]
@@ -43,6 +45,7 @@ class PriorityClock:
     if TYPE_CHECKING:  # SlurmPolicy's
 
         def partition_of(self, spec: JobSpec) -> SlurmPartition | None: ...
+        def _tier(self, view: ClusterView, job_id: str) -> int: ...
 
     def _assoc(self, spec: JobSpec) -> str:
         """The job's user association (added with share 1 when the tree lacks it; the tree
@@ -105,6 +108,7 @@ class PriorityClock:
         if len(jobs) < 2 or not self.conf.priority.multifactor:
             for job_id in jobs:
                 self.prio[job_id] = self._priority(view, job_id, now)
+            self.queue_order.valid = False  # the next decision sorts the queue anew
             return
         table = self.static_rows
         slots = list(map(table.slot.get, jobs))
@@ -116,7 +120,8 @@ class PriorityClock:
                 if facts is None:
                     status = view.job(job_id)
                     facts = self.facts[job_id] = self._facts(view, status.spec, status.partition)
-                table.add(job_id, self.multifactor.static(facts), facts.assoc)
+                row = self.multifactor.static(facts)
+                table.add(job_id, row, facts.assoc, self._tier(view, job_id), self.order[job_id])
             slots = list(map(table.slot.__getitem__, jobs))
         at = np.array(slots, np.int64)
         assoc = table.assoc[at]
@@ -125,6 +130,9 @@ class PriorityClock:
         factors[present] = [self.fairshare.factor(table.assoc_names[i]) for i in present.tolist()]
         values = self.multifactor.priorities(table.rows[at], now, factors[assoc])
         self.prio.update(zip(jobs, values.tolist(), strict=True))
+        # The queue sorted anew by (-tier, -priority, submission order), from the same
+        # rows; jobs queued since are placed in it by the decision.
+        self.queue_order.rebuild_columns(jobs, -table.tier[at], -values, table.order[at])
 
 
 class StaticRows:
@@ -136,11 +144,13 @@ class StaticRows:
         self.slot: dict[str, int] = {}
         self.rows = np.zeros((256, 5), np.float64)
         self.assoc = np.zeros(256, np.int64)
+        self.tier = np.zeros(256, np.int64)  # the job's partition's priority tier
+        self.order = np.zeros(256, np.int64)  # its submission order
         self.assoc_names: list[str] = []
         self._assoc_index: dict[str, int] = {}
         self._free: list[int] = []
 
-    def add(self, job_id: str, row: tuple[float, ...], assoc: str) -> None:
+    def add(self, job_id: str, row: tuple[float, ...], assoc: str, tier: int = 1, order: int = 0) -> None:
         if self._free:
             slot = self._free.pop()
         else:
@@ -148,12 +158,16 @@ class StaticRows:
             if slot == len(self.rows):
                 self.rows = np.concatenate((self.rows, np.zeros_like(self.rows)))
                 self.assoc = np.concatenate((self.assoc, np.zeros_like(self.assoc)))
+                self.tier = np.concatenate((self.tier, np.zeros_like(self.tier)))
+                self.order = np.concatenate((self.order, np.zeros_like(self.order)))
         index = self._assoc_index.get(assoc)
         if index is None:
             index = self._assoc_index[assoc] = len(self.assoc_names)
             self.assoc_names.append(assoc)
         self.rows[slot] = row
         self.assoc[slot] = index
+        self.tier[slot] = tier
+        self.order[slot] = order
         self.slot[job_id] = slot
 
     def drop(self, job_id: str) -> None:

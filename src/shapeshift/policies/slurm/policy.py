@@ -49,7 +49,7 @@ from shapeshift.policies.slurm.plan import BackfillResult, Candidate, Ending, Fr
 from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
-from shapeshift.policies.slurm.queue_order import PriorityOrder, bulk_keys, fresh_jobs
+from shapeshift.policies.slurm.queue_order import PriorityOrder, TailReasons, bulk_keys, fresh_jobs
 from shapeshift.policies.slurm.shapes import Shapes, free_copy
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.cluster import SlurmCluster
@@ -135,6 +135,8 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         self.last_plan: BackfillResult | None = None
         self.candidates: dict[str, Candidate] = {}
         self.candidate_rows = CandidateRows()
+        #: The decision's reasons when the main scheduler stopped before the queue's end.
+        self.tail: TailReasons | None = None
         #: The main scheduler's fit: ``fit``, or its compiled twin once a backfill cycle
         #: has run compiled (so a replay that never needs numba never imports it).
         self.fit_head = fit
@@ -261,8 +263,6 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         ticked = self._tick_due(view.now) and self._ticks(view, everyone())
         if ticked or view.finished:
             self.dirty = True
-        if ticked:
-            self.queue_order.valid = False
         # A lone pending job's priority orders nothing (without preemption, the only other
         # reader): it is computed, for this instant and this usage, only if it stays pending.
         lone = self.preemption is None and total == 1
@@ -306,6 +306,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             self.limits.reset([self._usage(view, j) for j in view.allocations])
         self.exempt_wake = math.inf
         self._grace_ends(view, free, changes)  # preempted jobs whose grace time is over
+        self.tail = None
         self._main(view, queue, free, changes, reasons)
         assert self.conf is not None
         sched = self.conf.scheduler
@@ -352,9 +353,9 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             if sched.backfill and self.dirty:
                 wake = min(wake, self.next_bf)
             wake = max(wake, now + 1)
-        return Schedule(
-            base=view.allocations, changes=changes, reasons=reasons, default_reason="Priority", wake_at=wake
-        )
+        # The jobs the main scheduler did not reach wait on "Priority" (``TailReasons``).
+        told = reasons if self.tail is None else self.tail
+        return Schedule(base=view.allocations, changes=changes, reasons=told, default_reason="Priority", wake_at=wake)
 
     def _idle(self, view: ClusterView) -> Schedule:
         """A decision with no job to place and no grace time to end (about two in five
@@ -374,12 +375,17 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
 
         def key(job_id: str) -> tuple[int, int, int]:
             tier = tiers.get(job_id)
-            if tier is None:
-                part = self.partition_of(view.job(job_id).spec)
-                tier = tiers[job_id] = part.priority_tier if part is not None else 1
-            return (-tier, -self.prio[job_id], self.order[job_id])
+            return (-(tier if tier is not None else self._tier(view, job_id)), -self.prio[job_id], self.order[job_id])
 
         return key
+
+    def _tier(self, view: ClusterView, job_id: str) -> int:
+        """The job's partition's priority tier (kept while it waits)."""
+        tier = self.tiers.get(job_id)
+        if tier is None:
+            part = self.partition_of(view.job(job_id).spec)
+            tier = self.tiers[job_id] = part.priority_tier if part is not None else 1
+        return tier
 
     @staticmethod
     def _free(view: ClusterView) -> Free:
@@ -404,7 +410,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         every = len(self.groups)  # partitions
         for at, job_id in enumerate(queue[:depth]):
             if len(blocked) == every:  # every partition stopped: the rest wait on priority
-                reasons.update(dict.fromkeys(queue[at:depth], "Priority"))
+                self.tail = TailReasons(reasons, queue[at:depth], "Priority", changes)
                 break
             status = view.job(job_id)
             part = status.partition

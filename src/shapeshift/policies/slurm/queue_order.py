@@ -12,7 +12,7 @@ submission order is), so the order is the one a full sort gives.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,24 +38,20 @@ class PriorityOrder:
         columns = tuple(map(list, zip(*keys, strict=True))) if keys else ([], [], [])
         return self.rebuild_columns(pending, *columns)
 
-    def rebuild_columns(self, pending: list[str], tiers: list[int], prios: list[int], orders: list[int]) -> list[str]:
-        """``rebuild`` with the keys given as their three columns (``bulk_keys``)."""
+    def rebuild_columns(
+        self, pending: list[str], tiers: Sequence[int] | np.ndarray, prios: Sequence[int] | np.ndarray,
+        orders: Sequence[int] | np.ndarray,
+    ) -> list[str]:
+        """``rebuild`` with the keys given as their three columns (lists or arrays)."""
         if not pending:
             self.keys, self.jobs, self.key_of = [], [], {}
         else:
             # The keys are unique, so numpy's lexicographic sort of their three columns
             # (the last column given first) is the tuples' sort.
-            at = np.lexsort((np.array(orders, np.int64), np.array(prios, np.int64), np.array(tiers, np.int64)))
-            take = at.tolist()
-            self.keys = list(
-                zip(
-                    np.array(tiers, np.int64)[at].tolist(),
-                    np.array(prios, np.int64)[at].tolist(),
-                    np.array(orders, np.int64)[at].tolist(),
-                    strict=True,
-                )
-            )
-            self.jobs = list(map(pending.__getitem__, take))
+            t, p, o = (np.asarray(c, np.int64) for c in (tiers, prios, orders))
+            at = np.lexsort((o, p, t))
+            self.keys = list(zip(t[at].tolist(), p[at].tolist(), o[at].tolist(), strict=True))
+            self.jobs = list(map(pending.__getitem__, at.tolist()))
             self.key_of = dict(zip(self.jobs, self.keys, strict=True))
         self.valid = True
         return list(self.jobs)
@@ -129,3 +125,40 @@ def bulk_keys(
     is not kept yet."""
     negated = [-t if t is not None else key(j)[0] for j, t in zip(jobs, map(tiers.get, jobs), strict=True)]
     return negated, [-p for p in map(prio.__getitem__, jobs)], list(map(order.__getitem__, jobs))
+
+
+class TailReasons(Mapping[str, str]):
+    """A decision's reasons: those given job by job (``given``, still written to after
+    this is made), with one reason for a run of the queue (``tail``: the jobs the main
+    scheduler did not reach once every partition had stopped). The whole mapping is made
+    only when read, in the order a dict written in turn would have: ``given``'s entries
+    written before the run, the run, then the later ones (which replace a run job's
+    reason); the jobs in ``started`` keep none but a given one. A replay never reads
+    the reasons, and writing the run out cost a dict entry per waiting job at every
+    decision."""
+
+    def __init__(self, given: dict[str, str], tail: list[str], reason: str, started: Collection[str]) -> None:
+        self._given, self._tail, self._reason, self._started = given, tail, reason, started
+        self._before = list(given)
+        self._made: dict[str, str] | None = None
+
+    def _all(self) -> dict[str, str]:
+        if self._made is None:
+            given = self._given
+            made = {k: given[k] for k in self._before if k in given}
+            made.update(dict.fromkeys(self._tail, self._reason))
+            made.update(given)
+            for job_id in self._started:
+                if job_id not in given:
+                    made.pop(job_id, None)
+            self._made = made
+        return self._made
+
+    def __getitem__(self, job_id: str) -> str:
+        return self._all()[job_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
