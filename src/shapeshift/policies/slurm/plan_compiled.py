@@ -72,7 +72,6 @@ if njit is not None:
         blocked = np.zeros(size, np.bool_)
         minb = np.full(size, np.inf)
         b_sorted = np.empty(c_span.size, np.int64)  # reservations in begin order
-        mark = np.zeros(size, np.bool_)
         # Each threshold class's ``_times`` (most jobs share a shape), until a start
         # changes the free resources and the ends.
         classes = 16
@@ -295,20 +294,18 @@ if njit is not None:
                 b0 = math.floor(start / res) * res
                 b1 = math.floor((start + limit + res - 1) / res) * res
                 if start > start_res:
-                    for q in range(at, at + span):
-                        mark[out[q]] = True
+                    # Whether a reservation over b0 .. b1 holds one of the nodes (each
+                    # node's reservations read from its spans).
                     clash = False
-                    for r in range(n_res):
-                        if res_end[r] > b0 and res_begin[r] < b1:
-                            c = r_cand[r]
-                            for q in range(c_off[c], c_off[c] + c_span[c]):
-                                if mark[out[q]]:
-                                    clash = True
-                                    break
+                    for q in range(at, at + span):
+                        sp = head[out[q]]
+                        while sp >= 0:
+                            if s_hi[sp] > b0 and s_lo[sp] < b1:
+                                clash = True
+                                break
+                            sp = s_next[sp]
                         if clash:
                             break
-                    for q in range(at, at + span):
-                        mark[out[q]] = False
                     if clash:
                         start_res = start
                         continue
