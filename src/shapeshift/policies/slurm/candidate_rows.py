@@ -79,6 +79,10 @@ def partition_arrays(
     of its cumulative levels (``fit._cumulative``) into the flattened levels, and each
     node's rank, the first level holding it (past the last where it is not in it)."""
     present, inverse = np.unique(part_index, return_inverse=True)
+    key = (id(groups), size, *present.tolist())
+    hit = _PARTITIONS.get(key)
+    if hit is not None and hit[0] is groups:  # the registry only grows: its entries stay
+        return inverse.astype(np.int64).reshape(-1), hit[1]
     masks = np.zeros((present.size, size), dtype=bool)
     ranks = np.full((present.size, size), size + 1, np.int64)
     part_lvl, lvl_off, levels = [0], [0], []
@@ -92,4 +96,13 @@ def partition_arrays(
         part_lvl.append(len(levels))
     flat = np.concatenate(levels).astype(np.int64) if levels else np.zeros(0, np.int64)
     arrays = (masks, np.array(part_lvl, np.int64), np.array(lvl_off, np.int64), flat, ranks)
+    if len(_PARTITIONS) >= 64:
+        _PARTITIONS.clear()
+    _PARTITIONS[key] = (groups, arrays)
     return inverse.astype(np.int64).reshape(-1), arrays
+
+
+#: ``partition_arrays``' answers per groups registry (by identity, kept to tell a reused
+#: identity apart), node count and partitions present: a replay's cycles mostly test the
+#: same partitions.
+_PARTITIONS: dict[tuple[int, ...], tuple[list[list[list[int]]], tuple[np.ndarray, ...]]] = {}

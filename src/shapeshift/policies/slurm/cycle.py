@@ -83,8 +83,8 @@ class BackfillCycle:
         # The running jobs' ends in the engine's order: the kept ones as they are where
         # they are the same jobs in the same order (the pool's rows), else job by job.
         kept_order = not endings.reordered and list(view.allocations) == list(endings)
-        if kept_order:
-            running = list(endings.values())
+        if kept_order:  # the list is made only where the plan reads it (not compiled)
+            running: list[Ending] = []
             rows = pool.live_rows()
         else:
             running, slots = [], []
@@ -125,6 +125,8 @@ class BackfillCycle:
             from shapeshift.policies.slurm.fit_compiled import fit_now  # numba: only once needed
 
             self.fit_head = fit_now
+        if arrays is None and kept_order:
+            running = list(endings.values()) + started
         result = backfill(
             view.now,
             candidates,
