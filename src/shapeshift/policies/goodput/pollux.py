@@ -55,7 +55,8 @@ epochs"; ``batch_retune=epoch``, :mod:`.epochs`, whose rows its model records);
 batch search candidates as both artifacts' ``GoodputFunction.optimize`` does: each GPU's
 share rounded up and only the per-GPU batch checked, so a candidate may pass the largest
 batch (the job then runs it cut back to the largest; ``batch_overshoot``, on; off, ours,
-drops such candidates).
+drops such candidates), with the candidate's accumulation steps and a smaller per-GPU
+batch (``update_local_bsz``; ``batch_cut``, :func:`.epochs.cut_back`).
 
 ``unaware=true`` runs the Sia paper's heterogeneity-unaware baseline on a cluster of
 several GPU types (:mod:`.unaware`); off, as in the Pollux artifact, whose clusters have
@@ -87,6 +88,7 @@ from shapeshift.policies.goodput.epochs import (
     decide_between_epochs,
     own_batch,
     round_batch,
+    running_batch,
 )
 from shapeshift.policies.goodput.genetic import MAX_NODES, GeneticSearch, Values, Warm, adapt
 from shapeshift.policies.goodput.pollux_params import PolluxParams
@@ -171,8 +173,10 @@ class PolluxPolicy:
         #: ``search=genetic``: each partition's final population, and the search's randomness.
         self._warm: dict[str, Warm] = {}
         self._rng = np.random.default_rng(params.seed)
+        self._view: ClusterView | None = None
 
     def decide(self, view: ClusterView) -> Schedule:
+        self._view = view
         if self.params.batch_retune == "round" or self.knowledge.root is None:
             return decide_partitions(view, self._decide_partition, self._seen)
         return decide_between_epochs(
@@ -186,9 +190,20 @@ class PolluxPolicy:
         for its application's model."""
         cap = not self.params.batch_overshoot
         if self.online is not None:
-            return own_batch(self.knowledge, self.online, spec, batch_now, progress, gpu_type, shape, True, cap)
+            batch_now = self._running(spec.job_id, batch_now)
+            cut = self.params.batch_cut
+            return own_batch(self.knowledge, self.online, spec, batch_now, progress, gpu_type, shape, True, cap, cut)
         table = self.knowledge.job(spec, batch_now, progress, merged=self._merged.get(spec.job_id))
         return int(replace(table, cap_total=cap).best(len(shape), sum(shape))[1][0])
+
+    def _running(self, job_id: str, batch: int | None) -> int | None:
+        """With ``batch_cut=artifact``, the batch ``job_id``'s current allocation runs at
+        when ``batch`` is the one it was handed (they differ for a batch cut back)."""
+        alloc = self._view.allocations.get(job_id) if self._view is not None else None
+        if self.params.batch_cut != "artifact" or alloc is None or batch is None or alloc.batch_size != batch:
+            return batch
+        gpu_type = self._view.cluster.nodes[alloc.placement[0][0]].gpu_type
+        return running_batch(self.knowledge, self._view.job(job_id).spec, alloc, gpu_type)
 
     def _jobs(
         self,
@@ -209,7 +224,7 @@ class PolluxPolicy:
             status = view.job(job_id)
             spec = status.spec
             current = status.allocation
-            batch_now = current.batch_size if current is not None else None
+            batch_now = self._running(job_id, current.batch_size) if current is not None else None
             progress = status.progress_at(view.now)
             if merged:
                 self._merged[job_id] = merged

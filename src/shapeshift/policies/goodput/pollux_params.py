@@ -76,6 +76,13 @@ class PolluxParams(PolicyParams):
         "GoodputFunction.optimize, in both artifacts' goodput.py; the job then runs the batch cut back to the "
         "largest); false (ours): candidates above the largest batch are dropped",
     )
+    batch_cut: Literal["artifact", "regroup"] = Field(
+        "artifact",
+        description="how a batch past the largest runs: artifact: with the candidate's accumulation steps and "
+        "each GPU's batch cut to int(largest / (GPUs x (steps + 1))) (both artifacts' Job.update_local_bsz; "
+        "YOLOv3 on 3 GPUs: 22 micro-steps of 7, 462), its noise measured at that batch; regroup (ours): the "
+        "cut-back batch re-split into fewer, fuller micro-steps (20 of 8, 480)",
+    )
     batch_retune: Literal["epoch", "round"] = Field(
         "epoch",
         description="epoch: a job re-chooses its batch after every epoch it completes (the artifact's "
