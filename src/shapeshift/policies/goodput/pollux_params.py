@@ -50,6 +50,13 @@ class PolluxParams(PolicyParams):
         description="exact (ours): the optimum of the objective over packed placements by knapsack; genetic: "
         "the artifact's NSGA-II search (population x generations, warm-started each round, seeded)",
     )
+    repack: bool = Field(
+        True,
+        description="search=exact: a job keeping its GPU count on more nodes than packing needs moves to a "
+        "placement on fewer when its goodput there times the restart factor beats its goodput where it is "
+        "(the artifact's Problem._evaluate values each job on the nodes it gets and charges a move the "
+        "restart factor); false (ours): it stays where it is",
+    )
     genetic_value: Literal["placement", "packed"] = Field(
         "placement",
         description="search=genetic: placement: each state's jobs valued on the nodes and GPUs it gives "
