@@ -24,7 +24,7 @@ from dataclasses import replace
 from shapeshift.engine.batching import split_batch
 from shapeshift.engine.state import JobStatus
 from shapeshift.engine.view import ClusterView
-from shapeshift.model import JobSpec, Schedule
+from shapeshift.model import Allocation, BatchSpec, JobSpec, Schedule
 from shapeshift.perf.pollux.ground_truth import typed_limits
 from shapeshift.perf.pollux.knowledge import GoodputKnowledge
 from shapeshift.perf.pollux.online import OnlineFits
@@ -74,13 +74,15 @@ def own_batch(
     shape: Shape,
     by_placement: bool,
     cap_total: bool = True,
+    cut: str = "regroup",
 ) -> int:
     """The best batch on ``shape`` (GPUs per node) of ``gpu_type`` for the job's own model
     there (``Job.update_local_bsz``; the application's model without ``online`` fits),
     with the noise it measured at ``batch_now`` and ``progress``. ``by_placement``: on a
     typed profile each GPU's batch stays within what was measured on that placement
     (``get_max_local_bsz``), else within the type's limit. ``cap_total``: the candidate
-    rule of :class:`~shapeshift.perf.pollux.goodput.GoodputGrid`."""
+    rule of :class:`~shapeshift.perf.pollux.goodput.GoodputGrid`. ``cut``: how a candidate
+    past the largest batch runs (:func:`cut_back`)."""
     assert spec.batch is not None
     g = sum(shape)
     table = goodput.job(spec, batch_now, progress, gpu_type)
@@ -96,9 +98,33 @@ def own_batch(
     best = int(replace(table, params=fitted, cap_total=cap_total).best(len(shape), g)[1][0])
     if cap_total or profile is None:
         return best
-    # A candidate past the largest batch runs with its per-GPU batch cut back (the
-    # artifact's ``update_local_bsz``): the batch the job reports is the one it runs.
-    return split_batch(typed_limits(spec.batch, profile, shape), best, g).global_batch
+    return cut_back(typed_limits(spec.batch, profile, shape), best, g, cut)
+
+
+def cut_back(limits: BatchSpec, best: int, replicas: int, cut: str) -> int:
+    """The batch to hand the engine for a goodput search's candidate ``best`` (global, on
+    ``replicas`` GPUs), which may pass ``limits.max_size`` once each GPU's share is rounded up.
+
+    Both artifacts' ``Job.update_local_bsz`` keep the candidate's accumulation steps and cut
+    each GPU's batch to ``int(max_size / (replicas x (steps + 1)))``. ``artifact``: the largest
+    batch is handed over, whose split (:func:`.split_batch`) is exactly that: a candidate past
+    it rounds up the largest's own per-GPU share, so it has the largest's accumulation steps
+    (YOLOv3 on 3 GPUs, largest 512: candidate 528 as 22 x 8 per GPU, run as 22 x 7 = 462).
+    ``regroup`` (ours): the cut-back global batch, which :func:`.split_batch` re-splits into
+    fewer, fuller micro-batches (462 runs as 20 x 8 = 480)."""
+    if cut == "artifact":
+        return min(best, limits.max_size)
+    return split_batch(limits, best, replicas).global_batch
+
+
+def running_batch(goodput: GoodputKnowledge, spec: JobSpec, alloc: Allocation, gpu_type: str) -> int:
+    """The global batch ``alloc`` runs at, as the ground truth splits it (the batch whose
+    gradient noise the job measures: the artifacts' ``grad_params`` of ``Job.step``)."""
+    assert spec.batch is not None and alloc.batch_size is not None
+    profile = load_profile(goodput.root, app_name(spec.model), gpu_type) if goodput.root else None
+    shape = tuple(r.gpus for _, r in alloc.placement)
+    limits = typed_limits(spec.batch, profile, shape) if profile is not None else spec.batch
+    return split_batch(limits, alloc.batch_size, alloc.gpus).global_batch
 
 
 def round_batch(

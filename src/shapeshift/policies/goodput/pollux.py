@@ -55,7 +55,8 @@ epochs"; ``batch_retune=epoch``, :mod:`.epochs`, whose rows its model records);
 batch search candidates as both artifacts' ``GoodputFunction.optimize`` does: each GPU's
 share rounded up and only the per-GPU batch checked, so a candidate may pass the largest
 batch (the job then runs it cut back to the largest; ``batch_overshoot``, on; off, ours,
-drops such candidates).
+drops such candidates), with the candidate's accumulation steps and a smaller per-GPU
+batch (``update_local_bsz``; ``batch_cut``, :func:`.epochs.cut_back`).
 
 ``unaware=true`` runs the Sia paper's heterogeneity-unaware baseline on a cluster of
 several GPU types (:mod:`.unaware`); off, as in the Pollux artifact, whose clusters have
@@ -68,6 +69,7 @@ type's per-GPU batch range, ``aws``'s in the artifact (``unaware_profile``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -87,8 +89,10 @@ from shapeshift.policies.goodput.epochs import (
     decide_between_epochs,
     own_batch,
     round_batch,
+    running_batch,
 )
 from shapeshift.policies.goodput.genetic import MAX_NODES, GeneticSearch, Values, Warm, adapt
+from shapeshift.policies.goodput.pollux_knapsack import power_utility, solve
 from shapeshift.policies.goodput.pollux_params import PolluxParams
 from shapeshift.policies.goodput.unaware import (
     as_virtual,
@@ -98,40 +102,6 @@ from shapeshift.policies.goodput.unaware import (
     to_real,
     virtual_nodes,
 )
-
-EPS = 1e-3
-
-
-def power_utility(x: np.ndarray, p: float) -> np.ndarray:
-    """Per-job term whose sum orders allocations as the power mean of ``x + 1e-3`` does."""
-    if p == 0:
-        return np.log(np.maximum(x, EPS))
-    return -((x + EPS) ** p) if p < 0 else (x + EPS) ** p
-
-
-def solve(utilities: list[np.ndarray], total: int, prefer_more: bool = False) -> list[int]:
-    """GPU count per job maximising ``sum_j utilities[j][r_j]`` with ``sum r_j <= total``
-    (exact knapsack). Ties go to fewer GPUs, or with ``prefer_more`` to more (an optimum
-    that leaves fewer GPUs idle)."""
-    best = np.full(total + 1, -np.inf)
-    best[0] = 0.0
-    choice = np.zeros((len(utilities), total + 1), dtype=np.int64)
-    for j, u in enumerate(utilities):
-        r_max = min(len(u) - 1, total)
-        cand = np.full((r_max + 1, total + 1), -np.inf)
-        for r in np.flatnonzero(np.isfinite(u[: r_max + 1])):  # Sia's options are sparse
-            cand[r, r:] = best[: total + 1 - r] + u[r]
-        if prefer_more:
-            choice[j] = r_max - np.argmax(cand[::-1], axis=0)
-        else:
-            choice[j] = np.argmax(cand, axis=0)
-        best = cand[choice[j], np.arange(total + 1)]
-    g = total - int(np.argmax(best[::-1])) if prefer_more else int(np.argmax(best))
-    counts = [0] * len(utilities)
-    for j in range(len(utilities) - 1, -1, -1):
-        counts[j] = int(choice[j, g])
-        g -= counts[j]
-    return counts
 
 
 @dataclass
@@ -171,8 +141,10 @@ class PolluxPolicy:
         #: ``search=genetic``: each partition's final population, and the search's randomness.
         self._warm: dict[str, Warm] = {}
         self._rng = np.random.default_rng(params.seed)
+        self._view: ClusterView | None = None
 
     def decide(self, view: ClusterView) -> Schedule:
+        self._view = view
         if self.params.batch_retune == "round" or self.knowledge.root is None:
             return decide_partitions(view, self._decide_partition, self._seen)
         return decide_between_epochs(
@@ -186,9 +158,37 @@ class PolluxPolicy:
         for its application's model."""
         cap = not self.params.batch_overshoot
         if self.online is not None:
-            return own_batch(self.knowledge, self.online, spec, batch_now, progress, gpu_type, shape, True, cap)
+            batch_now = self._running(spec.job_id, batch_now)
+            cut = self.params.batch_cut
+            return own_batch(self.knowledge, self.online, spec, batch_now, progress, gpu_type, shape, True, cap, cut)
         table = self.knowledge.job(spec, batch_now, progress, merged=self._merged.get(spec.job_id))
         return int(replace(table, cap_total=cap).best(len(shape), sum(shape))[1][0])
+
+    @staticmethod
+    def _repack(jobs: list[_Job], gpn: int) -> Callable[[str, int, int], bool]:
+        """Whether a job spread on ``now`` nodes gains by moving to ``tight``: its goodput
+        on its GPUs over ``tight`` nodes times its restart factor above that over ``now``
+        (before its first run its speedup is linear, so it never moves)."""
+        by_id = {j.job_id: j for j in jobs}
+
+        def better(job_id: str, now: int, tight: int) -> bool:
+            job = by_id[job_id]
+            r = job.current.gpus if job.current is not None else 0
+            if job.table.params is None or not 0 < r <= job.max_r:
+                return False
+            good = job.table.by_shape(gpn, job.max_r, now)
+            return bool(good[tight, r] * job.factor > good[now, r])
+
+        return better
+
+    def _running(self, job_id: str, batch: int | None) -> int | None:
+        """With ``batch_cut=artifact``, the batch ``job_id``'s current allocation runs at
+        when ``batch`` is the one it was handed (they differ for a batch cut back)."""
+        alloc = self._view.allocations.get(job_id) if self._view is not None else None
+        if self.params.batch_cut != "artifact" or alloc is None or batch is None or alloc.batch_size != batch:
+            return batch
+        gpu_type = self._view.cluster.nodes[alloc.placement[0][0]].gpu_type
+        return running_batch(self.knowledge, self._view.job(job_id).spec, alloc, gpu_type)
 
     def _jobs(
         self,
@@ -209,7 +209,7 @@ class PolluxPolicy:
             status = view.job(job_id)
             spec = status.spec
             current = status.allocation
-            batch_now = current.batch_size if current is not None else None
+            batch_now = self._running(job_id, current.batch_size) if current is not None else None
             progress = status.progress_at(view.now)
             if merged:
                 self._merged[job_id] = merged
@@ -329,7 +329,8 @@ class PolluxPolicy:
         else:
             wanted = {job.job_id: (r, current[job.job_id]) for job, r in zip(jobs, counts, strict=True)}
             rigid = frozenset(j.job_id for j in jobs if j.rigid)
-            placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps_seen, rigid, allowed)
+            repack = self._repack(jobs, gpn) if self.params.repack else None
+            placed = keep_or_pack(wanted, [j.job_id for j in jobs], caps_seen, rigid, allowed, repack)
         for job in jobs:
             desired.pop(job.job_id, None)
             self._virtual.pop(job.job_id, None)

@@ -50,6 +50,13 @@ class PolluxParams(PolicyParams):
         description="exact (ours): the optimum of the objective over packed placements by knapsack; genetic: "
         "the artifact's NSGA-II search (population x generations, warm-started each round, seeded)",
     )
+    repack: bool = Field(
+        True,
+        description="search=exact: a job keeping its GPU count on more nodes than packing needs moves to a "
+        "placement on fewer when its goodput there times the restart factor beats its goodput where it is "
+        "(the artifact's Problem._evaluate values each job on the nodes it gets and charges a move the "
+        "restart factor); false (ours): it stays where it is",
+    )
     genetic_value: Literal["placement", "packed"] = Field(
         "placement",
         description="search=genetic: placement: each state's jobs valued on the nodes and GPUs it gives "
@@ -75,6 +82,13 @@ class PolluxParams(PolicyParams):
         "is rounded up, and past it the GPUs' smallest per-GPU batches count (AdaptDL's "
         "GoodputFunction.optimize, in both artifacts' goodput.py; the job then runs the batch cut back to the "
         "largest); false (ours): candidates above the largest batch are dropped",
+    )
+    batch_cut: Literal["artifact", "regroup"] = Field(
+        "artifact",
+        description="how a batch past the largest runs: artifact: with the candidate's accumulation steps and "
+        "each GPU's batch cut to int(largest / (GPUs x (steps + 1))) (both artifacts' Job.update_local_bsz; "
+        "YOLOv3 on 3 GPUs: 22 micro-steps of 7, 462), its noise measured at that batch; regroup (ours): the "
+        "cut-back batch re-split into fewer, fuller micro-steps (20 of 8, 480)",
     )
     batch_retune: Literal["epoch", "round"] = Field(
         "epoch",
