@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from shapeshift.policies.slurm.fit import _cumulative, _share
+from shapeshift.policies.slurm.slots import ReusedSlots
 
 __all__ = ["CandidateRows", "partition_arrays", "row_of"]
 
@@ -31,44 +32,33 @@ def row_of(cand: Any) -> tuple[float, ...]:
     )
 
 
-class CandidateRows:
-    """Rows of the pending jobs a cycle has tested (``plan.Candidate``s), by job, with each
-    one's partition as an index into ``groups`` (node lists by identity, as
-    ``Candidate.groups`` shares them)."""
+class CandidateRows(ReusedSlots):
+    """Rows of the pending jobs a cycle has tested (``plan.Candidate``s) in reused slots
+    (``slots.ReusedSlots``), with each one's partition as an index into ``groups`` (node
+    lists by identity, as ``Candidate.groups`` shares them)."""
+
+    columns = ("rows", "part")
 
     def __init__(self) -> None:
-        self.slot: dict[str, int] = {}
+        super().__init__()
         self.rows = np.zeros((256, WIDTH), np.float64)
         self.part = np.zeros(256, np.int64)
         self.groups: list[list[list[int]]] = []
         self._group_index: dict[int, int] = {}
-        self._free: list[int] = []
 
     def slot_of(self, cand: Any) -> int:
         """``cand``'s slot, its row made on first sight."""
         slot = self.slot.get(cand.job_id)
         if slot is not None:
             return slot
-        if self._free:
-            slot = self._free.pop()
-        else:
-            slot = len(self.slot)
-            if slot == len(self.rows):
-                self.rows = np.concatenate((self.rows, np.zeros_like(self.rows)))
-                self.part = np.concatenate((self.part, np.zeros_like(self.part)))
+        slot = self._claim(cand.job_id)
         index = self._group_index.get(id(cand.groups))
-        if index is None or self.groups[index] is not cand.groups:
+        if index is None:  # the list is kept in ``groups``, so its identity is not reused
             index = self._group_index[id(cand.groups)] = len(self.groups)
             self.groups.append(cand.groups)
         self.rows[slot] = row_of(cand)
         self.part[slot] = index
-        self.slot[cand.job_id] = slot
         return slot
-
-    def drop(self, job_id: str) -> None:
-        slot = self.slot.pop(job_id, None)
-        if slot is not None:
-            self._free.append(slot)
 
 
 def partition_arrays(

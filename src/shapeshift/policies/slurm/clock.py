@@ -19,6 +19,7 @@ from shapeshift.engine.view import ClusterView
 from shapeshift.model import JobSpec
 from shapeshift.policies.slurm.fairshare import FairShare, Running
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor
+from shapeshift.policies.slurm.slots import ReusedSlots
 
 if TYPE_CHECKING:
     from shapeshift.policies.slurm.queue_order import PriorityOrder
@@ -135,31 +136,24 @@ class PriorityClock:
         self.queue_order.rebuild_columns(jobs, -table.tier[at], -values, table.order[at])
 
 
-class StaticRows:
-    """Each pending job's ``Multifactor.static`` row and association index, in reused
-    slots of two arrays, so that a calculation gathers the whole queue's with one index
-    (``PriorityClock._recalculate``)."""
+class StaticRows(ReusedSlots):
+    """Each pending job's ``Multifactor.static`` row, association index, priority tier
+    and submission order, in reused slots (``slots.ReusedSlots``), so that a calculation
+    gathers the whole queue's with one index (``PriorityClock._recalculate``)."""
+
+    columns = ("rows", "assoc", "tier", "order")
 
     def __init__(self) -> None:
-        self.slot: dict[str, int] = {}
+        super().__init__()
         self.rows = np.zeros((256, 5), np.float64)
         self.assoc = np.zeros(256, np.int64)
         self.tier = np.zeros(256, np.int64)  # the job's partition's priority tier
         self.order = np.zeros(256, np.int64)  # its submission order
         self.assoc_names: list[str] = []
         self._assoc_index: dict[str, int] = {}
-        self._free: list[int] = []
 
     def add(self, job_id: str, row: tuple[float, ...], assoc: str, tier: int = 1, order: int = 0) -> None:
-        if self._free:
-            slot = self._free.pop()
-        else:
-            slot = len(self.slot)
-            if slot == len(self.rows):
-                self.rows = np.concatenate((self.rows, np.zeros_like(self.rows)))
-                self.assoc = np.concatenate((self.assoc, np.zeros_like(self.assoc)))
-                self.tier = np.concatenate((self.tier, np.zeros_like(self.tier)))
-                self.order = np.concatenate((self.order, np.zeros_like(self.order)))
+        slot = self._claim(job_id)
         index = self._assoc_index.get(assoc)
         if index is None:
             index = self._assoc_index[assoc] = len(self.assoc_names)
@@ -168,9 +162,3 @@ class StaticRows:
         self.assoc[slot] = index
         self.tier[slot] = tier
         self.order[slot] = order
-        self.slot[job_id] = slot
-
-    def drop(self, job_id: str) -> None:
-        slot = self.slot.pop(job_id, None)
-        if slot is not None:
-            self._free.append(slot)

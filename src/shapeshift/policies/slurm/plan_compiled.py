@@ -30,7 +30,7 @@ from shapeshift.policies.slurm.candidate_rows import WIDTH, CandidateRows, parti
 from shapeshift.policies.slurm.fit import _share
 from shapeshift.policies.slurm.fit_compiled import _fit, _fit_sorted, _sorted_after, available, njit
 from shapeshift.policies.slurm.will_run_compiled import _answer, _by_node, _times
-from shapeshift.policies.slurm.window_compiled import _begun_by, _later_start
+from shapeshift.policies.slurm.window_compiled import _begun_by, _held_over, _later_start
 
 __all__ = ["available", "run"]
 
@@ -181,16 +181,7 @@ if njit is not None:
                     c = r_cand[r]
                     for q in range(c_off[c], c_off[c] + c_span[c]):
                         n = out[q]
-                        if not blocked[n]:
-                            continue
-                        held = False
-                        sp = head[n]
-                        while sp >= 0:
-                            if s_lo[sp] <= end and s_hi[sp] > start_res:
-                                held = True
-                                break
-                            sp = s_next[sp]
-                        if not held:
+                        if blocked[n] and not _held_over(n, start_res, end, head, s_next, s_lo, s_hi):
                             blocked[n] = False
                             changed = True
                             if usable_part[n] and t_at[n] < 0:

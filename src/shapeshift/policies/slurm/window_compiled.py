@@ -30,6 +30,18 @@ if njit is not None:
                 hi = mid
         return lo
 
+    @njit(cache=True, inline="always")
+    def _held_over(n, lo, hi, head, s_next, s_lo, s_hi):  # pragma: no cover - compiled
+        """Whether a reservation holds node ``n`` over ``lo .. hi`` (one beginning at or
+        before ``hi`` and ending after ``lo``; ``lo == hi``: at that instant), read from
+        the node's spans."""
+        sp = head[n]
+        while sp >= 0:
+            if s_lo[sp] <= hi and s_hi[sp] > lo:
+                return True
+            sp = s_next[sp]
+        return False
+
     @njit(cache=True)
     def _later_start(
         start_res, n_res, r_sorted, res_end, r_cand, c_off, c_span, out, usable_part, head, s_next, s_lo, s_hi
@@ -50,15 +62,6 @@ if njit is not None:
             b = res_end[r]
             for q in range(c_off[c], c_off[c] + c_span[c]):
                 n = out[q]
-                if not usable_part[n]:
-                    continue
-                held = False
-                sp = head[n]
-                while sp >= 0:
-                    if s_lo[sp] <= b < s_hi[sp]:
-                        held = True
-                        break
-                    sp = s_next[sp]
-                if not held:
+                if usable_part[n] and not _held_over(n, b, b, head, s_next, s_lo, s_hi):
                     return b
         return -np.inf
