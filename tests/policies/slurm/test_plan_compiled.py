@@ -168,6 +168,39 @@ def test_nodes_meeting_the_thresholds_after_a_batch_by_hand():
     assert bits.tolist() == [0]  # left clear for the next call
 
 
+def test_choice_among_the_nodes_after_a_batch_by_hand():
+    # Nodes 0, 1, 2, 4, 5, 6, 7 and 9 meet the thresholds (in index order, with their
+    # free CPUs); node 6 is reserved. The runs of consecutive free nodes: [0, 1, 2]
+    # (4 + 4 + 4 = 12 CPUs), [4, 5] (2 + 3 = 5), [7] (0.5) and [9] (1). A job of one node
+    # takes the run with the fewest CPUs, then its node with the fewest: 7. Of two nodes:
+    # the cheaper run of two or more, [4, 5]. Of three: the only run long enough, [0, 1,
+    # 2]. Of four: no run holds it, so the first four free nodes, [0, 1, 2, 4]. Of eight:
+    # only seven are free, no fit.
+    cand = np.array([0, 1, 2, 4, 5, 6, 7, 9], np.int64)
+    cpus = np.array([4.0, 4.0, 4.0, 2.0, 3.0, 0.0, 0.5, 1.0])
+    blocked = np.zeros(10, np.bool_)
+    blocked[6] = True
+    one_level = np.zeros(10, np.int64)
+    for span, nodes in ((1, [7]), (2, [4, 5]), (3, [0, 1, 2]), (4, [0, 1, 2, 4]), (8, None)):
+        out = np.full(span, -1, np.int64)
+        found = fit_compiled._fit_sorted(span, 1, one_level, cand, cpus, cand.size, blocked, out, 0)
+        assert (out.tolist() if found else None) == nodes, span
+    # Two cumulative levels, nodes 0-2 only in the second: the first level's free nodes
+    # are 4, 5, 7 and 9, where a job of three finds no run and takes the first three.
+    two_levels = np.zeros(10, np.int64)
+    two_levels[:3] = 1
+    out = np.full(3, -1, np.int64)
+    assert fit_compiled._fit_sorted(3, 2, two_levels, cand, cpus, cand.size, blocked, out, 0)
+    assert out.tolist() == [4, 5, 7]
+    # Equal totals: the first run ([4] and [9] both 1.0 CPUs; node 7 reserved too).
+    blocked[7] = True
+    cpus[3], cpus[4] = 1.0, 5.0
+    blocked[5] = True
+    out = np.full(1, -1, np.int64)
+    assert fit_compiled._fit_sorted(1, 1, one_level, cand, cpus, cand.size, blocked, out, 0)
+    assert out.tolist() == [4]
+
+
 @njit_or_skip
 def _lowest_bit_compiled(word):
     return fit_compiled._lowest_bit(word)

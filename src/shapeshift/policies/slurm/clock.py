@@ -125,11 +125,8 @@ class PriorityClock:
                 table.add(job_id, row, facts.assoc, self._tier(view, job_id), self.order[job_id])
             slots = list(map(table.slot.__getitem__, jobs))
         at = np.array(slots, np.int64)
-        assoc = table.assoc[at]
-        present = np.unique(assoc)  # the queue's associations, each factor read once
-        factors = np.zeros(len(table.assoc_names), np.float64)
-        factors[present] = [self.fairshare.factor(table.assoc_names[i]) for i in present.tolist()]
-        values = self.multifactor.priorities(table.rows[at], now, factors[assoc])
+        factors = self.fairshare.factor_values()[table.tree_index(self.fairshare.index)]
+        values = self.multifactor.priorities(table.rows[at], now, factors[table.assoc[at]])
         self.prio.update(zip(jobs, values.tolist(), strict=True))
         # The queue sorted anew by (-tier, -priority, submission order), from the same
         # rows; jobs queued since are placed in it by the decision.
@@ -151,6 +148,7 @@ class StaticRows(ReusedSlots):
         self.order = np.zeros(256, np.int64)  # its submission order
         self.assoc_names: list[str] = []
         self._assoc_index: dict[str, int] = {}
+        self._tree_index = np.zeros(0, np.int64)
 
     def add(self, job_id: str, row: tuple[float, ...], assoc: str, tier: int = 1, order: int = 0) -> None:
         slot = self._claim(job_id)
@@ -162,3 +160,12 @@ class StaticRows(ReusedSlots):
         self.assoc[slot] = index
         self.tier[slot] = tier
         self.order[slot] = order
+
+    def tree_index(self, index: dict[str, int]) -> np.ndarray:
+        """Each association's position in the fair-share tree's ``index`` (kept: a key's
+        position there never changes, and both only grow)."""
+        known = self._tree_index.size
+        if known < len(self.assoc_names):
+            more = [index[name] for name in self.assoc_names[known:]]
+            self._tree_index = np.concatenate((self._tree_index, np.array(more, np.int64)))
+        return self._tree_index

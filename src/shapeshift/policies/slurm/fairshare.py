@@ -49,7 +49,9 @@ class FairShare:
         for key, assoc in self.tree.items():
             if key != "root":
                 self.children.setdefault(self._parent_key(assoc), []).append(key)
-        self.factors: dict[str, float] = {}
+        #: Each association's factor (``index`` order; 0 for accounts), and as a list.
+        self._values = np.zeros(0)
+        self._value_list: list[float] = []
         self._level: dict[str, float] = {}  # sum of shares per parent, rebuilt when the tree grows
         #: Per depth, each association's ancestor at that depth (-1: none); rebuilt when the tree grows.
         self._ancestors: list[np.ndarray] | None = None
@@ -140,10 +142,24 @@ class FairShare:
         self.recompute()
 
     def factor(self, key: str) -> float:
+        i = self.index.get(key)
         if self._dirty:
-            self.factors = self._fair_tree() if self.fair_tree else self._classic()
+            self.factor_values()
+        return self._value_list[i] if i is not None else 0.0
+
+    def factor_values(self) -> np.ndarray:
+        """Every association's factor, in ``index`` order (0 for an account), recomputed
+        when usage or the tree changed: a calculation reads the queue's from it."""
+        if self._dirty:
+            if self.fair_tree:
+                values = self._fair_tree()
+            else:
+                values = np.zeros(len(self.index))
+                for key, value in self._classic().items():
+                    values[self.index[key]] = value
+            self._values, self._value_list = values, values.tolist()
             self._dirty = False
-        return self.factors.get(key, 0.0)
+        return self._values
 
     def recompute(self) -> None:
         """Mark the factors stale (usage changed); the next ``factor`` recomputes them."""
@@ -215,11 +231,12 @@ class FairShare:
             self._user_flags = (is_user, [0 if u else 1 for u in is_user.values()], sum(is_user.values()))
         return self._user_flags
 
-    def _fair_tree(self) -> dict[str, float]:
+    def _fair_tree(self) -> np.ndarray:
         is_user, ties, total = self._users()
         factors: dict[str, float] = {}
+        values = np.zeros(len(self.index))
         if not total:
-            return factors
+            return values
         array = self._levels()
         fast = self._ranked(array, total)
         if fast is not None:
@@ -259,9 +276,11 @@ class FairShare:
                 previous = value
 
         walk(list(children["root"]), False)
-        return factors
+        for key, value in factors.items():
+            values[self.index[key]] = value
+        return values
 
-    def _ranked(self, level: np.ndarray, total: int) -> dict[str, float] | None:
+    def _ranked(self, level: np.ndarray, total: int) -> np.ndarray | None:
         """``_fair_tree``'s factors where no two siblings have equal ``level_fs`` (nor any
         is NaN), with array operations; ``None`` otherwise (ties share ranks and merge
         accounts: the walk decides those). Without ties the walk visits the users in the
@@ -289,8 +308,10 @@ class FairShare:
         rank = np.zeros(n, dtype=np.int64)
         rank[order] = np.arange(order.size) - first
         paths = [np.where(a[users] >= 0, rank[a[users]], -1) for a in self._ancestry()[1:]]
-        visit = users[np.lexsort(paths[::-1])].tolist()
-        return {keys[i]: (total - j) / total for j, i in enumerate(visit)}
+        visit = users[np.lexsort(paths[::-1])]
+        values = np.zeros(n)
+        values[visit] = (total - np.arange(visit.size)) / total
+        return values
 
 
 class Running:

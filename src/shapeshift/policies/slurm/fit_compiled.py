@@ -155,10 +155,10 @@ if njit is not None:
                 for j in range(span):
                     out[at + j] = u[j]
             return True
-        for r in range(runs):
-            hi = starts[r + 1] if r + 1 < runs else m
-            totals[r] = _segment_sum(uc, starts[r], hi)
         if span == 1:
+            for r in range(runs):
+                hi = starts[r + 1] if r + 1 < runs else m
+                totals[r] = _segment_sum(uc, starts[r], hi)
             best = 0
             for r in range(1, runs):
                 if totals[r] < totals[best]:
@@ -171,11 +171,14 @@ if njit is not None:
                     pick = j
             out[at] = u[pick]
             return True
+        # Only the runs long enough for the job are compared (their totals summed).
         best = -1
         for r in range(runs):
             hi = starts[r + 1] if r + 1 < runs else m
-            if hi - starts[r] >= span and (best < 0 or totals[r] < totals[best]):
-                best = r
+            if hi - starts[r] >= span:
+                totals[r] = _segment_sum(uc, starts[r], hi)
+                if best < 0 or totals[r] < totals[best]:
+                    best = r
         first = 0 if best < 0 else starts[best]
         for j in range(span):
             out[at + j] = u[first + j]
@@ -192,23 +195,55 @@ if njit is not None:
         return False
 
     @njit(cache=True)
-    def _fit_sorted(span, levels, rank, cand, cand_cpu, n_cand, blocked, s, out, at):  # pragma: no cover - compiled
+    def _fit_sorted(span, levels, rank, cand, cand_cpu, n_cand, blocked, out, at):  # pragma: no cover - compiled
         """``_fit`` over the nodes ``cand[:n_cand]`` (``_sorted_after``: those meeting the
         thresholds after a batch, in index order, with their free CPUs then), through
         the partition's ``levels`` cumulative levels (a node is in level ``k`` when its
-        ``rank``, the first level holding it, is at most ``k``): the unblocked ones of a
-        level are the nodes ``_best_run`` reads, in its order."""
-        u, uc, starts, totals = s
+        ``rank``, the first level holding it, is at most ``k``): ``_choose``'s choice
+        among a level's unblocked nodes, in one pass. A run of consecutive nodes there is
+        a slice of ``cand`` (a node left out between two kept ones lies between them by
+        index), so a run's total is summed in place, and only for runs the job fits in."""
         for level in range(levels):
-            m = 0
-            for j in range(n_cand):
-                n = cand[j]
-                if rank[n] <= level and not blocked[n]:
-                    u[m] = n
-                    uc[m] = cand_cpu[j]
-                    m += 1
-            if _choose(span, m, u, uc, starts, totals, out, at):
+            m = 0  # the level's unblocked nodes so far (the first ``span`` go to ``out``)
+            prev = -2  # the last of them
+            lo = -1  # the current run: cand[lo:hi]
+            hi = -1
+            best_lo = -1  # the best run so far: cand[best_lo:best_hi], its total
+            best_hi = -1
+            best_total = 0.0
+            for j in range(n_cand + 1):
+                n = -2
+                if j < n_cand:
+                    n = cand[j]
+                    if rank[n] > level or blocked[n]:
+                        continue
+                if n != prev + 1 or j == n_cand:  # the run cand[lo:hi] ends
+                    if lo >= 0 and hi - lo >= span:
+                        total = _segment_sum(cand_cpu, lo, hi)
+                        if best_lo < 0 or total < best_total:
+                            best_lo, best_hi, best_total = lo, hi, total
+                    lo = j
+                if j == n_cand:
+                    break
+                if m < span:
+                    out[at + m] = n
+                m += 1
+                prev = n
+                hi = j + 1
+            if m < span:
+                continue
+            if best_lo < 0:  # no run holds the job: its first nodes (already in ``out``)
                 return True
+            if span == 1:  # the run's node with the fewest free CPUs
+                pick = best_lo
+                for j in range(best_lo + 1, best_hi):
+                    if cand_cpu[j] < cand_cpu[pick]:
+                        pick = j
+                out[at] = cand[pick]
+            else:
+                for j in range(span):
+                    out[at + j] = cand[best_lo + j]
+            return True
         return False
 
 

@@ -65,9 +65,10 @@ if njit is not None:
         stamp = np.zeros(size, np.int64)
         call = 0
         touched = np.empty(size, np.int64)
-        # The nodes reserved over the job's window, kept as the window slides. A test's
-        # first window (from now to now + limit) holds the reservations begun by its
-        # end (every reservation ends after now): a node is in one exactly when its
+        # The nodes a test may not use: outside the job's partition, or reserved over
+        # its window (kept as the window slides), so that the scans read one array. A
+        # test's first window (from now to now + limit) holds the reservations begun by
+        # its end (every reservation ends after now): a node is in one exactly when its
         # earliest begin (``minb``) is by then.
         blocked = np.zeros(size, np.bool_)
         minb = np.full(size, np.inf)
@@ -155,13 +156,12 @@ if njit is not None:
             t_at, srt, n_srt, n_now = cls_t[ci], cls_srt[ci], cls_n[ci], cls_now[ci]
             first_end = now + limit
             for n in range(size):
-                blocked[n] = minb[n] <= first_end
+                blocked[n] = (minb[n] <= first_end) | (not usable_part[n])
             # Of the partition's nodes meeting them now, those no reservation in the
             # window holds.
             count = 0
             for j in range(n_now):
-                if usable_part[srt[j]] and not blocked[srt[j]]:
-                    count += 1
+                count += not blocked[srt[j]]
             # The reservations begun by the first window's end are in it already.
             by_begin = _begun_by(first_end, b_sorted, n_res, res_begin)
             last = -1  # the answer's state: the free resources now (-1) or after that end
@@ -177,14 +177,17 @@ if njit is not None:
                     if res_end[r] <= now:  # never in a window
                         continue
                     # Its nodes stay blocked where another reservation over the window
-                    # holds them (those joining below included: the same final set).
+                    # holds them (those joining below included: the same final set), or
+                    # outside the job's partition.
                     c = r_cand[r]
                     for q in range(c_off[c], c_off[c] + c_span[c]):
                         n = out[q]
-                        if blocked[n] and not _held_over(n, start_res, end, head, s_next, s_lo, s_hi):
+                        if not blocked[n] or not usable_part[n]:
+                            continue
+                        if not _held_over(n, start_res, end, head, s_next, s_lo, s_hi):
                             blocked[n] = False
                             changed = True
-                            if usable_part[n] and t_at[n] < 0:
+                            if t_at[n] < 0:
                                 count += 1
                 while by_begin < n_res and res_begin[b_sorted[by_begin]] <= end:
                     r = b_sorted[by_begin]
@@ -196,10 +199,10 @@ if njit is not None:
                             if not blocked[n]:
                                 blocked[n] = True
                                 changed = True
-                                if usable_part[n] and t_at[n] < 0:
+                                if t_at[n] < 0:
                                     count -= 1
                 later = _later_start(
-                    start_res, n_res, r_sorted, res_end, r_cand, c_off, c_span, out, usable_part, head, s_next, s_lo,
+                    by_end, n_res, r_sorted, res_end, r_cand, c_off, c_span, out, usable_part, head, s_next, s_lo,
                     s_hi,
                 )
                 # Within one job's iterations only the reserved nodes change (free
@@ -212,7 +215,7 @@ if njit is not None:
                         answer, last = now, -1
                     else:
                         answer, last = _answer(
-                            now, epoch, span, blocked, usable_part, e_end, e_first, e_count, order, n_end,
+                            now, epoch, span, blocked, e_end, e_first, e_count, order, n_end,
                             p_node, t_at, srt, n_srt, n_now, count,
                         )
                 start = answer
@@ -251,7 +254,7 @@ if njit is not None:
                             )
                         found = _fit_sorted(
                             span, part_lvl[g + 1] - part_lvl[g], part_rank[g], cls_cand[ci, way], cls_cpu[ci, way],
-                            cls_k[ci, way], blocked, s, out, at,
+                            cls_k[ci, way], blocked, out, at,
                         )
                     assert found, "the thresholds and fit disagree"
                 if start <= now:

@@ -78,11 +78,12 @@ if njit is not None:
 
     @njit(cache=True)
     def _answer(
-        now, epoch, span, blocked, usable_part, e_end, e_first, e_count, order, n_end, p_node,
+        now, epoch, span, blocked, e_end, e_first, e_count, order, n_end, p_node,
         t_at, srt, n_srt, n_now, count,
     ):  # pragma: no cover - compiled
         """``plan.will_run``'s start for a job that does not fit now (``-inf``: none),
         and the position of the last end its batches give back (the fit's state).
+        ``blocked``: the nodes the job may not use (outside its partition or reserved).
 
         The test gives back batches of ends (those with a usable node, ``relevant``):
         the first ends ``WILL_RUN_WINDOW`` after the first relevant end rounded up on
@@ -96,7 +97,7 @@ if njit is not None:
             e = order[pos]
             for q in range(e_first[e], e_first[e] + e_count[e]):
                 n = p_node[q]
-                if usable_part[n] and not blocked[n]:
+                if not blocked[n]:
                     r0 = pos
                     break
             if r0 >= 0:
@@ -109,7 +110,7 @@ if njit is not None:
         reach = -1
         for j in range(n_now, n_srt):
             n = srt[j]
-            if usable_part[n] and not blocked[n]:
+            if not blocked[n]:
                 found += 1
                 if found >= span:
                     reach = t_at[n]
@@ -136,7 +137,7 @@ if njit is not None:
             hit = False
             for q in range(e_first[e], e_first[e] + e_count[e]):
                 n = p_node[q]
-                if usable_part[n] and not blocked[n]:
+                if not blocked[n]:
                     hit = True
                     break
             if hit:

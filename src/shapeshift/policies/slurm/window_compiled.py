@@ -44,19 +44,13 @@ if njit is not None:
 
     @njit(cache=True)
     def _later_start(
-        start_res, n_res, r_sorted, res_end, r_cand, c_off, c_span, out, usable_part, head, s_next, s_lo, s_hi
+        ended, n_res, r_sorted, res_end, r_cand, c_off, c_span, out, usable_part, head, s_next, s_lo, s_hi
     ):  # pragma: no cover - compiled
-        """``later_start``: the first reservation end after ``start_res`` (``r_sorted``:
-        in end order) with a usable node that no reservation holds at that instant
-        (each node's spans: ``head``, ``s_next``, ``s_lo``, ``s_hi``); ``-inf``: none."""
-        lo, hi = 0, n_res
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if start_res < res_end[r_sorted[mid]]:
-                hi = mid
-            else:
-                lo = mid + 1
-        for j in range(lo, n_res):
+        """``later_start``: the first reservation end after the window's start (the
+        reservations in end order, ``r_sorted``, from ``ended``: the first ``ended`` end
+        by then) with a usable node that no reservation holds at that instant (each
+        node's spans: ``head``, ``s_next``, ``s_lo``, ``s_hi``); ``-inf``: none."""
+        for j in range(ended, n_res):
             r = r_sorted[j]
             c = r_cand[r]
             b = res_end[r]
