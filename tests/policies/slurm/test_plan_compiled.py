@@ -14,7 +14,7 @@ import random
 import numpy as np
 import pytest
 
-from shapeshift.policies.slurm import fit_compiled, plan_compiled
+from shapeshift.policies.slurm import fit_compiled, plan_compiled, will_run_compiled
 from shapeshift.policies.slurm.candidate_rows import CandidateRows, partition_arrays
 from shapeshift.policies.slurm.cycle import _end_arrays
 from shapeshift.policies.slurm.ends import EndsByJob
@@ -166,6 +166,31 @@ def test_nodes_meeting_the_thresholds_after_a_batch_by_hand():
     assert cand[:k].tolist() == [0, 1, 3]
     assert cpus[:k].tolist() == [7.5, 3.0, 1.5]
     assert bits.tolist() == [0]  # left clear for the next call
+
+
+def test_when_each_node_meets_the_thresholds_by_hand():
+    # Thresholds 4 GPUs, 8 CPUs, no memory; three ends (positions 0-2). Node 0 has 4 and
+    # 8 free: it meets them now (-1). Node 1 has none and gets 2 GPUs + 4 CPUs back at
+    # positions 0 and 2: it meets them after position 2. Node 2 has 1 + 1 and gets 1 + 1
+    # at position 1: never (3, the number of ends). Node 3 has 3 + 8 and gets 1 GPU at
+    # position 1: after position 1. In order of that: nodes 0, 3, 1 (node 2 left out).
+    fg = np.array([4, 0, 1, 3], np.int64)
+    fc = np.array([8.0, 0.0, 1.0, 8.0])
+    fm = np.zeros(4)
+    # The pairs: 0 (node 1, position 0), 1 (node 2, position 1), 2 (node 3, position 1),
+    # 3 (node 1, position 2); each node's in end order.
+    p_gpus = np.array([2, 1, 1, 2], np.int64)
+    p_cpus = np.array([4.0, 1.0, 0.0, 4.0])
+    p_mem = np.zeros(4)
+    by_start = np.array([0, 0, 2, 3, 4], np.int64)
+    by_pair = np.array([0, 3, 1, 2], np.int64)
+    by_pos = np.array([0, 2, 1, 1], np.int64)
+    t_at, srt, counts = np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(5, np.int64)
+    total = will_run_compiled._times(
+        4, 8.0, 0.0, fg, fc, fm, 3, by_start, by_pair, by_pos, p_gpus, p_cpus, p_mem, t_at, srt, counts
+    )
+    assert t_at.tolist() == [-1, 2, 3, 1]
+    assert srt[:total].tolist() == [0, 3, 1]
 
 
 def test_choice_among_the_nodes_after_a_batch_by_hand():

@@ -68,7 +68,10 @@ def partition_arrays(
     each candidate's partition among them, and per partition its node mask, the offsets
     of its cumulative levels (``fit._cumulative``) into the flattened levels, and each
     node's rank, the first level holding it (past the last where it is not in it)."""
-    present, inverse = np.unique(part_index, return_inverse=True)
+    if part_index.size and part_index.min() == part_index.max():  # one partition (most)
+        present, inverse = part_index[:1], np.zeros(part_index.size, np.int64)
+    else:
+        present, inverse = np.unique(part_index, return_inverse=True)
     key = (id(groups), size, *present.tolist())
     hit = _PARTITIONS.get(key)
     if hit is not None and hit[0] is groups:  # the registry only grows: its entries stay

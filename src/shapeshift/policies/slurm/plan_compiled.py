@@ -62,9 +62,7 @@ if njit is not None:
         size = fg.size
         s = (np.empty(size, np.int64), np.empty(size, np.float64), np.empty(size + 1, np.int64),
              np.empty(size + 1, np.float64))
-        stamp = np.zeros(size, np.int64)
-        call = 0
-        touched = np.empty(size, np.int64)
+        fill = np.empty(size, np.int64)  # ``_by_node``'s scratch
         # The nodes a test may not use: outside the job's partition, or reserved over
         # its window (kept as the window slides), so that the scans read one array. A
         # test's first window (from now to now + limit) holds the reservations begun by
@@ -93,15 +91,13 @@ if njit is not None:
         bits = np.zeros((size + 63) // 64, np.uint64)
         n_cls = 0
         counts = np.empty(e_end.size + 2, np.int64)
-        # Each node's (node, job) pairs in end order, for choosing nodes after a batch
-        # (``_sorted_after``); made when first needed after the ends change.
+        # Each node's (node, job) pairs in end order, for the node times of a threshold
+        # class (``_times``) and choosing nodes after a batch (``_sorted_after``); made
+        # when first needed after the ends change.
         by_start = np.empty(size + 1, np.int64)
         by_pair = np.empty(p_node.size, np.int64)
         by_pos = np.empty(p_node.size, np.int64)
         by_ready = False
-        ffg = fg.copy()
-        ffc = fc.copy()
-        ffm = fm.copy()
         q_count = c_span.size
         # Reservations in the order made (candidate index, bounds), in end order, and
         # per node.
@@ -143,10 +139,12 @@ if njit is not None:
                 ci = n_cls
                 n_cls += 1
                 cls_key[ci, 0], cls_key[ci, 1], cls_key[ci, 2] = tg, tc, tm
-                call += 1
+                if not by_ready:
+                    by_ready = True
+                    _by_node(size, e_first, e_count, order, n_end, p_node, by_start, by_pair, by_pos, fill)
                 cls_n[ci] = _times(
-                    tg, tc, tm, fg, fc, fm, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
-                    ffg, ffc, ffm, stamp, call, touched, cls_t[ci], cls_srt[ci], counts,
+                    tg, tc, tm, fg, fc, fm, n_end, by_start, by_pair, by_pos, p_gpus, p_cpus, p_mem,
+                    cls_t[ci], cls_srt[ci], counts,
                 )
                 n_now = 0
                 while n_now < cls_n[ci] and cls_t[ci, cls_srt[ci, n_now]] < 0:
@@ -238,7 +236,7 @@ if njit is not None:
                     else:
                         if not by_ready:
                             by_ready = True
-                            _by_node(size, e_first, e_count, order, n_end, p_node, by_start, by_pair, by_pos, touched)
+                            _by_node(size, e_first, e_count, order, n_end, p_node, by_start, by_pair, by_pos, fill)
                         way = -1
                         for w in range(ways):
                             if cls_last[ci, w] == last:
@@ -265,9 +263,6 @@ if njit is not None:
                         fg[n] -= c_sg[i]
                         fc[n] -= c_sc[i]
                         fm[n] -= c_sm[i]
-                        ffg[n] = fg[n]
-                        ffc[n] = fc[n]
-                        ffm[n] = fm[n]
                     kind[i] = 1
                     # The start's end joins the plan, after equal ends (``bisect.insort``).
                     e = n_end

@@ -3,12 +3,12 @@
 ``plan.will_run`` gives the running jobs' ends back in batches (epoch-aligned, doubling
 windows) until enough nodes meet a job's per-node thresholds. A batch only adds
 resources, so a node meets them after a batch exactly when the first end that brings
-it to them is in that batch or an earlier one. ``_times`` finds that end for every
-node once per set of thresholds (the ends given back in the test's order, so each
-node's sums are the ones the test reaches); ``_answer`` then finds the batch where the
-job's ``span``-th usable node gets there, and ``_by_node`` lists each node's entries in
-end order so that ``fit_compiled._sorted_after`` can choose nodes after a batch without
-giving the ends back.
+it to them is in that batch or an earlier one. ``_by_node`` lists each node's entries
+in end order; ``_times`` finds that end for every node once per set of thresholds
+(each node's entries added in the test's order, so its sums are the ones the test
+reaches); ``_answer`` then finds the batch where the job's ``span``-th usable node gets
+there, and ``fit_compiled._sorted_after`` chooses nodes after a batch from the same
+lists, without giving the ends back.
 """
 
 from __future__ import annotations
@@ -24,41 +24,34 @@ if njit is not None:
 
     @njit(cache=True)
     def _times(
-        tg, tc, tm, fg, fc, fm, e_first, e_count, order, n_end, p_node, p_gpus, p_cpus, p_mem,
-        ffg, ffc, ffm, stamp, call, touched, t_at, srt, counts,
+        tg, tc, tm, fg, fc, fm, n_end, by_start, by_pair, by_pos, p_gpus, p_cpus, p_mem, t_at, srt, counts,
     ):  # pragma: no cover - compiled
         """For thresholds ``tg, tc, tm``: each node's ``t_at``, the position (in end
         order) of the end after which its free resources first meet them (-1: they do
         now; ``n_end``: never), and ``srt``, the nodes in order of it (those that never
-        do left out); returns how many are in ``srt``. The ends are given to ``ffg``,
-        ``ffc``, ``ffm`` in the will-run test's order, so each node's sums are the ones
-        the test reaches, and set back after.
+        do left out); returns how many are in ``srt``. A node's own entries
+        (``_by_node``: ``by_start``, ``by_pair``, ``by_pos``, in end order) are added to
+        its free resources in the will-run test's order, so its sums are the ones the
+        test reaches, until they meet the thresholds.
 
         A batch of the will-run test only adds resources, so a node meets the
         thresholds after a batch exactly when its ``t_at`` is at or before the batch's
         last end: the test's count after each batch is a count of ``t_at`` values."""
         size = fg.size
         for n in range(size):
-            t_at[n] = -1 if fg[n] >= tg and fc[n] >= tc and fm[n] >= tm else n_end
-        n_touched = 0
-        for pos in range(n_end):
-            e = order[pos]
-            for q in range(e_first[e], e_first[e] + e_count[e]):
-                n = p_node[q]
-                if stamp[n] != call:
-                    stamp[n] = call
-                    touched[n_touched] = n
-                    n_touched += 1
-                ffg[n] += p_gpus[q]
-                ffc[n] += p_cpus[q]
-                ffm[n] += p_mem[q]
-                if t_at[n] == n_end and ffg[n] >= tg and ffc[n] >= tc and ffm[n] >= tm:
-                    t_at[n] = pos
-        for t in range(n_touched):
-            n = touched[t]
-            ffg[n] = fg[n]
-            ffc[n] = fc[n]
-            ffm[n] = fm[n]
+            g, c, m = fg[n], fc[n], fm[n]
+            if g >= tg and c >= tc and m >= tm:
+                t_at[n] = -1
+                continue
+            t_at[n] = n_end
+            for k in range(by_start[n], by_start[n + 1]):
+                q = by_pair[k]
+                g += p_gpus[q]
+                c += p_cpus[q]
+                m += p_mem[q]
+                if g >= tg and c >= tc and m >= tm:
+                    t_at[n] = by_pos[k]
+                    break
         # Counting sort by t_at (-1 first); the nodes that never meet them are left out.
         for b in range(n_end + 2):
             counts[b] = 0
