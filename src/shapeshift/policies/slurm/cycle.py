@@ -106,21 +106,23 @@ class BackfillCycle:
         ]
         running += started
         kept = self.candidates
-        candidates = []
-        for job_id in queue[: max(params["bf_max_job_test"], 0)]:  # the cycle tests no more
-            cand = kept.get(job_id)
-            if cand is None:
-                status = view.job(job_id)
-                spec, part = status.spec, status.partition
-                typed = self.typed.of(spec, self.groups[part], self.largest[part])
-                cand = kept[job_id] = Candidate(job_id, self._need(spec), self.limit(spec), *typed)
-            candidates.append(cand)
+        tested = queue[: max(params["bf_max_job_test"], 0)]  # the cycle tests no more
+        candidates = list(map(kept.get, tested))  # made when a cycle first tests the job
+        for i in [i for i, cand in enumerate(candidates) if cand is None]:
+            job_id = tested[i]
+            status = view.job(job_id)
+            spec, part = status.spec, status.partition
+            typed = self.typed.of(spec, self.groups[part], self.largest[part])
+            candidates[i] = kept[job_id] = Candidate(job_id, self._need(spec), self.limit(spec), *typed)
         hook = preempt_hook(self, view, free, changes, reasons)
         arrays = table = None
         if hook is None and compiled_cycle.available():
             arrays = _end_arrays(rows, started, pool)
             kept_rows = self.candidate_rows
-            at = np.fromiter(map(kept_rows.slot_of, candidates), np.int64, len(candidates))
+            slots = list(map(kept_rows.slot.get, tested))  # a row is made on first sight
+            for i in [i for i, slot in enumerate(slots) if slot is None]:
+                slots[i] = kept_rows.slot_of(candidates[i])
+            at = np.array(slots, np.int64)
             table = (kept_rows.rows[at], kept_rows.part[at], kept_rows.groups)
             from shapeshift.policies.slurm.fit_compiled import fit_now  # numba: only once needed
 
