@@ -80,8 +80,15 @@ if njit is not None:
     @njit(cache=True)
     def _segment_sum(a, lo, hi):  # pragma: no cover - compiled
         """``numpy.add.reduceat``'s value for ``a[lo:hi]``: the first value plus the
-        pairwise sum of the others."""
-        return a[lo] + _pairwise(a, lo + 1, hi - lo - 1)
+        pairwise sum of the others (under 8 others, ``_pairwise``'s plain loop here: most
+        runs are short, and a call into the recursive sum costs more than the sum)."""
+        n = hi - lo - 1
+        if n < 8:
+            res = 0.0
+            for i in range(n):
+                res += a[lo + 1 + i]
+            return a[lo] + res
+        return a[lo] + _pairwise(a, lo + 1, n)
 
     @njit(cache=True)
     def _best_run(span, tg, tc, tm, ids, fg, fc, fm, blocked, u, uc, starts, totals, out, at):  # pragma: no cover
