@@ -359,14 +359,18 @@ class PolluxPolicy:
                 tuple((n, Resources(g, per_gpu[0] * g, per_gpu[1] * g)) for n, g in sorted(place.items())),
                 batch_size=batch,
             )
-            if self._counts_free(job.current, alloc) and same_shape_move(view, job.current, alloc):
+            if self._free_move(view, job.current, alloc):
                 self._free_moves[job.job_id] = self._free_moves.get(job.job_id, 0) + 1
             desired[job.job_id] = job.current if alloc == job.current else alloc
             if vnodes is not None:
                 self._virtual[job.job_id] = (desired[job.job_id], vplace)
 
-    def _counts_free(self, current: Allocation | None, alloc: Allocation) -> bool:
-        return self.params.unaware and self.params.restart_count == "artifact" and current is not None
+    def _free_move(self, view: ClusterView, current: Allocation | None, alloc: Allocation) -> bool:
+        """Whether moving from ``current`` to ``alloc`` is no restart in the restart
+        factor's count (``restart_count``)."""
+        if not (self.params.unaware and self.params.restart_count == "artifact") or current is None:
+            return False
+        return same_shape_move(view, current, alloc)
 
     def _genetic(
         self,
