@@ -13,7 +13,8 @@ Learning", OSDI 2021), as its artifact's simulator runs it (petuum/adaptdl, bran
   ``nodes / GPUs`` (one node's share = 1);
 * **restart penalty** (PolluxSched, §4.2; ``Problem._evaluate``): a job whose allocation changes has its
   speedup multiplied by ``max(age - restarts x restart_delay, 0) / (age + restart_delay)``
-  (``restart_delay`` = 30 s, the artifact's figure);
+  (``restart_delay`` = 30 s, the artifact's figure); with ``unaware``, a move to other nodes of the
+  same type and GPUs per node is no restart (the Sia artifact's ``Job.reallocate``; ``restart_count``);
 * **objective**: the power mean of the (speedup + 1e-3) with exponent ``p`` (§4.2;
   ``p = -1`` in the artifact); jobs left without GPUs count with speedup 0;
 * **limits**: a job gets at most twice the largest replica count it has run on
@@ -94,6 +95,7 @@ from shapeshift.policies.goodput.epochs import (
 from shapeshift.policies.goodput.genetic import MAX_NODES, GeneticSearch, Values, Warm, adapt
 from shapeshift.policies.goodput.pollux_knapsack import power_utility, solve
 from shapeshift.policies.goodput.pollux_params import PolluxParams
+from shapeshift.policies.goodput.sia_placement import same_shape_move
 from shapeshift.policies.goodput.unaware import (
     as_virtual,
     majority_type,
@@ -141,6 +143,8 @@ class PolluxPolicy:
         #: ``search=genetic``: each partition's final population, and the search's randomness.
         self._warm: dict[str, Warm] = {}
         self._rng = np.random.default_rng(params.seed)
+        #: Per job, moves that are no restart in the Sia artifact's count (``restart_count``).
+        self._free_moves: dict[str, int] = {}
         self._view: ClusterView | None = None
 
     def decide(self, view: ClusterView) -> Schedule:
@@ -237,7 +241,7 @@ class PolluxPolicy:
             else:
                 cap = min(cap, max(spec.num_gpus, 1))
             age = view.now - spec.submit_time
-            restarts = status.reconfigurations + status.preemptions
+            restarts = status.reconfigurations + status.preemptions - self._free_moves.get(job_id, 0)
             d = self.params.restart_delay
             factor = max(age - restarts * d, 0.0) / (age + d) if age + d > 0 else 1.0
             jobs.append(_Job(job_id, table, current, max(cap, 1), factor, rigid))
@@ -355,9 +359,18 @@ class PolluxPolicy:
                 tuple((n, Resources(g, per_gpu[0] * g, per_gpu[1] * g)) for n, g in sorted(place.items())),
                 batch_size=batch,
             )
+            if self._free_move(view, job.current, alloc):
+                self._free_moves[job.job_id] = self._free_moves.get(job.job_id, 0) + 1
             desired[job.job_id] = job.current if alloc == job.current else alloc
             if vnodes is not None:
                 self._virtual[job.job_id] = (desired[job.job_id], vplace)
+
+    def _free_move(self, view: ClusterView, current: Allocation | None, alloc: Allocation) -> bool:
+        """Whether moving from ``current`` to ``alloc`` is no restart in the restart
+        factor's count (``restart_count``)."""
+        if not (self.params.unaware and self.params.restart_count == "artifact") or current is None:
+            return False
+        return same_shape_move(view, current, alloc)
 
     def _genetic(
         self,

@@ -19,6 +19,13 @@ class PolluxParams(PolicyParams):
     round: float = Field(60.0, gt=0)
     p: float = Field(-1.0, le=1.0)
     restart_delay: float = Field(30.0, ge=0)
+    restart_count: Literal["artifact", "moves"] = Field(
+        "artifact",
+        description="the restarts the restart factor counts. artifact: unaware, a move to other nodes of the "
+        "same GPU type with the same GPUs per node is none (the Sia artifact's Job.reallocate compares that "
+        "tuple); otherwise every move is one (the Pollux artifact's Job.reallocate); moves (ours): every move "
+        "is one, unaware too",
+    )
     explore: bool = True
     max_replicas: int = Field(64, ge=1)
     unaware: bool = Field(
