@@ -133,6 +133,23 @@ def test_the_artifact_rules_let_a_job_move_free_to_nodes_of_the_same_shape():
     assert jcts(result)["a"] == 1030
 
 
+def test_a_free_move_during_the_countdown_leaves_the_rest_of_it():
+    # The artifact's Job.reallocate neither restarts nor ends the countdown when the
+    # placement is unchanged: the delay left goes on. 2 nodes x 2 GPUs, a (2 GPUs,
+    # 1000 s) starts on node 0 at 0 and pauses 30 s; at 10 (b arrives) it moves to node
+    # 1, the same shape: 20 s of its pause are left, so it works from 30 and ends at
+    # 1030, as if it had not moved (not at 10 + 1000 = 1010, the pause dropped). b (1
+    # GPU, 10 s) starts at 10 on node 0 and pauses 30 s: ends at 50, a JCT of 40.
+    script = [
+        lambda v: {"a": Allocation(((0, Resources(2)),))},
+        lambda v: {"a": Allocation(((1, Resources(2)),)), "b": Allocation(((0, Resources(1)),))},
+    ]
+    result = run([job("a", 0, 2, 1000), job("b", 10, 1, 10)], "2x2", Scripted(script), overheads=SIA30)
+    assert jcts(result) == {"a": 1030, "b": 40}
+    assert SIA30.move(
+        Allocation(((0, Resources(2)),)), Allocation(((1, Resources(2)),)), "pollux/cifar10", countdown=20.0
+    ) == 20.0
+
 
 def test_a_move_of_the_same_shape_to_another_gpu_type_restarts():
     # The artifact keeps a job on one GPU type ("cluster"); a move to another type goes

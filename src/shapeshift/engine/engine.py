@@ -234,7 +234,8 @@ class Engine:
             status.started_at = now
             status.reconfigurations += 1
             status.version += 1
-            pause = self.overheads.move(previous, desired, status.spec.model, self._node_types)
+            countdown = status.stall_until - now  # what is left of a restart pause
+            pause = self.overheads.move(previous, desired, status.spec.model, self._node_types, countdown)
             self.executor.reconfigure(status, desired, now, pause)
         for status, desired in launches:
             self._hold(status, desired)

@@ -111,19 +111,21 @@ class Overheads:
         return self.launch_delay + (self.restore(gpus, model) if relaunch else 0.0)
 
     def move(
-        self, before: Allocation, after: Allocation, model: str, node_types: Sequence[str] = ()
+        self, before: Allocation, after: Allocation, model: str, node_types: Sequence[str] = (),
+        countdown: float = 0.0,
     ) -> float:
         """The pause of moving a running job from ``before`` to ``after``: the restore
-        penalty, except that an every-start rule charges nothing when the job stays on
-        the same GPU type with the same GPUs per node, in node order. The Sia artifact
-        restarts a job's countdown only when its placement changes (``job.py``,
-        ``Job.reallocate``), and its placement is that tuple of counts within one GPU
-        type, not the nodes: a move to other nodes of the same shape and type is free
-        there, while a move to another type always restarts (``Job.migrate``).
-        ``node_types`` gives each node's GPU type by node index (none: one type)."""
+        penalty, except that an every-start rule charges nothing new when the job stays
+        on the same GPU type with the same GPUs per node, in node order: the job's
+        ``countdown`` (what is left of its pause) goes on. The Sia artifact restarts a
+        job's countdown only when its placement changes (``job.py``, ``Job.reallocate``),
+        and its placement is that tuple of counts within one GPU type, not the nodes: a
+        move to other nodes of the same shape and type leaves it running there, while a
+        move to another type always restarts (``Job.migrate``). ``node_types`` gives
+        each node's GPU type by node index (none: one type)."""
         every_start = isinstance(self.restore_penalty, str) and self.restore_penalty in EVERY_START
         if every_start and _shape(before, node_types) == _shape(after, node_types):
-            return 0.0
+            return max(countdown, 0.0)
         return self.restore(after.gpus, model)
 
     @classmethod
