@@ -151,15 +151,18 @@ class FairShare:
         """Every association's factor, in ``index`` order (0 for an account), recomputed
         when usage or the tree changed: a calculation reads the queue's from it."""
         if self._dirty:
-            if self.fair_tree:
-                values = self._fair_tree()
-            else:
-                values = np.zeros(len(self.index))
-                for key, value in self._classic().items():
-                    values[self.index[key]] = value
+            values = self._fair_tree() if self.fair_tree else self._by_index(self._classic())
             self._values, self._value_list = values, values.tolist()
             self._dirty = False
         return self._values
+
+    def _by_index(self, factors: dict[str, float]) -> np.ndarray:
+        """``factors`` (user association -> factor) as an array in ``index`` order, 0
+        for the associations without one."""
+        values = np.zeros(len(self.index))
+        for key, value in factors.items():
+            values[self.index[key]] = value
+        return values
 
     def recompute(self) -> None:
         """Mark the factors stale (usage changed); the next ``factor`` recomputes them."""
@@ -234,9 +237,8 @@ class FairShare:
     def _fair_tree(self) -> np.ndarray:
         is_user, ties, total = self._users()
         factors: dict[str, float] = {}
-        values = np.zeros(len(self.index))
         if not total:
-            return values
+            return self._by_index(factors)
         array = self._levels()
         fast = self._ranked(array, total)
         if fast is not None:
@@ -276,9 +278,7 @@ class FairShare:
                 previous = value
 
         walk(list(children["root"]), False)
-        for key, value in factors.items():
-            values[self.index[key]] = value
-        return values
+        return self._by_index(factors)
 
     def _ranked(self, level: np.ndarray, total: int) -> np.ndarray | None:
         """``_fair_tree``'s factors where no two siblings have equal ``level_fs`` (nor any
