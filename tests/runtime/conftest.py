@@ -100,7 +100,7 @@ def live(tmp_path: Path) -> Iterator[Callable[..., tuple[Controller, ControllerC
 
     def start(cluster: str = "1x2", policy: str = "fifo", **kw: object) -> tuple[Controller, ControllerClient]:
         controller = Controller(
-            tmp_path / "state",
+            tmp_path / ("state" if not started else f"state-{len(started) + 1}"),
             load_cluster(cluster),
             kw.pop("policy_obj", None) or make_policy(policy, {}),  # type: ignore[arg-type]
             kw.pop("backend", None) or LocalBackend(),  # type: ignore[arg-type]

@@ -173,6 +173,10 @@ class FreeResources:
     #: giving back a running job's allocation frees the GPUs the job really holds, not
     #: another job's of the same shape.
     held: dict[int, tuple[Allocation, tuple[tuple[int, int], ...]]] | None = field(default=None, repr=False)
+    #: How many times resources were given back (``give``): while it stands still the
+    #: free resources only shrank, so a job that did not fit still does not (a policy
+    #: may skip testing it again).
+    released: int = field(default=0, repr=False)
 
     @classmethod
     def of(cls, cluster: ClusterSpec, partitions: Mapping[str, np.ndarray] | None = None) -> FreeResources:
@@ -371,6 +375,7 @@ class FreeResources:
         gpus: Mapping[int, int] | None = None,
         devices: list[tuple[int, int]] | tuple[tuple[int, int], ...] | None = None,
     ) -> None:
+        self.released += 1
         if self.milli is not None:
             named = devices if devices is not None else alloc.devices
             gpus = self._move_milli(alloc, None if named is None else list(named), +1)

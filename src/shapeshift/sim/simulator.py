@@ -52,6 +52,8 @@ class SimulationResult:
 #: left are reported unfinished). Large, because a waiting job can become worth starting
 #: only later, when a policy weighs it by a factor that grows with its age.
 IDLE_ROUNDS_LIMIT = 1000
+#: Allocations between two collections of the youngest generation while a run lasts.
+YOUNG_COLLECTION = 50_000
 
 
 def round_length(policy: Policy, round_seconds: float | None) -> float | None:
@@ -84,15 +86,22 @@ def simulate(
     # The jobs and everything built before the run are alive throughout it: frozen, the
     # collector's full passes (which grow with the heap) leave them out. A nested run
     # (a planning policy's replay) finds the heap frozen already and leaves it so.
+    # A run also makes millions of short-lived objects and few reference cycles: the
+    # youngest generation is collected every 50,000 allocations rather than 700, which
+    # cuts the collector's time about threefold (a 100,000-job Slurm replay: 1.15 s to
+    # 0.36 s) and leaves what a run holds alive unchanged.
     outermost = not gc.get_freeze_count()
     if outermost:
         gc.freeze()
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], YOUNG_COLLECTION), *thresholds[1:])
     try:
         return _simulate(
             jobs, cluster, policy, workload_name, throughput, overheads, round_seconds, progress, interference
         )
     finally:
         if outermost:
+            gc.set_threshold(*thresholds)
             gc.unfreeze()
 
 

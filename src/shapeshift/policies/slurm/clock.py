@@ -11,6 +11,7 @@ few array operations (``Multifactor.priorities``) rather than a Python call per 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -88,8 +89,9 @@ class PriorityClock:
         assert self.conf is not None
         return self.last_tick + max(self.conf.priority.calc_period, 60) <= now
 
-    def _ticks(self, view: ClusterView, pending: list[str]) -> bool:
-        """Run the calc periods up to now; whether any ran."""
+    def _ticks(self, view: ClusterView, priced: Callable[[], list[str]]) -> bool:
+        """Run the calc periods up to now; whether any ran. ``priced``: the pending jobs
+        with a priority (those a calculation recomputes)."""
         assert self.conf is not None and self.fairshare is not None
         period = max(self.conf.priority.calc_period, 60)
         ran = False
@@ -98,9 +100,18 @@ class PriorityClock:
             tick = self.last_tick + period
             self.running.charge(self.fairshare, self.last_tick, tick)
             self.fairshare.recompute()
-            self._recalculate(view, [j for j in pending if j in self.prio], tick)
+            self._recalculate(view, priced(), tick)
             self.last_tick = tick
         return ran
+
+    def _priced(self, everyone: Callable[[], list[str]], known: int) -> list[str]:
+        """The pending jobs with a priority, ``known`` of them: the kept order's jobs
+        where it holds that many (it holds every such job, so then exactly those; a
+        calculation's result does not depend on their order), else read from the queue."""
+        kept = self.queue_order
+        if kept.valid and len(kept.key_of) == known:
+            return kept.jobs
+        return [j for j in everyone() if j in self.prio]
 
     def _recalculate(self, view: ClusterView, jobs: list[str], now: float) -> None:
         """``_priority`` of every job in ``jobs`` at ``now``, computed over arrays (a

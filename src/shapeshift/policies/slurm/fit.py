@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,11 @@ class Free:
     gpus: Any
     cpus: Any
     mem: Any
+    #: Whether the arrays are another's (the engine's, ``shapes.free_borrowed``), read
+    #: until the first change: ``take`` and ``give`` copy them first, and whatever else
+    #: writes them calls ``own`` before (most decisions start nothing, and a copy of
+    #: every node's resources at each one cost more than the rest of such a decision).
+    borrowed: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.gpus = np.asarray(self.gpus, dtype=np.int64)
@@ -40,13 +45,24 @@ class Free:
     def copy(self) -> Free:
         return Free(self.gpus.copy(), self.cpus.copy(), self.mem.copy())
 
+    def own(self) -> Free:
+        """Arrays of its own from here on (copies of borrowed ones); returns itself."""
+        if self.borrowed:
+            self.gpus, self.cpus, self.mem = self.gpus.copy(), self.cpus.copy(), self.mem.copy()
+            self.borrowed = False
+        return self
+
     def take(self, placement: list[tuple[int, Need]]) -> None:
+        if self.borrowed:
+            self.own()
         for node, need in placement:
             self.gpus[node] -= need.gpus
             self.cpus[node] -= need.cpus
             self.mem[node] -= need.mem
 
     def give(self, placement: list[tuple[int, Need]]) -> None:
+        if self.borrowed:
+            self.own()
         for node, need in placement:
             self.gpus[node] += need.gpus
             self.cpus[node] += need.cpus

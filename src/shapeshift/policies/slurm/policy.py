@@ -50,7 +50,7 @@ from shapeshift.policies.slurm.preempt import QosPreemption, sort_queue
 from shapeshift.policies.slurm.priority import JobFacts, Multifactor, qos_table
 from shapeshift.policies.slurm.qos_limits import Limits
 from shapeshift.policies.slurm.queue_order import PriorityOrder, TailReasons, bulk_keys, fresh_jobs
-from shapeshift.policies.slurm.shapes import Shapes, free_copy
+from shapeshift.policies.slurm.shapes import Shapes, free_borrowed
 from shapeshift.slurm.assoc import complete_tree, read_assoc
 from shapeshift.slurm.cluster import SlurmCluster
 from shapeshift.slurm.conf import SlurmConf, SlurmPartition, read_slurm_conf
@@ -123,6 +123,9 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         self._refusals: dict[tuple[int, int], str] = {}
         self.last_tick = 0.0
         self.next_bf = 0.0
+        #: The job the main scheduler tested first and could not place, with the engine's
+        #: ``FreeResources.released`` count then.
+        self.head_miss: tuple[str, int] | None = None
         #: Whether anything a backfill cycle depends on changed since the last one (a
         #: submission, a completion, a start, a priority recalculation, a job past its
         #: limit). Without a change a cycle starts nothing new: jobs it could start were
@@ -259,17 +262,18 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         total = sum(view.pending_count(part) for part in view.partitions)
         if self.fairshare is None:
             self._tree(view, [view.job(j).spec for j in everyone()])
+        # The jobs queued since the last decision (a calculation leaves them out).
+        if self.preemption is None and not self.begin:
+            fresh = fresh_jobs(view, self.prio)
+        else:
+            fresh = [j for j in everyone() if j not in self.prio]
         # Every calculation due runs, whatever else happened at this instant.
-        ticked = self._tick_due(view.now) and self._ticks(view, everyone())
+        ticked = self._tick_due(view.now) and self._ticks(view, lambda: self._priced(everyone, total - len(fresh)))
         if ticked or view.finished:
             self.dirty = True
         # A lone pending job's priority orders nothing (without preemption, the only other
         # reader): it is computed, for this instant and this usage, only if it stays pending.
         lone = self.preemption is None and total == 1
-        if listed is None and self.preemption is None and not self.begin:
-            fresh = fresh_jobs(view, self.prio)
-        else:
-            fresh = [j for j in everyone() if j not in self.prio]
         for job_id in fresh:
             self.dirty = True
             self.order[job_id] = self.next_order  # a requeued job's anew: a new submit time
@@ -294,7 +298,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             key, kept = self._sort_key(view), self.queue_order
             if not kept.valid:
                 queue = kept.rebuild_columns(everyone(), *bulk_keys(everyone(), self.tiers, self.prio, self.order, key))
-            elif listed is None:
+            elif listed is None or not self.begin:  # listed for a calculation: no job left
                 queue = kept.extend(fresh, count, key, everyone)
             else:
                 queue = kept.update(listed, key)
@@ -357,19 +361,6 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         told = reasons if self.tail is None else self.tail
         return Schedule(base=view.allocations, changes=changes, reasons=told, default_reason="Priority", wake_at=wake)
 
-    def _idle(self, view: ClusterView) -> Schedule:
-        """A decision with no job to place and no grace time to end (about two in five
-        at a 0.9 load: a job ends and none waits): what the full path would do with an
-        empty queue, without walking it. Only the backfill cycle's timer and state move,
-        as an empty cycle moves them (``_empty_cycle``)."""
-        assert self.conf is not None
-        self.exempt_wake = math.inf
-        sched = self.conf.scheduler
-        if sched.backfill and view.now >= self.next_bf and self.dirty:
-            self.dirty = self._empty_cycle(view, {})
-            self.next_bf = view.now + sched.params["bf_interval"]
-        return Schedule(base=view.allocations, changes={}, reasons={}, default_reason="Priority", wake_at=None)
-
     def _sort_key(self, view: ClusterView):
         tiers = self.tiers
 
@@ -390,7 +381,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
     @staticmethod
     def _free(view: ClusterView) -> Free:
         f = view.free()
-        return free_copy(f.gpus, f.cpus, f.mem)
+        return free_borrowed(f.gpus, f.cpus, f.mem)
 
     def _need(self, spec: JobSpec) -> Need:
         return self.shapes.of(spec)
@@ -425,7 +416,16 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             if self._over_limit(view, job_id, reasons):
                 continue
             groups, largest = self.typed.of(spec, self.groups[part], self.largest[part])
-            placement = self.fit_head(self._need(spec), groups, free, largest)
+            # A job that was the first tested and did not fit, with nothing given back
+            # since (free resources only shrank), does not fit now: the test is skipped.
+            first = free.borrowed  # nothing taken or given in this decision yet
+            released = view.free().released
+            if first and self.head_miss == (job_id, released):
+                placement = None
+            else:
+                placement = self.fit_head(self._need(spec), groups, free, largest)
+                if placement is None and first:
+                    self.head_miss = (job_id, released)
             if placement is None and self.preemption is not None:
                 placement = self._preempt_for(view, job_id, free, changes)
             if placement is None:

@@ -24,7 +24,10 @@ Key = tuple[int, int, int]
 
 
 class PriorityOrder:
-    """Pending jobs sorted by key; rebuilt after a recalculation, updated otherwise."""
+    """Pending jobs sorted by key; rebuilt after a recalculation, updated otherwise.
+    ``rebuild``, ``update`` and ``extend`` return the kept list itself, not a copy (a
+    decision reads it before it starts a job, which ``discard``s it; a copy cost a
+    pass over the whole queue at every decision): read it before the order changes."""
 
     def __init__(self) -> None:
         self.keys: list[Key] = []
@@ -54,7 +57,7 @@ class PriorityOrder:
             self.jobs = list(map(pending.__getitem__, at.tolist()))
             self.key_of = dict(zip(self.jobs, self.keys, strict=True))
         self.valid = True
-        return list(self.jobs)
+        return self.jobs
 
     def update(self, pending: list[str], key: Callable[[str], Key]) -> list[str]:
         """``pending`` in order, from the kept order: jobs no longer pending leave it,
@@ -67,7 +70,7 @@ class PriorityOrder:
                 self.discard(job_id)
         for job_id in new:  # keys are unique: any order of insertion
             self._insert(job_id, key(job_id))
-        return list(self.jobs)
+        return self.jobs
 
     def extend(
         self, fresh: list[str], count: int, key: Callable[[str], Key], pending: Callable[[], list[str]]
@@ -79,7 +82,7 @@ class PriorityOrder:
             return self.update(pending(), key)
         for job_id in fresh:
             self._insert(job_id, key(job_id))
-        return list(self.jobs)
+        return self.jobs
 
     def _insert(self, job_id: str, k: Key) -> None:
         at = bisect.bisect_left(self.keys, k)

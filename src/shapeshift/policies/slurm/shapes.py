@@ -104,4 +104,14 @@ def free_copy(gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarray) -> Free:
     return free
 
 
+def free_borrowed(gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarray) -> Free:
+    """A ``Free`` reading the engine's free arrays themselves until it changes them
+    (``Free.borrowed``); ``free_copy``'s where one needs another dtype."""
+    if gpus.dtype != _INT or cpus.dtype != _FLOAT or mem.dtype != _FLOAT:
+        return free_copy(gpus, cpus, mem)
+    free = object.__new__(Free)
+    free.gpus, free.cpus, free.mem, free.borrowed = gpus, cpus, mem, True
+    return free
+
+
 _INT, _FLOAT = np.dtype(np.int64), np.dtype(np.float64)
