@@ -121,6 +121,8 @@ class Lucid(BinderMixin):
         self.profiled = 0
         self.paired = 0
         self.paired_large = 0
+        #: Jobs started beside a partner that both run at full speed (``full_speed_pair_models``).
+        self.paired_full_speed = 0
         #: Jobs in a profiling queue that the main queue has not started yet.
         self.awaiting_profile: set[str] = set()
         self.next_retrain = 0.0
@@ -365,6 +367,7 @@ class Lucid(BinderMixin):
                 alloc = self._pair(view, spec, partners, free, gpu_mem, changes)
                 if alloc is not None:
                     self.paired += 1
+                    self.paired_full_speed += self._runs_full_speed(view, job_id)
                     self.paired_large += spec.num_gpus > 4
             if alloc is None:
                 # A job larger than the main nodes may use the profiling nodes too, so
@@ -420,6 +423,7 @@ class Lucid(BinderMixin):
             "lucid_finished_in_profiler": self.finished_in_profiler,
             "lucid_paired": self.paired,
             "lucid_paired_over_4_gpus": self.paired_large,
+            "lucid_paired_full_speed": self.paired_full_speed,
         }
         if self.configs is not None:
             fields["lucid_scored_by_configuration"] = len(self.configured)
