@@ -22,7 +22,8 @@ things per VC (partition):
    does not fit while sharing is on, and stops at it while sharing is off; we do the same.
    As in the artifact's pass, a job placed alone earlier in the decision may be a
    partner; either job's end frees the other to take a new partner (``pair_release``,
-   ``binder.py``: the artifact's code frees only the older).
+   ``binder.py``: the artifact's code frees only the older). In simulation a pair with
+   NeuMF, ResNet50, BERT or Transformer runs at full speed, as in the artifact (``speeds.py``).
 4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``), with
    ``sharing="adaptive"``: every 100 s the workload forecaster predicts the GPU jobs
    submitted in the next five 10-minute bins. Sharing goes off while their mean is at

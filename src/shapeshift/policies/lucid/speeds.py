@@ -17,7 +17,8 @@ In Shapeshift the engine's interference model sets every shared job's speed
 (``AdaptsInterference``). A pair's speed depends only on its two jobs, so setting it at
 every change of partners (our engine) and once when the pair forms (the artifact) give
 the same speeds. ``full_speed_pair_models=()`` (none) slows every pair by the run's
-model, as Shapeshift did before.
+model. The system tuner's replays (``tuner.py``) run the simulator's default speeds,
+without the rule.
 
 **A job's model in the artifact's names** (``artifact_model``) is the profiled model its
 sharing profile comes from (``shapeshift.perf.colocation.profile_of``), which are the
