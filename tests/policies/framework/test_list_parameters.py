@@ -45,6 +45,11 @@ def test_mapping_parameters_from_pairs_or_json():
         _typed_values(_INFO, {"weights": "a:1,b"})
 
 
+def test_nothing_after_the_equals_sign_is_an_empty_list_or_mapping():
+    # "name=" typed on the command line: the empty text was taken for JSON and refused.
+    assert _typed_values(_INFO, {"names": "", "weights": " "}) == {"names": [], "weights": {}}
+
+
 def test_an_optional_list_parameter_splits_too():
     assert _typed_values(_INFO, {"names": "x,y"}) == {"names": ["x", "y"]}
 

@@ -155,7 +155,8 @@ def _typed_values(info: PolicyInfo, args: Mapping[str, Any]) -> dict[str, Any]:
     """Command-line text as typed values: ``none`` for a parameter that may be None, and
     list and mapping parameters as lists and mappings:
     ``3250,7200`` or JSON ``[3250, 7200]`` for a list; ``a:1,b:2`` or JSON
-    ``{"a": 1}`` for a mapping. Elements are then checked by the parameter model."""
+    ``{"a": 1}`` for a mapping; nothing after ``=`` for an empty one. Elements are then
+    checked by the parameter model."""
     fields = {f.alias or key: f for key, f in info.params.model_fields.items()}
     out = dict(args)
     for key, value in args.items():
@@ -166,7 +167,7 @@ def _typed_values(info: PolicyInfo, args: Mapping[str, Any]) -> dict[str, Any]:
         if kind is None or not isinstance(value, str):
             continue
         text = value.strip()
-        if text[:1] in "[{":
+        if text.startswith(("[", "{")):  # not text[:1] in "[{": "" is in every string
             try:
                 out[key] = json.loads(text)
             except json.JSONDecodeError as exc:

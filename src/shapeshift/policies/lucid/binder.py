@@ -14,11 +14,12 @@ import numpy as np
 
 from shapeshift.model import Allocation, JobSpec, Resources
 from shapeshift.policies.lucid.packing import Candidate, PartnerIndex, sharing_score
+from shapeshift.policies.lucid.speeds import FullSpeedPairs, runs_full_speed
 
 if TYPE_CHECKING:
     from shapeshift.engine.state import FreeResources
     from shapeshift.engine.view import ClusterView
-    from shapeshift.perf.colocation import SharingProfile
+    from shapeshift.perf.colocation import InterferenceModel, SharingProfile
     from shapeshift.policies.lucid.params import LucidParams
     from shapeshift.policies.lucid.partners import RunningPartners
 
@@ -157,6 +158,17 @@ class BinderMixin:
         self.pair_of[spec.job_id] = partner.job_id
         self.joined_by[partner.job_id] = spec.job_id
         return Allocation(((node, res),), devices=devices, gpu_mem_gb=me.gpu_mem)
+
+    def interference_model(self, default: InterferenceModel) -> InterferenceModel:
+        """How pairs run under Lucid: the run's ``default`` with the artifact's full-speed
+        rule on top (``speeds.py``; ``default`` itself when ``full_speed_pair_models`` is empty)."""
+        models = frozenset(self.p.full_speed_pair_models)
+        return FullSpeedPairs(default, models, self.p.seed) if models else default
+
+    def _runs_full_speed(self, view: ClusterView, job_id: str) -> bool:
+        """Whether ``job_id``, just paired, runs at full speed with its partner under the rule."""
+        models = frozenset(self.p.full_speed_pair_models)
+        return runs_full_speed(view.job(job_id).spec, view.job(self.pair_of[job_id]).spec, models, self.p.seed)
 
     def _may_offer(self, spec: JobSpec, alloc: Allocation, largest: int) -> bool:
         """Whether a job just placed alone may take a partner later in the same decision

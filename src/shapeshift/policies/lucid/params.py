@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from shapeshift.perf.colocation import PROFILED
 from shapeshift.policies.framework.placement import PlacementName
 from shapeshift.policies.framework.registry import PolicyParams
+from shapeshift.policies.lucid.speeds import ARTIFACT_FULL_SPEED
 
 
 class LucidParams(PolicyParams):
@@ -47,6 +49,11 @@ class LucidParams(PolicyParams):
     #: engine also leaves that job at its shared speed). A slip in the artifact, like its
     #: NCF pin in Sia's: kept as a name and measured (docs/lucid-artifact.md), not the default.
     pair_release: Literal["newer", "both"] = "both"
+    #: A pair runs at full speed for both jobs when either job's model (in the artifact's
+    #: names, ``speeds.artifact_model``) is one of these: the artifact's
+    #: ``updater.check_outside_job`` ("little influence"). Empty (ours, off; on the command
+    #: line ``full_speed_pair_models=``): every pair is slowed by the run's interference model.
+    full_speed_pair_models: tuple[str, ...] = ARTIFACT_FULL_SPEED
     #: Lend the profiler an idle main node while jobs pile up there (artifact: Venus only).
     profiler_scaling: bool = False
     #: The thesis's system tuner: re-choose T_prof and share_threshold by replaying recent
@@ -96,3 +103,11 @@ class LucidParams(PolicyParams):
     #: Descent for GPU-sharing clusters (docs/fgd.md), for Lucid's ordering with FGD.
     placement: PlacementName = "consolidated"
     seed: int = 0
+
+    @field_validator("full_speed_pair_models")
+    @classmethod
+    def _artifact_names(cls, models: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [m for m in models if m not in PROFILED]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not one of the artifact's models: {', '.join(sorted(PROFILED))}")
+        return models

@@ -22,7 +22,8 @@ things per VC (partition):
    does not fit while sharing is on, and stops at it while sharing is off; we do the same.
    As in the artifact's pass, a job placed alone earlier in the decision may be a
    partner; either job's end frees the other to take a new partner (``pair_release``,
-   ``binder.py``: the artifact's code frees only the older).
+   ``binder.py``: the artifact's code frees only the older). In simulation a pair with
+   NeuMF, ResNet50, BERT or Transformer runs at full speed, as in the artifact (``speeds.py``).
 4. **Sharing switch** ("prescient adaptive sharing", ``check_pas``), with
    ``sharing="adaptive"``: every 100 s the workload forecaster predicts the GPU jobs
    submitted in the next five 10-minute bins. Sharing goes off while their mean is at
@@ -121,6 +122,8 @@ class Lucid(BinderMixin):
         self.profiled = 0
         self.paired = 0
         self.paired_large = 0
+        #: Jobs started beside a partner that both run at full speed (``full_speed_pair_models``).
+        self.paired_full_speed = 0
         #: Jobs in a profiling queue that the main queue has not started yet.
         self.awaiting_profile: set[str] = set()
         self.next_retrain = 0.0
@@ -365,6 +368,7 @@ class Lucid(BinderMixin):
                 alloc = self._pair(view, spec, partners, free, gpu_mem, changes)
                 if alloc is not None:
                     self.paired += 1
+                    self.paired_full_speed += self._runs_full_speed(view, job_id)
                     self.paired_large += spec.num_gpus > 4
             if alloc is None:
                 # A job larger than the main nodes may use the profiling nodes too, so
@@ -420,6 +424,7 @@ class Lucid(BinderMixin):
             "lucid_finished_in_profiler": self.finished_in_profiler,
             "lucid_paired": self.paired,
             "lucid_paired_over_4_gpus": self.paired_large,
+            "lucid_paired_full_speed": self.paired_full_speed,
         }
         if self.configs is not None:
             fields["lucid_scored_by_configuration"] = len(self.configured)
