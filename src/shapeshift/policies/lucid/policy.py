@@ -118,12 +118,9 @@ class Lucid(BinderMixin):
         self.main_queue: dict[str, dict[str, None]] = {}
         self.known: set[str] = set()
         self.finished_in_profiler = 0
-        #: Profiling runs started, jobs started beside a partner, and those of > 4 GPUs.
-        self.profiled = 0
-        self.paired = 0
-        self.paired_large = 0
-        #: Jobs started beside a partner that both run at full speed (``full_speed_pair_models``).
-        self.paired_full_speed = 0
+        #: Profiling runs started, jobs started beside a partner, those of > 4 GPUs and
+        #: those whose pair runs at full speed (``full_speed_pair_models``).
+        self.profiled = self.paired = self.paired_large = self.paired_full_speed = 0
         #: Jobs in a profiling queue that the main queue has not started yet.
         self.awaiting_profile: set[str] = set()
         self.next_retrain = 0.0
