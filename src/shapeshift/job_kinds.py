@@ -20,7 +20,9 @@ class BatchSpec:
     ``initial`` is the batch progress is counted at (Pollux, OSDI'21 §3.1: efficiency is
     relative to the initial batch ``m0``); ``max_size`` caps the global batch and
     ``min_local``/``max_local`` the per-GPU batch (above ``max_local`` the job accumulates
-    gradients). ``adaptive``: a goodput policy picks the batch per allocation.
+    gradients). ``adaptive``: a goodput policy picks the batch per allocation; a fixed
+    batch is the workload's rule, which a policy following a source that tunes it anyway
+    may override (``Allocation.batch_size``; Sia tunes NCF's).
     """
 
     size: int

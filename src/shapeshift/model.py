@@ -288,7 +288,8 @@ class Allocation:
 
     placement: tuple[tuple[int, Resources], ...]
     plan: ExecutionPlan | None = None
-    #: Global batch size a goodput policy chose for an adaptive job (``None`` = the job's own).
+    #: Global batch size a goodput policy chose for the job (``None`` = the job's own):
+    #: for an adaptive job, or a fixed one whose batch the policy's source tunes.
     batch_size: int | None = None
     #: The GPUs used, as ``(node_index, gpu_index)`` pairs sorted; ``None`` = any free
     #: whole GPUs on the placement's nodes (the engine picks). Naming GPUs that other jobs

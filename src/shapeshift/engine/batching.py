@@ -58,8 +58,13 @@ def split_batch(batch: BatchSpec, size: int, replicas: int) -> BatchSplit:
 
 
 def batch_of(batch: BatchSpec, allocation: Allocation) -> int:
-    """The global batch a job runs at on ``allocation``: the policy's choice for an
-    adaptive job, else the job's own size."""
-    if batch.adaptive and allocation.batch_size is not None:
+    """The global batch a job runs at on ``allocation``: the policy's choice where it made
+    one, else the job's own size.
+
+    A policy chooses the batch of an adaptive job, and may choose one for a job its
+    workload marks fixed where the system it follows tunes that job's batch (Sia's
+    artifact tunes every job's, NCF's included, which the Pollux simulator fixes); a
+    policy that leaves ``batch_size`` unset runs the job at its own size."""
+    if allocation.batch_size is not None:
         return allocation.batch_size
     return batch.size

@@ -54,16 +54,20 @@ def test_a_type_not_run_on_is_projected_by_the_1gpu_throughput_ratio(tmp_path):
     assert got["fast", 2] == pytest.approx(2 * got["slow", 2])
 
 
-@pytest.mark.parametrize(("pin", "counts"), [(True, [1]), (False, [1, 2])])
-def test_a_fixed_batch_job_is_pinned_at_its_request_unless_pin_fixed_batch_is_off(tmp_path, pin, counts):
+@pytest.mark.parametrize(
+    ("fixed_batch", "pin", "counts"), [("keep", True, [1]), ("keep", False, [1, 2]), ("tune", True, [1, 2])]
+)
+def test_a_fixed_batch_job_is_pinned_at_its_request_unless_pin_fixed_batch_is_off(tmp_path, fixed_batch, pin, counts):
     # A fixed-batch job (NCF-like: global batch 64, adaptive=False) asking for 1 GPU that
-    # has run on 1 GPU. The artifact means to give NCF at most its request
-    # (``get_sia_multi_job_info``: 1 replica), so pinned its options are 1 GPU per type.
-    # Unpinned (the artifact as it runs: its check never fires) the cap is
-    # min(explore: 2 x 1 replica = 2, max_size / min_local = 64 / 16 = 4) = 2, and each
-    # type's one 2-GPU node offers 1 and 2 GPUs.
+    # has run on 1 GPU. Run at its fixed batch (``fixed_batch=keep``), the artifact means
+    # to give NCF at most its request (``get_sia_multi_job_info``: 1 replica), so pinned
+    # its options are 1 GPU per type. Unpinned (the artifact as it runs: its check never
+    # fires) the cap is min(explore: 2 x 1 replica = 2, max_size / min_local = 64 / 16 =
+    # 4) = 2, and each type's one 2-GPU node offers 1 and 2 GPUs. With its batch tuned
+    # (the default) it is not a fixed-batch job for Sia, so the pin does not hold it.
     fixed = BatchSpec(64, 64, 64, 16, 64, adaptive=False)
-    policy, view = _view(tmp_path, batch=fixed, goodput_model="offline", pin_fixed_batch=pin)
+    params = {"goodput_model": "offline", "pin_fixed_batch": pin, "fixed_batch": fixed_batch}
+    policy, view = _view(tmp_path, batch=fixed, **params)
     policy._ran["j"] = ["slow"]
     policy._seen["j"] = 1
     job = policy._job(view, "j", TYPES)

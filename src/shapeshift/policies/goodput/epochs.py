@@ -101,6 +101,15 @@ def own_batch(
     return cut_back(typed_limits(spec.batch, profile, shape), best, g, cut)
 
 
+def tuned(spec: JobSpec) -> JobSpec:
+    """``spec`` with its batch adaptive within the same limits: a policy whose source tunes
+    every job's batch runs a fixed one this way (the Sia artifact's ``cluster.py``,
+    ``Cluster.__init__``: ``enable_bsz_tuning`` for every job under Sia)."""
+    if spec.batch is None or spec.batch.adaptive:
+        return spec
+    return replace(spec, batch=replace(spec.batch, adaptive=True))
+
+
 def cut_back(limits: BatchSpec, best: int, replicas: int, cut: str) -> int:
     """The batch to hand the engine for a goodput search's candidate ``best`` (global, on
     ``replicas`` GPUs), which may pass ``limits.max_size`` once each GPU's share is rounded up.
@@ -150,9 +159,10 @@ def round_batch(
 
 
 class EpochRetuner:
-    """Remembers, per running job with an adaptive batch, the epoch and progress at which
-    its batch was last chosen; at a wake-up re-chooses the batch of every job that has
-    finished an epoch since, and says when the next one will."""
+    """Remembers, per running job whose batch the policy chose (an adaptive job's, or a
+    fixed one's that the policy tunes: ``Allocation.batch_size`` set), the epoch and
+    progress at which it was last chosen; at a wake-up re-chooses the batch of every job
+    that has finished an epoch since, and says when the next one will."""
 
     def __init__(self, goodput: GoodputKnowledge, online: OnlineFits | None, choose: BatchChooser) -> None:
         self.goodput = goodput
@@ -160,8 +170,8 @@ class EpochRetuner:
         self.choose = choose
         self._tuned: dict[str, tuple[int, float]] = {}
 
-    def _app(self, spec: JobSpec) -> ApplicationProfile | None:
-        if spec.batch is None or not spec.batch.adaptive:
+    def _app(self, spec: JobSpec, alloc: Allocation | None) -> ApplicationProfile | None:
+        if alloc is None or alloc.batch_size is None or spec.batch is None:
             return None
         return self.goodput.apps.get(app_name(spec.model))
 
@@ -173,7 +183,7 @@ class EpochRetuner:
         desired = dict(view.allocations)
         for job_id, alloc in view.allocations.items():
             status = view.job(job_id)
-            app, tuned = self._app(status.spec), self._tuned.get(job_id)
+            app, tuned = self._app(status.spec, alloc), self._tuned.get(job_id)
             if app is None or tuned is None or status.stall_until > view.now:
                 continue
             if epoch_at(app, status.progress_at(view.now), status.rate) <= tuned[0]:
@@ -196,7 +206,7 @@ class EpochRetuner:
         for job_id in {*schedule.base, *schedule.changes}:
             alloc = schedule.changes.get(job_id, schedule.base.get(job_id))
             status = view.job(job_id)
-            app = self._app(status.spec)
+            app = self._app(status.spec, alloc)
             if alloc is None or app is None:
                 continue
             done = status.progress_at(view.now)

@@ -27,8 +27,8 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
 * **limits**: an elastic job gets at most twice the most replicas it has run on, on any
   type (``explore``; the artifact's ``max_profiled_replicas`` with ``--share_max_replicas``;
   with ``goodput_model=offline``, twice the most it was given), at most ``max_replicas``
-  (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``); a fixed-batch Pollux
-  job (NCF) its request (``pin_fixed_batch``, below);
+  (64) and ``max_batch / min_local`` (``get_sia_multi_job_info``); a job run at a
+  fixed batch its request (``pin_fixed_batch``);
 * **normalised goodput** (§3): divided by the job's smallest goodput over its
   configurations (1 GPU), values at most 1e-4 raised to 1e-4 (``ZERO_ALLOC_GAIN``);
 * **restart factor** (§3): for a job holding GPUs, every configuration but its current
@@ -45,7 +45,9 @@ in ``sia-simulator/simulator_config.py``). Every round (``round``, 60 s):
   for its own model on its GPUs, re-chosen after every epoch it completes, not only
   each round (``Job.step``; ``batch_retune``, :mod:`.epochs`); on typed profiles each
   GPU's batch stays within what its placement measured (``get_max_local_bsz``;
-  ``batch_cap``), the type's limit bounding only the goodputs above.
+  ``batch_cap``), the type's limit bounding only the goodputs above; NCF's too, which
+  the ``pollux`` reader fixes as the Pollux simulator does (``cluster.py``,
+  ``Cluster.__init__`` tunes every job under Sia; ``fixed_batch``).
 
 Solved as the artifact solves it, by CBC on the artifact's own layout of the program, so
 that equal optima are decided as there (``solver``, :mod:`.sia_mip`; needs cylp); with
@@ -84,6 +86,7 @@ from shapeshift.policies.goodput.epochs import (
     decide_between_epochs,
     own_batch,
     round_batch,
+    tuned,
 )
 from shapeshift.policies.goodput.sia_mip import (
     NO_CBC,
@@ -152,7 +155,7 @@ class SiaPolicy:
 
     def _job(self, view: ClusterView, job_id: str, types: dict[str, tuple[int, int]]) -> _Job:
         status = view.job(job_id)
-        spec = status.spec
+        spec = self._as_run(status.spec)
         alloc = status.allocation
         batch_now, progress = (alloc.batch_size if alloc else None), status.progress_at(view.now)
         current_type = view.cluster.nodes[alloc.placement[0][0]].gpu_type if alloc is not None else None
@@ -426,7 +429,11 @@ class SiaPolicy:
     def _batch(self, spec: JobSpec, batch_now: int | None, progress: float, gpu_type: str, shape: Shape) -> int:
         by_placement = self.params.batch_cap == "placement"
         cap = not self.params.batch_overshoot
+        spec = self._as_run(spec)
         return own_batch(self.goodput, self.online, spec, batch_now, progress, gpu_type, shape, by_placement, cap)
+
+    def _as_run(self, spec: JobSpec) -> JobSpec:
+        return spec if self.params.fixed_batch == "keep" else tuned(spec)
 
 
 @register(

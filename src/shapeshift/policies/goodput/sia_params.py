@@ -28,10 +28,18 @@ class SiaParams(PlanAwareParams):
     max_replicas: int = Field(64, ge=1)
     profiles: str | None = None
     time_limit: float = Field(10.0, gt=0)
-    #: A fixed-batch Pollux job (NCF) gets at most the GPUs it asked for, as the artifact
-    #: means to (``cluster.py``, ``get_sia_multi_job_info`` treats NCF as rigid); its check
-    #: (``'ncf' in job.applications``) tests GPU-type names and never fires, so there NCF
-    #: scales like any job at its fixed batch: ``pin_fixed_batch=false`` runs that.
+    #: ``tune``: a Pollux job whose workload fixes its batch (NCF, by the Pollux
+    #: simulator's rule in the ``pollux`` reader) has it chosen like any other's, as the
+    #: artifact runs Sia (``cluster.py``, ``Cluster.__init__``: batch tuning on for every
+    #: job, NCF's target batch 32,768; ``job.py``, ``Job.update_local_bsz``): the best
+    #: batch for its goodput on its GPUs, from its initial batch up to the application's
+    #: largest, re-chosen after every epoch; ``keep`` (ours): it runs at its own batch.
+    fixed_batch: Literal["tune", "keep"] = "tune"
+    #: A job Sia runs at a fixed batch (with ``fixed_batch=keep``, NCF) gets at most the
+    #: GPUs it asked for, as the artifact means to for NCF (``cluster.py``,
+    #: ``get_sia_multi_job_info`` treats NCF as rigid); its check (``'ncf' in
+    #: job.applications``) tests GPU-type names and never fires, so there NCF scales like
+    #: any job: ``pin_fixed_batch=false`` runs that. A tuned batch is not pinned.
     pin_fixed_batch: bool = True
     #: ``online``: each job's own model per GPU type, fitted on what it ran there (the
     #: artifact's ``Job.update_params``); ``offline`` (ours): one model per application and
