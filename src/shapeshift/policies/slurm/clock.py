@@ -109,7 +109,7 @@ class PriorityClock:
         where it holds that many (it holds every such job, so then exactly those; a
         calculation's result does not depend on their order), else read from the queue."""
         kept = self.queue_order
-        if kept.valid and len(kept.key_of) == known:
+        if kept.valid and len(kept.jobs) == known:
             return kept.jobs
         return [j for j in everyone() if j in self.prio]
 

@@ -5,13 +5,14 @@ submission order) (``job_scheduler.c``, ``sort_job_queue``). Between two priorit
 recalculations no pending job's key changes: only arrivals and departures move the
 queue. Sorting all pending jobs again at every decision costs a Python key call per job
 (milliseconds with thousands waiting, at every submission and completion); this keeps
-the sorted keys and places an arrival by binary search. The keys are unique (the
+the sorted jobs and places an arrival by binary search. The keys are unique (the
 submission order is), so the order is the one a full sort gives.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -25,14 +26,18 @@ Key = tuple[int, int, int]
 
 class PriorityOrder:
     """Pending jobs sorted by key; rebuilt after a recalculation, updated otherwise.
+
+    Only the jobs are kept: an arrival is placed by binary search over the kept jobs'
+    keys, computed when compared (``key`` reads the policy's kept tiers, priorities and
+    submission orders, which do not change between recalculations), and a departure is
+    found by its place in the list (most leave from near the front). Keeping each job's
+    key too cost a tuple and a dictionary entry per waiting job at every recalculation.
     ``rebuild``, ``update`` and ``extend`` return the kept list itself, not a copy (a
-    decision reads it before it starts a job, which ``discard``s it; a copy cost a
-    pass over the whole queue at every decision): read it before the order changes."""
+    decision reads it before it starts a job, which ``discard``s it; a copy cost a pass
+    over the whole queue at every decision): read it before the order changes."""
 
     def __init__(self) -> None:
-        self.keys: list[Key] = []
         self.jobs: list[str] = []
-        self.key_of: dict[str, Key] = {}
         self.valid = False
 
     def rebuild(self, pending: list[str], keys: list[Key]) -> list[str]:
@@ -47,29 +52,25 @@ class PriorityOrder:
     ) -> list[str]:
         """``rebuild`` with the keys given as their three columns (lists or arrays)."""
         if not pending:
-            self.keys, self.jobs, self.key_of = [], [], {}
+            self.jobs = []
         else:
             # The keys are unique, so numpy's lexicographic sort of their three columns
             # (the last column given first) is the tuples' sort.
             t, p, o = (np.asarray(c, np.int64) for c in (tiers, prios, orders))
-            at = np.lexsort((o, p, t))
-            self.keys = list(zip(t[at].tolist(), p[at].tolist(), o[at].tolist(), strict=True))
-            self.jobs = list(map(pending.__getitem__, at.tolist()))
-            self.key_of = dict(zip(self.jobs, self.keys, strict=True))
+            self.jobs = list(map(pending.__getitem__, np.lexsort((o, p, t)).tolist()))
         self.valid = True
         return self.jobs
 
     def update(self, pending: list[str], key: Callable[[str], Key]) -> list[str]:
         """``pending`` in order, from the kept order: jobs no longer pending leave it,
         new ones are placed by their key (computed now)."""
-        key_of = self.key_of
-        new = [j for j in pending if j not in key_of]
-        if len(key_of) + len(new) != len(pending):  # some kept job is no longer pending
+        kept = set(self.jobs)
+        new = [j for j in pending if j not in kept]
+        if len(kept) + len(new) != len(pending):  # some kept job is no longer pending
             present = set(pending)
-            for job_id in key_of.keys() - present:
-                self.discard(job_id)
+            self.jobs = [j for j in self.jobs if j in present]
         for job_id in new:  # keys are unique: any order of insertion
-            self._insert(job_id, key(job_id))
+            self._insert(job_id, key)
         return self.jobs
 
     def extend(
@@ -78,25 +79,19 @@ class PriorityOrder:
         """The order with ``fresh`` (jobs queued since the last decision) placed, when the
         kept jobs are exactly the rest of the ``count`` pending ones; otherwise (a job
         left the queue without starting) ``update`` over ``pending()``."""
-        if len(self.key_of) + len(fresh) != count:
+        if len(self.jobs) + len(fresh) != count:
             return self.update(pending(), key)
         for job_id in fresh:
-            self._insert(job_id, key(job_id))
+            self._insert(job_id, key)
         return self.jobs
 
-    def _insert(self, job_id: str, k: Key) -> None:
-        at = bisect.bisect_left(self.keys, k)
-        self.keys.insert(at, k)
-        self.jobs.insert(at, job_id)
-        self.key_of[job_id] = k
+    def _insert(self, job_id: str, key: Callable[[str], Key]) -> None:
+        self.jobs.insert(bisect.bisect_left(self.jobs, key(job_id), key=key), job_id)
 
     def discard(self, job_id: str) -> None:
         """``job_id`` out of the order (it started; if it comes back, its key is new)."""
-        k = self.key_of.pop(job_id, None)
-        if k is not None:
-            at = bisect.bisect_left(self.keys, k)
-            del self.keys[at]
-            del self.jobs[at]
+        with contextlib.suppress(ValueError):
+            self.jobs.remove(job_id)
 
 
 def fresh_jobs(view: ClusterView, prio: Mapping[str, int]) -> list[str]:
