@@ -188,8 +188,10 @@ class Engine:
         schedule = self.policy.decide(view)
         self.decisions += 1
         wake = schedule.wake_at
-        # Exact to 1 us like every event time, and always in the future.
-        self.wake_at = None if wake is None else max(round(wake, 6), round(now + 1e-6, 6))
+        # Exact to 1 us like every event time, and always in the future: rounding is
+        # monotone, so the later of the two rounded is the later one rounded.
+        soonest = now + 1e-6
+        self.wake_at = None if wake is None else round(wake if wake >= soonest else soonest, 6)
         self.reconcile(schedule, now)
         if self.on_decision is not None:
             self.on_decision(now, schedule)

@@ -362,11 +362,11 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         return Schedule(base=view.allocations, changes=changes, reasons=told, default_reason="Priority", wake_at=wake)
 
     def _sort_key(self, view: ClusterView):
-        tiers = self.tiers
+        tiers, prio, order = self.tiers, self.prio, self.order
 
         def key(job_id: str) -> tuple[int, int, int]:
             tier = tiers.get(job_id)
-            return (-(tier if tier is not None else self._tier(view, job_id)), -self.prio[job_id], self.order[job_id])
+            return (-(tier if tier is not None else self._tier(view, job_id)), -prio[job_id], order[job_id])
 
         return key
 
