@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from shapeshift.cluster import load_cluster
 from shapeshift.policies.framework.registry import make_policy
 from shapeshift.policies.slurm.plan import Free, Need
 from shapeshift.policies.slurm.shapes import free_borrowed
 from tests.conftest import by_id, job, run
+from tests.policies.slurm.test_slurm import _conf
 
 
 def test_a_borrowed_free_copies_on_its_first_change():
@@ -54,11 +54,6 @@ class _Checking:
 
 
 def test_decisions_that_start_jobs_and_backfill_leave_the_engine_arrays_alone(tmp_path):
-    path = tmp_path / "slurm.conf"
-    path.write_text(
-        "NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=n1 Default=YES\n"
-        "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=1,bf_resolution=1,sched_interval=1\n"
-    )
     # test_simulated_backfill_and_main_scheduler's jobs: r starts in the main scheduler
     # at 0, big waits for it, s is backfilled at 2 (it ends by big's reserved start).
     jobs = [
@@ -67,17 +62,12 @@ def test_decisions_that_start_jobs_and_backfill_leave_the_engine_arrays_alone(tm
         job("s", 2, 2, 30, user="u", tenant="A", vc="p", time_limit=60),
     ]
     policy = _Checking()
-    result = by_id(run(jobs, load_cluster(path), policy))
+    result = by_id(run(jobs, _conf(tmp_path), policy))
     assert result["r"].first_start == 0 and result["s"].first_start == 2 and result["big"].first_start == 50
     assert policy.decisions >= 3
 
 
 def test_the_head_is_tested_again_only_once_something_was_given_back(tmp_path):
-    path = tmp_path / "slurm.conf"
-    path.write_text(
-        "NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=n1 Default=YES\n"
-        "PriorityType=priority/basic\nSchedulerType=sched/builtin\n"
-    )
     # a holds all 4 GPUs 0..100. b (2 GPUs, submitted at 1) heads the queue and does not
     # fit; c (1 GPU) arrives at 2 behind it. Nothing is given back before a ends at 100,
     # so b is tested twice: at 1 (no room) and at 100 (room: b and c start).
@@ -92,6 +82,6 @@ def test_the_head_is_tested_again_only_once_something_was_given_back(tmp_path):
         return real(need, groups, free, largest)
 
     policy.fit_head = counting
-    result = by_id(run(jobs, load_cluster(path), policy))
+    result = by_id(run(jobs, _conf(tmp_path, "sched/builtin", "PriorityType=priority/basic\n"), policy))
     assert result["b"].first_start == 100 and result["c"].first_start == 100
     assert tests.count(2) == 2

@@ -298,7 +298,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             key, kept = self._sort_key(view), self.queue_order
             if not kept.valid:
                 queue = kept.rebuild_columns(everyone(), *bulk_keys(everyone(), self.tiers, self.prio, self.order, key))
-            elif listed is None or not self.begin:  # listed for a calculation: no job left
+            elif not self.begin:  # no requeued job waits: the kept order holds the others
                 queue = kept.extend(fresh, count, key, everyone)
             else:
                 queue = kept.update(listed, key)
@@ -399,6 +399,7 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
         depth = self.conf.scheduler.params["default_queue_depth"] or len(queue)
         blocked: set[str] = set()
         every = len(self.groups)  # partitions
+        released = view.free().released  # the engine's: no decision changes it
         for at, job_id in enumerate(queue[:depth]):
             if len(blocked) == every:  # every partition stopped: the rest wait on priority
                 self.tail = TailReasons(reasons, queue[at:depth], "Priority", changes)
@@ -419,7 +420,6 @@ class SlurmPolicy(BackfillCycle, LimitsAndPreemption, PriorityClock):
             # A job that was the first tested and did not fit, with nothing given back
             # since (free resources only shrank), does not fit now: the test is skipped.
             first = free.borrowed  # nothing taken or given in this decision yet
-            released = view.free().released
             if first and self.head_miss == (job_id, released):
                 placement = None
             else:
