@@ -9,7 +9,8 @@ changed (``policy.py``); this part gathers the running jobs' planned ends, the f
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -27,6 +28,26 @@ if TYPE_CHECKING:
     from shapeshift.slurm.conf import SlurmConf
 
 
+class _Candidates(Sequence[Candidate]):
+    """The tested jobs as ``Candidate``s, each made when read (``plan_compiled.run`` reads
+    only those it starts or reserves)."""
+
+    def __init__(self, jobs: list[str], make: Callable[[str], Candidate]) -> None:
+        self._jobs, self._make = jobs, make
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    @overload
+    def __getitem__(self, index: int) -> Candidate: ...
+    @overload
+    def __getitem__(self, index: slice) -> _Candidates: ...
+    def __getitem__(self, index: int | slice) -> Candidate | _Candidates:
+        if isinstance(index, slice):
+            return _Candidates(self._jobs[index], self._make)
+        return self._make(self._jobs[index])
+
+
 class BackfillCycle:
     params: Any  # SlurmParams: its clock_origin
     conf: SlurmConf | None
@@ -38,8 +59,7 @@ class BackfillCycle:
     #: Planned starts of the last backfill cycle (job -> reserved start), for reports.
     planned: dict[str, float]
     fit_head: Any  # SlurmPolicy's: the main scheduler's fit
-    #: Each pending job's ``Candidate``, made when a cycle first tests it: what it asks
-    #: for, its limit and its nodes do not change while it waits (dropped when it starts).
+    #: Each pending job's ``Candidate`` (``_candidate``), dropped when it starts.
     candidates: dict[str, Candidate]
     #: Their rows for the compiled cycle.
     candidate_rows: CandidateRows
@@ -85,6 +105,17 @@ class BackfillCycle:
         ended = self.endings.any_by(view.now)
         return ended or any(a is not None and self.limit(view.job(j).spec) <= 0 for j, a in changes.items())
 
+    def _candidate(self, view: ClusterView, job_id: str) -> Candidate:
+        """``job_id``'s ``Candidate``, made when a cycle first reads it: what it asks for,
+        its limit and its nodes do not change while it waits (dropped when it starts)."""
+        cand = self.candidates.get(job_id)
+        if cand is None:
+            status = view.job(job_id)
+            spec, part = status.spec, status.partition
+            typed = self.typed.of(spec, self.groups[part], self.largest[part])
+            cand = self.candidates[job_id] = Candidate(job_id, self._need(spec), self.limit(spec), *typed)
+        return cand
+
     def _backfill(
         self, view: ClusterView, queue: list[str], free: Free, changes: dict[str, Allocation | None], reasons: dict
     ) -> bool:
@@ -122,28 +153,27 @@ class BackfillCycle:
             if alloc is not None
         ]
         running += started
-        kept = self.candidates
         tested = queue[: max(params["bf_max_job_test"], 0)]  # the cycle tests no more
-        candidates = list(map(kept.get, tested))  # made when a cycle first tests the job
-        for i in [i for i, cand in enumerate(candidates) if cand is None]:
-            job_id = tested[i]
-            status = view.job(job_id)
-            spec, part = status.spec, status.partition
-            typed = self.typed.of(spec, self.groups[part], self.largest[part])
-            candidates[i] = kept[job_id] = Candidate(job_id, self._need(spec), self.limit(spec), *typed)
         hook = preempt_hook(self, view, free, changes, reasons)
         arrays = table = None
+        candidates: Sequence[Candidate]
         if hook is None and compiled_cycle.available():
+            # The compiled cycle reads each job's row (made on first sight) and a job's
+            # ``Candidate`` only where it starts or is reserved.
             arrays = _end_arrays(rows, started, pool)
             kept_rows = self.candidate_rows
-            slots = list(map(kept_rows.slot.get, tested))  # a row is made on first sight
-            for i in [i for i, slot in enumerate(slots) if slot is None]:
-                slots[i] = kept_rows.slot_of(candidates[i])
+            slots = list(map(kept_rows.slot.get, tested))
+            if None in slots:
+                for i in [i for i, slot in enumerate(slots) if slot is None]:
+                    slots[i] = kept_rows.slot_of(self._candidate(view, tested[i]))
             at = np.array(slots, np.int64)
             table = (kept_rows.rows[at], kept_rows.part[at], kept_rows.groups)
+            candidates = _Candidates(tested, lambda job_id: self._candidate(view, job_id))
             from shapeshift.policies.slurm.fit_compiled import fit_now  # numba: only once needed
 
             self.fit_head = fit_now
+        else:
+            candidates = [self._candidate(view, job_id) for job_id in tested]
         if arrays is None and kept_order:
             running = list(endings.values()) + started
         result = backfill(
