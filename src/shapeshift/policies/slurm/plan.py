@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -330,7 +330,7 @@ PreemptHook = Callable[[Candidate, set[int], Endings], tuple[list[tuple[int, Nee
 
 def backfill(
     now: float,
-    queue: list[Candidate],
+    queue: Sequence[Candidate],
     free: Free,
     running: list[Ending],
     *,
@@ -424,7 +424,7 @@ def backfill(
 
 def _backfill_compiled(
     now: float,
-    queue: list[Candidate],
+    queue: Sequence[Candidate],
     free: Free,
     ends: EndArrays,
     window: float,

@@ -21,7 +21,7 @@ added in the numpy code's order (``add.at``); starts take them as ``Free.take`` 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -322,7 +322,7 @@ if njit is not None:
 
 def run(
     now: float,
-    queue: list[Any],
+    queue: Sequence[Any],
     free: Any,
     ends: Any,
     window: float,
