@@ -27,9 +27,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _cycle(seed: int):
+def _cycle(seed: int, sizes: tuple[int, int] = (4, 40)):
     rng = random.Random(seed)
-    size = rng.randint(4, 40)
+    size = rng.randint(*sizes)
     node_gpus = [rng.choice((4, 8, 8)) for _ in range(size)]
     node_cpus = [rng.choice((32, 64)) for _ in range(size)]
     node_mem = [rng.choice((256.0, 512.0)) for _ in range(size)]
@@ -77,6 +77,20 @@ def test_compiled_cycle_decides_as_the_python_one(seed):
     assert got.started == expected.started
     assert got.reservations == expected.reservations
     assert [type(r.begin) for r in got.reservations] == [type(r.begin) for r in expected.reservations]
+    assert got.tested == expected.tested
+    for a, b in ((here.gpus, there.gpus), (here.cpus, there.cpus), (here.mem, there.mem)):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_cycle_decides_as_the_python_one_on_wider_clusters(seed):
+    # Over 64 nodes a partition's nodes span several words of bits (``_fit_bits``).
+    now, queue, free, running, params = _cycle(seed, (65, 200))
+    here, there = free.copy(), free.copy()
+    expected = backfill(now, queue, here, list(running), compiled=False, **params)
+    got = backfill(now, queue, there, list(running), compiled=True, **params)
+    assert got.started == expected.started
+    assert got.reservations == expected.reservations
     assert got.tested == expected.tested
     for a, b in ((here.gpus, there.gpus), (here.cpus, there.cpus), (here.mem, there.mem)):
         assert np.array_equal(a, b)
@@ -162,10 +176,16 @@ def test_nodes_meeting_the_thresholds_after_a_batch_by_hand():
     p_cpus = np.array([2.0, 4.0, 8.0, 1.0])
     bits = np.zeros(1, np.uint64)
     cand, cpus = np.zeros(4, np.int64), np.zeros(4)
-    k = fit_compiled._sorted_after(2, t_at, srt, 4, fc, by_start, by_pair, by_pos, p_cpus, bits, cand, cpus)
+    cand_bits, cand_pos = np.zeros(1, np.uint64), np.full(4, -1, np.int64)
+    k = fit_compiled._sorted_after(
+        2, t_at, srt, 4, fc, by_start, by_pair, by_pos, p_cpus, bits, cand, cpus, cand_bits, cand_pos
+    )
     assert cand[:k].tolist() == [0, 1, 3]
     assert cpus[:k].tolist() == [7.5, 3.0, 1.5]
     assert bits.tolist() == [0]  # left clear for the next call
+    # The same nodes as bits (0, 1 and 3: 1 + 2 + 8) and their places in ``cand``.
+    assert cand_bits.tolist() == [11]
+    assert [cand_pos[n] for n in (0, 1, 3)] == [0, 1, 2]
 
 
 def test_when_each_node_meets_the_thresholds_by_hand():
@@ -224,6 +244,40 @@ def test_choice_among_the_nodes_after_a_batch_by_hand():
     out = np.full(1, -1, np.int64)
     assert fit_compiled._fit_sorted(1, 1, one_level, cand, cpus, cand.size, blocked, out, 0)
     assert out.tolist() == [4]
+
+
+def test_choice_among_the_nodes_after_a_batch_as_bits_by_hand():
+    # The one-level cases of the test above, read as bits: the same nodes meet the
+    # thresholds (0, 1, 2, 4, 5, 6, 7 and 9, in ``cand`` at places 0-7) and node 6 is
+    # reserved, so the same runs and choices: a job of one node takes 7, of two [4, 5],
+    # of three [0, 1, 2], of four the first four free nodes, of eight none. Then all of
+    # it moved up by 64 (into the second word): the same choices, 64 higher.
+    for base in (0, 64):
+        nodes = [base + n for n in (0, 1, 2, 4, 5, 6, 7, 9)]
+        cand = np.array(nodes, np.int64)
+        cpus = np.array([4.0, 4.0, 4.0, 2.0, 3.0, 0.0, 0.5, 1.0])
+        words = 2
+        cand_bits, blocked_bits = np.zeros(words, np.uint64), np.zeros(words, np.uint64)
+        cand_pos = np.full(64 * words, -1, np.int64)
+        for place, n in enumerate(nodes):
+            cand_bits[n >> 6] |= np.uint64(1) << np.uint64(n & 63)
+            cand_pos[n] = place
+        blocked_bits[(base + 6) >> 6] |= np.uint64(1) << np.uint64((base + 6) & 63)
+        expected = ((1, [7]), (2, [4, 5]), (3, [0, 1, 2]), (4, [0, 1, 2, 4]), (8, None))
+        for span, chosen in expected:
+            out = np.full(span, -1, np.int64)
+            found = fit_compiled._fit_bits(span, cand_bits, blocked_bits, cand_pos, cand, cpus, out, 0)
+            assert (out.tolist() if found else None) == (None if chosen is None else [base + n for n in chosen])
+
+
+def test_bytes_packed_into_bits_by_hand():
+    # 0/1 bytes for nodes 0-127: nodes 0, 9, 63, 64 and 127 set. Word 0 gets bits 0, 9
+    # and 63; word 1 bits 0 and 63.
+    flags = np.zeros(128, np.bool_)
+    flags[[0, 9, 63, 64, 127]] = True
+    words = np.zeros(2, np.uint64)
+    fit_compiled._pack(flags.view(np.uint64), words)
+    assert words.tolist() == [1 + 2**9 + 2**63, 1 + 2**63]
 
 
 @njit_or_skip

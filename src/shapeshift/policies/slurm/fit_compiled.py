@@ -106,7 +106,7 @@ if njit is not None:
 
     @njit(cache=True)
     def _sorted_after(
-        last, t_at, srt, n_srt, fc, by_start, by_pair, by_pos, p_cpus, bits, cand, cand_cpu
+        last, t_at, srt, n_srt, fc, by_start, by_pair, by_pos, p_cpus, bits, cand, cand_cpu, cand_bits, cand_pos
     ):  # pragma: no cover - compiled
         """The nodes whose free resources meet the thresholds once the plan's ends up to
         position ``last`` are given back, in index order, into ``cand`` (returns how
@@ -115,7 +115,9 @@ if njit is not None:
         the first of ``srt`` (the nodes in order of ``t_at``), put in index order through
         the bitmap ``bits`` (zero before and after). A node's free CPUs are its own
         entries (``by_start``, ``by_pair``, ``by_pos``: each node's (node, job) pairs in
-        end order) added to ``fc`` in the order the test gives them back."""
+        end order) added to ``fc`` in the order the test gives them back. The same nodes
+        as bits into ``cand_bits``, and each one's place in ``cand`` into ``cand_pos``
+        (``_fit_bits`` reads them)."""
         one = np.uint64(1)
         for j in range(n_srt):
             n = srt[j]
@@ -126,6 +128,7 @@ if njit is not None:
         for w in range(bits.size):
             word = bits[w]
             bits[w] = 0
+            cand_bits[w] = word
             while word != 0:
                 n = w * 64 + _lowest_bit(word)
                 word &= word - one
@@ -136,6 +139,7 @@ if njit is not None:
                     c += p_cpus[by_pair[q]]
                 cand[k] = n
                 cand_cpu[k] = c
+                cand_pos[n] = k
                 k += 1
         return k
 
@@ -252,6 +256,69 @@ if njit is not None:
                     out[at + j] = cand[best_lo + j]
             return True
         return False
+
+    @njit(cache=True)
+    def _pack(bytes8, words):  # pragma: no cover - compiled
+        """Bit ``k`` of ``words[w]``: byte ``64 w + k`` of a 0/1 byte array read eight bytes
+        at a time (``bytes8``, its ``uint64`` view); one multiply gathers eight bytes' low
+        bits into the top byte."""
+        magic = np.uint64(0x0102040810204080)
+        shift = np.uint64(56)
+        for w in range(words.size):
+            word = np.uint64(0)
+            for k in range(8):
+                word |= ((bytes8[w * 8 + k] * magic) >> shift) << np.uint64(8 * k)
+            words[w] = word
+
+    @njit(cache=True)
+    def _fit_bits(span, cand_bits, blocked_bits, cand_pos, cand, cand_cpu, out, at):  # pragma: no cover - compiled
+        """``_fit_sorted`` for a partition of one level, reading bits: its unblocked nodes
+        are the set bits of ``cand_bits & ~blocked_bits`` (``_sorted_after``'s nodes, the
+        blocked ones as bits), visited in index order without reading the blocked ones;
+        ``cand_pos`` gives a node's place in ``cand``, so the runs, their totals and the
+        choice are ``_fit_sorted``'s."""
+        one = np.uint64(1)
+        m = 0  # the unblocked nodes so far (the first ``span`` go to ``out``)
+        prev = -2  # the last of them
+        lo = -1  # the current run: cand[lo:hi]
+        hi = -1
+        best_lo = -1  # the best run so far: cand[best_lo:best_hi], its total
+        best_hi = -1
+        best_total = 0.0
+        for w in range(cand_bits.size):
+            word = cand_bits[w] & ~blocked_bits[w]
+            while word != 0:
+                n = w * 64 + _lowest_bit(word)
+                word &= word - one
+                if n != prev + 1:  # the run cand[lo:hi] ends
+                    if lo >= 0 and hi - lo >= span:
+                        total = _segment_sum(cand_cpu, lo, hi)
+                        if best_lo < 0 or total < best_total:
+                            best_lo, best_hi, best_total = lo, hi, total
+                    lo = cand_pos[n]
+                if m < span:
+                    out[at + m] = n
+                m += 1
+                prev = n
+                hi = cand_pos[n] + 1
+        if lo >= 0 and hi - lo >= span:  # the last run
+            total = _segment_sum(cand_cpu, lo, hi)
+            if best_lo < 0 or total < best_total:
+                best_lo, best_hi, best_total = lo, hi, total
+        if m < span:
+            return False
+        if best_lo < 0:  # no run holds the job: its first nodes (already in ``out``)
+            return True
+        if span == 1:  # the run's node with the fewest free CPUs
+            pick = best_lo
+            for j in range(best_lo + 1, best_hi):
+                if cand_cpu[j] < cand_cpu[pick]:
+                    pick = j
+            out[at] = cand[pick]
+        else:
+            for j in range(span):
+                out[at + j] = cand[best_lo + j]
+        return True
 
 
 #: Per groups list (by identity, the list kept to tell a reused identity apart): its

@@ -28,7 +28,7 @@ import numpy as np
 
 from shapeshift.policies.slurm.candidate_rows import WIDTH, CandidateRows, partition_arrays
 from shapeshift.policies.slurm.fit import _share
-from shapeshift.policies.slurm.fit_compiled import _fit, _fit_sorted, _sorted_after, available, njit
+from shapeshift.policies.slurm.fit_compiled import _fit, _fit_bits, _fit_sorted, _pack, _sorted_after, available, njit
 from shapeshift.policies.slurm.will_run_compiled import _answer, _by_node, _times
 from shapeshift.policies.slurm.window_compiled import _begun_by, _held_over, _later_start
 
@@ -68,7 +68,14 @@ if njit is not None:
         # test's first window (from now to now + limit) holds the reservations begun by
         # its end (every reservation ends after now): a node is in one exactly when its
         # earliest begin (``minb``) is by then.
-        blocked = np.zeros(size, np.bool_)
+        # As bytes, and as bits where a fit reads them (made then, kept up to date
+        # until the next job's test: ``bits_ok``).
+        words = (size + 63) // 64
+        blocked_pad = np.zeros(words * 64, np.bool_)
+        blocked = blocked_pad[:size]
+        blocked_bits = np.zeros(words, np.uint64)
+        bits_ok = False
+        one = np.uint64(1)
         minb = np.full(size, np.inf)
         b_sorted = np.empty(c_span.size, np.int64)  # reservations in begin order
         # Each threshold class's ``_times`` (most jobs share a shape), until a start
@@ -88,7 +95,9 @@ if njit is not None:
         cls_cand = np.empty((classes, ways, size), np.int64)
         cls_cpu = np.empty((classes, ways, size), np.float64)
         cls_k = np.zeros((classes, ways), np.int64)
-        bits = np.zeros((size + 63) // 64, np.uint64)
+        bits = np.zeros(words, np.uint64)
+        cls_bits = np.zeros((classes, ways, words), np.uint64)  # cls_cand as bits
+        cls_pos = np.zeros((classes, ways, size), np.int64)  # a node's place in cls_cand
         n_cls = 0
         counts = np.empty(e_end.size + 2, np.int64)
         # Each node's (node, job) pairs in end order, for the node times of a threshold
@@ -155,6 +164,7 @@ if njit is not None:
             first_end = now + limit
             for n in range(size):
                 blocked[n] = (minb[n] <= first_end) | (not usable_part[n])
+            bits_ok = False
             # Of the partition's nodes meeting them now, those no reservation in the
             # window holds.
             count = 0
@@ -184,6 +194,8 @@ if njit is not None:
                             continue
                         if not _held_over(n, start_res, end, head, s_next, s_lo, s_hi):
                             blocked[n] = False
+                            if bits_ok:
+                                blocked_bits[n >> 6] &= ~(one << np.uint64(n & 63))
                             changed = True
                             if t_at[n] < 0:
                                 count += 1
@@ -196,6 +208,8 @@ if njit is not None:
                             n = out[q]
                             if not blocked[n]:
                                 blocked[n] = True
+                                if bits_ok:
+                                    blocked_bits[n >> 6] |= one << np.uint64(n & 63)
                                 changed = True
                                 if t_at[n] < 0:
                                     count -= 1
@@ -248,12 +262,21 @@ if njit is not None:
                             cls_last[ci, way] = last
                             cls_k[ci, way] = _sorted_after(
                                 last, t_at, srt, n_srt, fc, by_start, by_pair, by_pos, p_cpus, bits,
-                                cls_cand[ci, way], cls_cpu[ci, way],
+                                cls_cand[ci, way], cls_cpu[ci, way], cls_bits[ci, way], cls_pos[ci, way],
                             )
-                        found = _fit_sorted(
-                            span, part_lvl[g + 1] - part_lvl[g], part_rank[g], cls_cand[ci, way], cls_cpu[ci, way],
-                            cls_k[ci, way], blocked, out, at,
-                        )
+                        if part_lvl[g + 1] - part_lvl[g] == 1:  # one level: read as bits
+                            if not bits_ok:
+                                bits_ok = True
+                                _pack(blocked_pad.view(np.uint64), blocked_bits)
+                            found = _fit_bits(
+                                span, cls_bits[ci, way], blocked_bits, cls_pos[ci, way], cls_cand[ci, way],
+                                cls_cpu[ci, way], out, at,
+                            )
+                        else:
+                            found = _fit_sorted(
+                                span, part_lvl[g + 1] - part_lvl[g], part_rank[g], cls_cand[ci, way],
+                                cls_cpu[ci, way], cls_k[ci, way], blocked, out, at,
+                            )
                     assert found, "the thresholds and fit disagree"
                 if start <= now:
                     n_cls = 0  # the free resources and the ends change
