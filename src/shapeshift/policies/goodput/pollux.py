@@ -64,7 +64,10 @@ several GPU types (:mod:`.unaware`); off, as in the Pollux artifact, whose clust
 one type. Its online model merges a job's rows across types and is fitted with the Sia
 artifact's tolerance (``job.py``, ``h_unaware``; ``goodput.py``, ``tol=1e-5``); a job gets
 at most the GPUs of the type with fewest (``unaware_cap``), and its speedups assume one
-type's per-GPU batch range, ``aws``'s in the artifact (``unaware_profile``).
+type's per-GPU batch range, ``aws``'s in the artifact (``unaware_profile``). A job whose
+workload fixes its batch (NCF) has it tuned up to the fixed one on at most the GPUs it
+asked for, as the Sia artifact builds every job with batch tuning on (``cluster_unaware.py``,
+``ClusterUnaware.__init__``, ``get_unaware_job_info``; ``fixed_batch``).
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ from shapeshift.policies.goodput.epochs import (
     own_batch,
     round_batch,
     running_batch,
+    tuned,
 )
 from shapeshift.policies.goodput.genetic import MAX_NODES, GeneticSearch, Values, Warm, adapt
 from shapeshift.policies.goodput.pollux_knapsack import power_utility, solve
@@ -161,12 +165,19 @@ class PolluxPolicy:
         placement measured, as the Sia artifact's ``update_local_bsz``), offline the best
         for its application's model."""
         cap = not self.params.batch_overshoot
+        spec = self._as_run(spec)
         if self.online is not None:
             batch_now = self._running(spec.job_id, batch_now)
             cut = self.params.batch_cut
             return own_batch(self.knowledge, self.online, spec, batch_now, progress, gpu_type, shape, True, cap, cut)
         table = self.knowledge.job(spec, batch_now, progress, merged=self._merged.get(spec.job_id))
         return int(replace(table, cap_total=cap).best(len(shape), sum(shape))[1][0])
+
+    def _as_run(self, spec: JobSpec) -> JobSpec:
+        """``spec`` with its batch tuned where the source tunes it (``fixed_batch``)."""
+        if self.params.unaware and self.params.fixed_batch == "tune":
+            return tuned(spec)
+        return spec
 
     @staticmethod
     def _repack(jobs: list[_Job], gpn: int) -> Callable[[str, int, int], bool]:
@@ -211,7 +222,8 @@ class PolluxPolicy:
         jobs = []
         for job_id in ids:
             status = view.job(job_id)
-            spec = status.spec
+            spec = self._as_run(status.spec)
+            pinned = spec is not status.spec  # a fixed batch tuned: its GPUs stay its request
             current = status.allocation
             batch_now = self._running(job_id, current.batch_size) if current is not None else None
             progress = status.progress_at(view.now)
@@ -236,6 +248,8 @@ class PolluxPolicy:
                 cap = min(cap, max(2 * seen, 1))
             if rigid:  # nothing to adapt: its request or nothing
                 cap = max(min(spec.num_gpus, total), 1)
+            elif pinned:
+                cap = min(cap, max(spec.num_gpus, 1))
             elif spec.batch is not None and spec.batch.adaptive:
                 cap = min(cap, spec.batch.max_size // spec.batch.min_local)
             else:
@@ -349,7 +363,7 @@ class PolluxPolicy:
                 reasons[job.job_id] = "no GPUs in this round's goodput optimisation"
                 continue
             status = view.job(job.job_id)
-            spec = status.spec
+            spec = self._as_run(status.spec)
             adaptive = spec.batch is not None and spec.batch.adaptive
             batch = None
             if adaptive:

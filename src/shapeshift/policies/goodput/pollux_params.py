@@ -34,6 +34,13 @@ class PolluxParams(PolicyParams):
         "nodes of the smallest node's GPU count, one model over all types' profiles, a mixed-type "
         "allocation reduced to its majority type (sia-simulator/cluster_unaware.py)",
     )
+    fixed_batch: Literal["tune", "keep"] = Field(
+        "tune",
+        description="unaware: tune: a job whose workload fixes its batch (NCF) has it tuned from its initial "
+        "batch after every epoch, up to the fixed one, on at most the GPUs it asked for (the Sia artifact's "
+        "cluster_unaware.py: batch tuning on for every job, NCF's largest batch 32,768, max_replicas 1); keep "
+        "(ours): it runs at its own batch, as without unaware (the Pollux simulator fixes NCF's)",
+    )
     unaware_cap: Literal["type", "cluster"] = Field(
         "type",
         description="unaware: type: a job gets at most the GPUs of the GPU type with fewest in the partition "
