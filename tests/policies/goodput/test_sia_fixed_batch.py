@@ -3,41 +3,15 @@
 Sia, NCF's included, which the Pollux simulator and Shapeshift's ``pollux`` reader fix);
 ``fixed_batch=keep`` (ours) runs it at its own batch.
 
-The toy application, worked by hand: batches validated at 32 (the initial) and 128 (the
-largest), per-GPU batches measured from 16 to 64 on one GPU, step time linear between
-(16, 0.10 s) and (64, 0.16 s), no sync time; two epochs of 100 steps at the initial batch
-(work 200 x 32 = 6,400 examples, epoch 1 from 3,200); ``grad_sqr = 0``, so every batch
-has statistical efficiency 1 and goodput is throughput, which grows with the batch.
+The toy application and its job: ``toy_fixed_batch``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from shapeshift.engine.overheads import Overheads
-from shapeshift.model import BatchSpec, ClusterSpec, JobSpec, NodeSpec
-from shapeshift.perf.pollux.ground_truth import PolluxGroundTruth
 from shapeshift.policies.goodput.sia import SiaParams, SiaPolicy
-from shapeshift.sim.simulator import simulate
-
-VALIDATION = "progress,iteration,metric,grad_sqr,grad_var\n100,100,0.5,0.0,1.0\n200,200,0.6,0.0,1.0\n"
-PLACEMENTS = "placement,local_bsz,step_time,sync_time\n1,16,0.10,0.0\n1,64,0.16,0.0\n"
-SCALABILITY = "num_nodes,num_replicas,local_bsz,step_time,sync_time\n1,1,16,0.10,0.0\n"
-
-
-def _profiles(tmp_path: Path) -> Path:
-    app = tmp_path / "toy"
-    app.mkdir()
-    for name, text in (
-        ("validation-32.csv", VALIDATION),
-        ("validation-128.csv", VALIDATION),
-        ("placements.csv", PLACEMENTS),
-        ("scalability.csv", SCALABILITY),
-    ):
-        (app / name).write_text(text)
-    return tmp_path
+from tests.policies.goodput.toy_fixed_batch import toy_jct, write_profiles
 
 
 @pytest.mark.parametrize(("fixed_batch", "jct"), [("tune", 20.0), ("keep", 24.0)])
@@ -58,18 +32,7 @@ def test_a_fixed_batch_job_has_its_batch_tuned_unless_fixed_batch_is_keep(tmp_pa
     # 0.12 + 0.001875 B s, and B / (0.12 + 0.001875 B) grows with B: 128 (355.6 against
     # 266.7 at 32). Batch 128 runs as 2 micro-steps of 64: 0.16 + 1 x 0.16 = 0.32 s, 400
     # examples/s, so the last 3,200 examples take 8 s: done at 12 + 8 = 20 s.
-    root = _profiles(tmp_path)
+    root = write_profiles(tmp_path)
     params = SiaParams(profiles=str(root), fixed_batch=fixed_batch, solver="highs")
     policy = SiaPolicy(params, params.knowledge())
-    cluster = ClusterSpec((NodeSpec("n0", 1, 8, 32),))
-    job = JobSpec("j", 0.0, 1, iterations=1, model="pollux/toy", batch=BatchSpec(32, 32, 128, 16, 64, adaptive=False))
-    result = simulate(
-        [job],
-        cluster,
-        policy,
-        throughput=PolluxGroundTruth(root),
-        overheads=Overheads(launch_delay=0.0, restore_penalty=0.0),
-        round_seconds=60.0,
-    )
-    (status,) = result.jobs
-    assert status.end_time - status.spec.submit_time == pytest.approx(jct, abs=1e-3)
+    assert toy_jct(root, policy) == pytest.approx(jct, abs=1e-3)
