@@ -205,6 +205,35 @@ if njit is not None:
                 return True
         return False
 
+    @njit(cache=True, inline="always")
+    def _better_run(span, lo, hi, cand_cpu, best_lo, best_hi, best_total):  # pragma: no cover - compiled
+        """The best run so far (``cand[best_lo:best_hi]``, its free CPUs ``best_total``;
+        none: ``best_lo`` -1) against the run ``cand[lo:hi]`` that just ended: a run the
+        job fits in (``span`` nodes) with fewer free CPUs in all replaces it (the earlier
+        one stays on a tie)."""
+        if lo >= 0 and hi - lo >= span:
+            total = _segment_sum(cand_cpu, lo, hi)
+            if best_lo < 0 or total < best_total:
+                return lo, hi, total
+        return best_lo, best_hi, best_total
+
+    @njit(cache=True, inline="always")
+    def _take_run(span, best_lo, best_hi, cand, cand_cpu, out, at):  # pragma: no cover - compiled
+        """The job's nodes from the best run ``cand[best_lo:best_hi]`` into ``out[at:]``:
+        one node, the run's with the fewest free CPUs; more, the run's first. Without a
+        run (``best_lo`` -1) the level's first free nodes, already in ``out``, stay."""
+        if best_lo < 0:
+            return
+        if span == 1:
+            pick = best_lo
+            for j in range(best_lo + 1, best_hi):
+                if cand_cpu[j] < cand_cpu[pick]:
+                    pick = j
+            out[at] = cand[pick]
+        else:
+            for j in range(span):
+                out[at + j] = cand[best_lo + j]
+
     @njit(cache=True)
     def _fit_sorted(span, levels, rank, cand, cand_cpu, n_cand, blocked, out, at):  # pragma: no cover - compiled
         """``_fit`` over the nodes ``cand[:n_cand]`` (``_sorted_after``: those meeting the
@@ -229,10 +258,7 @@ if njit is not None:
                     if rank[n] > level or blocked[n]:
                         continue
                 if n != prev + 1 or j == n_cand:  # the run cand[lo:hi] ends
-                    if lo >= 0 and hi - lo >= span:
-                        total = _segment_sum(cand_cpu, lo, hi)
-                        if best_lo < 0 or total < best_total:
-                            best_lo, best_hi, best_total = lo, hi, total
+                    best_lo, best_hi, best_total = _better_run(span, lo, hi, cand_cpu, best_lo, best_hi, best_total)
                     lo = j
                 if j == n_cand:
                     break
@@ -243,17 +269,7 @@ if njit is not None:
                 hi = j + 1
             if m < span:
                 continue
-            if best_lo < 0:  # no run holds the job: its first nodes (already in ``out``)
-                return True
-            if span == 1:  # the run's node with the fewest free CPUs
-                pick = best_lo
-                for j in range(best_lo + 1, best_hi):
-                    if cand_cpu[j] < cand_cpu[pick]:
-                        pick = j
-                out[at] = cand[pick]
-            else:
-                for j in range(span):
-                    out[at + j] = cand[best_lo + j]
+            _take_run(span, best_lo, best_hi, cand, cand_cpu, out, at)
             return True
         return False
 
@@ -291,33 +307,17 @@ if njit is not None:
                 n = w * 64 + _lowest_bit(word)
                 word &= word - one
                 if n != prev + 1:  # the run cand[lo:hi] ends
-                    if lo >= 0 and hi - lo >= span:
-                        total = _segment_sum(cand_cpu, lo, hi)
-                        if best_lo < 0 or total < best_total:
-                            best_lo, best_hi, best_total = lo, hi, total
+                    best_lo, best_hi, best_total = _better_run(span, lo, hi, cand_cpu, best_lo, best_hi, best_total)
                     lo = cand_pos[n]
                 if m < span:
                     out[at + m] = n
                 m += 1
                 prev = n
                 hi = cand_pos[n] + 1
-        if lo >= 0 and hi - lo >= span:  # the last run
-            total = _segment_sum(cand_cpu, lo, hi)
-            if best_lo < 0 or total < best_total:
-                best_lo, best_hi, best_total = lo, hi, total
+        best_lo, best_hi, best_total = _better_run(span, lo, hi, cand_cpu, best_lo, best_hi, best_total)  # the last
         if m < span:
             return False
-        if best_lo < 0:  # no run holds the job: its first nodes (already in ``out``)
-            return True
-        if span == 1:  # the run's node with the fewest free CPUs
-            pick = best_lo
-            for j in range(best_lo + 1, best_hi):
-                if cand_cpu[j] < cand_cpu[pick]:
-                    pick = j
-            out[at] = cand[pick]
-        else:
-            for j in range(span):
-                out[at + j] = cand[best_lo + j]
+        _take_run(span, best_lo, best_hi, cand, cand_cpu, out, at)
         return True
 
 

@@ -73,6 +73,7 @@ if njit is not None:
         words = (size + 63) // 64
         blocked_pad = np.zeros(words * 64, np.bool_)
         blocked = blocked_pad[:size]
+        blocked_bytes = blocked_pad.view(np.uint64)  # eight nodes a word, for ``_pack``
         blocked_bits = np.zeros(words, np.uint64)
         bits_ok = False
         one = np.uint64(1)
@@ -267,7 +268,7 @@ if njit is not None:
                         if part_lvl[g + 1] - part_lvl[g] == 1:  # one level: read as bits
                             if not bits_ok:
                                 bits_ok = True
-                                _pack(blocked_pad.view(np.uint64), blocked_bits)
+                                _pack(blocked_bytes, blocked_bits)
                             found = _fit_bits(
                                 span, cls_bits[ci, way], blocked_bits, cls_pos[ci, way], cls_cand[ci, way],
                                 cls_cpu[ci, way], out, at,
