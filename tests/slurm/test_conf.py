@@ -59,8 +59,8 @@ def test_conf_nodes_partitions_and_parameters(tmp_path):
     assert (s.params["bf_window"], s.params["bf_resolution"], s.params["bf_max_job_test"]) == (3600, 5, 50)
     assert s.params["default_queue_depth"] == 100  # Slurm's default
     assert conf.preempt_type == "partition_prio"
-    assert "SchedulerParameters.pack_serial_at_end" in conf.ignored and "accountingstoragetype" in conf.ignored
-    assert "NodeName.port" in conf.ignored
+    assert "SchedulerParameters.pack_serial_at_end" in conf.ignored and "AccountingStorageType" in conf.ignored
+    assert "NodeName.Port" in conf.ignored  # each key as the file writes it
 
 
 def test_conf_defaults_are_slurms(tmp_path):
@@ -75,11 +75,11 @@ def test_conf_defaults_are_slurms(tmp_path):
     ("text", "line", "key"),
     [
         ("NodeName=n1 CPUs=x\n", 1, "CPUs"),
-        ("NodeName=n1\nPriorityWeightAge=-3\n", 2, "priorityweightage"),
+        ("NodeName=n1\nPriorityWeightAge=-3\n", 2, "PriorityWeightAge"),
         ("NodeName=n[1-2\n", 1, "NodeName"),
         ("NodeName=n1\nPartitionName=p Nodes=n9\n", 2, "Nodes"),
         ("NodeName=n1\nSchedulerParameters=bf_window=abc\n", 2, "SchedulerParameters.bf_window"),
-        ("NodeName=n1\nSchedulerType=sched/wiki\n", 2, "schedulertype"),
+        ("NodeName=n1\nSchedulerType=sched/wiki\n", 2, "SchedulerType"),
         ("NodeName=n1\nPartitionName=p Nodes=n1 MaxTime=soon\n", 2, "MaxTime"),
     ],
 )
@@ -99,6 +99,31 @@ def test_gres_conf_fills_type_and_checks_count(tmp_path):
     with pytest.raises(InputError) as err:
         read_slurm_conf(tmp_path / "slurm.conf")
     assert err.value.line == 1 and err.value.field == "File"
+
+
+def test_gres_conf_devices_add_up_per_node_and_must_match(tmp_path):
+    # g1: two lines of two devices each (4 in all, as Gres=gpu:4 declares): read. g2: one
+    # line of 2 devices against 4 declared: slurmctld would not use the node (gres.c,
+    # _node_config_validate), so the file is refused at that line.
+    _conf(tmp_path, "NodeName=g[1-2] CPUs=8 Gres=gpu:4\nPartitionName=p Nodes=ALL\n")
+    lines = "NodeName=g1 Name=gpu File=/dev/nvidia[0-1]\nNodeName=g1 Name=gpu File=/dev/nvidia[2-3] Cores=0-3\n"
+    (tmp_path / "gres.conf").write_text(lines)
+    conf = read_slurm_conf(tmp_path / "slurm.conf")
+    assert [n.gpus for n in conf.nodes] == [4, 4]
+    assert "gres.conf:Cores" in conf.ignored  # a key that places GPUs within a node
+    (tmp_path / "gres.conf").write_text(lines + "NodeName=g2 Name=gpu Count=2\n")
+    with pytest.raises(InputError) as err:
+        read_slurm_conf(tmp_path / "slurm.conf")
+    assert (err.value.line, err.value.field) == (3, "Count") and "node g2 has 2 GPU devices" in err.value.message
+
+
+def test_gres_conf_type_must_be_the_one_gres_names(tmp_path):
+    # Gres=gpu:a100:4, gres.conf Type=h100: none of the node's GPUs is an a100 there.
+    _conf(tmp_path, "NodeName=g1 CPUs=8 Gres=gpu:a100:4\nPartitionName=p Nodes=ALL\n")
+    (tmp_path / "gres.conf").write_text("NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia[0-3]\n")
+    with pytest.raises(InputError) as err:
+        read_slurm_conf(tmp_path / "slurm.conf")
+    assert (err.value.line, err.value.field) == (1, "Type")
 
 
 def test_cluster_option_recognises_slurm_conf(tmp_path):
@@ -161,7 +186,7 @@ def test_conf_preemption_keys(tmp_path):
     conf = read_slurm_conf(_conf(tmp_path, text))
     assert (conf.preempt_type, conf.preempt_mode, conf.preempt_flags) == ("qos", "requeue", ("within",))
     assert (conf.preempt_exempt_time, conf.cred_expire, conf.preempt_youngest_first) == (120, 30, True)
-    assert "preemptexempttime" not in conf.ignored
+    assert "PreemptExemptTime" not in conf.ignored
     # Slurm's defaults: no exempt time (-1), cred_expire 120, lowest-priority first.
     conf = read_slurm_conf(_conf(tmp_path, "NodeName=n1 CPUs=4 Gres=gpu:2\nPartitionName=p Nodes=ALL\n"))
     assert (conf.preempt_exempt_time, conf.cred_expire, conf.preempt_youngest_first) == (None, 120, False)
@@ -176,7 +201,7 @@ def test_conf_kill_wait_and_message_timeout(tmp_path):
     assert (conf.kill_wait, conf.msg_timeout) == (30, 10)
     conf = read_slurm_conf(_conf(tmp_path, head + "KillWait=5\nMessageTimeout=UNLIMITED\n"))
     assert (conf.kill_wait, conf.msg_timeout) == (5, 65535)
-    assert "killwait" not in conf.ignored and "messagetimeout" not in conf.ignored
+    assert "KillWait" not in conf.ignored and "MessageTimeout" not in conf.ignored
 
 
 @pytest.mark.parametrize(

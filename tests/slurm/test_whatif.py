@@ -129,7 +129,7 @@ def test_ignored_slurm_conf_keys_listed_on_one_line(inputs):
     conf.write_text("ClusterName=x\n" + CONF.replace("sched_interval=1", "sched_interval=1,pack_serial_at_end"))
     conf.write_text(conf.read_text().replace("Gres=gpu:4", "Gres=gpu:4 Port=17000"))
     expected = (
-        "slurm.conf: keys not modelled (ignored): NodeName.port, SchedulerParameters.pack_serial_at_end, clustername"
+        "slurm.conf: keys not modelled (ignored): ClusterName, NodeName.Port, SchedulerParameters.pack_serial_at_end"
     )
     sim = CliRunner().invoke(
         app, ["simulate", "--workload", str(inputs / "hist.txt"), "--cluster", str(conf), "--policy", "slurm"]
@@ -171,3 +171,30 @@ def test_whatif_bad_kill_wait_is_one_line_with_exit_2(inputs):
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "kw.conf:3" in result.output and "KillWait" in result.output
     assert not (inputs / "o").exists() or not any((inputs / "o").iterdir())  # nothing stored
+
+
+def test_whatif_names_why_a_replay_refused_jobs(inputs):
+    # Job 4 ran in partition "old", which the slurm.conf given does not have: every replay
+    # refuses it at submission, and the notes and the report say which job and why (the
+    # agreement figures cover the three others only).
+    history = HISTORY.replace("4|b|y|gpu|", "4|b|y|old|")
+    (inputs / "hist.txt").write_text(history)
+    out = inputs / "out"
+    outcome = ss.whatif(inputs / "hist.txt", inputs / "slurm.conf", ["slurm", "fifo"], out=out)
+    refused = [n for n in outcome.notes if "refused" in n]
+    assert len(refused) == 2 and all("unknown partition" in n and "'old'" in n and "(job 4)" in n for n in refused)
+    assert [n.split(":")[0] for n in refused] == ["slurm", "fifo"]
+    assert outcome.agreement["jobs_compared"] == 3 and outcome.agreement["jobs_only_recorded"] == 1
+    assert "1 job(s) that started in the record never started in the replay" in (out / "report.md").read_text()
+
+
+def test_whatif_notes_a_history_busier_than_the_configuration(inputs):
+    # One 4-GPU node instead of two: job 3 (8 GPUs) fits no node and is refused, and the
+    # record kept more GPUs busy than the 4 there are (jobs 1 and 2, 4 GPUs each, ran
+    # together from 1 to 31 s), so the utilisation of the record is above 1 and the
+    # notes say that the configuration may not be the history's.
+    (inputs / "slurm.conf").write_text(CONF.replace("n[1-2]", "n1"))
+    outcome = ss.whatif(inputs / "hist.txt", inputs / "slurm.conf", ["slurm"])
+    assert outcome.summaries["recorded"]["gpu_utilization"] > 1
+    assert any("more GPUs busy than the configuration has" in n for n in outcome.notes)
+    assert any(n.startswith("slurm: 1 job(s) refused") and "(job 3)" in n for n in outcome.notes)

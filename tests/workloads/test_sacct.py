@@ -78,11 +78,15 @@ def test_sacct_detected_from_header_and_by_format(tmp_path):
     assert len(read_workload(path, "sacct")) == 1
 
 
-def test_sacct_refuses_hetjob_with_its_line(tmp_path):
+def test_sacct_leaves_a_hetjob_out_with_its_line(tmp_path):
+    # Job 20's two components (20+0, 20+1) and a step of one (20+0.batch) on lines 3-5: one
+    # heterogeneous job, left out and noted with its first line; job 10 is read.
     het = ROWS[0].replace("10|10|", "20+0|20|", 1)
-    with pytest.raises(InputError) as err:
-        read_sacct(_write(tmp_path, [HEADER, ROWS[0], het]))
-    assert err.value.line == 3 and err.value.field == "JobID" and "heterogeneous" in err.value.message
+    rows = [HEADER, ROWS[0], het, het.replace("20+0|", "20+1|", 1), het.replace("20+0|", "20+0.batch|", 1)]
+    workload, notes = read_sacct_notes(_write(tmp_path, rows))
+    assert [j.job_id for j in workload.jobs()] == ["10"]
+    assert notes.heterogeneous == {"20": 3}
+    assert any(line.startswith("1 heterogeneous job(s) left out") and "line 3" in line for line in notes.lines())
 
 
 @pytest.mark.parametrize(

@@ -84,6 +84,7 @@ def command(
             f"slurm replay vs record: {agree['within_5s']:.1%} within 5 s, {agree['within_60s']:.1%} within 60 s, "
             f"median {agree['median_abs_diff_s']} s, P90 {agree['p90_abs_diff_s']} s, "
             f"same order {agree['same_order_share']:.1%}"
+            + (f"; {missing} recorded job(s) never started" if (missing := agree.get("jobs_only_recorded")) else "")
         )
     for note in outcome.notes:
         console.print(f"note: {note}", highlight=False, soft_wrap=True)

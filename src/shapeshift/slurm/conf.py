@@ -13,13 +13,14 @@ Defaults are Slurm's own (cited beside each). Keys we do not model are kept, sor
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shapeshift.errors import InputError
+from shapeshift.slurm.conf_lines import Reader, logical_lines
+from shapeshift.slurm.gres import apply_gres
 from shapeshift.slurm.values import billing_weight, count, expand_hostlist, time_seconds, uint16_value, yes_no
 
 #: The ``SchedulerParameters`` options the replay models, with Slurm's defaults
@@ -138,85 +139,19 @@ def looks_like_slurm_conf(path: str | Path) -> bool:
     return False
 
 
-def _logical_lines(path: Path) -> list[tuple[int, str]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", path=str(path)) from None
-    lines: list[tuple[int, str]] = []
-    pending, start = "", 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        body = re.sub(r"(?<!\\)#.*$", "", raw).rstrip()
-        if not pending:
-            start = number
-        if body.endswith("\\"):
-            pending += body[:-1] + " "
-            continue
-        body = (pending + body).strip()
-        pending = ""
-        if body:
-            lines.append((start, body))
-    return lines
-
-
-def _pairs(path: Path, number: int, body: str) -> list[tuple[str, str]]:
-    try:
-        tokens = shlex.split(body, posix=True)
-    except ValueError as exc:
-        raise InputError(f"cannot split the line: {exc}", path=str(path), line=number) from None
-    pairs = []
-    for token in tokens:
-        key, sep, value = token.partition("=")
-        if not sep:
-            raise InputError(f"expected Key=Value, got {token!r}", path=str(path), line=number, field=token)
-        pairs.append((key.strip().lower(), value.strip()))
-    return pairs
-
-
-class _Reader:
-    """Turns one file's lines into a ``SlurmConf``; ``value`` checks one value in place."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.line = 0
-        self.ignored: set[str] = set()
-
-    def value(self, key: str, text: str, parse: Callable[[str], Any]) -> Any:
-        try:
-            return parse(text)
-        except ValueError as exc:
-            raise InputError(f"bad value {text!r}: {exc}", path=str(self.path), line=self.line, field=key) from None
-
-    def gres_gpus(self, key: str, text: str) -> tuple[int, str]:
-        """``gpu:a100:8,gpu:v100:2(S:0-1),nic:1`` -> (10, "a100")."""
-        total, first_type = 0, ""
-        for item in filter(None, (p.strip() for p in text.split(","))):
-            parts = re.sub(r"\(.*?\)", "", item).split(":")
-            if parts[0].lower() != "gpu":
-                continue
-            number = parts[-1] if len(parts) > 1 else "1"
-            gpus = self.value(key, number, lambda t: count(re.sub(r"[kK]$", "000", t)))
-            if len(parts) == 3 and not first_type:
-                first_type = parts[1]
-            total += gpus
-        return total, first_type
-
-
 def read_slurm_conf(path: str | Path, gres_conf: str | Path | None = None) -> SlurmConf:
     """Read a ``slurm.conf`` (and optionally a ``gres.conf``; a ``gres.conf`` beside the
     ``slurm.conf`` is read too)."""
     path = Path(path)
-    reader = _Reader(path)
+    reader = Reader(path)
     nodes: dict[str, SlurmNode] = {}
     node_defaults: dict[str, str] = {}
     part_rows: list[tuple[int, dict[str, str]]] = []
     part_defaults: dict[str, str] = {}
     glob: dict[str, tuple[int, str]] = {}
-    for number, body in _logical_lines(path):
+    for number, body in logical_lines(path):
         reader.line = number
-        pairs = _pairs(path, number, body)
+        pairs = reader.pairs(number, body)
         head, head_value = pairs[0]
         if head == "nodename":
             values = dict(pairs[1:])
@@ -233,7 +168,7 @@ def read_slurm_conf(path: str | Path, gres_conf: str | Path | None = None) -> Sl
                 continue
             part_rows.append((number, {"partitionname": head_value, **part_defaults, **values}))
         elif head in {"nodeset", "downnodes", "frontendname", "switchname", "include"}:
-            reader.ignored.add(head)
+            reader.ignore(head)
         else:
             for key, value in pairs:
                 glob[key] = (number, value)
@@ -241,12 +176,12 @@ def read_slurm_conf(path: str | Path, gres_conf: str | Path | None = None) -> Sl
         raise InputError("no NodeName line: a slurm.conf needs at least one node", path=str(path))
     gres = Path(gres_conf) if gres_conf else path.with_name("gres.conf")
     if gres_conf or gres.exists():
-        nodes = _apply_gres(gres, nodes)
+        nodes = apply_gres(gres, nodes, reader.ignored)
     partitions = tuple(_partition(reader, number, values, nodes) for number, values in part_rows)
     return _globals(reader, glob, tuple(nodes.values()), partitions)
 
 
-def _node(reader: _Reader, name: str, values: dict[str, str]) -> SlurmNode:
+def _node(reader: Reader, name: str, values: dict[str, str]) -> SlurmNode:
     cpus = values.get("cpus") or values.get("procs")
     if cpus:
         cpu_count = reader.value("CPUs", cpus, lambda t: count(t, minimum=1))
@@ -259,11 +194,11 @@ def _node(reader: _Reader, name: str, values: dict[str, str]) -> SlurmNode:
     gpus, gpu_type = reader.gres_gpus("Gres", values.get("gres", ""))
     weight = reader.value("Weight", values.get("weight", "1"), count)
     known = {"cpus", "procs", "boards", "sockets", "corespersocket", "threadspercore", "realmemory", "gres", "weight"}
-    reader.ignored.update(f"NodeName.{k}" for k in values if k not in known)
+    reader.ignore(*(f"NodeName.{k}" for k in values if k not in known))
     return SlurmNode(name, cpu_count, mem, gpus, gpu_type, weight)
 
 
-def _partition(reader: _Reader, number: int, values: dict[str, str], nodes: dict[str, SlurmNode]) -> SlurmPartition:
+def _partition(reader: Reader, number: int, values: dict[str, str], nodes: dict[str, SlurmNode]) -> SlurmPartition:
     reader.line = number
     name = values["partitionname"]
     members_text = values.get("nodes", "")
@@ -288,7 +223,7 @@ def _partition(reader: _Reader, number: int, values: dict[str, str], nodes: dict
     )
     known = {"partitionname", "nodes", "default", "prioritytier", "priorityjobfactor", "priority", "preemptmode"}
     known |= {"maxtime", "defaulttime", "tresbillingweights", "state"}
-    reader.ignored.update(f"PartitionName.{k}" for k in values if k not in known)
+    reader.ignore(*(f"PartitionName.{k}" for k in values if k not in known))
     legacy = values.get("priority")  # before Slurm 16.05 one Priority= set both
     return SlurmPartition(
         name=name,
@@ -305,7 +240,7 @@ def _partition(reader: _Reader, number: int, values: dict[str, str], nodes: dict
 
 
 def _globals(
-    reader: _Reader, glob: dict[str, tuple[int, str]], nodes: tuple[SlurmNode, ...], parts: tuple[SlurmPartition, ...]
+    reader: Reader, glob: dict[str, tuple[int, str]], nodes: tuple[SlurmNode, ...], parts: tuple[SlurmPartition, ...]
 ) -> SlurmConf:
     def get(key: str, default: str, parse: Callable[[str], Any]) -> Any:
         number, text = glob.get(key, (0, default))
@@ -317,10 +252,10 @@ def _globals(
         if name not in allowed:
             reader.line = glob[key][0]
             raise InputError(
-                f"unsupported {key} {glob[key][1]!r}; expected one of {', '.join(sorted(allowed))}",
+                f"unsupported {reader.name(key)} {glob[key][1]!r}; expected one of {', '.join(sorted(allowed))}",
                 path=str(reader.path),
                 line=glob[key][0],
-                field=key,
+                field=reader.name(key),
             )
         return name
 
@@ -353,7 +288,7 @@ def _globals(
             scale = 60 if key == "bf_window" else 1
             params[key] = reader.value(f"SchedulerParameters.{key}", value, count) * scale
         else:
-            reader.ignored.add(f"SchedulerParameters.{key}")
+            reader.ignore(f"SchedulerParameters.{key}")
     scheduler = SchedulerConf(
         backfill=plugin("schedulertype", "sched/backfill", {"backfill", "builtin"}) == "backfill",
         params=params,
@@ -392,7 +327,7 @@ def _globals(
     modelled |= {"preemptexempttime", "preemptparameters", "killwait", "messagetimeout"}
     modelled |= {k for k in glob if k.startswith("priorityweight") and k != "priorityweighttres"}
     modelled |= {"prioritydecayhalflife", "prioritymaxage", "priorityfavorsmall", "prioritycalcperiod"}
-    reader.ignored.update(k for k in glob if k not in modelled)
+    reader.ignore(*(k for k in glob if k not in modelled))
     return SlurmConf(
         path=str(reader.path),
         nodes=nodes,
@@ -410,34 +345,3 @@ def _globals(
         msg_timeout=msg_timeout,
         ignored=tuple(sorted(reader.ignored)),
     )
-
-
-def _apply_gres(path: Path, nodes: dict[str, SlurmNode]) -> dict[str, SlurmNode]:
-    """``gres.conf`` lines ``NodeName=... Name=gpu [Type=T] (File=/dev/nvidia[0-3] | Count=N)``:
-    fill the GPU type of nodes whose ``Gres=`` names none, and check the counts agree."""
-    reader = _Reader(path)
-    result = dict(nodes)
-    for number, body in _logical_lines(path):
-        reader.line = number
-        values = dict(_pairs(path, number, body))
-        if values.get("name", "").lower() != "gpu":
-            continue
-        names = reader.value("NodeName", values["nodename"], expand_hostlist) if "nodename" in values else list(nodes)
-        if "file" in values:
-            devices = len(reader.value("File", values["file"], expand_hostlist))
-        else:
-            devices = reader.value("Count", values.get("count", "1"), count)
-        for name in names:
-            node = result.get(name)
-            if node is None:
-                continue
-            if node.gpus and node.gpus < devices:
-                raise InputError(
-                    f"node {name} has {devices} GPU devices here but Gres= in slurm.conf declares {node.gpus}",
-                    path=str(path),
-                    line=number,
-                    field="File" if "file" in values else "Count",
-                )
-            gpu_type = node.gpu_type or values.get("type", "")
-            result[name] = SlurmNode(node.name, node.cpus, node.mem_mib, node.gpus, gpu_type, node.weight)
-    return result

@@ -141,6 +141,12 @@ def whatif(
     frame = workload.frame[workload.frame["job_id"].isin(kept)]
     gpu_workload = type(workload).from_frame(workload.name, frame)
     summaries = {"recorded": _recorded_summary(gpu_workload, cluster)}
+    used = summaries["recorded"].get("gpu_utilization")
+    if used is not None and used > 1:
+        notes.append(
+            f"the history kept more GPUs busy than the configuration has (recorded GPU utilisation "
+            f"{used:.2f}): the slurm.conf given may not be the cluster the history ran on"
+        )
     base = pd.DataFrame(
         {
             "job_id": frame["job_id"].to_numpy(),
@@ -167,6 +173,7 @@ def whatif(
                 params.setdefault("qos", str(qos))
         result = simulate(gpu_workload, cluster, name, params=params)
         summaries[name] = result.summary
+        notes += rejection_notes(name, result.rejections)
         sim = result.jobs.set_index("job_id")
         run = base.assign(
             start=sim.loc[base["job_id"], "first_start_time"].to_numpy(),
@@ -186,6 +193,20 @@ def whatif(
     if out is not None:
         write(outcome, Path(out))
     return outcome
+
+
+def rejection_notes(policy: str, rejections: Sequence[Any]) -> list[str]:
+    """One line per reason a replay refused jobs (an unknown partition, a request no node
+    can hold, a submit limit), with how many and the first few jobs: a refused job never
+    starts, and the comparison would otherwise show only a count."""
+    by_reason: dict[str, list[str]] = {}
+    for rejection in rejections:
+        by_reason.setdefault(rejection.reason, []).append(rejection.job_id)
+    lines = []
+    for reason, jobs in by_reason.items():
+        shown = ", ".join(jobs[:3]) + (", ..." if len(jobs) > 3 else "")
+        lines.append(f"{policy}: {len(jobs)} job(s) refused: {reason} (job {shown})")
+    return lines
 
 
 def write(outcome: WhatIf, out: Path) -> None:

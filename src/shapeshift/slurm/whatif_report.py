@@ -15,6 +15,14 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _missing(agree: dict[str, Any]) -> str:
+    """The jobs the record started and the replay did not, which the figures leave out."""
+    missing = agree.get("jobs_only_recorded", 0)
+    if not missing:
+        return ""
+    return f" {missing} job(s) that started in the record never started in the replay (see the notes)."
+
+
 def report_text(outcome: Any) -> str:
     lines = ["# What if: the recorded history and each policy", ""]
     agree = outcome.agreement
@@ -25,7 +33,8 @@ def report_text(outcome: Any) -> str:
             f"Of {agree['jobs_compared']} jobs, {agree['within_5s']:.1%} start within 5 s of their recorded start "
             f"and {agree['within_60s']:.1%} within 60 s; the median difference is {agree['median_abs_diff_s']} s, "
             f"P90 {agree['p90_abs_diff_s']} s, the largest {agree['max_abs_diff_s']} s; "
-            f"{agree['same_order_share']:.1%} of neighbouring jobs start in the recorded order.",
+            f"{agree['same_order_share']:.1%} of neighbouring jobs start in the recorded order."
+            + _missing(agree),
             "The alternatives below are compared under the same model, so read their differences against this margin.",
             "",
         ]

@@ -8,8 +8,8 @@ What a replay needs from each job, and how the rows become one job each:
   job's own row carries its request and times;
 * an array job is one job per task (``123_4``); a pending array record ``123_[5-9%2]``
   stands for its tasks, which have not started;
-* heterogeneous jobs (``123+0``) are refused with the line: their components start
-  together, which a one-allocation job cannot express;
+* heterogeneous jobs (``123+0``) are left out, counted in the notes with the line of the
+  first: their components start together, which a one-allocation job cannot express;
 * a requeued job (``--duplicates`` lists each attempt) is counted once: submitted at its
   first submission, with the times of its last attempt and ``attempts`` set;
 * jobs that never started (``Start`` ``Unknown``/``None``) or had not ended (``End``
@@ -19,6 +19,10 @@ What a replay needs from each job, and how the rows become one job each:
 * GPUs come from ``AllocTRES`` (what the job got) or else ``ReqTRES`` (``gres/gpu=N``
   or ``gres/gpu:TYPE=N``), CPUs and memory likewise; a job without GPUs is kept as
   ``cpu_only``, like the Helios logs' CPU jobs;
+* a GPU type the job asked for (``ReqTRES`` ``gres/gpu:TYPE=N``, from ``--gres=gpu:TYPE:N``)
+  is its ``gpu_types`` constraint, so the replay places it only on nodes of that type as
+  Slurm did; ``AllocTRES`` names the type the job got even when it asked for none, so it
+  is no constraint;
 * the recorded ``Start``/``End``, ``State``, ``Timelimit`` (seconds; blank when
   ``UNLIMITED``/``Partition_Limit``), ``QOS`` and ``Priority`` stay beside each job.
 """
@@ -60,6 +64,8 @@ class SacctNotes:
     steps_folded: int = 0
     requeued: int = 0
     array_tasks: int = 0
+    #: Heterogeneous jobs left out: job id -> the line of its first row.
+    heterogeneous: dict[str, int] = field(default_factory=dict)
     #: The wall-clock time (Unix seconds) of time 0, the earliest submission.
     origin: float = 0.0
     examples: dict[str, str] = field(default_factory=dict)
@@ -70,6 +76,12 @@ class SacctNotes:
             out.append(f"{self.never_started} job(s) never started (Start Unknown/None): left out")
         if self.not_ended:
             out.append(f"{self.not_ended} job(s) had not ended (End Unknown): left out")
+        if self.heterogeneous:
+            first = next(iter(self.heterogeneous.items()))
+            out.append(
+                f"{len(self.heterogeneous)} heterogeneous job(s) left out (their components start together, which "
+                f"one allocation cannot express): job {first[0]} at line {first[1]} first"
+            )
         if self.requeued:
             out.append(f"{self.requeued} requeued job(s) counted once with their attempts")
         return out
@@ -78,7 +90,7 @@ class SacctNotes:
 #: Columns of one job, in the reader's column lists (``_Columns``).
 _OUT = (
     "job_id", "submit_time", "num_gpus", "duration", "name", "user", "vc", "tenant", "num_cpus", "mem_gb",
-    "cpu_only", "state", "start_time", "end_time", "time_limit", "qos", "attempts", "priority",
+    "cpu_only", "state", "start_time", "end_time", "time_limit", "qos", "attempts", "priority", "gpu_types",
 )  # fmt: skip
 
 
@@ -182,13 +194,11 @@ def read_sacct_notes(path: str | Path, zone: tzinfo | None = None) -> tuple[Work
             jid = parse_job_id(job_text)
         except ValueError as exc:
             raise InputError(str(exc), path=str(path), line=number, field="JobID") from None
-        if jid.het:
-            raise InputError(
-                f"heterogeneous job {job_text} is not supported (its components start together); leave its lines out",
-                path=str(path),
-                line=number,
-                field="JobID",
-            )
+        if jid.het:  # left out, each job once (its components and their steps share its id)
+            het_job = jid.job.partition("+")[0]
+            if het_job not in notes.heterogeneous:
+                notes.heterogeneous[het_job] = number
+            continue
         if jid.step:
             notes.steps_folded += 1
             continue
@@ -300,6 +310,7 @@ class _Jobs:
             same(row.get("QOS")),
             0,
             float(priority) if priority.isdigit() else math.nan,
+            same(req.gpu_type if req.gpus or req.gpu_type else ""),
         )
 
     def frame(self, notes: SacctNotes) -> tuple[dict[str, list], float]:
@@ -339,6 +350,8 @@ class _Jobs:
         out["end_time"] = [float(round(t - origin)) for t in out["end_time"]]
         out["queue"] = [s - t for s, t in zip(out["start_time"], out["submit_time"], strict=True)]
         out["attempts"] = [self.count[s] for s in keep]
+        if not any(out["gpu_types"]):  # no typed request: the column is left out (as ``sacct_fast``)
+            del out["gpu_types"]
         return out, origin
 
 

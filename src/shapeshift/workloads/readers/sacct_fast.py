@@ -225,6 +225,9 @@ def _columns(table: pa.Table, header: list[str]) -> tuple[dict[str, object], flo
         "attempts": np.ones(len(sel), dtype=np.int64),
         "priority": priority,
     }
+    types = _text(col("ReqTRES"), len(sel), _asked_type)
+    if any(types):  # left out where no job asked for a GPU type (as the per-row reader)
+        out["gpu_types"] = types
     out["queue"] = start_time - submit_time
     counts = {"steps_folded": notes_steps, "never_started": int(never.sum()), "not_ended": int(not_ended.sum())}
     return out, origin, counts
@@ -344,6 +347,14 @@ def _tres(text: str) -> tuple[float, float, float]:
 
 
 _NO_TRES = Tres()
+
+
+def _asked_type(text: str) -> str:
+    """The GPU type a ``ReqTRES`` asks for (``""``: none), as the per-row reader reads it."""
+    if not text:
+        return ""
+    t = parse_tres(text)  # read by ``_tres`` already: a bad one was refused there
+    return t.gpu_type if t.gpus or t.gpu_type else ""
 
 
 def _limit(text: str) -> tuple[float]:

@@ -127,18 +127,22 @@ def parse_mem(text: str) -> float:
 @lru_cache(maxsize=4096)  # a history holds few distinct TRES strings; the answer is frozen
 def parse_tres(text: str) -> Tres:
     """Read a ``ReqTRES``/``AllocTRES`` string. GPUs come from ``gres/gpu=N`` or, when
-    only typed counts are given, the sum of ``gres/gpu:TYPE=N``."""
+    only typed counts are given, the sum of ``gres/gpu:TYPE=N``; ``gpu_type`` is the one
+    type named (``""`` for none or several), in the case written."""
     values: dict[str, str] = {}
+    typed: dict[str, int] = {}  # GPUs by type, the type as written (the site's gres names)
     for item in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"bad TRES item {item!r}; expected name=value")
-        values[key.strip().lower()] = value.strip()
+        key = key.strip()
+        values[key.lower()] = value.strip()
+        if key.lower().startswith("gres/gpu:"):
+            typed[key.split(":", 1)[1]] = int(value)
     cpus = float(values["cpu"]) if "cpu" in values else None
     mem = parse_mem(values["mem"]) if "mem" in values else None
     nodes = int(values["node"]) if "node" in values else None
     gpus: int | None = int(values["gres/gpu"]) if "gres/gpu" in values else None
-    typed = {k.split(":", 1)[1]: int(v) for k, v in values.items() if k.startswith("gres/gpu:")}
     if gpus is None and typed:
         gpus = sum(typed.values())
     gpu_type = next(iter(typed)) if len(typed) == 1 else ""
