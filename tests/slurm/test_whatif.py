@@ -198,3 +198,20 @@ def test_whatif_notes_a_history_busier_than_the_configuration(inputs):
     assert outcome.summaries["recorded"]["gpu_utilization"] > 1
     assert any("more GPUs busy than the configuration has" in n for n in outcome.notes)
     assert any(n.startswith("slurm: 1 job(s) refused") and "(job 3)" in n for n in outcome.notes)
+
+
+def test_whatif_reads_times_in_the_sites_zone(inputs):
+    # Europe/Berlin jumps from 02:00 to 03:00 on 2024-03-31: a job recorded 01:59:00 to
+    # 03:01:00 ran 2 minutes there (120 s), 62 minutes if the times are read as UTC.
+    history = (
+        "JobID|Partition|Submit|Start|End|State|AllocTRES\n"
+        "1|gpu|2024-03-31T01:59:00|2024-03-31T01:59:00|2024-03-31T03:01:00|COMPLETED|cpu=1,gres/gpu=1\n"
+    )
+    (inputs / "dst.txt").write_text(history)
+    berlin = ss.whatif(inputs / "dst.txt", inputs / "slurm.conf", ["fifo"], zone="Europe/Berlin")
+    utc = ss.whatif(inputs / "dst.txt", inputs / "slurm.conf", ["fifo"])
+    assert berlin.summaries["recorded"]["avg_jct"] == 120 and utc.summaries["recorded"]["avg_jct"] == 3720
+    files = ["--sacct", str(inputs / "dst.txt"), "--slurm-conf", str(inputs / "slurm.conf")]
+    result = CliRunner().invoke(app, ["whatif", *files, "--zone", "Mars/Olympus", "--out", str(inputs / "w")])
+    assert result.exit_code == 2 and "unknown time zone 'Mars/Olympus'" in result.output
+    assert "Traceback" not in result.output and not (inputs / "w" / "comparison.csv").exists()

@@ -55,6 +55,10 @@ def command(
     policy_arg: Annotated[
         list[str] | None, typer.Option("--policy-arg", help="POLICY:key=value, a parameter of one policy (repeatable).")
     ] = None,
+    zone: Annotated[
+        str | None,
+        typer.Option("--zone", help="The site's time zone (IANA, e.g. Europe/Berlin) for times without an offset."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
     """Replay a Slurm history under Slurm's own rules and under other policies."""
@@ -66,7 +70,15 @@ def command(
     assert target is not None
     with progress_bar("replays", show_progress(quiet)) as update:
         outcome = whatif(
-            sacct, slurm_conf, policies, assoc=assoc, qos=qos, policy_args=args, out=target, progress=update
+            sacct,
+            slurm_conf,
+            policies,
+            assoc=assoc,
+            qos=qos,
+            policy_args=args,
+            out=target,
+            progress=update,
+            zone=zone,
         )
     if quiet:
         return

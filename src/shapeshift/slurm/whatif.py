@@ -110,10 +110,14 @@ def whatif(
     policy_args: Mapping[str, Mapping[str, Any]] | None = None,
     out: str | Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    zone: str | None = None,
 ) -> WhatIf:
     """Replay ``sacct`` on ``slurm_conf``'s cluster under each of ``policies`` (see the
     module docstring); ``policy_args`` maps a policy name to its parameters.
-    ``progress(done, total)`` is called before the first replay and after each one."""
+    ``progress(done, total)`` is called before the first replay and after each one.
+    ``zone``: the site's time zone (an IANA name, ``Europe/Berlin``) for a history whose
+    times carry no offset (sacct's default), so that runs across a daylight-saving change
+    are read at their true length; without it such times are read as UTC."""
     import pandas as pd
 
     from shapeshift.runs.facade import simulate
@@ -126,7 +130,7 @@ def whatif(
         raise InputError("whatif needs at least one --policy", field="policy")
     if len(set(policies)) != len(policies):
         raise InputError("a --policy is named twice", field="policy")
-    workload, sacct_notes = read_sacct_notes(sacct)
+    workload, sacct_notes = read_sacct_notes(sacct, _zone(zone))
     conf = read_slurm_conf(slurm_conf)
     cluster = cluster_of(conf)
     notes = sacct_notes.lines()
@@ -193,6 +197,19 @@ def whatif(
     if out is not None:
         write(outcome, Path(out))
     return outcome
+
+
+def _zone(name: str | None) -> Any:
+    """The ``tzinfo`` of an IANA zone name (``None`` for none)."""
+    if name is None:
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        message = f"unknown time zone {name!r}; expected an IANA name such as Europe/Berlin"
+        raise InputError(message, field="zone") from None
 
 
 def rejection_notes(policy: str, rejections: Sequence[Any]) -> list[str]:
