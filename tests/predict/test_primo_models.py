@@ -172,3 +172,24 @@ def test_pram_takes_missing_values_in_their_own_bin():
     assert np.isfinite(model.predict(row)).all() and local.prediction == pytest.approx(model.predict(row)[0])
     with pytest.raises(ValueError):
         model.predict(np.array([[np.inf, 0.0, 0.0]]))  # infinities are refused, NaN is "missing"
+
+
+def test_pram_fits_on_interprets_avx2_kernels_and_puts_the_option_back(monkeypatch):
+    # interpret reads its global "acceleration" option when a fit starts; a fit must see
+    # AVX2 only (flag 0x2, interpret's AccelerationFlags_AVX2), whatever the CPU offers,
+    # and leave the option as it found it (all flags, 0xFFFFFFFF, by default).
+    from interpret import develop
+    from interpret.glassbox import ExplainableBoostingRegressor
+
+    seen = []
+    fit = ExplainableBoostingRegressor.fit
+
+    def spy(self, *args, **kwargs):
+        seen.append(develop.get_option("acceleration"))
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(ExplainableBoostingRegressor, "fit", spy)
+    before = develop.get_option("acceleration")
+    x = np.arange(40, dtype=float).reshape(20, 2)
+    PrAMRegressor(**FAST).fit(x, x[:, 0] * 2.0)
+    assert seen == [0x2] and develop.get_option("acceleration") == before == 0xFFFFFFFF

@@ -23,11 +23,16 @@ Parameters (scikit-learn style; defaults are interpret's except where noted):
   per feature (nominal features take integer codes);
 * ``monotone``: ``{feature: +1 | -1}`` applied after fitting by PAV (``monotonize``);
 * ``random_state`` (0): interpret's seed; one thread, so a fit is reproducible.
+
+A fit runs on interpret's AVX2 kernels (``portable_kernels``): by default interpret
+picks AVX-512 where the CPU has it, and the two sum in different orders, so the same
+data gave a different model, and a different Lucid run, on another machine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,6 +41,25 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from shapeshift.predict.primo.additive import AdditiveForm
 from shapeshift.predict.primo.base import PrimoClassifierMixin, PrimoModel, require_explain_extra, softmax_rows
 from shapeshift.predict.primo.explanation import GlobalExplanation, LocalExplanation, ShapeFunction, ranked
+
+#: interpret-core's ``AccelerationFlags_AVX2`` (``interpret.utils._native.Native``).
+_AVX2 = 0x2
+
+
+@contextmanager
+def portable_kernels() -> Iterator[None]:
+    """interpret's boosting held to its AVX2 kernels while a fit runs (the option is
+    global in interpret, so it is put back after): every x86-64 machine of the last
+    decade has them, so a fit gives the same model on any of them. Without AVX2 (other
+    architectures) interpret falls back to its portable code, whose sums may differ."""
+    from interpret import develop
+
+    before = develop.get_option("acceleration")
+    develop.set_option("acceleration", _AVX2)
+    try:
+        yield
+    finally:
+        develop.set_option("acceleration", before)
 
 
 class PrAMBase(PrimoModel):
@@ -120,7 +144,8 @@ class PrAMBase(PrimoModel):
         if x.shape[0] * float(self.validation_size) < 1:
             params["validation_size"] = 0  # too few rows to hold any out: no early stopping
         ebm = self._ebm_class()(**params)
-        ebm.fit(x, y, sample_weight=sample_weight)
+        with portable_kernels():
+            ebm.fit(x, y, sample_weight=sample_weight)
         self.form_ = AdditiveForm.from_ebm(ebm, self.feature_names_)
 
     def _raw_scores(self, x: np.ndarray) -> np.ndarray:
