@@ -95,10 +95,10 @@ def test_gres_conf_fills_type_and_checks_count(tmp_path):
     (tmp_path / "gres.conf").write_text("NodeName=g[1-2] Name=gpu Type=v100 File=/dev/nvidia[0-3]\n")
     conf = read_slurm_conf(tmp_path / "slurm.conf")
     assert [(n.gpus, n.gpu_type) for n in conf.nodes] == [(4, "v100"), (4, "v100")]
+    # More devices than Gres= declares: slurmctld ignores the excess (gres.c, "Ignoring
+    # excess count"), so the node keeps its 4.
     (tmp_path / "gres.conf").write_text("NodeName=g1 Name=gpu File=/dev/nvidia[0-7]\n")
-    with pytest.raises(InputError) as err:
-        read_slurm_conf(tmp_path / "slurm.conf")
-    assert err.value.line == 1 and err.value.field == "File"
+    assert [n.gpus for n in read_slurm_conf(tmp_path / "slurm.conf").nodes] == [4, 4]
 
 
 def test_gres_conf_devices_add_up_per_node_and_must_match(tmp_path):
@@ -115,6 +115,32 @@ def test_gres_conf_devices_add_up_per_node_and_must_match(tmp_path):
     with pytest.raises(InputError) as err:
         read_slurm_conf(tmp_path / "slurm.conf")
     assert (err.value.line, err.value.field) == (3, "Count") and "node g2 has 2 GPU devices" in err.value.message
+
+
+def test_gres_conf_fewer_devices_pass_under_config_overrides(tmp_path):
+    # gres.c refuses a lower count only without config_overrides (slurmctld then uses
+    # slurm.conf's counts): the 2-device line is read, the node keeps Gres='s 4.
+    _conf(tmp_path, "NodeName=g1 CPUs=8 Gres=gpu:4\nPartitionName=p Nodes=ALL\nSlurmdParameters=config_overrides\n")
+    (tmp_path / "gres.conf").write_text("NodeName=g1 Name=gpu Count=2\n")
+    assert [n.gpus for n in read_slurm_conf(tmp_path / "slurm.conf").nodes] == [4]
+
+
+def test_gres_conf_several_types_on_a_node_and_autodetect(tmp_path):
+    # Gres=gpu:8 names no type and gres.conf gives two (a100 on 0-3, v100 on 4-7): Slurm
+    # adds them; the replay models the first type, so the second is listed as ignored only
+    # where Gres= names several. A global AutoDetect line leaves the count to the driver.
+    nodes = "NodeName=g1 CPUs=8 Gres=gpu:8\nNodeName=g2 CPUs=8 Gres=gpu:a100:4,gpu:v100:4\n"
+    _conf(tmp_path, nodes + "PartitionName=p Nodes=ALL\n")
+    (tmp_path / "gres.conf").write_text(
+        "NodeName=g[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
+        "NodeName=g[1-2] Name=gpu Type=v100 File=/dev/nvidia[4-7]\n"
+    )
+    conf = read_slurm_conf(tmp_path / "slurm.conf")
+    assert [(n.gpus, n.gpu_type) for n in conf.nodes] == [(8, "a100"), (8, "a100")]
+    assert "NodeName.Gres:v100" in conf.ignored
+    (tmp_path / "gres.conf").write_text("AutoDetect=nvml\nName=gpu Type=a100\n")
+    _conf(tmp_path, "NodeName=g1 CPUs=8 Gres=gpu:a100:4\nPartitionName=p Nodes=ALL\n")
+    assert [n.gpus for n in read_slurm_conf(tmp_path / "slurm.conf").nodes] == [4]
 
 
 def test_gres_conf_type_must_be_the_one_gres_names(tmp_path):

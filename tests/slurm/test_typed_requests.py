@@ -60,3 +60,38 @@ def test_a_history_without_typed_requests_has_no_constraints(tmp_path):
     text = HISTORY.replace("gres/gpu:a100=4,", "")
     jobs = read_sacct(_history(tmp_path, text)).jobs()
     assert all(not j.gpu_types for j in jobs)
+
+
+def test_whatif_survives_a_replay_that_refuses_every_job(tmp_path):
+    # Every job asks for H100s, which no node has: each replay refuses all three (a
+    # replay with no start at all), and whatif says so instead of failing.
+    import shapeshift as ss
+
+    text = HISTORY.replace("gres/gpu:a100=4", "gres/gpu:h100=4")
+    path = _history(tmp_path, text.replace("cpu=1,gres/gpu=4|", "cpu=1,gres/gpu:h100=4,gres/gpu=4|"))
+    outcome = ss.whatif(path, tmp_path / "slurm.conf", ["slurm"])
+    assert outcome.summaries["slurm"]["jobs_rejected"] == 3
+    assert any(n.startswith("slurm: 3 job(s) refused") for n in outcome.notes)
+
+
+def test_whatif_drops_types_a_configuration_without_types_cannot_match(tmp_path):
+    # Gres=gpu:4 names no type: jobs 1 and 2 asked for A100s, which no node is said to
+    # be, so the replay places them on any GPU (with a note) rather than refusing them:
+    # job 1 on one node at 0, job 2 on the other at 10, job 3 (20 s) when one frees.
+    import shapeshift as ss
+
+    path = _history(tmp_path)
+    (tmp_path / "slurm.conf").write_text(CONF.replace("gpu:a100:4", "gpu:4").replace("gpu:v100:4", "gpu:4"))
+    outcome = ss.whatif(path, tmp_path / "slurm.conf", ["slurm"])
+    assert any("2 job(s) asked for a GPU type (a100)" in n for n in outcome.notes)
+    assert dict(zip(outcome.starts["job_id"], outcome.starts["slurm"], strict=True)) == {"1": 0, "2": 10, "3": 60}
+
+
+def test_whatif_matches_the_asked_type_whatever_its_case(tmp_path):
+    # sacct spells the type A100, slurm.conf a100: the same type, so job 2 still waits for
+    # the A100 node (100 s) as in test_the_replay_waits_for_the_asked_type.
+    import shapeshift as ss
+
+    path = _history(tmp_path, HISTORY.replace("gres/gpu:a100=4", "gres/gpu:A100=4"))
+    outcome = ss.whatif(path, tmp_path / "slurm.conf", ["slurm"])
+    assert dict(zip(outcome.starts["job_id"], outcome.starts["slurm"], strict=True)) == {"1": 0, "2": 100, "3": 20}

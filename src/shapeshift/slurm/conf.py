@@ -47,6 +47,9 @@ class SlurmNode:
     gpus: int
     gpu_type: str = ""
     weight: int = 1
+    #: Every GPU type ``Gres=`` names (``gpu_type`` is the first: one type per node is
+    #: modelled, and the others are listed as ignored).
+    gres_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,8 @@ def read_slurm_conf(path: str | Path, gres_conf: str | Path | None = None) -> Sl
         raise InputError("no NodeName line: a slurm.conf needs at least one node", path=str(path))
     gres = Path(gres_conf) if gres_conf else path.with_name("gres.conf")
     if gres_conf or gres.exists():
-        nodes = apply_gres(gres, nodes, reader.ignored)
+        overrides = "config_overrides" in glob.get("slurmdparameters", (0, ""))[1].lower()
+        nodes = apply_gres(gres, nodes, reader.ignored, overrides=overrides)
     partitions = tuple(_partition(reader, number, values, nodes) for number, values in part_rows)
     return _globals(reader, glob, tuple(nodes.values()), partitions)
 
@@ -191,11 +195,13 @@ def _node(reader: Reader, name: str, values: dict[str, str]) -> SlurmNode:
             if key in values:
                 cpu_count *= reader.value(key, values[key], lambda t: count(t, minimum=1))
     mem = reader.value("RealMemory", values.get("realmemory", "1"), lambda t: count(t, minimum=1))
-    gpus, gpu_type = reader.gres_gpus("Gres", values.get("gres", ""))
+    gpus, types = reader.gres_gpus("Gres", values.get("gres", ""))
+    if len(types) > 1:  # one GPU type per node is modelled: the first
+        reader.ignore(*(f"NodeName.Gres:{t}" for t in types[1:]))
     weight = reader.value("Weight", values.get("weight", "1"), count)
     known = {"cpus", "procs", "boards", "sockets", "corespersocket", "threadspercore", "realmemory", "gres", "weight"}
     reader.ignore(*(f"NodeName.{k}" for k in values if k not in known))
-    return SlurmNode(name, cpu_count, mem, gpus, gpu_type, weight)
+    return SlurmNode(name, cpu_count, mem, gpus, types[0] if types else "", weight, types)
 
 
 def _partition(reader: Reader, number: int, values: dict[str, str], nodes: dict[str, SlurmNode]) -> SlurmPartition:

@@ -86,16 +86,16 @@ class Reader:
                 f"bad value {text!r}: {exc}", path=str(self.path), line=self.line, field=self.name(key)
             ) from None
 
-    def gres_gpus(self, key: str, text: str) -> tuple[int, str]:
-        """``gpu:a100:8,gpu:v100:2(S:0-1),nic:1`` -> (10, "a100")."""
-        total, first_type = 0, ""
+    def gres_gpus(self, key: str, text: str) -> tuple[int, tuple[str, ...]]:
+        """``gpu:a100:8,gpu:v100:2(S:0-1),nic:1`` -> (10, ("a100", "v100"))."""
+        total, types = 0, []
         for item in filter(None, (p.strip() for p in text.split(","))):
             parts = re.sub(r"\(.*?\)", "", item).split(":")
             if parts[0].lower() != "gpu":
                 continue
             number = parts[-1] if len(parts) > 1 else "1"
             gpus = self.value(key, number, lambda t: count(re.sub(r"[kK]$", "000", t)))
-            if len(parts) == 3 and not first_type:
-                first_type = parts[1]
+            if len(parts) == 3 and parts[1] not in types:
+                types.append(parts[1])
             total += gpus
-        return total, first_type
+        return total, tuple(types)

@@ -116,8 +116,9 @@ def whatif(
     module docstring); ``policy_args`` maps a policy name to its parameters.
     ``progress(done, total)`` is called before the first replay and after each one.
     ``zone``: the site's time zone (an IANA name, ``Europe/Berlin``) for a history whose
-    times carry no offset (sacct's default), so that runs across a daylight-saving change
-    are read at their true length; without it such times are read as UTC."""
+    times carry no offset (sacct's default), so that runs across the spring change keep
+    their length (a time in the autumn's repeated hour is read as its first occurrence);
+    without it such times are read as UTC."""
     import pandas as pd
 
     from shapeshift.runs.facade import simulate
@@ -143,6 +144,9 @@ def whatif(
         notes.append(f"{cpu_only} CPU-only job(s) left out of the replays and the recorded summary")
     kept = {j.job_id for j in jobs}
     frame = workload.frame[workload.frame["job_id"].isin(kept)]
+    frame, type_note = _asked_types(frame, conf)
+    if type_note:
+        notes.append(type_note)
     gpu_workload = type(workload).from_frame(workload.name, frame)
     summaries = {"recorded": _recorded_summary(gpu_workload, cluster)}
     used = summaries["recorded"].get("gpu_utilization")
@@ -179,9 +183,9 @@ def whatif(
         summaries[name] = result.summary
         notes += rejection_notes(name, result.rejections)
         sim = result.jobs.set_index("job_id")
-        run = base.assign(
-            start=sim.loc[base["job_id"], "first_start_time"].to_numpy(),
-            end=sim.loc[base["job_id"], "end_time"].to_numpy(),
+        run = base.assign(  # floats: a replay that starts no job has a column of None
+            start=sim.loc[base["job_id"], "first_start_time"].to_numpy(dtype=float),
+            end=sim.loc[base["job_id"], "end_time"].to_numpy(dtype=float),
         )
         starts[name] = run["start"].to_numpy()
         by_account += _groups(run, "account", name)
@@ -197,6 +201,28 @@ def whatif(
     if out is not None:
         write(outcome, Path(out))
     return outcome
+
+
+def _asked_types(frame: Any, conf: Any) -> tuple[Any, str | None]:
+    """The jobs' asked GPU types (``gpu_types``) spelt as the configuration spells them
+    (sacct's ``ReqTRES`` may use another case), or dropped, with a note, where the
+    configuration names no GPU type at all (``Gres=gpu:N``, or types left to gres.conf's
+    ``AutoDetect``): then no node could match, and every typed job would be refused."""
+    if "gpu_types" not in frame.columns or not frame["gpu_types"].astype(bool).any():
+        return frame, None
+    named = {node.gpu_type.lower(): node.gpu_type for node in conf.nodes if node.gpu_type}
+    if not named:
+        asked = sorted({t for cell in frame["gpu_types"] for t in cell.split("|") if t})
+        note = (
+            f"{int(frame['gpu_types'].astype(bool).sum())} job(s) asked for a GPU type ({', '.join(asked[:3])}), "
+            "but the configuration names none: the replays place them on any GPU"
+        )
+        return frame.drop(columns="gpu_types"), note
+
+    def spelt(cell: str) -> str:
+        return "|".join(named.get(t.lower(), t) for t in cell.split("|")) if cell else cell
+
+    return frame.assign(gpu_types=frame["gpu_types"].map(spelt)), None
 
 
 def _zone(name: str | None) -> Any:

@@ -31,6 +31,7 @@ data gave a different model, and a different Lucid run, on another machine.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -44,6 +45,9 @@ from shapeshift.predict.primo.explanation import GlobalExplanation, LocalExplana
 
 #: interpret-core's ``AccelerationFlags_AVX2`` (``interpret.utils._native.Native``).
 _AVX2 = 0x2
+#: interpret's option is global: fits in threads take turns (one saves, sets and puts
+#: back the option at a time), so none runs on another's setting.
+_KERNELS = threading.RLock()
 
 
 @contextmanager
@@ -54,12 +58,13 @@ def portable_kernels() -> Iterator[None]:
     architectures) interpret falls back to its portable code, whose sums may differ."""
     from interpret import develop
 
-    before = develop.get_option("acceleration")
-    develop.set_option("acceleration", _AVX2)
-    try:
-        yield
-    finally:
-        develop.set_option("acceleration", before)
+    with _KERNELS:
+        before = develop.get_option("acceleration")
+        develop.set_option("acceleration", _AVX2)
+        try:
+            yield
+        finally:
+            develop.set_option("acceleration", before)
 
 
 class PrAMBase(PrimoModel):

@@ -155,6 +155,8 @@ def parse_tres(text: str) -> Tres:
 
 
 _ARRAY = re.compile(r"^(\d+)_(\d+)$")
+#: A heterogeneous job's component: ``123+0`` (an array task's too, ``123_4+0``).
+_HET = re.compile(r"^\d+(_\d+)?\+\d+$")
 _ARRAY_PENDING = re.compile(r"^(\d+)_\[(.+)\]$")
 
 
@@ -172,7 +174,7 @@ class JobId:
 def parse_job_id(text: str) -> JobId:
     text = text.strip()
     job, _, step = text.partition(".")
-    if "+" in job:
+    if _HET.match(job):
         return JobId(job, step, het=True)
     if job.isdigit() or _ARRAY.match(job):
         return JobId(job, step, het=False)
