@@ -215,3 +215,14 @@ def test_whatif_reads_times_in_the_sites_zone(inputs):
     result = CliRunner().invoke(app, ["whatif", *files, "--zone", "Mars/Olympus", "--out", str(inputs / "w")])
     assert result.exit_code == 2 and "unknown time zone 'Mars/Olympus'" in result.output
     assert "Traceback" not in result.output and not (inputs / "w" / "comparison.csv").exists()
+
+
+def test_rejection_notes_name_ten_reasons_and_sum_the_rest():
+    # 12 jobs refused for 12 different reasons (one each): ten lines name them, one line
+    # sums the other two.
+    from shapeshift.engine.engine import Rejection
+    from shapeshift.slurm.whatif import rejection_notes
+
+    lines = rejection_notes("slurm", [Rejection(str(i), f"reason {i}") for i in range(12)])
+    assert len(lines) == 11 and lines[0] == "slurm: 1 job(s) refused: reason 0 (job 0)"
+    assert lines[-1] == "slurm: 2 more job(s) refused for 2 other reason(s)"

@@ -238,6 +238,10 @@ def _zone(name: str | None) -> Any:
         raise InputError(message, field="zone") from None
 
 
+#: Reasons for refused jobs named one per line in the notes; the rest are summed.
+_REASONS_SHOWN = 10
+
+
 def rejection_notes(policy: str, rejections: Sequence[Any]) -> list[str]:
     """One line per reason a replay refused jobs (an unknown partition, a request no node
     can hold, a submit limit), with how many and the first few jobs: a refused job never
@@ -246,10 +250,14 @@ def rejection_notes(policy: str, rejections: Sequence[Any]) -> list[str]:
     for rejection in rejections:
         by_reason.setdefault(rejection.reason, []).append(rejection.job_id)
     lines = []
-    for reason, jobs in by_reason.items():
+    for reason, jobs in list(by_reason.items())[:_REASONS_SHOWN]:
         shown = ", ".join(jobs[:3]) + (", ..." if len(jobs) > 3 else "")
         lines.append(f"{policy}: {len(jobs)} job(s) refused: {reason} (job {shown})")
+    rest = list(by_reason.values())[_REASONS_SHOWN:]
+    if rest:
+        lines.append(f"{policy}: {sum(map(len, rest))} more job(s) refused for {len(rest)} other reason(s)")
     return lines
+
 
 
 def write(outcome: WhatIf, out: Path) -> None:
