@@ -208,13 +208,14 @@ def _asked_types(frame: Any, conf: Any) -> tuple[Any, str | None]:
     (sacct's ``ReqTRES`` may use another case), or dropped, with a note, where the
     configuration names no GPU type at all (``Gres=gpu:N``, or types left to gres.conf's
     ``AutoDetect``): then no node could match, and every typed job would be refused."""
-    if "gpu_types" not in frame.columns or not frame["gpu_types"].astype(bool).any():
+    typed = frame["gpu_types"].astype(bool) if "gpu_types" in frame.columns else None
+    if typed is None or not typed.any():
         return frame, None
     named = {node.gpu_type.lower(): node.gpu_type for node in conf.nodes if node.gpu_type}
     if not named:
         asked = sorted({t for cell in frame["gpu_types"] for t in cell.split("|") if t})
         note = (
-            f"{int(frame['gpu_types'].astype(bool).sum())} job(s) asked for a GPU type ({', '.join(asked[:3])}), "
+            f"{int(typed.sum())} job(s) asked for a GPU type ({', '.join(asked[:3])}), "
             "but the configuration names none: the replays place them on any GPU"
         )
         return frame.drop(columns="gpu_types"), note

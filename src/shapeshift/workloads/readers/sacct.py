@@ -310,7 +310,7 @@ class _Jobs:
             same(row.get("QOS")),
             0,
             float(priority) if priority.isdigit() else math.nan,
-            same(req.gpu_type if req.gpus or req.gpu_type else ""),
+            same(req.gpu_type),  # asked for: the job's constraint (AllocTRES's is what it got)
         )
 
     def frame(self, notes: SacctNotes) -> tuple[dict[str, list], float]:

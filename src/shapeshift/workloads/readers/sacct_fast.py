@@ -351,10 +351,7 @@ _NO_TRES = Tres()
 
 def _asked_type(text: str) -> str:
     """The GPU type a ``ReqTRES`` asks for (``""``: none), as the per-row reader reads it."""
-    if not text:
-        return ""
-    t = parse_tres(text)  # read by ``_tres`` already: a bad one was refused there
-    return t.gpu_type if t.gpus or t.gpu_type else ""
+    return parse_tres(text).gpu_type if text else ""  # a bad one was refused by ``_tres``
 
 
 def _limit(text: str) -> tuple[float]:
