@@ -193,3 +193,46 @@ def test_pram_fits_on_interprets_avx2_kernels_and_puts_the_option_back(monkeypat
     x = np.arange(40, dtype=float).reshape(20, 2)
     PrAMRegressor(**FAST).fit(x, x[:, 0] * 2.0)
     assert seen == [0x2] and develop.get_option("acceleration") == before == 0xFFFFFFFF
+
+
+def test_uniform_binning_cuts_the_range_into_equal_widths():
+    # x = e^t for t evenly spread over [0, 4]: the values run from 1 to e^4. max_bins=6
+    # leaves 4 bins for the values (interpret keeps two for missing and unseen), so
+    # uniform bins cut at 1 + k (e^4 - 1) / 4 for k = 1, 2, 3, and quantile bins near
+    # the quartiles of t, e^1, e^2, e^3.
+    x = np.exp(np.linspace(0.0, 4.0, 401)).reshape(-1, 1)
+    y = (x[:, 0] > 20).astype(float)
+    fit = {"max_bins": 6, "outer_bags": 1, "max_rounds": 50, "interactions": 0}
+    uniform = PrAMRegressor(binning="uniform", **fit).fit(x, y).form_.bins[0][0]
+    quantile = PrAMRegressor(**fit).fit(x, y).form_.bins[0][0]
+    np.testing.assert_allclose(uniform, 1 + np.arange(1, 4) * (np.e**4 - 1) / 4)
+    np.testing.assert_allclose(quantile, np.exp([1.0, 2.0, 3.0]), rtol=0.02)
+
+
+def test_cyclic_boosting_turns_off_greedy_and_smoothing_rounds():
+    # interpret before 0.4 (0.2.7, Lucid's artifact) boosted every term in turn each round
+    # and had no greedy or smoothing rounds; recent releases need cyclic_progress on when
+    # greedy_ratio is 0, or no round would move the model.
+    x, y = data(200)
+    params = PrAMRegressor(boosting="cyclic", max_leaves=3, early_stopping_tolerance=1e-4, **FAST)
+    params.feature_names_ = ["a", "b", "c"]
+    got = params._ebm_params(3)
+    assert {
+        k: got[k] for k in ("greedy_ratio", "cyclic_progress", "smoothing_rounds", "interaction_smoothing_rounds")
+    } == {
+        "greedy_ratio": 0.0,
+        "cyclic_progress": True,
+        "smoothing_rounds": 0,
+        "interaction_smoothing_rounds": 0,
+    }
+    assert (got["max_leaves"], got["early_stopping_tolerance"]) == (3, 1e-4)
+    assert "greedy_ratio" not in PrAMRegressor(**FAST)._release_params()
+    model = PrAMRegressor(boosting="cyclic", **FAST).fit(x, y)
+    assert np.corrcoef(model.predict(x), y)[0, 1] > 0.9
+
+
+@pytest.mark.parametrize("bad", [{"binning": "log"}, {"boosting": "greedy"}])
+def test_unknown_binning_or_boosting_is_refused(bad):
+    x, y = data(50)
+    with pytest.raises(ValueError, match="binning must be quantile or uniform"):
+        PrAMRegressor(**FAST, **bad).fit(x, y)

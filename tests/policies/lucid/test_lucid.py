@@ -187,6 +187,28 @@ def test_row_evaluator_gives_what_predict_gives():
     assert np.allclose([model.evaluate(list(row)) for row in x], model.model.predict(x), rtol=0, atol=1e-9)
 
 
+def test_duration_model_fits_with_the_artifacts_interpret_release():
+    # estimator_lucid.ipynb: ExplainableBoostingRegressor(learning_rate=0.01,
+    # binning="uniform", interactions=20), the rest interpret-core 0.2.7's defaults
+    # (ebm.py): outer_bags=8, max_rounds=5000, early_stopping_rounds=50,
+    # early_stopping_tolerance=1e-4, max_leaves=3, min_samples_leaf=2, cyclic rounds only.
+    from shapeshift.policies.lucid.models import PrAMSettings, _pram
+
+    model = _pram(0, PrAMSettings(), nominal=3, total=9)
+    model.feature_names_ = [f"f{i}" for i in range(9)]
+    got = model._ebm_params(9)
+    expected = {
+        "learning_rate": 0.01, "interactions": 20, "outer_bags": 8, "max_rounds": 5000,
+        "early_stopping_rounds": 50, "early_stopping_tolerance": 1e-4, "max_leaves": 3,
+        "min_samples_leaf": 2, "greedy_ratio": 0.0, "smoothing_rounds": 0,
+    }  # fmt: skip
+    assert {k: got[k] for k in expected} == expected
+    assert got["feature_types"] == ["nominal"] * 3 + ["uniform"] * 6
+    assert LucidParams().outer_bags == 8 and LucidParams().pram_release == "0.2.7"
+    installed = _pram(0, PrAMSettings(outer_bags=1, release="installed"), nominal=3, total=9)
+    assert installed.binning == "quantile" and installed.early_stopping_rounds == 100
+
+
 def test_forecaster_feature_matrix_is_the_per_bin_rule():
     # The forecaster builds its training and forecast rows column-wise; each row must be
     # exactly the per-bin definition (_features): hour and weekday of the bin, the counts

@@ -125,13 +125,30 @@ class RowEvaluator:
 
 @dataclass(frozen=True)
 class PrAMSettings:
-    """EBM settings of both models. Defaults: the artifact's (``estimator_lucid.ipynb``:
-    learning rate 0.01, 20 interactions); bagging 1 and at most 5,000 rounds are ours."""
+    """EBM settings of both models. Defaults: the artifact's. Its notebook
+    (``estimator_lucid.ipynb``) sets learning rate 0.01, 20 interactions and uniform
+    binning and leaves the rest to interpret-core 0.2.7, the release of its time
+    (``ebm.py``: 8 outer bags, at most 5,000 rounds, early stopping after 50 rounds
+    below a 1e-4 gain, at most 3 leaves and 2 samples a leaf, every round cyclic).
+    ``release="installed"`` leaves those to the installed interpret instead (greedy and
+    smoothing rounds, quantile bins) and PrAM's defaults (early stopping 100)."""
 
     learning_rate: float = 0.01
     interactions: int = 20
     max_rounds: int = 5000
-    outer_bags: int = 1
+    outer_bags: int = 8
+    release: str = "0.2.7"
+
+
+#: interpret-core 0.2.7's defaults where later releases differ, and the notebook's binning.
+INTERPRET_027 = {
+    "early_stopping_rounds": 50,
+    "early_stopping_tolerance": 1e-4,
+    "max_leaves": 3,
+    "min_samples_leaf": 2,
+    "boosting": "cyclic",
+    "binning": "uniform",
+}
 
 
 def _pram(seed: int, settings: PrAMSettings, nominal: int, total: int):  # type: ignore[no-untyped-def]
@@ -144,6 +161,7 @@ def _pram(seed: int, settings: PrAMSettings, nominal: int, total: int):  # type:
         outer_bags=settings.outer_bags,
         feature_types=["nominal"] * nominal + ["continuous"] * (total - nominal),
         random_state=seed,
+        **(INTERPRET_027 if settings.release == "0.2.7" else {}),
     )
 
 

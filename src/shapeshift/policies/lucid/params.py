@@ -85,12 +85,16 @@ class LucidParams(PolicyParams):
     min_train_jobs: int = Field(200, ge=10)
     #: Most recent finished jobs a duration model trains on.
     train_window: int = Field(10_000, ge=100)
-    #: PrAM (both models): the artifact's learning rate and interactions; bagging rounds
-    #: (ours: 1 for speed; interpret's default is 14) and a cap on boosting rounds.
+    #: PrAM (both models): the artifact's learning rate, interactions, boosting-round cap
+    #: and bagging (interpret-core 0.2.7's 8 outer bags; the installed release's is 14).
     pram_learning_rate: float = Field(0.01, gt=0.0, le=1.0)
     pram_interactions: int = Field(20, ge=0)
     pram_max_rounds: int = Field(5000, ge=1)
-    outer_bags: int = Field(1, ge=1)
+    outer_bags: int = Field(8, ge=1)
+    #: The rest of the EBM's settings: those of interpret-core 0.2.7, the release the
+    #: artifact's notebook ran on ("0.2.7": cyclic rounds, uniform bins, early stopping
+    #: after 50), or ours, "installed": the installed interpret's and PrAM's defaults.
+    pram_release: Literal["0.2.7", "installed"] = "0.2.7"
     #: The thesis's rule, off as the artifact's notebook lacks it: the duration estimate
     #: made non-decreasing in the GPU count (pool-adjacent violators, ``models.py``).
     monotone_gpus: bool = False

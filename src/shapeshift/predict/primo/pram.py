@@ -19,6 +19,12 @@ Parameters (scikit-learn style; defaults are interpret's except where noted):
   (100), ``min_samples_leaf`` (4), ``validation_size`` (0.15);
 * ``outer_bags`` (8; interpret 14) and ``inner_bags`` (0): bagging for smoother shapes;
   tests use 1;
+* ``early_stopping_tolerance``, ``max_leaves`` (``None``: interpret's own);
+* ``boosting``: ``"interpret"`` (the installed release's rounds: greedy rounds between
+  cyclic ones, then smoothing rounds) or ``"cyclic"`` (every round cyclic, no smoothing:
+  how interpret boosted before its 0.4 releases, e.g. 0.2.7, which Lucid's artifact used);
+* ``binning``: ``"quantile"`` (interpret's) or ``"uniform"`` (equal-width bins for the
+  continuous features, what interpret 0.2.7 took as ``binning="uniform"``);
 * ``feature_types``: ``None`` (all continuous) or one of ``"continuous"``/``"nominal"``
   per feature (nominal features take integer codes);
 * ``monotone``: ``{feature: +1 | -1}`` applied after fitting by PAV (``monotonize``);
@@ -85,6 +91,10 @@ class PrAMBase(PrimoModel):
         validation_size: float = 0.15,
         outer_bags: int = 8,
         inner_bags: int = 0,
+        early_stopping_tolerance: float | None = None,
+        max_leaves: int | None = None,
+        boosting: str = "interpret",
+        binning: str = "quantile",
         feature_types: Sequence[str] | None = None,
         monotone: dict[str | int, int] | None = None,
         random_state: int = 0,
@@ -99,6 +109,10 @@ class PrAMBase(PrimoModel):
         self.validation_size = validation_size
         self.outer_bags = outer_bags
         self.inner_bags = inner_bags
+        self.early_stopping_tolerance = early_stopping_tolerance
+        self.max_leaves = max_leaves
+        self.boosting = boosting
+        self.binning = binning
         self.feature_types = feature_types
         self.monotone = monotone
         self.random_state = random_state
@@ -107,7 +121,15 @@ class PrAMBase(PrimoModel):
         types = list(self.feature_types) if self.feature_types is not None else ["continuous"] * n_features
         if len(types) != n_features or any(t not in ("continuous", "nominal") for t in types):
             raise ValueError(f"feature_types: need {n_features} of 'continuous' or 'nominal', got {types}")
+        if self.binning not in ("quantile", "uniform") or self.boosting not in ("interpret", "cyclic"):
+            raise ValueError(
+                f"binning must be quantile or uniform and boosting interpret or cyclic, got "
+                f"{self.binning!r} and {self.boosting!r}"
+            )
+        if self.binning == "uniform":
+            types = ["uniform" if t == "continuous" else t for t in types]
         return {
+            **self._release_params(),
             "feature_names": list(self.feature_names_),
             "feature_types": types,
             "interactions": int(self.interactions) if n_features > 1 and self._pairs_allowed() else 0,
@@ -123,6 +145,17 @@ class PrAMBase(PrimoModel):
             "n_jobs": 1,
             "random_state": int(self.random_state),
         }
+
+    def _release_params(self) -> dict[str, Any]:
+        """The settings left to interpret unless given (``None``), and cyclic boosting."""
+        params: dict[str, Any] = {}
+        if self.early_stopping_tolerance is not None:
+            params["early_stopping_tolerance"] = float(self.early_stopping_tolerance)
+        if self.max_leaves is not None:
+            params["max_leaves"] = int(self.max_leaves)
+        if self.boosting == "cyclic":
+            params.update(greedy_ratio=0.0, cyclic_progress=True, smoothing_rounds=0, interaction_smoothing_rounds=0)
+        return params
 
     def _ebm_class(self) -> Any:
         raise NotImplementedError
