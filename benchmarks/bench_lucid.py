@@ -1,6 +1,9 @@
 """Lucid's speed: one decision with 2,048 queued jobs, and the whole Philly trace.
 
-    python benchmarks/bench_lucid.py [--trace PATH|NAME] [--cluster YAML|NAME] [--skip-philly]
+    python benchmarks/bench_lucid.py [--trace PATH|NAME] [--cluster YAML|NAME] [--skip-philly] [--pram-before]
+
+``--pram-before`` fits Lucid's PrAM with one bag and the installed interpret's boosting
+(``outer_bags=1 pram_release=installed``) instead of the artifact's settings.
 
 1. **Decision time** (goal < 50 ms; the thesis reports 3 ms for its allocation step): a
    burst of Helios-schema jobs (``helios-synthetic``, 6,000 jobs at 3,000 jobs/hour) on
@@ -62,11 +65,11 @@ class Timed:
         return schedule
 
 
-def decision_benchmark() -> None:
+def decision_benchmark(pram: dict[str, object]) -> None:
     nodes = tuple(NodeSpec(f"n{i:02d}", 8, 64, 512, gpu_mem_gb=24.0) for i in range(16))
     cluster = ClusterSpec(nodes, gpu_share_limit=2)
     jobs = list(helios_synthetic(6000, 3000, seed=0, vcs=1, vc_names=[""]).jobs())
-    policy = Timed(Lucid(LucidParams(profiler_nodes=4, profile_seconds=10.0)))
+    policy = Timed(Lucid(LucidParams(profiler_nodes=4, profile_seconds=10.0, **pram)))
     with contextlib.suppress(Enough):
         simulate(jobs, cluster, policy)
     plain = sorted(e for w, e, refit in policy.samples if w >= QUEUED and not refit)
@@ -83,14 +86,14 @@ def decision_benchmark() -> None:
         print(f"decisions that refitted a model: {len(refits)}; median {statistics.median(refits):.2f} s")
 
 
-def philly_benchmark(trace: str, cluster_file: str) -> None:
+def philly_benchmark(trace: str, cluster_file: str, pram: dict[str, object]) -> None:
     from shapeshift.runs import RunSpec, run
     from shapeshift.workloads.readers import read_workload
 
     workload = read_workload(trace)
     cluster = load_cluster(cluster_file)
     start = time.perf_counter()
-    result = run(RunSpec(workload=workload, cluster=cluster, policy="lucid"))
+    result = run(RunSpec(workload=workload, cluster=cluster, policy="lucid", params=tuple(pram.items())))
     total = time.perf_counter() - start
     s = result.summary
     print(
@@ -109,10 +112,12 @@ def main() -> None:
         help="cluster YAML or data set name (default: philly-vcs with two jobs per GPU)",
     )
     parser.add_argument("--skip-philly", action="store_true")
+    parser.add_argument("--pram-before", action="store_true", help="outer_bags=1 pram_release=installed")
     args = parser.parse_args()
-    decision_benchmark()
+    pram: dict[str, object] = {"outer_bags": 1, "pram_release": "installed"} if args.pram_before else {}
+    decision_benchmark(pram)
     if not args.skip_philly:
-        philly_benchmark(args.trace, args.cluster)
+        philly_benchmark(args.trace, args.cluster, pram)
 
 
 if __name__ == "__main__":
