@@ -210,7 +210,7 @@ def test_uniform_binning_cuts_the_range_into_equal_widths():
 
 
 def test_cyclic_boosting_turns_off_greedy_and_smoothing_rounds():
-    # interpret before 0.4 (0.2.7, Lucid's artifact) boosted every term in turn each round
+    # interpret 0.2.7 (Lucid's artifact's release) boosted every term in turn each round
     # and had no greedy or smoothing rounds; recent releases need cyclic_progress on when
     # greedy_ratio is 0, or no round would move the model.
     x, y = data(200)

@@ -22,7 +22,7 @@ Parameters (scikit-learn style; defaults are interpret's except where noted):
 * ``early_stopping_tolerance``, ``max_leaves`` (``None``: interpret's own);
 * ``boosting``: ``"interpret"`` (the installed release's rounds: greedy rounds between
   cyclic ones, then smoothing rounds) or ``"cyclic"`` (every round cyclic, no smoothing:
-  how interpret boosted before its 0.4 releases, e.g. 0.2.7, which Lucid's artifact used);
+  how interpret 0.2.7 boosted, the release Lucid's artifact used);
 * ``binning``: ``"quantile"`` (interpret's) or ``"uniform"`` (equal-width bins for the
   continuous features, what interpret 0.2.7 took as ``binning="uniform"``);
 * ``feature_types``: ``None`` (all continuous) or one of ``"continuous"``/``"nominal"``
