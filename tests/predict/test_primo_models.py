@@ -214,9 +214,9 @@ def test_cyclic_boosting_turns_off_greedy_and_smoothing_rounds():
     # and had no greedy or smoothing rounds; recent releases need cyclic_progress on when
     # greedy_ratio is 0, or no round would move the model.
     x, y = data(200)
-    params = PrAMRegressor(boosting="cyclic", max_leaves=3, early_stopping_tolerance=1e-4, **FAST)
-    params.feature_names_ = ["a", "b", "c"]
-    got = params._ebm_params(3)
+    unfitted = PrAMRegressor(boosting="cyclic", max_leaves=3, early_stopping_tolerance=1e-4, **FAST)
+    unfitted.feature_names_ = ["a", "b", "c"]
+    got = unfitted._ebm_params(3)
     assert {
         k: got[k] for k in ("greedy_ratio", "cyclic_progress", "smoothing_rounds", "interaction_smoothing_rounds")
     } == {

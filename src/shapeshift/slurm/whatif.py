@@ -250,15 +250,15 @@ def rejection_notes(policy: str, rejections: Sequence[Any]) -> list[str]:
     by_reason: dict[str, list[str]] = {}
     for rejection in rejections:
         by_reason.setdefault(rejection.reason, []).append(rejection.job_id)
+    groups = list(by_reason.items())
     lines = []
-    for reason, jobs in list(by_reason.items())[:_REASONS_SHOWN]:
+    for reason, jobs in groups[:_REASONS_SHOWN]:
         shown = ", ".join(jobs[:3]) + (", ..." if len(jobs) > 3 else "")
         lines.append(f"{policy}: {len(jobs)} job(s) refused: {reason} (job {shown})")
-    rest = list(by_reason.values())[_REASONS_SHOWN:]
+    rest = [jobs for _, jobs in groups[_REASONS_SHOWN:]]
     if rest:
         lines.append(f"{policy}: {sum(map(len, rest))} more job(s) refused for {len(rest)} other reason(s)")
     return lines
-
 
 
 def write(outcome: WhatIf, out: Path) -> None:

@@ -92,8 +92,10 @@ class Lucid(BinderMixin):
         self.profiler = ProfilerSettings(params.profiler_nodes, params.profile_seconds, params.profiler_max_gpus)
         self.rules = BinderRules(params.share_threshold, params.priority_ratio)
         self.packing = fit_packing_model(params.seed)
-        p = params
-        pram = PrAMSettings(p.pram_learning_rate, p.pram_interactions, p.pram_max_rounds, p.outer_bags, p.pram_release)
+        pram = PrAMSettings(
+            params.pram_learning_rate, params.pram_interactions, params.pram_max_rounds, params.outer_bags,
+            params.pram_release,
+        )  # fmt: skip
         self.durations = DurationModel(params.seed, pram, params.train_window, params.monotone_gpus)
         self.forecaster = SubmissionForecaster(params.seed, pram)
         self.placement = PLACEMENTS[params.placement]()
