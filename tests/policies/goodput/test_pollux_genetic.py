@@ -16,6 +16,8 @@ from shapeshift.policies.goodput.genetic import (
     Warm,
     adapt,
     crowding,
+    dominates,
+    domination_matrix,
     growth_probability,
     nondominated_rank,
 )
@@ -90,6 +92,18 @@ def test_repair_clamps_to_node_capacity_in_job_order():
     search.search(_packed([np.array([0, 1, 2.0])] * 2, 1), base, np.array([2]), None, P)
     fixed = search._repair(np.array([[[2], [2]]]))
     assert fixed[0, :, 0].tolist() == [2, 0]
+
+
+def test_domination_matrix_is_pairwise_domination():
+    # The matrix is the definition applied to every ordered pair (no worse in every
+    # objective, better in one), ties included: equal rows dominate neither way, a row never
+    # itself; three objectives as well as two.
+    rng = np.random.default_rng(3)
+    for m in (2, 3):
+        f = rng.integers(0, 3, size=(30, m)).astype(float)
+        expected = np.array([[bool(dominates(f[a], f[b])) for b in range(30)] for a in range(30)])
+        assert (domination_matrix(f) == expected).all()
+    assert not domination_matrix(np.array([[1.0, 1.0], [1.0, 1.0]])).any()
 
 
 def test_pareto_ranks_and_crowding_by_hand():

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from shapeshift.errors import InputError
+
 #: Training length (epochs) and per-GPU batch cap per application, as the artifact's
 #: ``APPLICATIONS`` table configures them (``simulator/applications.py``).
 APPLICATIONS: dict[str, dict[str, int | None]] = {
@@ -77,17 +79,41 @@ class Row:
     placement: str = ""
 
 
+PLACEMENT_COLUMNS = ("placement", "local_bsz", "step_time", "sync_time")
+SCALABILITY_COLUMNS = ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
+VALIDATION_COLUMNS = ("progress", "grad_sqr", "grad_var")
+
+
+def read_table(path: Path, columns: tuple[str, ...]):
+    """One profile table, refused with its path and the missing column or the bad value
+    named (never a traceback): the columns a Pollux profile needs, every number finite."""
+    import pandas as pd
+
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read this Pollux profile table: {exc}", path=str(path)) from None
+    for column in columns:
+        if column not in table.columns:
+            raise InputError("a Pollux profile table needs this column", path=str(path), field=column)
+        values = pd.to_numeric(table[column], errors="coerce") if column != "placement" else table[column]
+        bad = values.isna() | (~np.isfinite(values) if column != "placement" else False)
+        if bad.any():
+            line = int(np.flatnonzero(bad.to_numpy())[0]) + 2  # 1-based, after the header
+            raise InputError("not a finite number", path=str(path), line=line, field=column)
+    return table
+
+
 class ApplicationProfile:
     """Measured behaviour of one application (see the module docstring)."""
 
     def __init__(self, directory: Path, name: str | None = None, gpu_type: str | None = None):
-        import pandas as pd
 
         self.name = name or directory.name
         self.gpu_type = gpu_type
         settings = APPLICATIONS.get(self.name, {})
-        placements = pd.read_csv(directory / typed_file("placements", gpu_type))
-        scalability = pd.read_csv(directory / typed_file("scalability", gpu_type))
+        placements = read_table(directory / typed_file("placements", gpu_type), PLACEMENT_COLUMNS)
+        scalability = read_table(directory / typed_file("scalability", gpu_type), SCALABILITY_COLUMNS)
         self.rows: list[Row] = [
             Row(len(str(p)), sum(int(c) for c in str(p)), float(b), float(s), float(y), str(p))
             for p, b, s, y in zip(
@@ -110,9 +136,16 @@ class ApplicationProfile:
             )
         ]
         self.validation = {
-            int(p.stem.split("-")[-1]): pd.read_csv(p)
+            int(p.stem.split("-")[-1]): read_table(p, VALIDATION_COLUMNS)
             for p in sorted(directory.glob("validation-*.csv"), key=lambda p: int(p.stem.split("-")[-1]))
+            if p.stem.split("-")[-1].isdigit()
         }
+        if not self.validation:
+            raise InputError(
+                "no validation-<batch>.csv here: a Pollux profile needs at least one (the gradient "
+                "statistics and epochs at that batch size)",
+                path=str(directory),
+            )
         self.batch_sizes = sorted(self.validation)
         self.init_batch = self.batch_sizes[0]
         self.max_batch = self.batch_sizes[-1]

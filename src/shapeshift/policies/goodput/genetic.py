@@ -121,10 +121,23 @@ def dominates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.all(a <= b, axis=-1) & np.any(a < b, axis=-1)
 
 
+def domination_matrix(f: np.ndarray) -> np.ndarray:
+    """``dom[a, b]``: row ``a`` of ``f`` dominates row ``b``, built one objective at a time
+    (two n x n comparisons each, not an n x n x m array reduced over its short axis)."""
+    n, m = f.shape
+    no_worse = np.ones((n, n), dtype=bool)
+    better = np.zeros((n, n), dtype=bool)
+    for k in range(m):
+        column = f[:, k]
+        no_worse &= column[:, None] <= column[None, :]
+        better |= column[:, None] < column[None, :]
+    return no_worse & better
+
+
 def nondominated_rank(f: np.ndarray) -> np.ndarray:
     """Front number (0 = non-dominated) of each row of ``f`` (minimised objectives)."""
     n = len(f)
-    dom = dominates(f[:, None, :], f[None, :, :])  # dom[a, b]: a dominates b
+    dom = domination_matrix(f)
     count = dom.sum(axis=0)
     rank = np.full(n, -1)
     front = 0
@@ -147,7 +160,11 @@ def crowding(f: np.ndarray) -> np.ndarray:
     n, m = f.shape
     if n <= 2:
         return np.full(n, np.inf)
-    unique = np.sort(np.unique(f, axis=0, return_index=True)[1])  # the first of equal points
+    order = np.lexsort(f.T[::-1])  # stable: equal points keep their order
+    g = f[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = np.any(g[1:] != g[:-1], axis=1)
+    unique = np.sort(order[first])  # the first of equal points
     g = f[unique]
     dist = np.zeros(len(g))
     for k in range(m):
