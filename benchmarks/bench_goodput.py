@@ -9,7 +9,10 @@
    once, jobs placed and run for ``--warm`` rounds of 60 s (so jobs hold GPUs, have
    progress and restart history), then ``--repeat`` more rounds each timed; p50 / p99.
 
-    python benchmarks/bench_goodput.py [--policy pollux] [--repeat 50] [--skip-workload]
+    python benchmarks/bench_goodput.py [--policy pollux] [--param search=exact] [--repeat 50] [--skip-workload]
+
+``--param k=v`` (repeatable) passes a policy parameter to both, e.g. ``search=exact`` for
+Pollux's exact search (its default is the source's genetic search, about 10x the CPU).
 """
 
 from __future__ import annotations
@@ -34,13 +37,13 @@ WORKLOAD = "pollux-workload6"
 PROFILES = "pollux-profiles"
 
 
-def whole_workload(policy: str, round_seconds: float) -> None:
+def whole_workload(policy: str, round_seconds: float, params: dict[str, str]) -> None:
     workload = read_workload(WORKLOAD)
     spec = RunSpec(
         workload=workload,
         cluster=shorthand_cluster(16, 4),
         policy=policy,
-        params=(("round", round_seconds),),
+        params=(("round", round_seconds), *sorted(params.items())),
         overheads=Overheads(30.0, 30.0),
         throughput=ThroughputSpec("pollux", str(datasets.locate(PROFILES))),
     )
@@ -54,9 +57,9 @@ def whole_workload(policy: str, round_seconds: float) -> None:
     )
 
 
-def decision_time(policy_name: str, warm: int, repeat: int) -> None:
+def decision_time(policy_name: str, warm: int, repeat: int, params: dict[str, str]) -> None:
     jobs = [replace(j, submit_time=0.0) for j in read_workload(WORKLOAD).jobs()]
-    policy = make_policy(policy_name, {"profiles": str(datasets.locate(PROFILES))})
+    policy = make_policy(policy_name, {"profiles": str(datasets.locate(PROFILES)), **params})
     truth = PolluxGroundTruth(datasets.locate(PROFILES))
     engine = Engine(shorthand_cluster(16, 4), policy, SimulatedExecutor(truth, CompletionQueue()), Overheads(30, 30))
     for spec in jobs:
@@ -84,10 +87,12 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--skip-workload", action="store_true")
+    ap.add_argument("--param", action="append", default=[], metavar="K=V", help="a policy parameter (repeatable)")
     args = ap.parse_args()
+    params = dict(p.split("=", 1) for p in args.param)
     if not args.skip_workload:
-        whole_workload(args.policy, args.round)
-    decision_time(args.policy, args.warm, args.repeat)
+        whole_workload(args.policy, args.round, params)
+    decision_time(args.policy, args.warm, args.repeat, params)
 
 
 if __name__ == "__main__":

@@ -166,7 +166,7 @@ def test_the_shipped_reproduction_file_validates():
     bundled("pollux-workload6")
     path = Path(__file__).resolve().parents[3] / "experiments" / "pollux-workload6.yaml"
     plans = expand(load_experiment(path))
-    assert len(plans) == 9  # pollux at 5 intervals, sia, fifo, tiresias, optimus
+    assert len(plans) == 10  # pollux at 5 intervals, pollux search=exact, sia, fifo, tiresias, optimus
 
 
 def test_sia_knapsack_and_integer_program_reach_the_same_objective():

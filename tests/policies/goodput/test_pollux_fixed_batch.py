@@ -19,8 +19,11 @@ from tests.policies.goodput.toy_fixed_batch import toy_jct, write_profiles
 )
 def test_a_fixed_batch_job_has_its_batch_tuned_when_unaware(tmp_path, unaware, fixed_batch, jct):
     # One GPU, one job submitted at 0 with a fixed batch of 32 (the NCF-like case), round
-    # 60 s, no launch delay. Pollux allocates at its rounds only, the first at 60 s, so the
-    # job runs from 60 s and its JCT is 60 s plus the run below.
+    # 60 s, no launch delay, the exact search. Pollux allocates at its rounds only; at 0 s
+    # the job's restart factor is 0 (age 0), so the exact search's power mean gains nothing
+    # by starting it (the genetic search's second objective, cluster utility, would start
+    # it at 0; the run below is the same) and it starts at the next round: the job runs
+    # from 60 s and its JCT is 60 s plus the run below.
     #
     # Its own batch (keep, or without unaware): 32 on one GPU, no accumulation (not above
     # the initial batch), step 0.10 + (32 - 16) / 48 x 0.06 = 0.12 s: 32 / 0.12 = 266.67
@@ -37,6 +40,8 @@ def test_a_fixed_batch_job_has_its_batch_tuned_when_unaware(tmp_path, unaware, f
     # examples/s, so the last 3,200 examples take 8 s: done 12 + 8 = 20 s after its start,
     # JCT 80 s.
     root = write_profiles(tmp_path)
-    params = PolluxParams(profiles=str(root), unaware=unaware, unaware_profile="", fixed_batch=fixed_batch)
+    params = PolluxParams(
+        profiles=str(root), unaware=unaware, unaware_profile="", fixed_batch=fixed_batch, search="exact"
+    )
     policy = PolluxPolicy(params)
     assert toy_jct(root, policy) == pytest.approx(jct, abs=1e-3)

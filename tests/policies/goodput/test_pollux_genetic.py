@@ -167,6 +167,14 @@ def test_the_result_is_the_final_front_and_one_generation_is_the_start_alone():
     assert front.tolist() == [[[2, 0]]]
 
 
+def test_the_default_search_is_the_sources():
+    # Pollux §4.2 and both artifacts (pollux.py; sia-simulator/pollux_unaware.py) search each
+    # round with NSGA-II, 100 states x 100 generations (pymoo's n_gen).
+    params = PolluxParams()
+    assert (params.search, params.population, params.generations) == ("genetic", 100, 100)
+    assert params.genetic_value == "placement"
+
+
 @pytest.mark.parametrize("field,value", [("population", 1), ("generations", 0), ("search", "random"), ("seed", -1)])
 def test_bad_search_parameters_are_refused(field, value):
     with pytest.raises(ValueError):

@@ -24,9 +24,10 @@ def _factor_after_a_same_shape_move(monkeypatch, **params) -> float:
     """One CIFAR-10 job on two 4-GPU nodes of one type, at most 4 GPUs, submitted at 0 (at
     age 0 its factor is 0, so it starts at the next round): it starts on node 0 at 60 s,
     the placement is forced to node 1 at 120 s (same count, same GPUs per node, same
-    type), and its restart factor is read at 180 s."""
+    type), and its restart factor is read at 180 s. The exact search, whose placement step
+    (``keep_or_pack``) the test replaces to force the move."""
     policy = PolluxPolicy(
-        PolluxParams(profiles=str(bundled("pollux-profiles")), explore=False, max_replicas=4, **params)
+        PolluxParams(profiles=str(bundled("pollux-profiles")), explore=False, max_replicas=4, search="exact", **params)
     )
     engine = Engine(
         shorthand_cluster(2, 4),

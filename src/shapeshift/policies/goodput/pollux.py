@@ -24,20 +24,22 @@ Learning", OSDI 2021), as its artifact's simulator runs it (petuum/adaptdl, bran
 * **placement** (§4.2, ``Problem._repair``): at most one distributed job per node, jobs
   packed on as few nodes as possible.
 
-Search: the objective is a sum of per-job terms of the GPU count once a job's node count
-is that of packed placement (``ceil(r / GPUs per node)``), so a knapsack over GPU counts
-(:func:`solve`) finds its optimum exactly; the artifact runs a genetic search (NSGA-II,
-100 x 100) for it. Placement then keeps every job whose count is unchanged where it is
-and packs the rest largest first, one distributed job per node; a job that does not fit
-takes the largest count that does. ``tests/policies/goodput/test_pollux.py`` checks the result
-against brute force over every allocation matrix on small clusters.
-``search=genetic`` runs the artifact's search instead (:mod:`.genetic`: ``population``
-states for ``generations`` generations a round, warm-started from the partition's last
-result, its final population's first front, its randomness from ``seed``): each state values a job on the nodes and GPUs
-it gives it (``Problem._get_job_speedups``: its speedup on ``count_nonzero`` nodes), a
-job restarts when its placement changes, and the state found is the allocation, its
-placement included. ``genetic_value=packed`` (ours) values a job at its count packed and
-places the counts as above.
+Search (``search=genetic``, the default): the artifact's genetic search (NSGA-II, 100
+states x 100 generations a round; :mod:`.genetic`: ``population``, ``generations``,
+warm-started from the partition's last result, its final population's first front, its
+randomness from ``seed``): each state values a job on the nodes and GPUs it gives it
+(``Problem._get_job_speedups``: its speedup on ``count_nonzero`` nodes), a job restarts
+when its placement changes, and the state found is the allocation, its placement
+included. ``genetic_value=packed`` (ours) values a job at its count packed and places the
+counts as ``search=exact`` does.
+
+``search=exact`` (ours, about a tenth of the CPU): the objective is a sum of per-job
+terms of the GPU count once a job's node count is that of packed placement
+(``ceil(r / GPUs per node)``), so a knapsack over GPU counts (:func:`solve`) finds its
+optimum exactly. Placement then keeps every job whose count is unchanged where it is and
+packs the rest largest first, one distributed job per node; a job that does not fit
+takes the largest count that does (brute force agrees on small clusters, ``test_pollux.py``).
+It finds better states than the genetic search (docs/sia-artifact.md).
 
 **What a job knows of its speed** (``goodput_model=online``): as in the artifact
 (``simulator.py``, ``Job.update_params``), each job's own throughput model, fitted on the
