@@ -187,9 +187,8 @@ def growth_probability(s: np.ndarray, caps: np.ndarray) -> np.ndarray:
     jobs where the node has a free GPU, ``p2`` = 1 / the number of jobs holding GPUs there
     for a job holding some (both normalised over the jobs axis, as the artifact's
     ``sum(axis=1)``), combined as independent events."""
-    free = caps[None] - s.sum(axis=1)  # (states, nodes)
-    fits = np.broadcast_to((free >= 1)[:, None, :], s.shape)
-    p1 = fits / np.maximum(fits.sum(axis=1, keepdims=True), 1)
+    fits = (caps[None] - s.sum(axis=1) >= 1)[:, None, :]  # (states, 1, nodes): a free GPU
+    p1 = np.where(fits, 1.0 / s.shape[1], 0.0)  # every job of such a node counts
     held = (s > 0) & fits
     p2 = held / np.maximum(held.sum(axis=1, keepdims=True), 1)
     return p1 + p2 - p1 * p2
@@ -310,20 +309,30 @@ class GeneticSearch:
         prob = np.where(rng.random(s.shape[:2]) < 0.1, 0.1, 0.0)
         s = np.where(rng.random(s.shape) < prob[:, :, None], 0, s)
         hit = rng.random(s.shape) < growth_probability(s, self._caps)
-        high = np.broadcast_to(self._caps[None, None, :] + 1, s.shape)
-        draw = s + np.floor(rng.random(s.shape) * (high - s)).astype(np.int64)
-        return np.where(hit, draw, s)
+        u = rng.random(s.shape)  # drawn for every entry: the same stream whatever is redrawn
+        si, ji, ni = np.nonzero(hit)
+        grown = s[si, ji, ni]
+        s[si, ji, ni] = grown + np.floor(u[si, ji, ni] * (self._caps[ni] + 1 - grown)).astype(np.int64)
+        return s
 
     def _repair(self, s: np.ndarray) -> np.ndarray:
         if self._allowed is not None:
             s = np.where(self._allowed[None], s, 0)
         s = self._one_distributed(s)
-        shuffle = np.argsort(self.rng.random(s.shape), axis=2)
-        t = np.take_along_axis(s, shuffle, axis=2)
-        t = np.diff(np.minimum(np.cumsum(t, axis=2), self._limit[None, :, None]), axis=2, prepend=0)
-        nodes = np.diff(np.minimum(np.cumsum(t > 0, axis=2), MAX_NODES), axis=2, prepend=0)
-        t[nodes == 0] = 0
-        s = np.take_along_axis(t, np.argsort(shuffle, axis=2), axis=2)
+        keys = self.rng.random(s.shape)  # drawn for every row: the same stream whatever is cut
+        # Only rows over the job's GPU limit or MAX_NODES change (in the rest every cut is
+        # a no-op), so only those are shuffled and cut, row by row as the whole array was.
+        over = (s.sum(axis=2) > self._limit[None, :]) | (np.count_nonzero(s, axis=2) > MAX_NODES)
+        if over.any():
+            si, ji = np.nonzero(over)
+            shuffle = np.argsort(keys[si, ji], axis=1)
+            t = np.take_along_axis(s[si, ji], shuffle, axis=1)
+            t = np.diff(np.minimum(np.cumsum(t, axis=1), self._limit[ji, None]), axis=1, prepend=0)
+            nodes = np.diff(np.minimum(np.cumsum(t > 0, axis=1), MAX_NODES), axis=1, prepend=0)
+            t[nodes == 0] = 0
+            cut = np.empty_like(t)
+            np.put_along_axis(cut, shuffle, t, axis=1)
+            s[si, ji] = cut
         s = np.diff(np.minimum(np.cumsum(s, axis=1), self._caps[None, None, :]), axis=1, prepend=0)
         r = s.sum(axis=2)
         bad = self._rigid[None, :] & (r != 0) & (r != self._limit[None, :])
