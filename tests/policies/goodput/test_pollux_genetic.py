@@ -94,6 +94,26 @@ def test_repair_clamps_to_node_capacity_in_job_order():
     assert fixed[0, :, 0].tolist() == [2, 0]
 
 
+def test_repair_cuts_a_job_to_its_limit_and_16_nodes_and_leaves_the_rest():
+    # Problem._repair: a job over its GPU limit keeps that many, taken over its nodes in a
+    # random order; a job over 16 nodes keeps 16 of them; a job within both is untouched.
+    # 20 one-GPU nodes. State 0: job 0 (limit 3) holds 1 GPU on each of nodes 0-4, so it
+    # keeps 3 of those; job 1 (limit 20) on nodes 5-14 is within both and unchanged.
+    # State 1: job 1 alone on all 20 nodes, within its limit but over 16 nodes: it keeps 16.
+    search = GeneticSearch(4, 1, np.random.default_rng(0))
+    caps = np.ones(20, np.int64)
+    search._caps, search._allowed = caps, None
+    search._limit, search._rigid = np.array([3, 20]), np.array([False, False])
+    s = np.zeros((2, 2, 20), np.int64)
+    s[0, 0, :5] = 1  # state 0: job 0 over its limit, job 1 within both
+    s[0, 1, 5:15] = 1
+    s[1, 1, :] = 1  # state 1: job 1 on 20 nodes
+    fixed = search._repair(s.copy())
+    assert fixed[0, 0].sum() == 3 and set(np.flatnonzero(fixed[0, 0])) <= set(range(5))
+    assert np.array_equal(fixed[0, 1], s[0, 1])
+    assert fixed[1, 1].sum() == 16 and fixed[1, 0].sum() == 0
+
+
 def test_domination_matrix_is_pairwise_domination():
     # The matrix is the definition applied to every ordered pair (no worse in every
     # objective, better in one), ties included: equal rows dominate neither way, a row never
