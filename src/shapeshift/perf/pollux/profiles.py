@@ -28,10 +28,14 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from shapeshift.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Training length (epochs) and per-GPU batch cap per application, as the artifact's
 #: ``APPLICATIONS`` table configures them (``simulator/applications.py``).
@@ -79,12 +83,13 @@ class Row:
     placement: str = ""
 
 
+#: The columns each profile table must have (the artifact's ``applications.py`` reads them).
 PLACEMENT_COLUMNS = ("placement", "local_bsz", "step_time", "sync_time")
 SCALABILITY_COLUMNS = ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
 VALIDATION_COLUMNS = ("progress", "grad_sqr", "grad_var")
 
 
-def read_table(path: Path, columns: tuple[str, ...]):
+def read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     """One profile table, refused with its path and the missing column or the bad value
     named (never a traceback): the columns a Pollux profile needs, every number finite."""
     import pandas as pd
@@ -108,7 +113,6 @@ class ApplicationProfile:
     """Measured behaviour of one application (see the module docstring)."""
 
     def __init__(self, directory: Path, name: str | None = None, gpu_type: str | None = None):
-
         self.name = name or directory.name
         self.gpu_type = gpu_type
         settings = APPLICATIONS.get(self.name, {})
