@@ -18,28 +18,28 @@ PLACEMENTS = "placement,local_bsz,step_time,sync_time\n1,16,0.05,0.0\n2,16,0.06,
 SCALE = "num_nodes,num_replicas,local_bsz,step_time,sync_time\n2,2,16,0.08,0.03\n"
 
 
-def _app(root: Path, name: str = "toy", **files: str) -> Path:
+def _app(root: Path, name: str = "toy", files: dict[str, str] | None = None) -> Path:
+    """A profile directory of good tables, ``files`` replacing some (an empty text: absent)."""
     app_dir = root / name
     app_dir.mkdir(parents=True)
     texts = {"placements.csv": PLACEMENTS, "scalability.csv": SCALE, "validation-16.csv": VALIDATION}
-    texts.update({name.replace("_", "-").replace("-csv", ".csv"): text for name, text in files.items()})
-    for name, text in texts.items():
+    for file, text in {**texts, **(files or {})}.items():
         if text:
-            (app_dir / name).write_text(text)
+            (app_dir / file).write_text(text)
     return app_dir
 
 
 @pytest.mark.parametrize(
     ("files", "where", "field"),
     [
-        ({"validation_16_csv": ""}, "toy", None),  # no validation file at all
-        ({"placements_csv": "placement,local_bsz,step_time\n1,16,0.05\n"}, "placements.csv", "sync_time"),
-        ({"scalability_csv": SCALE.replace("0.08", "nan")}, "scalability.csv", "step_time"),
-        ({"validation_16_csv": VALIDATION.replace("1.0,0.0", "inf,0.0")}, "validation-16.csv", "grad_sqr"),
+        ({"validation-16.csv": ""}, "toy", None),  # no validation file at all
+        ({"placements.csv": "placement,local_bsz,step_time\n1,16,0.05\n"}, "placements.csv", "sync_time"),
+        ({"scalability.csv": SCALE.replace("0.08", "nan")}, "scalability.csv", "step_time"),
+        ({"validation-16.csv": VALIDATION.replace("1.0,0.0", "inf,0.0")}, "validation-16.csv", "grad_sqr"),
     ],
 )
 def test_a_broken_profile_names_its_file_and_field(tmp_path, files, where, field):
-    directory = _app(tmp_path, **files)
+    directory = _app(tmp_path, files=files)
     with pytest.raises(InputError) as caught:
         ApplicationProfile(directory)
     assert caught.value.path is not None and caught.value.path.endswith(where)
@@ -47,7 +47,7 @@ def test_a_broken_profile_names_its_file_and_field(tmp_path, files, where, field
 
 
 def test_the_cli_refuses_it_in_one_line(tmp_path):
-    _app(tmp_path / "profiles", "cifar10", validation_16_csv="")
+    _app(tmp_path / "profiles", "cifar10", {"validation-16.csv": ""})
     workload = tmp_path / "w.csv"
     workload.write_text("name,time,application,num_replicas,batch_size\ncifar10-0,0,cifar10,1,128\n")
     argv = ["simulate", "--workload", str(workload), "--format", "pollux", "--cluster", "1x4"]

@@ -101,8 +101,11 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     for column in columns:
         if column not in table.columns:
             raise InputError("a Pollux profile table needs this column", path=str(path), field=column)
-        values = pd.to_numeric(table[column], errors="coerce") if column != "placement" else table[column]
-        bad = values.isna() | (~np.isfinite(values) if column != "placement" else False)
+        if column == "placement":  # per-node GPU counts as digits: only present
+            bad = table[column].isna()
+        else:
+            values = pd.to_numeric(table[column], errors="coerce")
+            bad = values.isna() | ~np.isfinite(values)
         if bad.any():
             line = int(np.flatnonzero(bad.to_numpy())[0]) + 2  # 1-based, after the header
             raise InputError("not a finite number", path=str(path), line=line, field=column)
